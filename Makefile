@@ -1,0 +1,53 @@
+# mcpflow — make help lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO            ?= go
+BIN           := $(CURDIR)/bin
+TEMPORAL_CLI_VERSION  := v1.5.1
+STATICCHECK_VERSION   := v0.8.2
+WORKFLOWCHECK_VERSION := v0.6.0
+GO_TEST_FLAGS ?= -count=1 -timeout 30m
+export TEMPORAL_CLI := $(BIN)/temporal
+
+.PHONY: help build tools dev test lint bench clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## Build bin/mcpflow and bin/demo-mcp
+	$(GO) build -o $(BIN)/mcpflow ./cmd/mcpflow
+	$(GO) build -o $(BIN)/demo-mcp ./cmd/demo-mcp
+
+tools: $(BIN)/temporal ## Build the Temporal CLI (dev server + Web UI) into bin/ when missing
+
+$(BIN)/temporal:
+	@echo "building the Temporal CLI $(TEMPORAL_CLI_VERSION) with go install (takes a few minutes once)"
+	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
+
+$(BIN)/staticcheck:
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(BIN)/workflowcheck:
+	GOBIN=$(BIN) $(GO) install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
+
+dev: build tools ## Run Temporal dev server + Web UI, the demo MCP server and mcpflow (Ctrl-C stops all)
+	@deployments/dev/run.sh
+
+test: build tools ## Unit, store (SQLite + PostgreSQL when TEST_DATABASE_URL is set) and integration tests
+	@echo "go test $(GO_TEST_FLAGS) ./...  (full output in .test.log)"
+	@$(GO) test $(GO_TEST_FLAGS) -v ./... > .test.log 2>&1; rc=$$?; \
+	  grep -E '^(ok|FAIL|panic:|store:|--- FAIL|--- SKIP)|^ +--- (FAIL|SKIP)|^\s+testenv\.go|PostgreSQL' .test.log || true; \
+	  if [ $$rc -ne 0 ]; then echo "--- failing test output ---"; grep -E -B60 '^(\s*)--- FAIL' .test.log | tail -300; fi; \
+	  pass=$$(grep -cE '^\s*--- PASS' .test.log || true); fail=$$(grep -cE '^\s*--- FAIL' .test.log || true); skip=$$(grep -cE '^\s*--- SKIP' .test.log || true); \
+	  echo "$$pass passed, $$fail failed, $$skip skipped"; exit $$rc
+
+lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## go vet, gofmt, staticcheck and workflowcheck
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(BIN)/staticcheck ./...
+	$(BIN)/workflowcheck ./workflows/...
+
+clean: ## Remove build output and dev state
+	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp .dev .test.log

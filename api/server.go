@@ -1,0 +1,227 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/mcpflow/mcpflow"
+)
+
+// Check is one readiness dependency (database, Temporal).
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Options are the dependencies of the API server.
+type Options struct {
+	Auth            *Authenticator
+	Threads         mcpflow.ThreadStore
+	Readiness       []Check
+	ReadyTimeout    time.Duration // per check; default 2 s
+	MCPTasksEnabled func() bool   // whether the task runtime actually started
+	Logger          *slog.Logger
+	Now             func() time.Time
+}
+
+// Server is the HTTP API.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	engine *gin.Engine
+	now    func() time.Time
+}
+
+func init() { gin.SetMode(gin.ReleaseMode) }
+
+// New builds the API server and its routes.
+func New(opts Options) *Server {
+	s := &Server{opts: opts, log: opts.Logger, now: opts.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.opts.ReadyTimeout <= 0 {
+		s.opts.ReadyTimeout = 2 * time.Second
+	}
+	e := gin.New()
+	e.ContextWithFallback = true
+	_ = e.SetTrustedProxies(nil)
+	e.HandleMethodNotAllowed = true
+	e.Use(s.requestIDMiddleware, s.accessLog, s.recovery)
+	e.NoRoute(func(c *gin.Context) { s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "no such route")) })
+	e.NoMethod(func(c *gin.Context) {
+		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{Error: ErrorDetail{Code: "method_not_allowed", Message: "method not allowed on this route"}})
+	})
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/api/features", s.features)
+
+	user := e.Group("/api", s.authenticate, s.requireUser)
+	user.POST("/threads", s.createThread)
+	user.GET("/threads/:thread_id", s.getThread)
+	user.DELETE("/threads/:thread_id", s.deleteThread)
+
+	s.engine = e
+	return s
+}
+
+// Handler returns the http.Handler of the API.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Admin returns the router group of admin-only routes under /api, for
+// capabilities that add their own routes.
+func (s *Server) Admin() gin.IRoutes {
+	return s.engine.Group("/api", s.authenticate, s.requireAdmin)
+}
+
+// User returns the router group of user routes under /api.
+func (s *Server) User() gin.IRoutes {
+	return s.engine.Group("/api", s.authenticate, s.requireUser)
+}
+
+const (
+	ctxPrincipal = "mcpflow.principal"
+	ctxRequestID = "mcpflow.request_id"
+)
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+func (s *Server) requestIDMiddleware(c *gin.Context) {
+	id := c.GetHeader("X-Request-ID")
+	if !requestIDPattern.MatchString(id) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	c.Set(ctxRequestID, id)
+	c.Header("X-Request-ID", id)
+	c.Next()
+}
+
+func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// accessLog logs one line per request: the route template (never the raw
+// query or headers, which may carry secrets), status, latency and caller.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "(unmatched)"
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", requestID(c)),
+		slog.String("method", c.Request.Method),
+		slog.String("route", route),
+		slog.Int("status", c.Writer.Status()),
+		slog.Duration("latency", time.Since(start)),
+	}
+	if p, ok := principal(c); ok {
+		if p.Admin {
+			attrs = append(attrs, slog.Bool("admin", true))
+		} else {
+			attrs = append(attrs, slog.String("user_id", p.UserID))
+		}
+	}
+	level := slog.LevelInfo
+	if route == "/healthz" || route == "/readyz" {
+		level = slog.LevelDebug
+	}
+	s.log.LogAttrs(c.Request.Context(), level, "http request", attrs...)
+}
+
+func (s *Server) recovery(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.log.Error("panic in handler", "request_id", requestID(c), "route", c.FullPath(), "panic", r)
+			s.renderError(c, mcpflow.Errorf(mcpflow.EInternal, "internal error"))
+		}
+	}()
+	c.Next()
+}
+
+func (s *Server) authenticate(c *gin.Context) {
+	tok := bearerToken(c.GetHeader("Authorization"))
+	if tok == "" {
+		c.Header("WWW-Authenticate", `Bearer realm="mcpflow"`)
+		s.renderError(c, mcpflow.Errorf(mcpflow.EUnauthorized, "Authentication required"))
+		return
+	}
+	p, ok := s.opts.Auth.Authenticate(tok)
+	if !ok {
+		c.Header("WWW-Authenticate", `Bearer realm="mcpflow", error="invalid_token"`)
+		s.renderError(c, mcpflow.Errorf(mcpflow.EUnauthorized, "invalid bearer token"))
+		return
+	}
+	c.Set(ctxPrincipal, p)
+	c.Next()
+}
+
+func principal(c *gin.Context) (Principal, bool) {
+	v, ok := c.Get(ctxPrincipal)
+	if !ok {
+		return Principal{}, false
+	}
+	p, ok := v.(Principal)
+	return p, ok
+}
+
+func (s *Server) requireAdmin(c *gin.Context) {
+	if p, _ := principal(c); !p.Admin {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EForbidden, "Admin privileges required to manage MCP configuration."))
+		return
+	}
+	c.Next()
+}
+
+func (s *Server) requireUser(c *gin.Context) {
+	if p, _ := principal(c); p.UserID == "" {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EForbidden, "this route needs a user token; admin tokens only manage configuration"))
+		return
+	}
+	c.Next()
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	checks := map[string]string{}
+	ready := true
+	for _, chk := range s.opts.Readiness {
+		ctx, cancel := context.WithTimeout(c.Request.Context(), s.opts.ReadyTimeout)
+		err := chk.Check(ctx)
+		cancel()
+		if err != nil {
+			ready = false
+			checks[chk.Name] = "unavailable"
+			s.log.Warn("readiness check failed", "check", chk.Name, "error", err)
+			continue
+		}
+		checks[chk.Name] = "ok"
+	}
+	status, code := "ok", http.StatusOK
+	if !ready {
+		status, code = "unavailable", http.StatusServiceUnavailable
+	}
+	c.JSON(code, gin.H{"status": status, "checks": checks})
+}
+
+func (s *Server) features(c *gin.Context) {
+	enabled := s.opts.MCPTasksEnabled != nil && s.opts.MCPTasksEnabled()
+	c.JSON(http.StatusOK, gin.H{"mcp_tasks": gin.H{"enabled": enabled}})
+}

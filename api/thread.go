@@ -1,0 +1,96 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+	"github.com/mcpflow/mcpflow"
+)
+
+type threadBody struct {
+	ThreadID  string    `json:"thread_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func threadJSON(t *mcpflow.Thread) threadBody {
+	return threadBody{ThreadID: t.ID, CreatedAt: t.CreatedAt.UTC()}
+}
+
+func (s *Server) createThread(c *gin.Context) {
+	p, _ := principal(c)
+	var req struct {
+		ThreadID *string `json:"thread_id"`
+	}
+	if err := c.ShouldBindJSON(&req); err != nil && !errors.Is(err, io.EOF) {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "request body must be a JSON object like {\"thread_id\": \"...\"}"))
+		return
+	}
+	id := uuid.NewString()
+	if req.ThreadID != nil {
+		id = *req.ThreadID
+	}
+	if err := mcpflow.ValidateID("thread_id", id); err != nil {
+		s.renderError(c, err)
+		return
+	}
+	t, created, err := s.opts.Threads.CreateThread(c, &mcpflow.Thread{ID: id, UserID: p.UserID, CreatedAt: s.now().UTC()})
+	if err != nil {
+		s.renderError(c, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	c.JSON(code, threadJSON(t))
+}
+
+// ownedThread loads the thread of the route for the calling user: another
+// user's thread is 404 (never 403), a deleted one 410.
+func (s *Server) ownedThread(c *gin.Context) (*mcpflow.Thread, bool) {
+	p, _ := principal(c)
+	id := c.Param("thread_id")
+	if err := mcpflow.ValidateID("thread_id", id); err != nil {
+		s.renderError(c, err)
+		return nil, false
+	}
+	t, err := s.opts.Threads.GetThread(c, id)
+	if err == nil && t.UserID != p.UserID {
+		err = mcpflow.Errorf(mcpflow.ENotFound, "thread not found")
+	}
+	if err == nil && t.Deleted() {
+		err = mcpflow.Errorf(mcpflow.EGone, "thread was deleted")
+	}
+	if err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			err = mcpflow.Errorf(mcpflow.ENotFound, "thread not found")
+		}
+		s.renderError(c, err)
+		return nil, false
+	}
+	return t, true
+}
+
+func (s *Server) getThread(c *gin.Context) {
+	t, ok := s.ownedThread(c)
+	if !ok {
+		return
+	}
+	c.JSON(http.StatusOK, threadJSON(t))
+}
+
+func (s *Server) deleteThread(c *gin.Context) {
+	t, ok := s.ownedThread(c)
+	if !ok {
+		return
+	}
+	if err := s.opts.Threads.DeleteThread(c, t.ID, s.now().UTC()); err != nil {
+		s.renderError(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}

@@ -1,0 +1,130 @@
+package mcpflow
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each maps to exactly one HTTP status in api/.
+const (
+	EInvalid      = "invalid_argument" // 400
+	EUnauthorized = "unauthenticated"  // 401
+	EForbidden    = "forbidden"        // 403
+	ENotFound     = "not_found"        // 404
+	EConflict     = "conflict"         // 409
+	EGone         = "gone"             // 410
+	EUpstream     = "upstream_error"   // 502
+	EUnavailable  = "unavailable"      // 503
+	ETimeout      = "timeout"          // 504
+	EInternal     = "internal"         // 500
+)
+
+// Error is a domain error with a code and a message that is safe to show to
+// the caller. Internal details belong in the wrapped error, which is logged
+// but never rendered.
+type Error struct {
+	Code    string
+	Message string
+	Err     error // optional cause, never shown to API callers
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns a domain error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first domain error in err's chain, or
+// EInternal for any other non-nil error and "" for nil.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	var pe *ProtocolError
+	if errors.As(err, &pe) {
+		return EUpstream
+	}
+	var de *DuplicateRemoteTaskError
+	if errors.As(err, &de) {
+		return EConflict
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the caller-safe message of err: the message of the
+// first domain error in its chain, or a generic text for anything else.
+func ErrorMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	var pe *ProtocolError
+	if errors.As(err, &pe) {
+		return pe.Message
+	}
+	var de *DuplicateRemoteTaskError
+	if errors.As(err, &de) {
+		return de.Error()
+	}
+	return "internal error"
+}
+
+// ProtocolError is a deterministic violation of the task driver contract
+// (spec §2.2): it is permanent, the task becomes failed, and it is never
+// retried.
+type ProtocolError struct {
+	Message string
+}
+
+// Error implements error.
+func (e *ProtocolError) Error() string { return e.Message }
+
+// NewProtocolError returns a ProtocolError with a formatted message.
+func NewProtocolError(format string, args ...any) *ProtocolError {
+	return &ProtocolError{Message: fmt.Sprintf(format, args...)}
+}
+
+// IsProtocolError reports whether err's chain holds a ProtocolError.
+func IsProtocolError(err error) bool {
+	var pe *ProtocolError
+	return errors.As(err, &pe)
+}
+
+// DuplicateRemoteTaskError reports that a remote task handle is already
+// tracked for the same user and server (the unique constraint
+// uq_mcp_tasks_user_server_remote). It must surface without compensation:
+// an existing durable row owns that remote handle.
+type DuplicateRemoteTaskError struct {
+	ServerName   string
+	RemoteTaskID string
+}
+
+// Error implements error. It deliberately does not include the remote id,
+// which is never exposed by the API.
+func (e *DuplicateRemoteTaskError) Error() string {
+	return fmt.Sprintf("Remote MCP task is already tracked for server '%s' by this user", e.ServerName)
+}
+
+// IsDuplicateRemoteTask reports whether err's chain holds a
+// DuplicateRemoteTaskError.
+func IsDuplicateRemoteTask(err error) bool {
+	var de *DuplicateRemoteTaskError
+	return errors.As(err, &de)
+}

@@ -1,0 +1,116 @@
+package mcpflow
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Snapshot is the normalized state of a remote task as a driver reports it
+// (spec §2.1). Build one with NewSnapshot, which checks the invariants, and
+// bound it with Normalize before it is stored.
+type Snapshot struct {
+	Status           Status            `json:"status"`
+	Result           any               `json:"result,omitempty"`
+	ResultPreview    *string           `json:"result_preview,omitempty"`
+	ResultTruncated  bool              `json:"result_truncated,omitempty"`
+	ResultArtifact   map[string]string `json:"result_artifact,omitempty"`
+	Error            *string           `json:"error,omitempty"`
+	InputRequired    map[string]any    `json:"input_required,omitempty"`
+	PollAfterSeconds *float64          `json:"poll_after_seconds,omitempty"`
+}
+
+// NewSnapshot returns s after checking its invariants: a known status, a
+// finite positive poll hint if any, and an input_required payload when the
+// status is input_required.
+func NewSnapshot(s Snapshot) (Snapshot, error) {
+	if err := s.Validate(); err != nil {
+		return Snapshot{}, err
+	}
+	return s, nil
+}
+
+// Validate checks the invariants of NewSnapshot.
+func (s Snapshot) Validate() error {
+	if !s.Status.Valid() {
+		return fmt.Errorf("unknown MCP task status %q", string(s.Status))
+	}
+	if s.PollAfterSeconds != nil {
+		if err := ValidatePollAfter(*s.PollAfterSeconds); err != nil {
+			return err
+		}
+	}
+	if s.Status == StatusInputRequired && s.InputRequired == nil {
+		return fmt.Errorf("an input_required MCP task snapshot requires an input_required payload")
+	}
+	return nil
+}
+
+// IsPollable reports whether the task still needs polling.
+func (s Snapshot) IsPollable() bool { return s.Status.IsPollable() }
+
+// NeedsAttention reports whether the user must hear about this snapshot.
+func (s Snapshot) NeedsAttention() bool { return s.Status.NeedsAttention() }
+
+// Normalize applies the payload bounds of spec §2.7 and returns the bounded
+// copy. Violations that the spec makes permanent come back as a
+// *ProtocolError (the task then fails): a result that is not strict JSON, and
+// an input_required or result_artifact payload that is not strict JSON or
+// exceeds 65,536 bytes. An error text is cut to 4,000 characters; a result
+// larger than b.MaxResultBytes is replaced by a preview.
+func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
+	if b.MaxResultBytes <= 0 || b.ResultPreviewMaxChars <= 0 {
+		b = DefaultBounds()
+	}
+	if err := s.Validate(); err != nil {
+		return Snapshot{}, &ProtocolError{Message: err.Error()}
+	}
+	out := s
+	if s.Error != nil {
+		e := TruncateChars(*s.Error, MaxErrorChars)
+		out.Error = &e
+	}
+	if s.ResultArtifact != nil {
+		if err := checkPayload("result_artifact", s.ResultArtifact); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	if s.InputRequired != nil {
+		if err := checkPayload("input_required", s.InputRequired); err != nil {
+			return Snapshot{}, err
+		}
+	}
+	if s.Result != nil {
+		enc, err := StrictJSON(s.Result)
+		if err != nil {
+			return Snapshot{}, NewProtocolError("MCP task result is not valid JSON: %v", err)
+		}
+		if len(enc) > b.MaxResultBytes {
+			var text string
+			if str, ok := s.Result.(string); ok {
+				text = str
+			} else {
+				text = string(enc)
+			}
+			p := TruncateChars(text, b.ResultPreviewMaxChars)
+			out.Result = nil
+			out.ResultTruncated = true
+			out.ResultPreview = &p
+		}
+	}
+	if out.ResultPreview != nil && utf8.RuneCountInString(*out.ResultPreview) > b.ResultPreviewMaxChars {
+		p := TruncateChars(*out.ResultPreview, b.ResultPreviewMaxChars)
+		out.ResultPreview = &p
+	}
+	return out, nil
+}
+
+func checkPayload(field string, v any) error {
+	enc, err := StrictJSON(v)
+	if err != nil {
+		return NewProtocolError("MCP task %s payload is not valid JSON: %v", field, err)
+	}
+	if len(enc) > MaxPayloadBytes {
+		return NewProtocolError("MCP task %s payload exceeds the %d-byte limit", field, MaxPayloadBytes)
+	}
+	return nil
+}

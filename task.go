@@ -1,0 +1,203 @@
+package mcpflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// TaskIDPrefix starts every local task id; the id is also the Temporal
+// workflow id of the task.
+const TaskIDPrefix = "mcp-task-"
+
+// NewTaskID returns a fresh local task id: "mcp-task-" and 32 hex digits.
+func NewTaskID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
+	}
+	return TaskIDPrefix + hex.EncodeToString(b[:])
+}
+
+var taskIDPattern = regexp.MustCompile(`^mcp-task-[0-9a-f]{32}$`)
+
+// ValidTaskID reports whether id has the shape of a local task id.
+func ValidTaskID(id string) bool { return taskIDPattern.MatchString(id) }
+
+// Notification statuses of a task (spec §2.4, DESIGN.md).
+const (
+	NotificationNone       = "none"
+	NotificationPending    = "pending"
+	NotificationDispatched = "dispatched"
+	NotificationRetry      = "retry"
+	NotificationDelivered  = "delivered"
+	NotificationDeadLetter = "dead_letter"
+)
+
+// DriverOrdinary is the name of the only task driver: the ordinary
+// submit/status/cancel tool triple.
+const DriverOrdinary = "ordinary-tools"
+
+// Task is the projection of one durable task: the row the API reads. The
+// task's workflow is its single writer.
+type Task struct {
+	ID                        string // mcp-task-<32 hex>, also the workflow id
+	UserID                    string
+	ThreadID                  string
+	RunID                     *string
+	ToolCallID                *string
+	ServerName                string
+	DriverName                string
+	RemoteTaskID              string // never exposed by the API
+	TaskName                  string
+	Status                    Status
+	Result                    any
+	ResultPreview             *string
+	ResultTruncated           bool
+	ResultArtifact            map[string]string
+	Error                     *string
+	InputRequired             map[string]any
+	DriverData                map[string]string
+	NotificationStatus        string
+	NotificationError         *string
+	NotificationAttemptCount  int
+	EventFingerprint          *string
+	EventVersion              int
+	NotifiedVersion           int
+	LastPolledAt              *time.Time
+	LastPollError             *string
+	PollAttemptCount          int
+	ConsecutivePollErrorCount int
+	NextPollAt                *time.Time
+	CancelRequestedAt         *time.Time
+	CancelAttemptCount        int
+	LastCancelError           *string
+	CompletedAt               *time.Time
+	CreatedAt                 time.Time
+	UpdatedAt                 time.Time
+}
+
+// ApplySnapshot copies the fields of a normalized snapshot onto t, and sets
+// CompletedAt when the status is terminal.
+func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {
+	t.Status = s.Status
+	t.Result = s.Result
+	t.ResultPreview = s.ResultPreview
+	t.ResultTruncated = s.ResultTruncated
+	t.ResultArtifact = s.ResultArtifact
+	t.Error = s.Error
+	t.InputRequired = s.InputRequired
+	if s.Status.IsTerminal() && t.CompletedAt == nil {
+		c := at
+		t.CompletedAt = &c
+	}
+}
+
+// SubmitRequest asks a driver to start a remote task (spec §2.1).
+type SubmitRequest struct {
+	UserID      string            `json:"user_id"`
+	ThreadID    string            `json:"thread_id"`
+	RunID       *string           `json:"run_id,omitempty"`
+	ToolCallID  *string           `json:"tool_call_id,omitempty"`
+	ServerName  string            `json:"server_name"`
+	TaskName    string            `json:"task_name"`
+	Arguments   map[string]any    `json:"arguments"`
+	DriverData  map[string]string `json:"driver_data"`
+	LocalTaskID string            `json:"local_task_id,omitempty"`
+}
+
+// Validate checks the names of the request; messages name the field.
+func (r SubmitRequest) Validate() error {
+	if err := checkName("server_name", r.ServerName, MaxServerNameChars); err != nil {
+		return err
+	}
+	if err := checkName("task_name", r.TaskName, MaxTaskNameChars); err != nil {
+		return err
+	}
+	if err := ValidateID("user_id", r.UserID); err != nil {
+		return err
+	}
+	if err := ValidateID("thread_id", r.ThreadID); err != nil {
+		return err
+	}
+	if r.LocalTaskID != "" && !ValidTaskID(r.LocalTaskID) {
+		return Errorf(EInvalid, "local_task_id must look like %s<32 hex digits>", TaskIDPrefix)
+	}
+	return nil
+}
+
+func checkName(field, v string, max int) error {
+	if strings.TrimSpace(v) == "" {
+		return Errorf(EInvalid, "%s must not be empty", field)
+	}
+	if utf8.RuneCountInString(v) > max {
+		return Errorf(EInvalid, "%s must not exceed %d characters", field, max)
+	}
+	return nil
+}
+
+// Submission is what a driver returns after a successful remote submit.
+type Submission struct {
+	RemoteTaskID string            `json:"remote_task_id"`
+	Snapshot     Snapshot          `json:"snapshot"`
+	DriverData   map[string]string `json:"driver_data,omitempty"`
+}
+
+// Validate checks the remote handle: non-blank and at most 255 characters.
+// Both violations are protocol errors (the remote side broke the contract).
+func (s Submission) Validate() error {
+	if strings.TrimSpace(s.RemoteTaskID) == "" {
+		return NewProtocolError("remote_task_id must not be empty")
+	}
+	if utf8.RuneCountInString(s.RemoteTaskID) > MaxRemoteTaskIDChars {
+		return NewProtocolError("MCP task remote_task_id must not exceed %d characters", MaxRemoteTaskIDChars)
+	}
+	return nil
+}
+
+// TaskReference identifies a remote task for status and cancel calls.
+type TaskReference struct {
+	LocalTaskID  string            `json:"local_task_id"`
+	UserID       string            `json:"user_id"`
+	ThreadID     string            `json:"thread_id"`
+	ServerName   string            `json:"server_name"`
+	RemoteTaskID string            `json:"remote_task_id"`
+	DriverData   map[string]string `json:"driver_data"`
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_@][A-Za-z0-9._@-]{0,63}$`)
+
+// ValidateID checks a user or thread id. Ids name directories under the
+// workspace root, so they are 1 to 64 characters of letters, digits and
+// "._@-", never start with a dot, and can never be "..", contain a slash or
+// a NUL byte.
+func ValidateID(field, id string) error {
+	if !idPattern.MatchString(id) {
+		return Errorf(EInvalid, "%s must be 1 to 64 characters of letters, digits, '.', '_', '@' or '-', not starting with '.'", field)
+	}
+	return nil
+}
+
+// TaskFilter narrows ListTasks.
+type TaskFilter struct {
+	UserID     string
+	ThreadID   string
+	Limit      int  // 1..100, default 50
+	ActiveOnly bool // only pollable statuses
+}
+
+// TaskStore persists task projections. Implementations translate storage
+// errors into domain errors: ENotFound for a missing or foreign task, and
+// *DuplicateRemoteTaskError for a second row with the same
+// (user, server, remote task id).
+type TaskStore interface {
+	CreateTask(ctx context.Context, t *Task) error
+	GetTask(ctx context.Context, id string) (*Task, error)
+	ListTasks(ctx context.Context, f TaskFilter) ([]*Task, error)
+	UpdateTask(ctx context.Context, t *Task) error
+}

@@ -1,0 +1,57 @@
+package mcpflow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Thread is a conversation that owns tasks and receives their events. A
+// deleted thread keeps a tombstone so that its id is never resurrected.
+type Thread struct {
+	ID        string
+	UserID    string
+	CreatedAt time.Time
+	DeletedAt *time.Time
+}
+
+// Deleted reports whether the thread has been deleted.
+func (t *Thread) Deleted() bool { return t.DeletedAt != nil }
+
+// ThreadEvent is one entry of a thread's event inbox: one version of one
+// task's event, appended in order.
+type ThreadEvent struct {
+	Seq          int64
+	ThreadID     string
+	TaskID       string
+	EventVersion int
+	Status       Status
+	Payload      json.RawMessage // the event object
+	CreatedAt    time.Time
+}
+
+// ThreadStore persists threads.
+//
+// CreateThread creates the thread for its user. It returns the existing
+// thread when the same user already owns that id, an EGone error when the id
+// was deleted, and ENotFound when another user owns it (another user's
+// thread is never revealed).
+//
+// GetThread returns ENotFound for a missing thread; the caller checks
+// ownership and tombstones.
+type ThreadStore interface {
+	CreateThread(ctx context.Context, t *Thread) (*Thread, bool, error)
+	GetThread(ctx context.Context, id string) (*Thread, error)
+	DeleteThread(ctx context.Context, id string, at time.Time) error
+}
+
+// EventStore is the thread event inbox.
+//
+// AppendEvent appends an event and returns its sequence number; appending
+// the same (task id, event version) again returns the first sequence number
+// without a second row. ListEvents returns the events of a thread with
+// Seq > after in ascending order, at most limit of them.
+type EventStore interface {
+	AppendEvent(ctx context.Context, e *ThreadEvent) (int64, error)
+	ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*ThreadEvent, error)
+}

@@ -1,0 +1,362 @@
+package demomcp
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Outcomes a job can be submitted with.
+const (
+	outcomeCompleted     = "completed"
+	outcomeFailed        = "failed"
+	outcomeInputRequired = "input_required"
+	outcomeNotFound      = "not_found"
+)
+
+// Statuses the task tools report (spec §2.3 vocabulary).
+const (
+	statusRunning       = "running"
+	statusInputRequired = "input_required"
+	statusCompleted     = "completed"
+	statusFailed        = "failed"
+	statusCancelled     = "cancelled"
+)
+
+const (
+	errorCodeTaskNotFound = "task_not_found"
+	defaultJobError       = "job failed"
+	expiredJobError       = "job expired"
+	unknownJobError       = "unknown job"
+	stateFileVersion      = 1
+)
+
+// jobRecord is one submitted job as persisted in the state file. Progress is
+// derived from wall-clock time since CreatedAt, so it continues across
+// restarts.
+type jobRecord struct {
+	ID               string          `json:"id"`
+	Label            string          `json:"label,omitempty"`
+	CreatedAt        time.Time       `json:"created_at"`
+	DurationSeconds  float64         `json:"duration_seconds"`
+	Outcome          string          `json:"outcome"`
+	PollAfterSeconds *float64        `json:"poll_after_seconds,omitempty"`
+	Result           json.RawMessage `json:"result,omitempty"`
+	Error            string          `json:"error,omitempty"`
+	StatusErrorsLeft int             `json:"status_errors_left,omitempty"`
+	Cancelled        bool            `json:"cancelled,omitempty"`
+	Submits          int             `json:"submits"`
+	StatusCalls      int             `json:"status_calls"`
+	CancelCalls      int             `json:"cancel_calls"`
+}
+
+// status is the job's status at now.
+func (j *jobRecord) status(now time.Time) string {
+	if j.Cancelled {
+		return statusCancelled
+	}
+	if now.Sub(j.CreatedAt) < time.Duration(j.DurationSeconds*float64(time.Second)) {
+		return statusRunning
+	}
+	switch j.Outcome {
+	case outcomeFailed, outcomeNotFound:
+		return statusFailed
+	case outcomeInputRequired:
+		return statusInputRequired
+	default:
+		return statusCompleted
+	}
+}
+
+// statusPayload is the get_job_status structuredContent for the job at now.
+func (j *jobRecord) statusPayload(now time.Time) map[string]any {
+	p := map[string]any{"task_id": j.ID}
+	st := j.status(now)
+	p["status"] = st
+	switch st {
+	case statusRunning:
+		if j.PollAfterSeconds != nil {
+			p["poll_after_seconds"] = *j.PollAfterSeconds
+		}
+	case statusInputRequired:
+		p["input_required"] = map[string]any{
+			"question": "Which format?",
+			"options":  []string{"pdf", "csv"},
+		}
+	case statusCompleted:
+		p["result"] = j.result()
+	case statusFailed:
+		if j.Outcome == outcomeNotFound {
+			p["error_code"] = errorCodeTaskNotFound
+			p["error"] = expiredJobError
+		} else {
+			p["error"] = j.errorText()
+		}
+	}
+	return p
+}
+
+// terminalPayload is the cancel_job structuredContent for a job that is
+// already terminal at now: the actual status with its result or error, and
+// no error_code, input_required or poll hint.
+func (j *jobRecord) terminalPayload(now time.Time) map[string]any {
+	p := map[string]any{"task_id": j.ID, "status": j.status(now)}
+	switch p["status"] {
+	case statusCompleted:
+		p["result"] = j.result()
+	case statusFailed:
+		if j.Outcome == outcomeNotFound {
+			p["error"] = expiredJobError
+		} else {
+			p["error"] = j.errorText()
+		}
+	}
+	return p
+}
+
+func (j *jobRecord) result() any {
+	var v any
+	if err := json.Unmarshal(j.Result, &v); err != nil {
+		return nil
+	}
+	return v
+}
+
+func (j *jobRecord) errorText() string {
+	if j.Error == "" {
+		return defaultJobError
+	}
+	return j.Error
+}
+
+// stateData is the whole persisted state: global call counters and jobs.
+type stateData struct {
+	Version     int                   `json:"version"`
+	Submits     int                   `json:"submits"`
+	StatusCalls int                   `json:"status_calls"`
+	Cancels     int                   `json:"cancels"`
+	Jobs        map[string]*jobRecord `json:"jobs"`
+}
+
+// jobSpec is what submit_job asks for, already validated.
+type jobSpec struct {
+	Label            string
+	DurationSeconds  float64
+	Outcome          string
+	PollAfterSeconds *float64
+	Result           json.RawMessage
+	Error            string
+	StatusErrors     int
+}
+
+// errStatusUnavailable is returned by jobStore.status while a job still has
+// injected status errors left.
+var errStatusUnavailable = errors.New("upstream temporarily unavailable")
+
+// jobStore holds the jobs and counters behind one mutex and, when path is
+// set, writes them to path after every mutation.
+type jobStore struct {
+	mu   sync.Mutex
+	path string
+	now  func() time.Time
+	data stateData
+}
+
+// openJobStore loads the state file at path (a missing file is an empty
+// state); an empty path keeps the state in memory only.
+func openJobStore(path string, now func() time.Time) (*jobStore, error) {
+	s := &jobStore{path: path, now: now, data: stateData{Version: stateFileVersion, Jobs: map[string]*jobRecord{}}}
+	if path == "" {
+		return s, nil
+	}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state file: %w", err)
+	}
+	if err := json.Unmarshal(raw, &s.data); err != nil {
+		return nil, fmt.Errorf("decode state file %s: %w", path, err)
+	}
+	if s.data.Jobs == nil {
+		s.data.Jobs = map[string]*jobRecord{}
+	}
+	s.data.Version = stateFileVersion
+	return s, nil
+}
+
+// submit creates a job and answers the submit_job payload.
+func (s *jobStore) submit(spec jobSpec) (map[string]any, error) {
+	id, err := newJobID()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data.Submits++
+	s.data.Jobs[id] = &jobRecord{
+		ID:               id,
+		Label:            spec.Label,
+		CreatedAt:        s.now().UTC(),
+		DurationSeconds:  spec.DurationSeconds,
+		Outcome:          spec.Outcome,
+		PollAfterSeconds: spec.PollAfterSeconds,
+		Result:           spec.Result,
+		Error:            spec.Error,
+		StatusErrorsLeft: spec.StatusErrors,
+		Submits:          1,
+	}
+	if err := s.persistLocked(); err != nil {
+		return nil, err
+	}
+	return map[string]any{"task_id": id, "status": statusRunning}, nil
+}
+
+// status answers the get_job_status payload. It returns
+// errStatusUnavailable while the job has injected status errors left.
+func (s *jobStore) status(id string) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data.StatusCalls++
+	j, ok := s.data.Jobs[id]
+	if !ok {
+		if err := s.persistLocked(); err != nil {
+			return nil, err
+		}
+		return map[string]any{
+			"task_id":    id,
+			"status":     statusFailed,
+			"error_code": errorCodeTaskNotFound,
+			"error":      unknownJobError,
+		}, nil
+	}
+	j.StatusCalls++
+	injected := j.StatusErrorsLeft > 0
+	if injected {
+		j.StatusErrorsLeft--
+	}
+	if err := s.persistLocked(); err != nil {
+		return nil, err
+	}
+	if injected {
+		return nil, errStatusUnavailable
+	}
+	return j.statusPayload(s.now()), nil
+}
+
+// cancel cancels a running or input_required job and answers the cancel_job
+// payload; for a terminal job it reports the actual terminal status.
+func (s *jobStore) cancel(id string) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data.Cancels++
+	j, ok := s.data.Jobs[id]
+	if !ok {
+		if err := s.persistLocked(); err != nil {
+			return nil, err
+		}
+		return map[string]any{"task_id": id, "status": statusFailed, "error": unknownJobError}, nil
+	}
+	j.CancelCalls++
+	now := s.now()
+	if st := j.status(now); st == statusRunning || st == statusInputRequired {
+		j.Cancelled = true
+	}
+	if err := s.persistLocked(); err != nil {
+		return nil, err
+	}
+	return j.terminalPayload(now), nil
+}
+
+// stats answers the job_stats payload.
+func (s *jobStore) stats() map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	jobs := make(map[string]any, len(s.data.Jobs))
+	for _, id := range slices.Sorted(maps.Keys(s.data.Jobs)) {
+		j := s.data.Jobs[id]
+		jobs[id] = map[string]any{
+			"status":       j.status(now),
+			"label":        j.Label,
+			"submits":      j.Submits,
+			"status_calls": j.StatusCalls,
+			"cancel_calls": j.CancelCalls,
+		}
+	}
+	return map[string]any{
+		"submits":      s.data.Submits,
+		"status_calls": s.data.StatusCalls,
+		"cancels":      s.data.Cancels,
+		"jobs":         jobs,
+	}
+}
+
+// persistLocked writes the state atomically (temp file in the same
+// directory, fsync, rename). The caller holds s.mu.
+func (s *jobStore) persistLocked() error {
+	if s.path == "" {
+		return nil
+	}
+	raw, err := json.MarshalIndent(s.data, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	if err := writeFileAtomic(s.path, raw); err != nil {
+		return fmt.Errorf("persist state: %w", err)
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmpName := tmp.Name()
+	defer os.Remove(tmpName) // no-op after a successful rename
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmpName, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+func newJobID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate job id: %w", err)
+	}
+	return "job-" + hex.EncodeToString(b[:]), nil
+}

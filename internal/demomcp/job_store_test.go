@@ -1,0 +1,219 @@
+package demomcp
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/stretchr/testify/require"
+)
+
+// submit calls submit_job and checks the §2.3 submit payload.
+func submit(t *testing.T, c *client.Client, args map[string]any) string {
+	t.Helper()
+	got := callStructured(t, c, ToolSubmitJob, args)
+	id, _ := got["task_id"].(string)
+	require.True(t, strings.HasPrefix(id, "job-"), "task_id %q", id)
+	require.Equal(t, map[string]any{"task_id": id, "status": "running"}, got)
+	return id
+}
+
+func status(t *testing.T, c *client.Client, id string) map[string]any {
+	t.Helper()
+	return callStructured(t, c, ToolGetJobStatus, map[string]any{"task_id": id})
+}
+
+func cancel(t *testing.T, c *client.Client, id string) map[string]any {
+	t.Helper()
+	return callStructured(t, c, ToolCancelJob, map[string]any{"task_id": id})
+}
+
+func TestJobCompleted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0.2, "result": map[string]any{"rows": []any{1, "two"}}})
+	got := waitStatus(t, b.client, id, "completed")
+	require.Equal(t, map[string]any{"task_id": id, "status": "completed", "result": map[string]any{"rows": []any{float64(1), "two"}}}, got)
+
+	id = submit(t, b.client, map[string]any{"duration_seconds": 0.2, "result": "plain string"})
+	require.Equal(t, "plain string", waitStatus(t, b.client, id, "completed")["result"])
+
+	id = submit(t, b.client, map[string]any{"duration_seconds": 0})
+	require.Equal(t, map[string]any{"answer": float64(42)}, waitStatus(t, b.client, id, "completed")["result"])
+}
+
+func TestJobRunningCarriesPollHint(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 300, "poll_after_seconds": 1.5})
+	require.Equal(t, map[string]any{"task_id": id, "status": "running", "poll_after_seconds": 1.5}, status(t, b.client, id))
+
+	plain := submit(t, b.client, map[string]any{"duration_seconds": 300})
+	require.Equal(t, map[string]any{"task_id": plain, "status": "running"}, status(t, b.client, plain))
+}
+
+func TestJobFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0.2, "outcome": "failed", "error": "disk full"})
+	require.Equal(t, map[string]any{"task_id": id, "status": "failed", "error": "disk full"},
+		waitStatus(t, b.client, id, "failed"))
+
+	id = submit(t, b.client, map[string]any{"duration_seconds": 0.2, "outcome": "failed"})
+	require.Equal(t, map[string]any{"task_id": id, "status": "failed", "error": "job failed"},
+		waitStatus(t, b.client, id, "failed"))
+}
+
+func TestJobInputRequiredStaysUntilCancelled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0.2, "outcome": "input_required", "poll_after_seconds": 2})
+	want := map[string]any{
+		"task_id": id,
+		"status":  "input_required",
+		"input_required": map[string]any{
+			"question": "Which format?",
+			"options":  []any{"pdf", "csv"},
+		},
+	}
+	require.Equal(t, want, waitStatus(t, b.client, id, "input_required"))
+	require.Equal(t, want, status(t, b.client, id))
+
+	require.Equal(t, map[string]any{"task_id": id, "status": "cancelled"}, cancel(t, b.client, id))
+	require.Equal(t, map[string]any{"task_id": id, "status": "cancelled"}, status(t, b.client, id))
+}
+
+func TestJobNotFoundOutcome(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0.2, "outcome": "not_found"})
+	require.Equal(t, map[string]any{"task_id": id, "status": "failed", "error_code": "task_not_found", "error": "job expired"},
+		waitStatus(t, b.client, id, "failed"))
+	require.Equal(t, map[string]any{"task_id": id, "status": "failed", "error": "job expired"}, cancel(t, b.client, id))
+}
+
+func TestJobUnknownID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	require.Equal(t, map[string]any{"task_id": "job-nope", "status": "failed", "error_code": "task_not_found", "error": "unknown job"},
+		status(t, b.client, "job-nope"))
+	require.Equal(t, map[string]any{"task_id": "job-nope", "status": "failed", "error": "unknown job"},
+		cancel(t, b.client, "job-nope"))
+}
+
+func TestJobStatusErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0, "status_errors": 2})
+	for range 2 {
+		res := callTool(t, b.client, ToolGetJobStatus, map[string]any{"task_id": id})
+		require.True(t, res.IsError)
+		require.Equal(t, "upstream temporarily unavailable", firstText(res))
+		require.Nil(t, res.StructuredContent)
+	}
+	require.Equal(t, "completed", waitStatus(t, b.client, id, "completed")["status"])
+	stats := callStructured(t, b.client, ToolJobStats, nil)
+	require.EqualValues(t, 3, stats["status_calls"])
+}
+
+func TestCancelIsIdempotentAndReportsTerminalStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	running := submit(t, b.client, map[string]any{"duration_seconds": 300, "label": "long"})
+	require.Equal(t, map[string]any{"task_id": running, "status": "cancelled"}, cancel(t, b.client, running))
+	require.Equal(t, map[string]any{"task_id": running, "status": "cancelled"}, cancel(t, b.client, running))
+	require.Equal(t, map[string]any{"task_id": running, "status": "cancelled"}, status(t, b.client, running))
+
+	completed := submit(t, b.client, map[string]any{"duration_seconds": 0, "result": map[string]any{"n": 1}})
+	waitStatus(t, b.client, completed, "completed")
+	require.Equal(t, map[string]any{"task_id": completed, "status": "completed", "result": map[string]any{"n": float64(1)}},
+		cancel(t, b.client, completed))
+	require.Equal(t, "completed", status(t, b.client, completed)["status"])
+
+	failed := submit(t, b.client, map[string]any{"duration_seconds": 0, "outcome": "failed", "error": "boom"})
+	waitStatus(t, b.client, failed, "failed")
+	require.Equal(t, map[string]any{"task_id": failed, "status": "failed", "error": "boom"}, cancel(t, b.client, failed))
+
+	stats := callStructured(t, b.client, ToolJobStats, nil)
+	require.EqualValues(t, 3, stats["submits"])
+	require.EqualValues(t, 4, stats["cancels"])
+	jobs := stats["jobs"].(map[string]any)
+	require.Equal(t, map[string]any{"status": "cancelled", "label": "long", "submits": float64(1), "status_calls": float64(1), "cancel_calls": float64(2)},
+		jobs[running])
+	require.EqualValues(t, 1, jobs[completed].(map[string]any)["cancel_calls"])
+	require.Equal(t, "failed", jobs[failed].(map[string]any)["status"])
+}
+
+func TestSubmitJobValidatesArguments(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	for _, args := range []map[string]any{
+		{"outcome": "queued"},
+		{"duration_seconds": -1},
+		{"poll_after_seconds": 0},
+		{"poll_after_seconds": -2},
+		{"status_errors": -1},
+		{"status_errors": 1.5},
+		{"duration_seconds": "soon"},
+	} {
+		res := callTool(t, b.client, ToolSubmitJob, args)
+		require.True(t, res.IsError, "args %v accepted", args)
+	}
+	for _, name := range []string{ToolGetJobStatus, ToolCancelJob} {
+		res := callTool(t, b.client, name, map[string]any{})
+		require.True(t, res.IsError, "%s without task_id accepted", name)
+	}
+	stats := callStructured(t, b.client, ToolJobStats, nil)
+	require.Equal(t, map[string]any{"submits": float64(0), "status_calls": float64(0), "cancels": float64(0), "jobs": map[string]any{}}, stats)
+}
+
+// TestStatePersists reopens the state file in a new Server, as a restart does.
+func TestStatePersists(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "nested", "state.json")
+
+	first, err := New(Config{StatePath: path})
+	require.NoError(t, err)
+	c1 := connectHTTP(t, first, "")
+	id := submit(t, c1, map[string]any{"duration_seconds": 0.3, "label": "persisted", "result": []any{"a"}})
+	cancelled := submit(t, c1, map[string]any{"duration_seconds": 300})
+	cancel(t, c1, cancelled)
+	status(t, c1, id)
+
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "temp files left next to the state file")
+
+	second, err := New(Config{StatePath: path})
+	require.NoError(t, err)
+	c2 := connectHTTP(t, second, "")
+	require.Equal(t, []any{"a"}, waitStatus(t, c2, id, "completed")["result"])
+	require.Equal(t, "cancelled", status(t, c2, cancelled)["status"])
+
+	stats := callStructured(t, c2, ToolJobStats, nil)
+	require.EqualValues(t, 2, stats["submits"])
+	require.EqualValues(t, 1, stats["cancels"])
+	jobs := stats["jobs"].(map[string]any)
+	require.Equal(t, "persisted", jobs[id].(map[string]any)["label"])
+	require.EqualValues(t, 1, jobs[id].(map[string]any)["submits"])
+	require.EqualValues(t, 1, jobs[cancelled].(map[string]any)["cancel_calls"])
+}
+
+func TestCorruptStateFileIsAnError(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.json")
+	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))
+	_, err := New(Config{StatePath: path})
+	require.ErrorContains(t, err, "decode state file")
+}

@@ -1,0 +1,377 @@
+package demomcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Tool names served by the demo server.
+const (
+	ToolEcho         = "echo"
+	ToolAdd          = "add"
+	ToolSlow         = "slow"
+	ToolWriteFile    = "write_file"
+	ToolEnv          = "env"
+	ToolFail         = "fail"
+	ToolSubmitJob    = "submit_job"
+	ToolGetJobStatus = "get_job_status"
+	ToolCancelJob    = "cancel_job"
+	ToolJobStats     = "job_stats"
+)
+
+// ToolNames lists every tool the demo server serves, in registration order.
+var ToolNames = []string{
+	ToolEcho, ToolAdd, ToolSlow, ToolWriteFile, ToolEnv, ToolFail,
+	ToolSubmitJob, ToolGetJobStatus, ToolCancelJob, ToolJobStats,
+}
+
+const (
+	maxSlowSeconds         = 600
+	defaultDurationSeconds = 2
+	maxDurationSeconds     = 7 * 24 * 3600
+)
+
+var defaultJobResult = json.RawMessage(`{"answer":42}`)
+
+func (s *Server) registerTools() {
+	s.mcp.AddTool(mcp.NewTool(ToolEcho,
+		mcp.WithDescription("Echo a message back as text."),
+		mcp.WithString("message", mcp.Required(), mcp.Description("Text to echo.")),
+	), s.echo)
+	s.mcp.AddTool(mcp.NewTool(ToolAdd,
+		mcp.WithDescription("Add two numbers; answers text and structuredContent {\"sum\": a+b}."),
+		mcp.WithNumber("a", mcp.Required()),
+		mcp.WithNumber("b", mcp.Required()),
+	), s.add)
+	s.mcp.AddTool(mcp.NewTool(ToolSlow,
+		mcp.WithDescription("Sleep for a number of seconds (at most 600), then answer text."),
+		mcp.WithNumber("seconds", mcp.Required(), mcp.Description("Seconds to sleep; capped at 600.")),
+		mcp.WithString("message", mcp.Description("Text to answer with after sleeping.")),
+	), s.slow)
+	s.mcp.AddTool(mcp.NewTool(ToolWriteFile,
+		mcp.WithDescription("Write a file inside the server's working directory; answers a resource_link to it."),
+		mcp.WithString("name", mcp.Required(), mcp.Description("Relative path inside the working directory.")),
+		mcp.WithString("content", mcp.Required()),
+	), s.writeFile)
+	s.mcp.AddTool(mcp.NewTool(ToolEnv,
+		mcp.WithDescription("Return the process environment as structuredContent {\"env\": {...}}."),
+		mcp.WithString("name", mcp.Description("Only this variable.")),
+		mcp.WithReadOnlyHintAnnotation(true),
+	), s.env)
+	s.mcp.AddTool(mcp.NewTool(ToolFail,
+		mcp.WithDescription("Always answer an isError result with the given message."),
+		mcp.WithString("message", mcp.Required()),
+	), s.fail)
+
+	s.mcp.AddTool(mcp.NewTool(ToolSubmitJob,
+		mcp.WithDescription("Start a simulated long-running job; answers structuredContent {\"task_id\", \"status\": \"running\"}."),
+		mcp.WithNumber("duration_seconds", mcp.Min(0), mcp.DefaultNumber(defaultDurationSeconds),
+			mcp.Description("How long the job runs before reaching its outcome.")),
+		mcp.WithString("outcome", mcp.Enum(outcomeCompleted, outcomeFailed, outcomeInputRequired, outcomeNotFound),
+			mcp.DefaultString(outcomeCompleted)),
+		mcp.WithNumber("poll_after_seconds", mcp.Description("Poll hint reported while running; > 0.")),
+		mcp.WithAny("result", mcp.Description(`Result of a completed job. Default {"answer": 42}.`)),
+		mcp.WithString("error", mcp.Description(`Error of a failed job. Default "job failed".`)),
+		mcp.WithInteger("status_errors", mcp.Min(0),
+			mcp.Description("The next N status calls for this job answer isError.")),
+		mcp.WithString("label"),
+	), s.submitJob)
+	s.mcp.AddTool(mcp.NewTool(ToolGetJobStatus,
+		mcp.WithDescription("Report a job's status as structuredContent."),
+		mcp.WithString("task_id", mcp.Required()),
+	), s.getJobStatus)
+	s.mcp.AddTool(mcp.NewTool(ToolCancelJob,
+		mcp.WithDescription("Cancel a job; idempotent, reports the actual terminal status."),
+		mcp.WithString("task_id", mcp.Required()),
+	), s.cancelJob)
+	s.mcp.AddTool(mcp.NewTool(ToolJobStats,
+		mcp.WithDescription("Report call counters and jobs as structuredContent."),
+		mcp.WithReadOnlyHintAnnotation(true),
+	), s.jobStats)
+}
+
+func bindArgs(req mcp.CallToolRequest, target any) *mcp.CallToolResult {
+	if err := req.BindArguments(target); err != nil {
+		return mcp.NewToolResultErrorf("invalid arguments for %s: %v", req.Params.Name, err)
+	}
+	return nil
+}
+
+func (s *Server) echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Message *string `json:"message"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return res, nil
+	}
+	if args.Message == nil {
+		return mcp.NewToolResultError("message is required"), nil
+	}
+	return mcp.NewToolResultText(*args.Message), nil
+}
+
+func (s *Server) add(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		A *float64 `json:"a"`
+		B *float64 `json:"b"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return res, nil
+	}
+	if args.A == nil || args.B == nil {
+		return mcp.NewToolResultError("a and b are required numbers"), nil
+	}
+	sum := *args.A + *args.B
+	return mcp.NewToolResultStructured(map[string]any{"sum": sum}, strconv.FormatFloat(sum, 'f', -1, 64)), nil
+}
+
+func (s *Server) slow(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Seconds *float64 `json:"seconds"`
+		Message string   `json:"message"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return res, nil
+	}
+	if args.Seconds == nil {
+		return mcp.NewToolResultError("seconds is required"), nil
+	}
+	secs := min(max(*args.Seconds, 0), maxSlowSeconds)
+	timer := time.NewTimer(time.Duration(secs * float64(time.Second)))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return mcp.NewToolResultErrorf("slow: cancelled after less than %gs: %v", secs, ctx.Err()), nil
+	case <-timer.C:
+	}
+	text := args.Message
+	if text == "" {
+		text = fmt.Sprintf("slept %gs", secs)
+	}
+	return mcp.NewToolResultText(text), nil
+}
+
+func (s *Server) writeFile(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Name    *string `json:"name"`
+		Content *string `json:"content"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return res, nil
+	}
+	if args.Name == nil || args.Content == nil {
+		return mcp.NewToolResultError("name and content are required"), nil
+	}
+	name := filepath.FromSlash(*args.Name)
+	if !filepath.IsLocal(name) {
+		return mcp.NewToolResultErrorf("name %q must be a relative path inside the working directory", *args.Name), nil
+	}
+	dir := s.cfg.Workdir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return mcp.NewToolResultErrorf("write_file: working directory: %v", err), nil
+		}
+		dir = wd
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return mcp.NewToolResultErrorf("write_file: working directory: %v", err), nil
+	}
+	// os.Root also refuses to follow symlinks out of the directory.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return mcp.NewToolResultErrorf("write_file: open working directory: %v", err), nil
+	}
+	defer root.Close()
+	if sub := filepath.Dir(name); sub != "." {
+		if err := root.MkdirAll(sub, 0o755); err != nil {
+			return mcp.NewToolResultErrorf("write_file: create %s: %v", sub, err), nil
+		}
+	}
+	if err := root.WriteFile(name, []byte(*args.Content), 0o644); err != nil {
+		return mcp.NewToolResultErrorf("write_file: write %s: %v", *args.Name, err), nil
+	}
+	abs := filepath.Join(dir, name)
+	s.log.Info("wrote file", "path", abs, "bytes", len(*args.Content))
+	link := mcp.NewResourceLink("file://"+filepath.ToSlash(abs), filepath.Base(abs), "", mimeTypeFor(abs))
+	return &mcp.CallToolResult{Content: []mcp.Content{
+		mcp.NewTextContent("Wrote " + abs),
+		link,
+	}}, nil
+}
+
+// mimeTypeFor guesses a MIME type (without parameters) from the extension.
+func mimeTypeFor(path string) string {
+	ext := strings.ToLower(filepath.Ext(path))
+	switch ext {
+	case ".txt", ".log":
+		return "text/plain"
+	case ".md":
+		return "text/markdown"
+	case ".csv":
+		return "text/csv"
+	case ".json":
+		return "application/json"
+	case ".yaml", ".yml":
+		return "application/yaml"
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		if mt, _, err := mime.ParseMediaType(t); err == nil {
+			return mt
+		}
+	}
+	return "application/octet-stream"
+}
+
+func (s *Server) env(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Name string `json:"name"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return res, nil
+	}
+	env := map[string]string{}
+	if args.Name != "" {
+		if v, ok := os.LookupEnv(args.Name); ok {
+			env[args.Name] = v
+		}
+	} else {
+		for _, kv := range os.Environ() {
+			if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+				env[k] = v
+			}
+		}
+	}
+	return mcp.NewToolResultStructured(map[string]any{"env": env}, fmt.Sprintf("%d environment variable(s)", len(env))), nil
+}
+
+func (s *Server) fail(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		Message string `json:"message"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return res, nil
+	}
+	if args.Message == "" {
+		args.Message = "failed"
+	}
+	return mcp.NewToolResultError(args.Message), nil
+}
+
+func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		DurationSeconds  *float64        `json:"duration_seconds"`
+		Outcome          string          `json:"outcome"`
+		PollAfterSeconds *float64        `json:"poll_after_seconds"`
+		Result           json.RawMessage `json:"result"`
+		Error            string          `json:"error"`
+		StatusErrors     *int            `json:"status_errors"`
+		Label            string          `json:"label"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return res, nil
+	}
+	spec := jobSpec{
+		Label:            args.Label,
+		DurationSeconds:  defaultDurationSeconds,
+		Outcome:          args.Outcome,
+		PollAfterSeconds: args.PollAfterSeconds,
+		Result:           args.Result,
+		Error:            args.Error,
+	}
+	if args.DurationSeconds != nil {
+		if d := *args.DurationSeconds; d < 0 || d > maxDurationSeconds {
+			return mcp.NewToolResultErrorf("duration_seconds must be between 0 and %d", maxDurationSeconds), nil
+		}
+		spec.DurationSeconds = *args.DurationSeconds
+	}
+	if spec.Outcome == "" {
+		spec.Outcome = outcomeCompleted
+	}
+	outcomes := []string{outcomeCompleted, outcomeFailed, outcomeInputRequired, outcomeNotFound}
+	if !slices.Contains(outcomes, spec.Outcome) {
+		return mcp.NewToolResultErrorf("outcome must be one of %s", strings.Join(outcomes, ", ")), nil
+	}
+	if p := args.PollAfterSeconds; p != nil && *p <= 0 {
+		return mcp.NewToolResultError("poll_after_seconds must be a positive number"), nil
+	}
+	if args.StatusErrors != nil {
+		if *args.StatusErrors < 0 {
+			return mcp.NewToolResultError("status_errors must not be negative"), nil
+		}
+		spec.StatusErrors = *args.StatusErrors
+	}
+	if len(spec.Result) == 0 || bytes.Equal(bytes.TrimSpace(spec.Result), []byte("null")) {
+		spec.Result = defaultJobResult
+	}
+	payload, err := s.jobs.submit(spec)
+	if err != nil {
+		s.log.Error("submit job", "err", err)
+		return mcp.NewToolResultErrorf("submit_job: %v", err), nil
+	}
+	s.log.Info("job submitted", "task_id", payload["task_id"], "outcome", spec.Outcome,
+		"duration_seconds", spec.DurationSeconds, "label", spec.Label)
+	return mcp.NewToolResultStructured(payload, fmt.Sprintf("Submitted job %s.", payload["task_id"])), nil
+}
+
+func taskIDArg(req mcp.CallToolRequest) (string, *mcp.CallToolResult) {
+	var args struct {
+		TaskID string `json:"task_id"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return "", res
+	}
+	if args.TaskID == "" {
+		return "", mcp.NewToolResultError("task_id is required")
+	}
+	return args.TaskID, nil
+}
+
+func (s *Server) getJobStatus(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, res := taskIDArg(req)
+	if res != nil {
+		return res, nil
+	}
+	payload, err := s.jobs.status(id)
+	if errors.Is(err, errStatusUnavailable) {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if err != nil {
+		s.log.Error("job status", "task_id", id, "err", err)
+		return mcp.NewToolResultErrorf("get_job_status: %v", err), nil
+	}
+	return mcp.NewToolResultStructured(payload, fmt.Sprintf("Job %s is %s.", id, payload["status"])), nil
+}
+
+func (s *Server) cancelJob(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, res := taskIDArg(req)
+	if res != nil {
+		return res, nil
+	}
+	payload, err := s.jobs.cancel(id)
+	if err != nil {
+		s.log.Error("cancel job", "task_id", id, "err", err)
+		return mcp.NewToolResultErrorf("cancel_job: %v", err), nil
+	}
+	s.log.Info("job cancel requested", "task_id", id, "status", payload["status"])
+	return mcp.NewToolResultStructured(payload, fmt.Sprintf("Job %s is %s.", id, payload["status"])), nil
+}
+
+func (s *Server) jobStats(_ context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	stats := s.jobs.stats()
+	return mcp.NewToolResultStructured(stats, fmt.Sprintf("%d submit(s), %d status call(s), %d cancel(s).",
+		stats["submits"], stats["status_calls"], stats["cancels"])), nil
+}

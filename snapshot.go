@@ -13,9 +13,9 @@ type Snapshot struct {
 	Result           any               `json:"result,omitempty"`
 	ResultPreview    *string           `json:"result_preview,omitempty"`
 	ResultTruncated  bool              `json:"result_truncated,omitempty"`
-	ResultArtifact   map[string]string `json:"result_artifact,omitempty"`
+	ResultArtifact   map[string]string `json:"result_artifact,omitzero"`
 	Error            *string           `json:"error,omitempty"`
-	InputRequired    map[string]any    `json:"input_required,omitempty"`
+	InputRequired    map[string]any    `json:"input_required,omitzero"`
 	PollAfterSeconds *float64          `json:"poll_after_seconds,omitempty"`
 }
 

@@ -178,7 +178,7 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9_@][A-Za-z0-9._@-]{0,63}$`)
 // a NUL byte.
 func ValidateID(field, id string) error {
 	if !idPattern.MatchString(id) {
-		return Errorf(EInvalid, "%s must be 1 to 64 characters of letters, digits, '.', '_', '@' or '-', not starting with '.'", field)
+		return Errorf(EInvalid, "%s must be 1 to 64 characters of letters, digits, '.', '_', '@' or '-', starting with a letter, digit, '_' or '@'", field)
 	}
 	return nil
 }

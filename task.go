@@ -185,7 +185,7 @@ func ValidateID(field, id string) error {
 
 // TaskFilter narrows ListTasks.
 type TaskFilter struct {
-	UserID     string
+	UserID     string // required
 	ThreadID   string
 	Limit      int  // 1..100, default 50
 	ActiveOnly bool // only pollable statuses

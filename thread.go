@@ -32,13 +32,15 @@ type ThreadEvent struct {
 
 // ThreadStore persists threads.
 //
-// CreateThread creates the thread for its user. It returns the existing
-// thread when the same user already owns that id, an EGone error when the id
-// was deleted, and ENotFound when another user owns it (another user's
-// thread is never revealed).
+// CreateThread creates the thread for its user and reports whether it was
+// created. It returns the existing thread when the same user already owns
+// that id, an EGone error when that user deleted it, and ENotFound when
+// another user owns it, deleted or not (another user's thread is never
+// revealed).
 //
 // GetThread returns ENotFound for a missing thread; the caller checks
-// ownership and tombstones.
+// ownership and tombstones. DeleteThread sets the tombstone once (deleting
+// again keeps the first one) and returns ENotFound for a missing thread.
 type ThreadStore interface {
 	CreateThread(ctx context.Context, t *Thread) (*Thread, bool, error)
 	GetThread(ctx context.Context, id string) (*Thread, error)
@@ -50,7 +52,8 @@ type ThreadStore interface {
 // AppendEvent appends an event and returns its sequence number; appending
 // the same (task id, event version) again returns the first sequence number
 // without a second row. ListEvents returns the events of a thread with
-// Seq > after in ascending order, at most limit of them.
+// Seq > after in ascending order, at most limit of them (0 means 100;
+// clamped to 1..1000).
 type EventStore interface {
 	AppendEvent(ctx context.Context, e *ThreadEvent) (int64, error)
 	ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*ThreadEvent, error)

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Backend names accepted by Open.
+const (
+	BackendSQLite   = "sqlite"
+	BackendPostgres = "postgres"
+)
+
+// DB is an open, migrated database. It implements mcpflow.TaskStore,
+// mcpflow.ThreadStore and mcpflow.EventStore, and is safe for concurrent use.
+type DB struct {
+	gorm    *gorm.DB
+	sql     *sql.DB
+	backend string
+	now     func() time.Time
+}
+
+var (
+	_ mcpflow.TaskStore   = (*DB)(nil)
+	_ mcpflow.ThreadStore = (*DB)(nil)
+	_ mcpflow.EventStore  = (*DB)(nil)
+)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	logger        *slog.Logger
+	slowThreshold time.Duration
+}
+
+// WithLogger makes the store log slow queries and unexpected SQL errors at
+// warn level, and applied migrations at info level, to l. SQL is logged with
+// placeholders, never with its values. Without it the store logs nothing.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithSlowThreshold sets how long a query may take before it is logged as
+// slow (default 500ms). It only matters together with WithLogger.
+func WithSlowThreshold(d time.Duration) Option {
+	return func(o *options) { o.slowThreshold = d }
+}
+
+// Open connects to the database, applies the pending migrations and returns
+// the store. backend is "sqlite" or "postgres".
+//
+// For SQLite, dsn is a file path or a "file:" URI. A plain path becomes
+// "file:<path>?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate";
+// a URI keeps its parameters and gets whichever of those are missing. For
+// PostgreSQL, dsn is a pgx connection string (URL or key=value).
+func Open(ctx context.Context, backend, dsn string, opts ...Option) (*DB, error) {
+	o := options{slowThreshold: 500 * time.Millisecond}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if strings.TrimSpace(dsn) == "" {
+		return nil, fmt.Errorf("open store: database dsn must not be empty")
+	}
+
+	var dialector gorm.Dialector
+	singleConn := false
+	switch backend {
+	case BackendSQLite:
+		d, memory := sqliteDSN(dsn)
+		singleConn = memory
+		dialector = sqliteDialector{Dialector: sqlite.Dialector{DSN: d}}
+	case BackendPostgres:
+		dialector = postgres.New(postgres.Config{DSN: dsn})
+	default:
+		return nil, fmt.Errorf("open store: unknown database backend %q (want %q or %q)", backend, BackendSQLite, BackendPostgres)
+	}
+
+	now := func() time.Time { return time.Now().UTC() }
+	gdb, err := gorm.Open(dialector, &gorm.Config{
+		TranslateError:         true,
+		SkipDefaultTransaction: true,
+		DisableAutomaticPing:   true,
+		NowFunc:                now,
+		Logger:                 newGormLogger(o.logger, o.slowThreshold),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s store: %w", backend, err)
+	}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open %s store: %w", backend, err)
+	}
+	if singleConn {
+		// Every connection to an in-memory database is a database of its own.
+		sqlDB.SetMaxOpenConns(1)
+	}
+	db := &DB{gorm: gdb, sql: sqlDB, backend: backend, now: now}
+	if err := db.Ping(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("open %s store: %w", backend, err)
+	}
+	if err := db.migrate(ctx, o.logger); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("open %s store: %w", backend, err)
+	}
+	return db, nil
+}
+
+// Backend returns "sqlite" or "postgres".
+func (db *DB) Backend() string { return db.backend }
+
+// Ping checks that the database answers (for readiness probes).
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.sql.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping %s store: %w", db.backend, err)
+	}
+	return nil
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error {
+	if err := db.sql.Close(); err != nil {
+		return fmt.Errorf("close %s store: %w", db.backend, err)
+	}
+	return nil
+}
+
+// sqliteDefaults are the connection settings every SQLite connection gets
+// unless the DSN already sets them: WAL so readers never block the writer, a
+// busy timeout so writers queue instead of failing, enforced foreign keys,
+// and BEGIN IMMEDIATE so a transaction never has to upgrade a read lock.
+var sqliteDefaults = []struct{ key, name, value string }{
+	{"_pragma", "journal_mode", "journal_mode(WAL)"},
+	{"_pragma", "busy_timeout", "busy_timeout(5000)"},
+	{"_pragma", "foreign_keys", "foreign_keys(1)"},
+	{"_pragma", "synchronous", "synchronous(NORMAL)"},
+	{"_txlock", "", "immediate"},
+}
+
+// sqliteDSN turns a path or file: URI into a file: URI carrying the default
+// pragmas that are not set yet. It also reports whether the database lives
+// in memory.
+func sqliteDSN(dsn string) (string, bool) {
+	base, query, _ := strings.Cut(dsn, "?")
+	if !strings.HasPrefix(base, "file:") {
+		// A plain path: escape what a URI would read as syntax.
+		base = "file:" + strings.NewReplacer("%", "%25", "#", "%23").Replace(base)
+	}
+	present := map[string]bool{}
+	memory := strings.TrimPrefix(base, "file:") == ":memory:"
+	if values, err := url.ParseQuery(query); err == nil {
+		for _, p := range values["_pragma"] {
+			name := strings.ToLower(strings.TrimSpace(p))
+			if i := strings.IndexAny(name, "(= "); i >= 0 {
+				name = name[:i]
+			}
+			present["_pragma:"+name] = true
+		}
+		if values.Has("_txlock") {
+			present["_txlock:"] = true
+		}
+		if values.Get("mode") == "memory" {
+			memory = true
+		}
+	}
+	parts := []string{}
+	if query != "" {
+		parts = append(parts, query)
+	}
+	for _, d := range sqliteDefaults {
+		if !present[d.key+":"+d.name] {
+			parts = append(parts, d.key+"="+d.value)
+		}
+	}
+	return base + "?" + strings.Join(parts, "&"), memory
+}
+
+// sqliteDialector is the glebarez dialector with an error translator that
+// keeps the driver error in the chain: the plain one returns a bare
+// gorm.ErrDuplicatedKey, which loses the constraint's column list that tells
+// a duplicate remote task from any other unique violation.
+type sqliteDialector struct {
+	sqlite.Dialector
+}
+
+// Translate maps constraint violations to GORM's errors and wraps the cause.
+func (d sqliteDialector) Translate(err error) error {
+	translated := d.Dialector.Translate(err)
+	if translated != nil && !errors.Is(err, translated) {
+		return fmt.Errorf("%w: %w", translated, err)
+	}
+	return err
+}

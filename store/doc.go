@@ -1,0 +1,19 @@
+// Package store is the GORM adapter that persists mcpflow's task projections,
+// threads and thread event inboxes in SQLite (pure Go, github.com/glebarez/sqlite)
+// or PostgreSQL.
+//
+// Open connects, applies the embedded, versioned goose migrations of the
+// chosen backend (never AutoMigrate) and returns a *DB that implements
+// mcpflow.TaskStore, mcpflow.ThreadStore and mcpflow.EventStore. Storage
+// errors become domain errors here: a missing row is an mcpflow.ENotFound
+// error, a deleted thread an mcpflow.EGone error, and a second task for the
+// same (user, server, remote task id) a *mcpflow.DuplicateRemoteTaskError.
+//
+// The GORM row structs live in this package only. Of mcpflow's own packages
+// it imports only the root domain package (github.com/mcpflow/mcpflow); it
+// must never import api, mcpclient, workflows, activities or config.
+//
+// Temporal owns scheduling, leases and retries, so the schema keeps only the
+// columns of the task projection that still mean something; see
+// migrations/*/00001_init.sql.
+package store

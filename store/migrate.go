@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"log/slog"
+
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
+var migrationFiles embed.FS
+
+// migrate applies the pending migrations of the backend with goose. On
+// PostgreSQL a session-level advisory lock, keyed by database and schema,
+// makes concurrent migrations from several processes safe.
+func (db *DB) migrate(ctx context.Context, logger *slog.Logger) error {
+	dir := "migrations/" + db.backend
+	fsys, err := fs.Sub(migrationFiles, dir)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	if logger != nil {
+		opts = append(opts, goose.WithSlog(logger), goose.WithVerbose(true))
+	}
+	dialect := goose.DialectSQLite3
+	if db.backend == BackendPostgres {
+		dialect = goose.DialectPostgres
+		id, err := db.migrationLockID(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		locker, err := lock.NewPostgresSessionLocker(
+			lock.WithLockID(id),
+			lock.WithLockTimeout(1, 300), // retry every second for 5 minutes
+		)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	provider, err := goose.NewProvider(dialect, db.sql, fsys, opts...)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	// provider.Close would close db.sql, which the store still owns.
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// migrationLockID derives the advisory lock id from the current database and
+// schema: migrations of one schema exclude each other, while separate schemas
+// (one per test, or per tenant) migrate in parallel.
+func (db *DB) migrationLockID(ctx context.Context) (int64, error) {
+	var name string
+	if err := db.sql.QueryRowContext(ctx, "SELECT current_database() || '.' || coalesce(current_schema(), '')").Scan(&name); err != nil {
+		return 0, fmt.Errorf("read current schema: %w", err)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("mcpflow goose migrations " + name))
+	return int64(h.Sum64() >> 1), nil
+}
+
+// schemaVersion returns the highest applied migration version.
+func (db *DB) schemaVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := db.sql.QueryRowContext(ctx, "SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,346 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// List limits of ListTasks.
+const (
+	DefaultTaskListLimit = 50
+	MaxTaskListLimit     = 100
+)
+
+// taskRow is one row of mcp_tasks.
+type taskRow struct {
+	ID                        string     `gorm:"column:id;primaryKey"`
+	WorkflowID                string     `gorm:"column:workflow_id"`
+	UserID                    string     `gorm:"column:user_id"`
+	ThreadID                  string     `gorm:"column:thread_id"`
+	RunID                     *string    `gorm:"column:run_id"`
+	ToolCallID                *string    `gorm:"column:tool_call_id"`
+	ServerName                string     `gorm:"column:server_name"`
+	DriverName                string     `gorm:"column:driver_name"`
+	RemoteTaskID              string     `gorm:"column:remote_task_id"`
+	TaskName                  string     `gorm:"column:task_name"`
+	Status                    string     `gorm:"column:status"`
+	Result                    *string    `gorm:"column:result"`
+	ResultPreview             *string    `gorm:"column:result_preview"`
+	ResultTruncated           bool       `gorm:"column:result_truncated"`
+	ResultArtifact            *string    `gorm:"column:result_artifact"`
+	Error                     *string    `gorm:"column:error"`
+	InputRequired             *string    `gorm:"column:input_required"`
+	DriverData                string     `gorm:"column:driver_data"`
+	NotificationStatus        string     `gorm:"column:notification_status"`
+	NotificationError         *string    `gorm:"column:notification_error"`
+	NotificationAttemptCount  int        `gorm:"column:notification_attempt_count"`
+	EventFingerprint          *string    `gorm:"column:event_fingerprint"`
+	EventVersion              int        `gorm:"column:event_version"`
+	NotifiedVersion           int        `gorm:"column:notified_version"`
+	LastPolledAt              *time.Time `gorm:"column:last_polled_at"`
+	LastPollError             *string    `gorm:"column:last_poll_error"`
+	PollAttemptCount          int        `gorm:"column:poll_attempt_count"`
+	ConsecutivePollErrorCount int        `gorm:"column:consecutive_poll_error_count"`
+	NextPollAt                *time.Time `gorm:"column:next_poll_at"`
+	CancelRequestedAt         *time.Time `gorm:"column:cancel_requested_at"`
+	CancelAttemptCount        int        `gorm:"column:cancel_attempt_count"`
+	LastCancelError           *string    `gorm:"column:last_cancel_error"`
+	CompletedAt               *time.Time `gorm:"column:completed_at"`
+	CreatedAt                 time.Time  `gorm:"column:created_at;autoCreateTime:false"`
+	UpdatedAt                 time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+}
+
+// TableName implements gorm's Tabler.
+func (taskRow) TableName() string { return "mcp_tasks" }
+
+// pollableStatuses are the statuses ListTasks keeps with ActiveOnly.
+var pollableStatuses = func() []string {
+	var out []string
+	for _, s := range mcpflow.Statuses {
+		if s.IsPollable() {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}()
+
+// newTaskRow converts a task to its row. Timestamps are stored in UTC at
+// microsecond precision.
+func newTaskRow(t *mcpflow.Task) (*taskRow, error) {
+	r := &taskRow{
+		ID:                        t.ID,
+		WorkflowID:                t.ID,
+		UserID:                    t.UserID,
+		ThreadID:                  t.ThreadID,
+		RunID:                     t.RunID,
+		ToolCallID:                t.ToolCallID,
+		ServerName:                t.ServerName,
+		DriverName:                t.DriverName,
+		RemoteTaskID:              t.RemoteTaskID,
+		TaskName:                  t.TaskName,
+		Status:                    string(t.Status),
+		ResultPreview:             t.ResultPreview,
+		ResultTruncated:           t.ResultTruncated,
+		Error:                     t.Error,
+		NotificationStatus:        t.NotificationStatus,
+		NotificationError:         t.NotificationError,
+		NotificationAttemptCount:  t.NotificationAttemptCount,
+		EventFingerprint:          t.EventFingerprint,
+		EventVersion:              t.EventVersion,
+		NotifiedVersion:           t.NotifiedVersion,
+		LastPolledAt:              dbTimePtr(t.LastPolledAt),
+		LastPollError:             t.LastPollError,
+		PollAttemptCount:          t.PollAttemptCount,
+		ConsecutivePollErrorCount: t.ConsecutivePollErrorCount,
+		NextPollAt:                dbTimePtr(t.NextPollAt),
+		CancelRequestedAt:         dbTimePtr(t.CancelRequestedAt),
+		CancelAttemptCount:        t.CancelAttemptCount,
+		LastCancelError:           t.LastCancelError,
+		CompletedAt:               dbTimePtr(t.CompletedAt),
+		CreatedAt:                 dbTime(t.CreatedAt),
+		UpdatedAt:                 dbTime(t.UpdatedAt),
+	}
+	var err error
+	if r.Result, err = encodeJSON("result", t.Result); err != nil {
+		return nil, err
+	}
+	if t.ResultArtifact != nil {
+		if r.ResultArtifact, err = encodeJSON("result_artifact", t.ResultArtifact); err != nil {
+			return nil, err
+		}
+	}
+	if t.InputRequired != nil {
+		if r.InputRequired, err = encodeJSON("input_required", t.InputRequired); err != nil {
+			return nil, err
+		}
+	}
+	r.DriverData = "{}"
+	if t.DriverData != nil {
+		dd, err := encodeJSON("driver_data", t.DriverData)
+		if err != nil {
+			return nil, err
+		}
+		r.DriverData = *dd
+	}
+	return r, nil
+}
+
+// task converts a row back to the domain type.
+func (r *taskRow) task() (*mcpflow.Task, error) {
+	t := &mcpflow.Task{
+		ID:                        r.ID,
+		UserID:                    r.UserID,
+		ThreadID:                  r.ThreadID,
+		RunID:                     r.RunID,
+		ToolCallID:                r.ToolCallID,
+		ServerName:                r.ServerName,
+		DriverName:                r.DriverName,
+		RemoteTaskID:              r.RemoteTaskID,
+		TaskName:                  r.TaskName,
+		Status:                    mcpflow.Status(r.Status),
+		ResultPreview:             r.ResultPreview,
+		ResultTruncated:           r.ResultTruncated,
+		Error:                     r.Error,
+		NotificationStatus:        r.NotificationStatus,
+		NotificationError:         r.NotificationError,
+		NotificationAttemptCount:  r.NotificationAttemptCount,
+		EventFingerprint:          r.EventFingerprint,
+		EventVersion:              r.EventVersion,
+		NotifiedVersion:           r.NotifiedVersion,
+		LastPolledAt:              utcPtr(r.LastPolledAt),
+		LastPollError:             r.LastPollError,
+		PollAttemptCount:          r.PollAttemptCount,
+		ConsecutivePollErrorCount: r.ConsecutivePollErrorCount,
+		NextPollAt:                utcPtr(r.NextPollAt),
+		CancelRequestedAt:         utcPtr(r.CancelRequestedAt),
+		CancelAttemptCount:        r.CancelAttemptCount,
+		LastCancelError:           r.LastCancelError,
+		CompletedAt:               utcPtr(r.CompletedAt),
+		CreatedAt:                 r.CreatedAt.UTC(),
+		UpdatedAt:                 r.UpdatedAt.UTC(),
+	}
+	if err := decodeJSON("result", r.Result, &t.Result); err != nil {
+		return nil, fmt.Errorf("task %s: %w", r.ID, err)
+	}
+	if err := decodeJSON("result_artifact", r.ResultArtifact, &t.ResultArtifact); err != nil {
+		return nil, fmt.Errorf("task %s: %w", r.ID, err)
+	}
+	if err := decodeJSON("input_required", r.InputRequired, &t.InputRequired); err != nil {
+		return nil, fmt.Errorf("task %s: %w", r.ID, err)
+	}
+	dd := r.DriverData
+	if err := decodeJSON("driver_data", &dd, &t.DriverData); err != nil {
+		return nil, fmt.Errorf("task %s: %w", r.ID, err)
+	}
+	if t.DriverData == nil {
+		t.DriverData = map[string]string{}
+	}
+	return t, nil
+}
+
+// CreateTask inserts a new task projection. It fills in, on t too: a fresh
+// id when ID is empty, CreatedAt and UpdatedAt when zero, NotificationStatus
+// "none" when empty, and CompletedAt when the status is terminal and it is
+// unset. Timestamps are stored, and written back to t, in UTC at microsecond
+// precision.
+//
+// A second task with the same (user, server, remote task id) fails with a
+// *mcpflow.DuplicateRemoteTaskError. Any other constraint violation (a
+// duplicate id, a missing thread) is a wrapped storage error that matches
+// gorm.ErrDuplicatedKey or gorm.ErrForeignKeyViolated.
+func (db *DB) CreateTask(ctx context.Context, t *mcpflow.Task) error {
+	if t == nil {
+		return invalid("task must not be nil")
+	}
+	if !t.Status.Valid() {
+		return invalid("unknown MCP task status %q", string(t.Status))
+	}
+	c := *t
+	if c.ID == "" {
+		c.ID = mcpflow.NewTaskID()
+	}
+	now := db.now()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	if c.NotificationStatus == "" {
+		c.NotificationStatus = mcpflow.NotificationNone
+	}
+	if c.Status.IsTerminal() && c.CompletedAt == nil {
+		at := c.UpdatedAt
+		c.CompletedAt = &at
+	}
+	row, err := newTaskRow(&c)
+	if err != nil {
+		return fmt.Errorf("create task %s: %w", c.ID, err)
+	}
+	if err := db.gorm.WithContext(ctx).Create(row).Error; err != nil {
+		if isDuplicateRemoteTask(err) {
+			return fmt.Errorf("create task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{
+				ServerName:   c.ServerName,
+				RemoteTaskID: c.RemoteTaskID,
+			})
+		}
+		return fmt.Errorf("create task %s: %w", c.ID, err)
+	}
+	c.CreatedAt = row.CreatedAt
+	c.UpdatedAt = row.UpdatedAt
+	c.LastPolledAt = row.LastPolledAt
+	c.NextPollAt = row.NextPollAt
+	c.CancelRequestedAt = row.CancelRequestedAt
+	c.CompletedAt = row.CompletedAt
+	*t = c
+	return nil
+}
+
+// GetTask returns the task with that id, or an mcpflow.ENotFound error.
+// Ownership is the caller's check.
+func (db *DB) GetTask(ctx context.Context, id string) (*mcpflow.Task, error) {
+	var row taskRow
+	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, notFound("MCP task not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get task %s: %w", id, err)
+	}
+	t, err := row.task()
+	if err != nil {
+		return nil, fmt.Errorf("get task: %w", err)
+	}
+	return t, nil
+}
+
+// ListTasks returns the user's tasks, of one thread when ThreadID is set,
+// newest first (created_at DESC, id DESC). Limit 0 means 50; other values
+// are clamped to 1..100. ActiveOnly keeps the pollable statuses. UserID is
+// required.
+func (db *DB) ListTasks(ctx context.Context, f mcpflow.TaskFilter) ([]*mcpflow.Task, error) {
+	if f.UserID == "" {
+		return nil, invalid("user_id is required to list MCP tasks")
+	}
+	q := db.gorm.WithContext(ctx).Where("user_id = ?", f.UserID)
+	if f.ThreadID != "" {
+		q = q.Where("thread_id = ?", f.ThreadID)
+	}
+	if f.ActiveOnly {
+		q = q.Where("status IN ?", pollableStatuses)
+	}
+	var rows []taskRow
+	err := q.Order("created_at DESC").Order("id DESC").Limit(taskListLimit(f.Limit)).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	out := make([]*mcpflow.Task, 0, len(rows))
+	for i := range rows {
+		t, err := rows[i].task()
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func taskListLimit(n int) int {
+	switch {
+	case n == 0:
+		return DefaultTaskListLimit
+	case n < 1:
+		return 1
+	case n > MaxTaskListLimit:
+		return MaxTaskListLimit
+	}
+	return n
+}
+
+// UpdateTask writes the whole projection of an existing task (the task's
+// workflow is its single writer) except id and created_at, and sets
+// UpdatedAt to now, on t too. A missing task is an mcpflow.ENotFound error.
+func (db *DB) UpdateTask(ctx context.Context, t *mcpflow.Task) error {
+	if t == nil {
+		return invalid("task must not be nil")
+	}
+	if !t.Status.Valid() {
+		return invalid("unknown MCP task status %q", string(t.Status))
+	}
+	c := *t
+	c.UpdatedAt = db.now()
+	if c.NotificationStatus == "" {
+		c.NotificationStatus = mcpflow.NotificationNone
+	}
+	row, err := newTaskRow(&c)
+	if err != nil {
+		return fmt.Errorf("update task %s: %w", c.ID, err)
+	}
+	res := db.gorm.WithContext(ctx).Model(&taskRow{}).Where("id = ?", c.ID).
+		Select("*").Omit("id", "created_at").Updates(row)
+	if res.Error != nil {
+		if isDuplicateRemoteTask(res.Error) {
+			return fmt.Errorf("update task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{
+				ServerName:   c.ServerName,
+				RemoteTaskID: c.RemoteTaskID,
+			})
+		}
+		return fmt.Errorf("update task %s: %w", c.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFound("MCP task not found")
+	}
+	t.UpdatedAt = row.UpdatedAt
+	t.LastPolledAt = row.LastPolledAt
+	t.NextPollAt = row.NextPollAt
+	t.CancelRequestedAt = row.CancelRequestedAt
+	t.CompletedAt = row.CompletedAt
+	t.NotificationStatus = c.NotificationStatus
+	return nil
+}

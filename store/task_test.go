@@ -1,0 +1,317 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// fullTask sets every field of a task to a non-zero value.
+func fullTask(user, thread, remote string, result any) *mcpflow.Task {
+	t := newTask(user, thread, remote)
+	t.RunID = ptr("run-1")
+	t.ToolCallID = ptr("call-1")
+	t.Status = mcpflow.StatusInputRequired
+	t.Result = result
+	t.ResultPreview = ptr("preview ✓ <b>")
+	t.ResultTruncated = true
+	t.ResultArtifact = map[string]string{"uri": "file:///tmp/report.pdf", "mime_type": "application/pdf"}
+	t.Error = ptr("boom")
+	t.InputRequired = map[string]any{"question": "Which year?", "choices": []any{"2025", "2026"}, "n": 2.5, "ok": true, "none": nil}
+	t.NotificationStatus = mcpflow.NotificationPending
+	t.NotificationError = ptr("webhook said 500")
+	t.NotificationAttemptCount = 2
+	t.EventFingerprint = ptr("ab12")
+	t.EventVersion = 3
+	t.NotifiedVersion = 2
+	t.LastPolledAt = ptr(at(time.Second))
+	t.LastPollError = ptr("timeout")
+	t.PollAttemptCount = 7
+	t.ConsecutivePollErrorCount = 1
+	t.NextPollAt = ptr(at(time.Minute))
+	t.CancelRequestedAt = ptr(at(2 * time.Second))
+	t.CancelAttemptCount = 4
+	t.LastCancelError = ptr("cancel refused")
+	t.CompletedAt = ptr(at(3 * time.Second))
+	t.CreatedAt = at(0)
+	t.UpdatedAt = at(time.Millisecond)
+	return t
+}
+
+// normalized is what the store gives back for a time written as t.
+func normalized(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func TestTaskRoundTrip(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		results := map[string]any{
+			"object": map[string]any{"rows": []any{1.0, "two", nil}, "nested": map[string]any{"ok": true}},
+			"string": "plain text result",
+			"number": 42.5,
+			"nil":    nil,
+			"array":  []any{"a", 1.0},
+		}
+		i := 0
+		for name, result := range results {
+			i++
+			task := fullTask("alice", "thread-1", fmt.Sprintf("remote-%d", i), result)
+			require.NoError(t, db.CreateTask(testCtx, task), name)
+
+			// Create writes the stored form back: UTC, microseconds.
+			require.Equal(t, normalized(at(0)), task.CreatedAt)
+			require.Equal(t, time.UTC, task.CreatedAt.Location())
+			require.Equal(t, normalized(at(3*time.Second)), *task.CompletedAt)
+
+			got, err := db.GetTask(testCtx, task.ID)
+			require.NoError(t, err, name)
+			require.Equal(t, task, got, name)
+			require.Equal(t, result, got.Result, name)
+
+			list, err := db.ListTasks(testCtx, mcpflow.TaskFilter{UserID: "alice", ThreadID: "thread-1"})
+			require.NoError(t, err)
+			require.Contains(t, list, task)
+		}
+	})
+}
+
+func TestCreateTaskDefaults(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		before := time.Now().UTC().Add(-time.Second)
+
+		task := newTask("alice", "thread-1", "remote-1")
+		task.ID = ""
+		task.DriverData = nil
+		task.Status = mcpflow.StatusCompleted
+		require.NoError(t, db.CreateTask(testCtx, task))
+
+		require.True(t, mcpflow.ValidTaskID(task.ID), task.ID)
+		require.Equal(t, mcpflow.NotificationNone, task.NotificationStatus)
+		require.True(t, task.CreatedAt.After(before))
+		require.Equal(t, task.CreatedAt, task.UpdatedAt)
+		require.NotNil(t, task.CompletedAt)
+		require.Equal(t, task.UpdatedAt, *task.CompletedAt)
+
+		got, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{}, got.DriverData)
+		got.DriverData = nil
+		require.Equal(t, task, got)
+		require.Nil(t, got.Result)
+		require.Nil(t, got.ResultArtifact)
+		require.Nil(t, got.InputRequired)
+
+		// A pollable task gets no completion time.
+		working := newTask("alice", "thread-1", "remote-2")
+		working.Status = mcpflow.StatusWorking
+		require.NoError(t, db.CreateTask(testCtx, working))
+		require.Nil(t, working.CompletedAt)
+
+		// An unknown status never reaches the table.
+		bad := newTask("alice", "thread-1", "remote-3")
+		bad.Status = "queued"
+		requireCode(t, mcpflow.EInvalid, db.CreateTask(testCtx, bad))
+	})
+}
+
+func TestUpdateTask(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		bystander := newTask("alice", "thread-1", "remote-0")
+		require.NoError(t, db.CreateTask(testCtx, bystander))
+		task := newTask("alice", "thread-1", "remote-1")
+		task.CreatedAt = at(0)
+		require.NoError(t, db.CreateTask(testCtx, task))
+		created := task.CreatedAt
+		updatedBefore := task.UpdatedAt
+
+		// Every field goes to the row, including back to zero values.
+		full := fullTask("alice", "thread-1", "remote-1", map[string]any{"answer": 42.0})
+		full.ID = task.ID
+		full.CreatedAt = at(time.Hour) // ignored: created_at never changes
+		require.NoError(t, db.UpdateTask(testCtx, full))
+		require.True(t, full.UpdatedAt.After(updatedBefore))
+
+		got, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		want := *full
+		want.CreatedAt = created
+		require.Equal(t, &want, got)
+
+		// Clearing optional fields clears the columns.
+		cleared := newTask("alice", "thread-1", "remote-1")
+		cleared.ID = task.ID
+		cleared.Status = mcpflow.StatusWorking
+		require.NoError(t, db.UpdateTask(testCtx, cleared))
+		got, err = db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.Result)
+		require.Nil(t, got.ResultArtifact)
+		require.Nil(t, got.InputRequired)
+		require.Nil(t, got.CompletedAt)
+		require.Nil(t, got.RunID)
+		require.False(t, got.ResultTruncated)
+		require.Zero(t, got.EventVersion)
+		require.Equal(t, mcpflow.NotificationNone, got.NotificationStatus)
+		require.Equal(t, created, got.CreatedAt)
+
+		// Only that row changed.
+		got, err = db.GetTask(testCtx, bystander.ID)
+		require.NoError(t, err)
+		require.Equal(t, bystander, got)
+
+		// A missing task is not found.
+		missing := newTask("alice", "thread-1", "remote-9")
+		requireCode(t, mcpflow.ENotFound, db.UpdateTask(testCtx, missing))
+	})
+}
+
+func TestGetTaskNotFound(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		_, err := db.GetTask(testCtx, mcpflow.NewTaskID())
+		requireCode(t, mcpflow.ENotFound, err)
+	})
+}
+
+// Spec §7 scenario 33: unique per (user, server, remote id); another user
+// may reuse the remote id; a duplicate local id is a plain integrity error.
+func TestDuplicateRemoteTask(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-a", "alice")
+		createThread(t, db, "thread-b", "bob")
+
+		first := newTask("alice", "thread-a", "remote-1")
+		require.NoError(t, db.CreateTask(testCtx, first))
+
+		dup := newTask("alice", "thread-a", "remote-1")
+		err := db.CreateTask(testCtx, dup)
+		require.Error(t, err)
+		require.True(t, mcpflow.IsDuplicateRemoteTask(err), "error: %v", err)
+		require.Equal(t, mcpflow.EConflict, mcpflow.ErrorCode(err))
+		require.Equal(t, "Remote MCP task is already tracked for server 'reports' by this user", mcpflow.ErrorMessage(err))
+		require.NotContains(t, err.Error(), "remote-1")
+		_, err = db.GetTask(testCtx, dup.ID)
+		requireCode(t, mcpflow.ENotFound, err)
+
+		// The same remote id for another user, or on another server, is fine.
+		require.NoError(t, db.CreateTask(testCtx, newTask("bob", "thread-b", "remote-1")))
+		other := newTask("alice", "thread-a", "remote-1")
+		other.ServerName = "other-server"
+		require.NoError(t, db.CreateTask(testCtx, other))
+
+		// A duplicate local id is a different integrity error.
+		sameID := newTask("alice", "thread-a", "remote-2")
+		sameID.ID = first.ID
+		err = db.CreateTask(testCtx, sameID)
+		require.Error(t, err)
+		require.False(t, mcpflow.IsDuplicateRemoteTask(err), "error: %v", err)
+		require.ErrorIs(t, err, gorm.ErrDuplicatedKey)
+		require.Equal(t, mcpflow.EInternal, mcpflow.ErrorCode(err))
+
+		// The first row is untouched.
+		got, err := db.GetTask(testCtx, first.ID)
+		require.NoError(t, err)
+		require.Equal(t, first, got)
+	})
+}
+
+func TestTaskNeedsThread(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		err := db.CreateTask(testCtx, newTask("alice", "no-such-thread", "remote-1"))
+		require.Error(t, err)
+		require.ErrorIs(t, err, gorm.ErrForeignKeyViolated)
+		require.False(t, mcpflow.IsDuplicateRemoteTask(err))
+		require.Equal(t, mcpflow.EInternal, mcpflow.ErrorCode(err))
+	})
+}
+
+func TestListTasks(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		createThread(t, db, "thread-2", "alice")
+		createThread(t, db, "thread-3", "bob")
+
+		// 110 tasks in thread-1, two per created_at so that ties fall back
+		// to id DESC; every third one is terminal.
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		var all []*mcpflow.Task
+		for i := range 110 {
+			task := newTask("alice", "thread-1", fmt.Sprintf("remote-%03d", i))
+			task.ID = fmt.Sprintf("mcp-task-%032x", (i*7919)%1000)
+			task.CreatedAt = base.Add(time.Duration(i/2) * time.Second)
+			if i%3 == 0 {
+				task.Status = mcpflow.StatusCompleted
+			}
+			require.NoError(t, db.CreateTask(testCtx, task))
+			all = append(all, task)
+		}
+		// Noise: another thread of the same user, bob's own thread, and a
+		// task of bob's in alice's thread.
+		require.NoError(t, db.CreateTask(testCtx, newTask("alice", "thread-2", "x-1")))
+		require.NoError(t, db.CreateTask(testCtx, newTask("bob", "thread-3", "x-2")))
+		require.NoError(t, db.CreateTask(testCtx, newTask("bob", "thread-1", "x-3")))
+
+		ids := func(ts []*mcpflow.Task) []string {
+			out := make([]string, len(ts))
+			for i, t := range ts {
+				out[i] = t.ID
+			}
+			return out
+		}
+		// Expected order: created_at DESC, id DESC.
+		var want []string
+		for i := len(all) - 1; i >= 0; i -= 2 {
+			a, b := all[i-1].ID, all[i].ID
+			if a < b {
+				a, b = b, a
+			}
+			want = append(want, a, b)
+		}
+
+		list := func(f mcpflow.TaskFilter) []string {
+			t.Helper()
+			f.UserID, f.ThreadID = "alice", "thread-1"
+			got, err := db.ListTasks(testCtx, f)
+			require.NoError(t, err)
+			return ids(got)
+		}
+		require.Equal(t, want[:50], list(mcpflow.TaskFilter{}))
+		require.Equal(t, want[:100], list(mcpflow.TaskFilter{Limit: 500}))
+		require.Equal(t, want[:1], list(mcpflow.TaskFilter{Limit: -3}))
+		require.Equal(t, want[:7], list(mcpflow.TaskFilter{Limit: 7}))
+
+		active, err := db.ListTasks(testCtx, mcpflow.TaskFilter{UserID: "alice", ThreadID: "thread-1", ActiveOnly: true, Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, active, 73) // 110 minus the 37 terminal ones
+		for _, task := range active {
+			require.True(t, task.Status.IsPollable())
+		}
+
+		// Filtering by user and thread.
+		bobs, err := db.ListTasks(testCtx, mcpflow.TaskFilter{UserID: "bob", ThreadID: "thread-1"})
+		require.NoError(t, err)
+		require.Len(t, bobs, 1)
+		require.Equal(t, "x-3", bobs[0].RemoteTaskID)
+		other, err := db.ListTasks(testCtx, mcpflow.TaskFilter{UserID: "alice", ThreadID: "thread-2"})
+		require.NoError(t, err)
+		require.Len(t, other, 1)
+		none, err := db.ListTasks(testCtx, mcpflow.TaskFilter{UserID: "carol", ThreadID: "thread-1"})
+		require.NoError(t, err)
+		require.Empty(t, none)
+
+		_, err = db.ListTasks(testCtx, mcpflow.TaskFilter{ThreadID: "thread-1"})
+		requireCode(t, mcpflow.EInvalid, err)
+	})
+}

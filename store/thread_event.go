@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Page sizes of ListEvents.
+const (
+	DefaultEventListLimit = 100
+	MaxEventListLimit     = 1000
+)
+
+// eventRow is one row of thread_events.
+type eventRow struct {
+	Seq          int64     `gorm:"column:seq;primaryKey;autoIncrement"`
+	ThreadID     string    `gorm:"column:thread_id"`
+	TaskID       string    `gorm:"column:task_id"`
+	EventVersion int       `gorm:"column:event_version"`
+	Status       string    `gorm:"column:status"`
+	Payload      string    `gorm:"column:payload"`
+	CreatedAt    time.Time `gorm:"column:created_at;autoCreateTime:false"`
+}
+
+// TableName implements gorm's Tabler.
+func (eventRow) TableName() string { return "thread_events" }
+
+func (r *eventRow) event() *mcpflow.ThreadEvent {
+	return &mcpflow.ThreadEvent{
+		Seq:          r.Seq,
+		ThreadID:     r.ThreadID,
+		TaskID:       r.TaskID,
+		EventVersion: r.EventVersion,
+		Status:       mcpflow.Status(r.Status),
+		Payload:      json.RawMessage(r.Payload),
+		CreatedAt:    r.CreatedAt.UTC(),
+	}
+}
+
+// AppendEvent appends e to its thread's inbox and returns its sequence
+// number. Appending the same (task id, event version) again returns the
+// first sequence number and adds no row. It sets e.Seq and e.CreatedAt (now
+// when zero) to the stored values. A missing thread is an mcpflow.ENotFound
+// error and a deleted one an mcpflow.EGone error; ownership is the caller's
+// check. The payload must be a JSON value.
+func (db *DB) AppendEvent(ctx context.Context, e *mcpflow.ThreadEvent) (int64, error) {
+	if e == nil {
+		return 0, invalid("event must not be nil")
+	}
+	if e.TaskID == "" {
+		return 0, invalid("event task_id must not be empty")
+	}
+	if !json.Valid(e.Payload) {
+		return 0, invalid("event payload must be valid JSON")
+	}
+	created := e.CreatedAt
+	if created.IsZero() {
+		created = db.now()
+	}
+	var stored eventRow
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// Locking the thread row serializes the appends of one thread, so
+		// their seq values commit in order and a reader's "after" cursor
+		// never skips an event that commits late; it also holds off a
+		// concurrent DeleteThread. (PostgreSQL; SQLite write transactions
+		// are serial already.)
+		var th threadRow
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", e.ThreadID).Take(&th).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return notFound("thread not found")
+		}
+		if err != nil {
+			return fmt.Errorf("read thread: %w", err)
+		}
+		if th.DeletedAt != nil {
+			return gone("thread has been deleted")
+		}
+		row := eventRow{
+			ThreadID:     e.ThreadID,
+			TaskID:       e.TaskID,
+			EventVersion: e.EventVersion,
+			Status:       string(e.Status),
+			Payload:      string(e.Payload),
+			CreatedAt:    dbTime(created),
+		}
+		res := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "task_id"}, {Name: "event_version"}},
+			DoNothing: true,
+		}).Create(&row)
+		if res.Error != nil {
+			return fmt.Errorf("insert: %w", res.Error)
+		}
+		if res.RowsAffected == 1 {
+			stored = row
+			return nil
+		}
+		err = tx.Where("task_id = ? AND event_version = ?", e.TaskID, e.EventVersion).Take(&stored).Error
+		if err != nil {
+			return fmt.Errorf("read existing: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("append event of task %s version %d: %w", e.TaskID, e.EventVersion, err)
+	}
+	e.Seq = stored.Seq
+	e.CreatedAt = stored.CreatedAt.UTC()
+	return stored.Seq, nil
+}
+
+// ListEvents returns the thread's events with Seq > after in ascending
+// order, at most limit of them (0 means 100; clamped to 1..1000). It does not
+// check the thread; an unknown thread has no events. Payloads come back as
+// equivalent JSON, not byte for byte: PostgreSQL's JSONB normalizes spacing
+// and key order.
+func (db *DB) ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*mcpflow.ThreadEvent, error) {
+	switch {
+	case limit == 0:
+		limit = DefaultEventListLimit
+	case limit < 1:
+		limit = 1
+	case limit > MaxEventListLimit:
+		limit = MaxEventListLimit
+	}
+	var rows []eventRow
+	err := db.gorm.WithContext(ctx).
+		Where("thread_id = ? AND seq > ?", threadID, after).
+		Order("seq ASC").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list events of thread %s: %w", threadID, err)
+	}
+	out := make([]*mcpflow.ThreadEvent, 0, len(rows))
+	for i := range rows {
+		out = append(out, rows[i].event())
+	}
+	return out, nil
+}

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+func event(thread, task string, version int, status mcpflow.Status) *mcpflow.ThreadEvent {
+	payload := fmt.Sprintf(`{"task_id":%q,"status":%q,"result":{"n":%d},"text":"<ü>"}`, task, status, version)
+	return &mcpflow.ThreadEvent{ThreadID: thread, TaskID: task, EventVersion: version, Status: status, Payload: json.RawMessage(payload)}
+}
+
+func TestEvents(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		createThread(t, db, "thread-2", "alice")
+
+		appended := []*mcpflow.ThreadEvent{
+			event("thread-1", "task-a", 1, mcpflow.StatusInputRequired),
+			event("thread-1", "task-b", 1, mcpflow.StatusCompleted),
+			event("thread-1", "task-a", 2, mcpflow.StatusCompleted),
+		}
+		appended[0].CreatedAt = at(0)
+		var last int64
+		for _, e := range appended {
+			seq, err := db.AppendEvent(testCtx, e)
+			require.NoError(t, err)
+			require.Greater(t, seq, last)
+			require.Equal(t, seq, e.Seq)
+			last = seq
+		}
+		require.Equal(t, normalized(at(0)), appended[0].CreatedAt)
+		_, err := db.AppendEvent(testCtx, event("thread-2", "task-c", 1, mcpflow.StatusFailed))
+		require.NoError(t, err)
+
+		requireEvents := func(want []*mcpflow.ThreadEvent, got []*mcpflow.ThreadEvent) {
+			t.Helper()
+			require.Len(t, got, len(want))
+			for i := range want {
+				require.JSONEq(t, string(want[i].Payload), string(got[i].Payload))
+				w, g := *want[i], *got[i]
+				w.Payload, g.Payload = nil, nil
+				require.Equal(t, w, g)
+			}
+		}
+
+		all, err := db.ListEvents(testCtx, "thread-1", 0, 0)
+		require.NoError(t, err)
+		requireEvents(appended, all)
+
+		// after is an exclusive cursor; limit caps the page.
+		rest, err := db.ListEvents(testCtx, "thread-1", appended[0].Seq, 0)
+		require.NoError(t, err)
+		requireEvents(appended[1:], rest)
+		page, err := db.ListEvents(testCtx, "thread-1", 0, 2)
+		require.NoError(t, err)
+		requireEvents(appended[:2], page)
+		one, err := db.ListEvents(testCtx, "thread-1", 0, -1)
+		require.NoError(t, err)
+		requireEvents(appended[:1], one)
+		none, err := db.ListEvents(testCtx, "thread-1", last, 10)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		unknown, err := db.ListEvents(testCtx, "no-such-thread", 0, 10)
+		require.NoError(t, err)
+		require.Empty(t, unknown)
+
+		// Appending the same version again returns the first seq and adds
+		// nothing, even with a different payload.
+		dup := event("thread-1", "task-a", 1, mcpflow.StatusWorking)
+		seq, err := db.AppendEvent(testCtx, dup)
+		require.NoError(t, err)
+		require.Equal(t, appended[0].Seq, seq)
+		require.Equal(t, appended[0].Seq, dup.Seq)
+		all, err = db.ListEvents(testCtx, "thread-1", 0, 100)
+		require.NoError(t, err)
+		requireEvents(appended, all)
+
+		// Bad input.
+		bad := event("thread-1", "task-z", 1, mcpflow.StatusCompleted)
+		bad.Payload = json.RawMessage(`{"unterminated"`)
+		_, err = db.AppendEvent(testCtx, bad)
+		requireCode(t, mcpflow.EInvalid, err)
+
+		// Missing and deleted threads.
+		_, err = db.AppendEvent(testCtx, event("no-such-thread", "task-z", 1, mcpflow.StatusCompleted))
+		requireCode(t, mcpflow.ENotFound, err)
+		require.NoError(t, db.DeleteThread(testCtx, "thread-1", at(time.Hour)))
+		_, err = db.AppendEvent(testCtx, event("thread-1", "task-a", 3, mcpflow.StatusCompleted))
+		requireCode(t, mcpflow.EGone, err)
+		// The inbox of a deleted thread still reads (the API answers 410 first).
+		all, err = db.ListEvents(testCtx, "thread-1", 0, 100)
+		require.NoError(t, err)
+		requireEvents(appended, all)
+	})
+}
+
+// Twenty workers write at once: threads, tasks, updates and events. On
+// SQLite this must never surface SQLITE_BUSY ("database is locked"), and
+// racing appends of one event version must yield one row.
+func TestConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "shared", "alice")
+		const workers, rounds = 20, 10
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make(chan error, workers*rounds*10)
+		sharedSeqs := make([][]int64, workers)
+		for w := range workers {
+			wg.Go(func() {
+				fail := func(err error) bool {
+					if err != nil {
+						errs <- fmt.Errorf("worker %d: %w", w, err)
+						return true
+					}
+					return false
+				}
+				thread := fmt.Sprintf("thread-%d", w)
+				if _, _, err := db.CreateThread(testCtx, &mcpflow.Thread{ID: thread, UserID: "alice"}); fail(err) {
+					return
+				}
+				task := newTask("alice", thread, fmt.Sprintf("remote-%d", w))
+				if fail(db.CreateTask(testCtx, task)) {
+					return
+				}
+				for r := range rounds {
+					task.Status = mcpflow.StatusWorking
+					task.PollAttemptCount = r + 1
+					if fail(db.UpdateTask(testCtx, task)) {
+						return
+					}
+					if _, err := db.AppendEvent(testCtx, event(thread, task.ID, r+1, mcpflow.StatusWorking)); fail(err) {
+						return
+					}
+					// Everybody races to append the same events to the shared thread.
+					seq, err := db.AppendEvent(testCtx, event("shared", "shared-task", r+1, mcpflow.StatusWorking))
+					if fail(err) {
+						return
+					}
+					sharedSeqs[w] = append(sharedSeqs[w], seq)
+					if _, err := db.ListTasks(testCtx, mcpflow.TaskFilter{UserID: "alice", ThreadID: thread}); fail(err) {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		t.Logf("%d workers × %d rounds took %v", workers, rounds, time.Since(start))
+
+		shared, err := db.ListEvents(testCtx, "shared", 0, 100)
+		require.NoError(t, err)
+		require.Len(t, shared, rounds)
+		for w := range workers {
+			for r, seq := range sharedSeqs[w] {
+				require.Equal(t, shared[r].Seq, seq)
+			}
+		}
+		for w := range workers {
+			events, err := db.ListEvents(testCtx, fmt.Sprintf("thread-%d", w), 0, 100)
+			require.NoError(t, err)
+			require.Len(t, events, rounds)
+		}
+	})
+}

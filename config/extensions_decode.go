@@ -1,0 +1,730 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// extDecoder turns a resolved document into the typed model. It stops at the
+// first error; warnings accumulate.
+type extDecoder struct {
+	source   string
+	warnings []string
+}
+
+func (d *extDecoder) errorf(path, format string, args ...any) error {
+	return &FieldError{Source: d.source, Field: path, Message: fmt.Sprintf(format, args...)}
+}
+
+func (d *extDecoder) warnf(path, format string, args ...any) {
+	d.warnings = append(d.warnings, singleLine(path+": "+fmt.Sprintf(format, args...)))
+}
+
+// falsy reports whether Python would treat a decoded JSON value as false.
+func falsy(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !t
+	case string:
+		return t == ""
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		return err == nil && f == 0
+	case []any:
+		return len(t) == 0
+	case *Object:
+		return t.Len() == 0
+	}
+	return false
+}
+
+// objReader reads the keys of one JSON object and remembers which ones it
+// knows, so the rest can be kept as extras or rejected.
+type objReader struct {
+	d     *extDecoder
+	obj   *Object
+	path  string
+	known map[string]bool
+}
+
+func (d *extDecoder) reader(obj *Object, path string) *objReader {
+	return &objReader{d: d, obj: obj, path: path, known: map[string]bool{}}
+}
+
+func (r *objReader) p(key string) string {
+	if r.path == "" {
+		return key
+	}
+	return r.path + "." + key
+}
+
+func (r *objReader) get(key string) (any, bool) {
+	r.known[key] = true
+	return r.obj.Get(key)
+}
+
+// extras returns the unknown keys in order (values deep-copied).
+func (r *objReader) extras() *Object {
+	out := NewObject()
+	for _, k := range r.obj.keys {
+		if !r.known[k] {
+			out.Set(k, cloneValue(r.obj.vals[k]))
+		}
+	}
+	return out
+}
+
+// forbidExtras fails on the first unknown key.
+func (r *objReader) forbidExtras(allowed string) error {
+	for _, k := range r.obj.keys {
+		if !r.known[k] {
+			return r.d.errorf(r.p(k), "unknown key (%s)", allowed)
+		}
+	}
+	return nil
+}
+
+func (r *objReader) boolean(key string, def bool) (bool, error) {
+	v, ok := r.get(key)
+	if !ok {
+		return def, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, r.d.errorf(r.p(key), "must be a boolean (got %s)", describeValue(v))
+	}
+	return b, nil
+}
+
+// str reads a string; nullable strings read null as "".
+func (r *objReader) str(key, def string, nullable bool) (string, error) {
+	v, ok := r.get(key)
+	if !ok {
+		return def, nil
+	}
+	switch t := v.(type) {
+	case string:
+		return t, nil
+	case nil:
+		if nullable {
+			return "", nil
+		}
+	}
+	return "", r.d.errorf(r.p(key), "must be a string (got %s)", kindOf(v))
+}
+
+func (r *objReader) requiredStr(key string) (string, error) {
+	if !r.obj.Has(key) {
+		r.known[key] = true
+		return "", r.d.errorf(r.p(key), "is required")
+	}
+	return r.str(key, "", false)
+}
+
+func (r *objReader) enum(key, def string, allowed ...string) (string, error) {
+	v, ok := r.get(key)
+	if !ok {
+		return def, nil
+	}
+	if s, isStr := v.(string); isStr && slices.Contains(allowed, s) {
+		return s, nil
+	}
+	return "", r.d.errorf(r.p(key), "must be %s (got %s)", quoteAlternatives(allowed), describeValue(v))
+}
+
+func (r *objReader) strList(key string) ([]string, error) {
+	v, ok := r.get(key)
+	if !ok {
+		return nil, nil
+	}
+	return r.d.strList(v, r.p(key))
+}
+
+func (d *extDecoder) strList(v any, path string) ([]string, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, d.errorf(path, "must be a list of strings (got %s)", kindOf(v))
+	}
+	out := make([]string, 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return nil, d.errorf(fmt.Sprintf("%s[%d]", path, i), "must be a string (got %s)", kindOf(e))
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// strMap reads an object of strings; it also returns the object for key order.
+func (r *objReader) strMap(key string) (map[string]string, *Object, error) {
+	v, ok := r.get(key)
+	if !ok {
+		return nil, nil, nil
+	}
+	obj, ok := v.(*Object)
+	if !ok {
+		return nil, nil, r.d.errorf(r.p(key), "must be an object of strings (got %s)", kindOf(v))
+	}
+	out := make(map[string]string, obj.Len())
+	for _, k := range obj.keys {
+		s, ok := obj.vals[k].(string)
+		if !ok {
+			return nil, nil, r.d.errorf(r.p(key)+"."+k, "must be a string (got %s)", kindOf(obj.vals[k]))
+		}
+		out[k] = s
+	}
+	return out, obj, nil
+}
+
+// object reads an optional object; null gives (nil, nil) when nullable.
+func (r *objReader) object(key string, nullable bool) (*Object, error) {
+	v, ok := r.get(key)
+	if !ok {
+		return nil, nil
+	}
+	if v == nil && nullable {
+		return nil, nil
+	}
+	obj, isObj := v.(*Object)
+	if !isObj {
+		return nil, r.d.errorf(r.p(key), "must be an object (got %s)", kindOf(v))
+	}
+	return obj, nil
+}
+
+// integer reads an integral JSON number (60 and 60.0 both work).
+func (r *objReader) integer(key string, def int) (int, error) {
+	v, ok := r.get(key)
+	if !ok {
+		return def, nil
+	}
+	n, ok := integral(v)
+	if !ok {
+		return 0, r.d.errorf(r.p(key), "must be an integer (got %s)", describeValue(v))
+	}
+	return n, nil
+}
+
+// timeout reads a timeout in seconds: absent gives def, null gives nil, and a
+// value must be a finite number greater than zero (DeerFlow issue #4917).
+func (r *objReader) timeout(key string, def *float64) (*float64, error) {
+	v, ok := r.get(key)
+	if !ok {
+		return def, nil
+	}
+	if v == nil {
+		return nil, nil
+	}
+	if n, isNum := v.(json.Number); isNum {
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && f > 0 {
+			return &f, nil
+		}
+	}
+	return nil, r.d.errorf(r.p(key), "must be a finite number greater than 0 (got %s)", describeValue(v))
+}
+
+// integral converts an integral JSON number that fits an int.
+func integral(v any) (int, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	if i, err := strconv.ParseInt(string(n), 10, 0); err == nil {
+		return int(i), true
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) || f > math.MaxInt32 || f < math.MinInt32 {
+		return 0, false
+	}
+	return int(f), true
+}
+
+// describeValue renders a value for "(got ...)": JSON scalars as written
+// (strings quoted, shortened), containers by kind. Use it only for fields
+// whose values are not secrets (timeouts, enums, numbers).
+func describeValue(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return strconv.FormatBool(t)
+	case json.Number:
+		return string(t)
+	case string:
+		if utf8.RuneCountInString(t) > 64 {
+			t = string([]rune(t)[:64]) + "…"
+		}
+		return strconv.Quote(t)
+	default:
+		return kindOf(v)
+	}
+}
+
+func quoteAlternatives(allowed []string) string {
+	q := make([]string, len(allowed))
+	for i, a := range allowed {
+		q[i] = strconv.Quote(a)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// ---- the document ----
+
+func (d *extDecoder) extensions(root *Object) (*Extensions, error) {
+	ext := &Extensions{Skills: map[string]Skill{}}
+	r := d.reader(root, "")
+
+	servers, err := r.object("mcpServers", false)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range servers.Keys() {
+		s, err := d.server(name, servers.vals[name], "mcpServers."+name)
+		if err != nil {
+			return nil, err
+		}
+		ext.Servers = append(ext.Servers, s)
+	}
+
+	skills, err := r.object("skills", false)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range skills.Keys() {
+		path := "skills." + name
+		obj, ok := skills.vals[name].(*Object)
+		if !ok {
+			return nil, d.errorf(path, "must be an object (got %s)", kindOf(skills.vals[name]))
+		}
+		enabled, err := d.reader(obj, path).boolean("enabled", true)
+		if err != nil {
+			return nil, err
+		}
+		ext.Skills[name] = Skill{Enabled: enabled}
+	}
+
+	if ext.Middlewares, err = r.strList("middlewares"); err != nil {
+		return nil, err
+	}
+
+	if v, ok := r.get("mcpInterceptors"); ok {
+		switch t := v.(type) {
+		case nil:
+		case string:
+			ext.MCPInterceptors = []string{t}
+		case []any:
+			for i, e := range t {
+				s, ok := e.(string)
+				if !ok {
+					d.warnf(fmt.Sprintf("mcpInterceptors[%d]", i), "ignoring entry that is %s, not a string", kindOf(e))
+					continue
+				}
+				ext.MCPInterceptors = append(ext.MCPInterceptors, s)
+			}
+		default:
+			d.warnf("mcpInterceptors", "expected a list of strings or a string, got %s; ignoring it", kindOf(v))
+		}
+	}
+
+	ext.Extra = r.extras()
+
+	for _, s := range ext.Servers {
+		if len(s.TaskToolsets) == 0 {
+			continue
+		}
+		if strings.TrimSpace(s.Name) == "" || utf8.RuneCountInString(s.Name) > MaxTaskServerNameLength {
+			return nil, d.errorf("mcpServers."+s.Name, "MCP task server name must contain 1 to %d characters", MaxTaskServerNameLength)
+		}
+	}
+	ext.Warnings = d.warnings
+	return ext, nil
+}
+
+func (d *extDecoder) server(name string, v any, path string) (Server, error) {
+	obj, ok := v.(*Object)
+	if !ok {
+		return Server{}, d.errorf(path, "must be an object (got %s)", kindOf(v))
+	}
+	r := d.reader(obj, path)
+	s := Server{Name: name}
+	var err error
+	if s.Enabled, err = r.boolean("enabled", true); err != nil {
+		return Server{}, err
+	}
+	if s.Type, err = d.transport(r); err != nil {
+		return Server{}, err
+	}
+	if s.Command, err = r.str("command", "", true); err != nil {
+		return Server{}, err
+	}
+	if s.Args, err = r.strList("args"); err != nil {
+		return Server{}, err
+	}
+	if s.Env, _, err = r.strMap("env"); err != nil {
+		return Server{}, err
+	}
+	if s.URL, err = r.str("url", "", true); err != nil {
+		return Server{}, err
+	}
+	var headerObj *Object
+	if s.Headers, headerObj, err = r.strMap("headers"); err != nil {
+		return Server{}, err
+	}
+	if a, b, dup := checkHeaderSpellings(headerObj.Keys()); dup {
+		return Server{}, d.errorf(r.p("headers"), "headers maps the same HTTP header under two spellings (%s and %s); header names are case-insensitive", pyRepr(a), pyRepr(b))
+	}
+	if s.OAuth, err = d.oauth(r); err != nil {
+		return Server{}, err
+	}
+	if s.UserAuth, err = d.userAuth(r); err != nil {
+		return Server{}, err
+	}
+	if s.HeadersFromContext, err = d.headersFromContext(r); err != nil {
+		return Server{}, err
+	}
+	if s.Description, err = r.str("description", "", false); err != nil {
+		return Server{}, err
+	}
+	s.Routing = Routing{Mode: RoutingOff}
+	if rv, ok := r.get("routing"); ok {
+		o, err := d.routing(rv, r.p("routing"))
+		if err != nil {
+			return Server{}, err
+		}
+		s.Routing = o.apply(s.Routing)
+	}
+	if s.Tools, err = d.tools(r); err != nil {
+		return Server{}, err
+	}
+	if s.ToolNamePrefix, err = r.boolean("tool_name_prefix", true); err != nil {
+		return Server{}, err
+	}
+	if s.ToolCallTimeout, err = r.timeout("tool_call_timeout", nil); err != nil {
+		return Server{}, err
+	}
+	def := DefaultSessionInitTimeout
+	if s.SessionInitTimeout, err = r.timeout("session_init_timeout", &def); err != nil {
+		return Server{}, err
+	}
+	if s.Cwd, err = r.str("cwd", "", true); err != nil {
+		return Server{}, err
+	}
+	if s.TaskToolsets, err = d.taskToolsets(r); err != nil {
+		return Server{}, err
+	}
+	s.Extra = r.extras()
+	return s, nil
+}
+
+// transport applies the alias rule: type wins; when it is absent, null or
+// empty, a non-empty transport is used; otherwise stdio. The raw transport key
+// stays an extra.
+func (d *extDecoder) transport(r *objReader) (string, error) {
+	typ := ""
+	if v, ok := r.get("type"); ok {
+		switch t := v.(type) {
+		case nil:
+		case string:
+			typ = t
+		default:
+			return "", d.errorf(r.p("type"), "must be a string (got %s)", describeValue(v))
+		}
+	}
+	from := ""
+	if typ == "" {
+		if v, ok := r.obj.Get("transport"); ok && !falsy(v) {
+			t, isStr := v.(string)
+			if !isStr {
+				return "", d.errorf(r.p("transport"), "must be a string (got %s)", describeValue(v))
+			}
+			typ, from = t, " (from transport)"
+		}
+	}
+	if typ == "" {
+		typ = TransportStdio
+	}
+	switch typ {
+	case TransportStdio, TransportSSE, TransportHTTP:
+		return typ, nil
+	}
+	return "", d.errorf(r.p("type"), "unsupported transport type %s%s; expected \"stdio\", \"sse\" or \"http\"", describeValue(typ), from)
+}
+
+func (d *extDecoder) oauth(parent *objReader) (*OAuth, error) {
+	obj, err := parent.object("oauth", true)
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	r := d.reader(obj, parent.p("oauth"))
+	o := &OAuth{}
+	if o.Enabled, err = r.boolean("enabled", true); err != nil {
+		return nil, err
+	}
+	if o.TokenURL, err = r.requiredStr("token_url"); err != nil {
+		return nil, err
+	}
+	if o.GrantType, err = r.enum("grant_type", GrantClientCredentials, GrantClientCredentials, GrantRefreshToken); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{
+		{"client_id", &o.ClientID},
+		{"client_secret", &o.ClientSecret},
+		{"refresh_token", &o.RefreshToken},
+		{"scope", &o.Scope},
+		{"audience", &o.Audience},
+	} {
+		if *f.dst, err = r.str(f.key, "", true); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		key, def string
+		dst      *string
+	}{
+		{"token_field", "access_token", &o.TokenField},
+		{"token_type_field", "token_type", &o.TokenTypeField},
+		{"expires_in_field", "expires_in", &o.ExpiresInField},
+		{"default_token_type", "Bearer", &o.DefaultTokenType},
+	} {
+		if *f.dst, err = r.str(f.key, f.def, false); err != nil {
+			return nil, err
+		}
+	}
+	if o.RefreshSkewSeconds, err = r.integer("refresh_skew_seconds", 60); err != nil {
+		return nil, err
+	}
+	o.RefreshSkewSeconds = max(o.RefreshSkewSeconds, 0)
+	if o.ExtraTokenParams, _, err = r.strMap("extra_token_params"); err != nil {
+		return nil, err
+	}
+	o.Extra = r.extras()
+	return o, nil
+}
+
+func (d *extDecoder) userAuth(parent *objReader) (*UserAuth, error) {
+	obj, err := parent.object("user_auth", true)
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	r := d.reader(obj, parent.p("user_auth"))
+	u := &UserAuth{}
+	if u.Enabled, err = r.boolean("enabled", true); err != nil {
+		return nil, err
+	}
+	if u.Header, err = r.str("header", "Authorization", false); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(u.Header) == "" {
+		return nil, d.errorf(r.p("header"), "user_auth.header must not be empty")
+	}
+	if u.Users, _, err = r.strMap("users"); err != nil {
+		return nil, err
+	}
+	if u.OnMissing, err = r.enum("on_missing", OnMissingDeny, OnMissingDeny, OnMissingPassthrough); err != nil {
+		return nil, err
+	}
+	u.Extra = r.extras()
+	return u, nil
+}
+
+func (d *extDecoder) headersFromContext(parent *objReader) (*HeadersFromContext, error) {
+	obj, err := parent.object("headers_from_context", true)
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	r := d.reader(obj, parent.p("headers_from_context"))
+	h := &HeadersFromContext{}
+	if h.Enabled, err = r.boolean("enabled", true); err != nil {
+		return nil, err
+	}
+	headers, err := r.object("headers", false)
+	if err != nil {
+		return nil, err
+	}
+	if headers != nil {
+		h.Headers = make(map[string]string, headers.Len())
+		seen := map[string]string{}
+		for _, name := range headers.keys {
+			if strings.TrimSpace(name) == "" {
+				return nil, d.errorf(r.p("headers"), "headers_from_context.headers must not contain a blank header name")
+			}
+			key, ok := headers.vals[name].(string)
+			if !ok || strings.TrimSpace(key) == "" {
+				return nil, d.errorf(r.p("headers")+"."+name, "headers_from_context.headers[%s] must name a non-blank secret key from config.context.secrets", pyRepr(name))
+			}
+			lower := strings.ToLower(name)
+			if prev, dup := seen[lower]; dup {
+				return nil, d.errorf(r.p("headers"), "headers_from_context.headers maps the same HTTP header under two spellings (%s and %s); header names are case-insensitive, so keep only one", pyRepr(prev), pyRepr(name))
+			}
+			seen[lower] = name
+			h.Headers[name] = key
+		}
+	}
+	if h.OnMissing, err = r.enum("on_missing", OnMissingDeny, OnMissingDeny, OnMissingPassthrough); err != nil {
+		return nil, err
+	}
+	h.Extra = r.extras()
+	return h, nil
+}
+
+// routing decodes a routing object; only the keys present are set.
+func (d *extDecoder) routing(v any, path string) (RoutingOverride, error) {
+	obj, ok := v.(*Object)
+	if !ok {
+		return RoutingOverride{}, d.errorf(path, "must be an object (got %s)", kindOf(v))
+	}
+	r := d.reader(obj, path)
+	var o RoutingOverride
+	if r.obj.Has("mode") {
+		mode, err := r.enum("mode", RoutingOff, RoutingOff, RoutingPrefer)
+		if err != nil {
+			return RoutingOverride{}, err
+		}
+		o.Mode = &mode
+	}
+	if pv, ok := r.get("priority"); ok {
+		n, isNum := pv.(json.Number)
+		f, err := strconv.ParseFloat(string(n), 64)
+		if !isNum || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
+			return RoutingOverride{}, d.errorf(r.p("priority"), "must be an integer (got %s)", describeValue(pv))
+		}
+		var p int
+		switch {
+		case f < 0:
+			d.warnf(r.p("priority"), "MCP routing priority %s is below 0; clamping to 0.", n)
+		case f > 100:
+			p = 100
+			d.warnf(r.p("priority"), "MCP routing priority %s is above 100; clamping to 100.", n)
+		default:
+			p = int(f)
+		}
+		o.Priority = &p
+	}
+	if r.obj.Has("keywords") {
+		kw, err := r.strList("keywords")
+		if err != nil {
+			return RoutingOverride{}, err
+		}
+		o.Keywords = &kw
+	}
+	if err := r.forbidExtras("routing allows only mode, priority and keywords"); err != nil {
+		return RoutingOverride{}, err
+	}
+	return o, nil
+}
+
+// apply returns base with the override's set fields replaced.
+func (o RoutingOverride) apply(base Routing) Routing {
+	if o.Mode != nil {
+		base.Mode = *o.Mode
+	}
+	if o.Priority != nil {
+		base.Priority = *o.Priority
+	}
+	if o.Keywords != nil {
+		base.Keywords = *o.Keywords
+	}
+	return base
+}
+
+func (d *extDecoder) tools(parent *objReader) (map[string]ToolOverride, error) {
+	obj, err := parent.object("tools", false)
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	out := make(map[string]ToolOverride, obj.Len())
+	for _, name := range obj.keys {
+		path := parent.p("tools") + "." + name
+		tobj, ok := obj.vals[name].(*Object)
+		if !ok {
+			return nil, d.errorf(path, "must be an object (got %s)", kindOf(obj.vals[name]))
+		}
+		r := d.reader(tobj, path)
+		var t ToolOverride
+		if rv, ok := r.get("routing"); ok {
+			o, err := d.routing(rv, r.p("routing"))
+			if err != nil {
+				return nil, err
+			}
+			t.Routing = &o
+		}
+		t.Extra = r.extras()
+		out[name] = t
+	}
+	return out, nil
+}
+
+func (d *extDecoder) taskToolsets(parent *objReader) ([]TaskToolset, error) {
+	v, ok := parent.get("task_toolsets")
+	if !ok {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, d.errorf(parent.p("task_toolsets"), "must be a list of objects (got %s)", kindOf(v))
+	}
+	out := make([]TaskToolset, 0, len(arr))
+	claimed := map[string]string{}
+	for i, e := range arr {
+		path := fmt.Sprintf("%s[%d]", parent.p("task_toolsets"), i)
+		obj, ok := e.(*Object)
+		if !ok {
+			return nil, d.errorf(path, "must be an object (got %s)", kindOf(e))
+		}
+		r := d.reader(obj, path)
+		var ts TaskToolset
+		var err error
+		if ts.Name, err = r.requiredStr("name"); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(ts.Name) == "" {
+			return nil, d.errorf(r.p("name"), "MCP task toolset name must not be empty")
+		}
+		if n := utf8.RuneCountInString(ts.Name); n > MaxTaskToolsetNameLength {
+			return nil, d.errorf(r.p("name"), "must be at most %d characters (got %d)", MaxTaskToolsetNameLength, n)
+		}
+		roles := []struct {
+			key string
+			dst *string
+		}{
+			{"submit_tool", &ts.SubmitTool},
+			{"status_tool", &ts.StatusTool},
+			{"cancel_tool", &ts.CancelTool},
+		}
+		for _, role := range roles {
+			if *role.dst, err = r.requiredStr(role.key); err != nil {
+				return nil, err
+			}
+			if *role.dst == "" {
+				return nil, d.errorf(r.p(role.key), "must not be empty")
+			}
+		}
+		if err := r.forbidExtras("task_toolsets entries allow only name, submit_tool, status_tool and cancel_tool"); err != nil {
+			return nil, err
+		}
+		for _, role := range roles {
+			here := ts.Name + "." + role.key
+			if prev, dup := claimed[*role.dst]; dup {
+				return nil, d.errorf(r.p(role.key), "MCP task tool %s must be unique across task_toolsets and roles; it is configured as both %s and %s", pyRepr(*role.dst), prev, here)
+			}
+			claimed[*role.dst] = here
+		}
+		out = append(out, ts)
+	}
+	return out, nil
+}

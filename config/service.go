@@ -1,0 +1,710 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// EnvPrefix starts every service-config environment variable.
+const EnvPrefix = "MCPFLOW_"
+
+// Database backends.
+const (
+	BackendSQLite   = "sqlite"
+	BackendPostgres = "postgres"
+)
+
+// Service is the service configuration (config.yaml). Every key can be
+// overridden by an environment variable MCPFLOW_<SECTION>_<KEY> (upper-cased,
+// e.g. MCPFLOW_MCP_TASKS_POLL_INTERVAL_SECONDS; top-level keys are
+// MCPFLOW_<KEY>, e.g. MCPFLOW_EXTENSIONS_CONFIG). Precedence: environment,
+// then file, then DefaultService. EnvKeys lists every variable.
+type Service struct {
+	Server   ServerSection   `yaml:"server"`
+	Database DatabaseSection `yaml:"database"`
+	Temporal TemporalSection `yaml:"temporal"`
+	// ExtensionsConfig is the path of extensions_config.json; empty means
+	// search mode (see Locate). Relative paths in config.yaml are resolved
+	// against the file's directory.
+	ExtensionsConfig string               `yaml:"extensions_config"`
+	Workspace        WorkspaceSection     `yaml:"workspace"`
+	MCPTasks         MCPTasksSection      `yaml:"mcp_tasks"`
+	ToolSearch       ToolSearchSection    `yaml:"tool_search"`
+	Auth             AuthSection          `yaml:"auth"`
+	Notifications    NotificationsSection `yaml:"notifications"`
+
+	// Path is the absolute path of the loaded config.yaml, "" when none.
+	Path string `yaml:"-"`
+	// Dir is the directory of Path, "" when no file was loaded.
+	Dir string `yaml:"-"`
+}
+
+// ServerSection configures the HTTP API.
+type ServerSection struct {
+	// Addr is host:port to listen on. Default "127.0.0.1:8080".
+	Addr string `yaml:"addr"`
+	// ShutdownTimeoutSeconds bounds graceful shutdown, 1..600. Default 20.
+	ShutdownTimeoutSeconds int `yaml:"shutdown_timeout_seconds"`
+}
+
+// DatabaseSection configures the task and thread store.
+type DatabaseSection struct {
+	// Backend is "sqlite" (default) or "postgres".
+	Backend string `yaml:"backend"`
+	// DSN is the SQLite file path (relative to config.yaml when set there;
+	// ":memory:" and "file:" URIs are left as they are) or a PostgreSQL URL.
+	// Default "mcpflow.db".
+	DSN string `yaml:"dsn"`
+}
+
+// TemporalSection configures the Temporal client and worker.
+type TemporalSection struct {
+	Address   string `yaml:"address"`    // default "127.0.0.1:7233"
+	Namespace string `yaml:"namespace"`  // default "default"
+	TaskQueue string `yaml:"task_queue"` // default "mcpflow-tasks"
+}
+
+// WorkspaceSection configures per-thread workspaces
+// (<root>/users/<user>/threads/<thread>/user-data/...).
+type WorkspaceSection struct {
+	// Root is the workspace base directory (relative to config.yaml when set
+	// there). Default ".mcpflow/workspace".
+	Root string `yaml:"root"`
+}
+
+// MCPTasksSection holds DeerFlow's nine durable-task keys with their defaults
+// and bounds (spec §1.8). It is read once at startup.
+type MCPTasksSection struct {
+	// Enabled turns durable MCP tasks on. Default false.
+	Enabled bool `yaml:"enabled"`
+	// PollIntervalSeconds is the normal status poll interval, 1..300. Default 5.
+	PollIntervalSeconds int `yaml:"poll_interval_seconds"`
+	// LeaseSeconds, 5..3600 (default 120), replaces DeerFlow's SQL poll lease:
+	// it maps to the heartbeat timeout of task activities (a worker that stops
+	// heartbeating for this long loses the activity, which Temporal retries).
+	LeaseSeconds int `yaml:"lease_seconds"`
+	// MaxConcurrentPolls, 1..64 (default 8), maps to the worker's maximum
+	// number of concurrently executing activities.
+	MaxConcurrentPolls int `yaml:"max_concurrent_polls"`
+	// MaxPollBackoffSeconds caps the error backoff, 1..3600. Default 300.
+	MaxPollBackoffSeconds int `yaml:"max_poll_backoff_seconds"`
+	// InputRequiredPollIntervalSeconds is the minimum poll interval while a
+	// task is input_required, 5..3600. Default 60.
+	InputRequiredPollIntervalSeconds int `yaml:"input_required_poll_interval_seconds"`
+	// TrackingDegradedAfterErrors marks tracking degraded after this many
+	// consecutive poll errors, 1..100. Default 3.
+	TrackingDegradedAfterErrors int `yaml:"tracking_degraded_after_errors"`
+	// MaxResultBytes bounds a stored result, 1024..10485760. Default 65536.
+	MaxResultBytes int `yaml:"max_result_bytes"`
+	// ResultPreviewMaxChars bounds the result preview, 64..100000. Default 2000.
+	ResultPreviewMaxChars int `yaml:"result_preview_max_chars"`
+}
+
+// PollInterval returns poll_interval_seconds as a duration.
+func (m MCPTasksSection) PollInterval() time.Duration {
+	return time.Duration(m.PollIntervalSeconds) * time.Second
+}
+
+// Lease returns lease_seconds as a duration (the activity heartbeat timeout).
+func (m MCPTasksSection) Lease() time.Duration {
+	return time.Duration(m.LeaseSeconds) * time.Second
+}
+
+// MaxPollBackoff returns max_poll_backoff_seconds as a duration.
+func (m MCPTasksSection) MaxPollBackoff() time.Duration {
+	return time.Duration(m.MaxPollBackoffSeconds) * time.Second
+}
+
+// InputRequiredPollInterval returns input_required_poll_interval_seconds as a duration.
+func (m MCPTasksSection) InputRequiredPollInterval() time.Duration {
+	return time.Duration(m.InputRequiredPollIntervalSeconds) * time.Second
+}
+
+// ToolSearchSection is accepted for DeerFlow compatibility.
+type ToolSearchSection struct {
+	Enabled bool `yaml:"enabled"` // default false
+	// AutoPromoteTopK is clamped to 1..5 (not an error). Default 3.
+	AutoPromoteTopK int `yaml:"auto_promote_top_k"`
+}
+
+// AuthSection holds the bearer tokens the API accepts. Tokens may be given in
+// clear or as the lower- or upper-case hex SHA-256 of the token.
+type AuthSection struct {
+	AdminTokens      []string `yaml:"admin_tokens"`
+	AdminTokenSHA256 []string `yaml:"admin_token_sha256"`
+	// Users from the environment: MCPFLOW_AUTH_USERS="alice:<token>,bob:sha256:<hex>".
+	Users []User `yaml:"users"`
+}
+
+// User is one API user. Exactly one of Token and TokenSHA256 is set.
+type User struct {
+	ID          string `yaml:"id"`
+	Token       string `yaml:"token"`
+	TokenSHA256 string `yaml:"token_sha256"`
+}
+
+// NotificationsSection configures the optional signed webhook.
+type NotificationsSection struct {
+	// WebhookURL, if set, is an absolute http(s) URL events are POSTed to.
+	WebhookURL string `yaml:"webhook_url"`
+	// WebhookSecret keys the X-Mcpflow-Signature HMAC-SHA256.
+	WebhookSecret string `yaml:"webhook_secret"`
+}
+
+// ShutdownTimeout returns shutdown_timeout_seconds as a duration.
+func (s ServerSection) ShutdownTimeout() time.Duration {
+	return time.Duration(s.ShutdownTimeoutSeconds) * time.Second
+}
+
+// DefaultService returns the built-in defaults.
+func DefaultService() Service {
+	return Service{
+		Server:    ServerSection{Addr: "127.0.0.1:8080", ShutdownTimeoutSeconds: 20},
+		Database:  DatabaseSection{Backend: BackendSQLite, DSN: "mcpflow.db"},
+		Temporal:  TemporalSection{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "mcpflow-tasks"},
+		Workspace: WorkspaceSection{Root: ".mcpflow/workspace"},
+		MCPTasks: MCPTasksSection{
+			Enabled:                          false,
+			PollIntervalSeconds:              5,
+			LeaseSeconds:                     120,
+			MaxConcurrentPolls:               8,
+			MaxPollBackoffSeconds:            300,
+			InputRequiredPollIntervalSeconds: 60,
+			TrackingDegradedAfterErrors:      3,
+			MaxResultBytes:                   65536,
+			ResultPreviewMaxChars:            2000,
+		},
+		ToolSearch: ToolSearchSection{Enabled: false, AutoPromoteTopK: 3},
+	}
+}
+
+// LoadService builds the service config from defaults, the YAML file at path
+// (skipped when path is "") and the environment (env; pass os.LookupEnv, nil
+// means os.LookupEnv), then validates it.
+//
+// Unknown YAML keys are errors. Environment variables set to "" are treated
+// as unset. Lists from the environment are comma-separated; booleans accept
+// true/false/1/0. Relative paths set in the file (extensions_config,
+// workspace.root, and database.dsn when it is a plain SQLite file path) are
+// resolved against the file's directory; from the environment or defaults
+// they stay relative to the working directory.
+//
+// Every error is a one-line *FieldError such as
+// "config.yaml: mcp_tasks.poll_interval_seconds: must be between 1 and 300 (got 0)"
+// or "env MCPFLOW_MCP_TASKS_POLL_INTERVAL_SECONDS: must be an integer (got \"abc\")",
+// except a failure to read the file. No message contains a token or secret.
+func LoadService(path string, env func(string) (string, bool)) (*Service, error) {
+	if env == nil {
+		env = os.LookupEnv
+	}
+	s := DefaultService()
+	origins := map[string]string{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read service config: %w", err)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("read service config: %w", err)
+		}
+		s.Path, s.Dir = abs, filepath.Dir(abs)
+		if err := decodeServiceYAML(data, path, &s, origins); err != nil {
+			return nil, err
+		}
+	}
+	if err := applyServiceEnv(env, &s, origins); err != nil {
+		return nil, err
+	}
+	if path != "" {
+		s.resolveRelativePaths(path, origins)
+	}
+	s.ToolSearch.AutoPromoteTopK = min(max(s.ToolSearch.AutoPromoteTopK, 1), 5)
+	if err := s.validate(origins); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Validate checks every value of s. Errors name the field (no source).
+func (s *Service) Validate() error {
+	return s.validate(nil)
+}
+
+// ---- reflection over the struct: the env mapping ----
+
+type leafKind int
+
+const (
+	kindString leafKind = iota
+	kindInt
+	kindBool
+	kindStrings
+	kindUsers
+)
+
+// serviceLeaf is one settable key of Service.
+type serviceLeaf struct {
+	path  string // YAML path, e.g. "mcp_tasks.poll_interval_seconds"
+	env   string // e.g. "MCPFLOW_MCP_TASKS_POLL_INTERVAL_SECONDS"
+	index []int
+	kind  leafKind
+}
+
+var serviceLeaves = sync.OnceValue(func() []serviceLeaf {
+	var leaves []serviceLeaf
+	t := reflect.TypeFor[Service]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := yamlName(f)
+		if name == "" {
+			continue
+		}
+		if f.Type.Kind() == reflect.Struct {
+			for j := range f.Type.NumField() {
+				sf := f.Type.Field(j)
+				key := yamlName(sf)
+				if key == "" {
+					continue
+				}
+				leaves = append(leaves, serviceLeaf{
+					path:  name + "." + key,
+					env:   EnvPrefix + strings.ToUpper(name+"_"+key),
+					index: []int{i, j},
+					kind:  kindFor(sf.Type),
+				})
+			}
+			continue
+		}
+		leaves = append(leaves, serviceLeaf{
+			path:  name,
+			env:   EnvPrefix + strings.ToUpper(name),
+			index: []int{i},
+			kind:  kindFor(f.Type),
+		})
+	}
+	return leaves
+})
+
+func yamlName(f reflect.StructField) string {
+	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if tag == "-" || !f.IsExported() {
+		return ""
+	}
+	if tag == "" {
+		return strings.ToLower(f.Name)
+	}
+	return tag
+}
+
+func kindFor(t reflect.Type) leafKind {
+	switch {
+	case t.Kind() == reflect.String:
+		return kindString
+	case t.Kind() == reflect.Int:
+		return kindInt
+	case t.Kind() == reflect.Bool:
+		return kindBool
+	case t == reflect.TypeFor[[]string]():
+		return kindStrings
+	case t == reflect.TypeFor[[]User]():
+		return kindUsers
+	}
+	panic("config: unsupported service config field type " + t.String())
+}
+
+// EnvKeys returns every environment variable LoadService reads for the
+// service config, sorted.
+func EnvKeys() []string {
+	leaves := serviceLeaves()
+	keys := make([]string, len(leaves))
+	for i, l := range leaves {
+		keys[i] = l.env
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func applyServiceEnv(env func(string) (string, bool), s *Service, origins map[string]string) error {
+	root := reflect.ValueOf(s).Elem()
+	for _, l := range serviceLeaves() {
+		val, ok := env(l.env)
+		if !ok || val == "" {
+			continue
+		}
+		src := "env " + l.env
+		fv := root.FieldByIndex(l.index)
+		switch l.kind {
+		case kindString:
+			fv.SetString(val)
+		case kindInt:
+			n, err := strconv.Atoi(strings.TrimSpace(val))
+			if err != nil {
+				return &FieldError{Source: src, Message: fmt.Sprintf("must be an integer (got %q)", val)}
+			}
+			fv.SetInt(int64(n))
+		case kindBool:
+			b, ok := parseBool(val)
+			if !ok {
+				return &FieldError{Source: src, Message: fmt.Sprintf("must be true, false, 1 or 0 (got %q)", val)}
+			}
+			fv.SetBool(b)
+		case kindStrings:
+			fv.Set(reflect.ValueOf(splitList(val)))
+		case kindUsers:
+			users, err := parseUsersEnv(val, l.path)
+			if err != nil {
+				err.Source = src
+				return err
+			}
+			fv.Set(reflect.ValueOf(users))
+		}
+		for p := range origins {
+			if strings.HasPrefix(p, l.path+"[") || strings.HasPrefix(p, l.path+".") {
+				delete(origins, p)
+			}
+		}
+		origins[l.path] = src
+	}
+	return nil
+}
+
+func parseBool(v string) (bool, bool) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "1":
+		return true, true
+	case "false", "0":
+		return false, true
+	}
+	return false, false
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// parseUsersEnv parses "id:token" and "id:sha256:<hex>" entries.
+func parseUsersEnv(v, path string) ([]User, *FieldError) {
+	var users []User
+	for i, entry := range splitList(v) {
+		id, rest, ok := strings.Cut(entry, ":")
+		if !ok {
+			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", path, i), Message: `must be "id:token" or "id:sha256:<hex>"`}
+		}
+		if h, isHash := strings.CutPrefix(rest, "sha256:"); isHash {
+			users = append(users, User{ID: id, TokenSHA256: h})
+		} else {
+			users = append(users, User{ID: id, Token: rest})
+		}
+	}
+	return users, nil
+}
+
+// ---- YAML ----
+
+type yamlDecoder struct {
+	source  string
+	origins map[string]string
+}
+
+func decodeServiceYAML(data []byte, source string, s *Service, origins map[string]string) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return &FieldError{Source: source, Message: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil // empty file
+	}
+	root := doc.Content[0]
+	if isNull(root) {
+		return nil
+	}
+	d := &yamlDecoder{source: source, origins: origins}
+	return d.decode(root, reflect.ValueOf(s).Elem(), "")
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+func (d *yamlDecoder) errorf(path string, format string, args ...any) error {
+	return &FieldError{Source: d.source, Field: path, Message: fmt.Sprintf(format, args...)}
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func yamlKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	default:
+		return "a scalar"
+	}
+}
+
+// decode sets v from node; null leaves v as it is (the default).
+func (d *yamlDecoder) decode(node *yaml.Node, v reflect.Value, path string) error {
+	for node.Kind == yaml.AliasNode {
+		node = node.Alias
+	}
+	if isNull(node) {
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		if node.Kind != yaml.MappingNode {
+			return d.errorf(path, "must be a mapping (got %s)", yamlKind(node))
+		}
+		fields := map[string]int{}
+		for i := range v.NumField() {
+			if name := yamlName(v.Type().Field(i)); name != "" {
+				fields[name] = i
+			}
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			k, val := node.Content[i], node.Content[i+1]
+			key := k.Value
+			kp := joinPath(path, key)
+			if seen[key] {
+				return d.errorf(kp, "duplicate key (line %d)", k.Line)
+			}
+			seen[key] = true
+			idx, ok := fields[key]
+			if !ok {
+				return d.errorf(kp, "unknown key (line %d)", k.Line)
+			}
+			if err := d.decode(val, v.Field(idx), kp); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Slice:
+		if node.Kind != yaml.SequenceNode {
+			return d.errorf(path, "must be a list (got %s)", yamlKind(node))
+		}
+		out := reflect.MakeSlice(v.Type(), len(node.Content), len(node.Content))
+		for i, e := range node.Content {
+			if err := d.decode(e, out.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(out)
+		d.origins[path] = d.source
+		return nil
+	}
+	if node.Kind != yaml.ScalarNode {
+		return d.errorf(path, "must be a single value (got %s)", yamlKind(node))
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if node.Tag == "!!bool" {
+			return d.errorf(path, "must be a string (got %s)", node.Value)
+		}
+		v.SetString(node.Value)
+	case reflect.Int:
+		got := node.Value
+		if node.Tag == "!!str" {
+			got = strconv.Quote(node.Value)
+		}
+		var n int
+		var err error
+		switch node.Tag {
+		case "!!int":
+			err = node.Decode(&n)
+		case "!!str":
+			n, err = strconv.Atoi(strings.TrimSpace(node.Value))
+		default:
+			err = fmt.Errorf("not an integer")
+		}
+		if err != nil {
+			return d.errorf(path, "must be an integer (got %s)", got)
+		}
+		v.SetInt(int64(n))
+	case reflect.Bool:
+		b, ok := parseBool(node.Value)
+		if !ok || (node.Tag != "!!bool" && node.Tag != "!!int" && node.Tag != "!!str") {
+			return d.errorf(path, "must be true, false, 1 or 0 (got %s)", strconv.Quote(node.Value))
+		}
+		v.SetBool(b)
+	default:
+		return d.errorf(path, "unsupported field type %s", v.Type())
+	}
+	d.origins[path] = d.source
+	return nil
+}
+
+// ---- relative paths ----
+
+func (s *Service) resolveRelativePaths(source string, origins map[string]string) {
+	rel := func(p *string, key string) {
+		if origins[key] == source && *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(s.Dir, *p)
+		}
+	}
+	rel(&s.ExtensionsConfig, "extensions_config")
+	rel(&s.Workspace.Root, "workspace.root")
+	if s.Database.Backend == BackendSQLite && isPlainSQLitePath(s.Database.DSN) {
+		rel(&s.Database.DSN, "database.dsn")
+	}
+}
+
+// isPlainSQLitePath reports whether dsn names a file rather than an in-memory
+// database or a file: URI.
+func isPlainSQLitePath(dsn string) bool {
+	return dsn != "" && !strings.HasPrefix(dsn, ":memory:") && !strings.HasPrefix(dsn, "file:")
+}
+
+// ---- validation ----
+
+var (
+	userIDPattern = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+	sha256Pattern = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
+)
+
+// mcpTaskBounds are the bounds of spec §1.8, in file order.
+var mcpTaskBounds = []struct {
+	key      string
+	min, max int
+	get      func(*MCPTasksSection) int
+}{
+	{"poll_interval_seconds", 1, 300, func(m *MCPTasksSection) int { return m.PollIntervalSeconds }},
+	{"lease_seconds", 5, 3600, func(m *MCPTasksSection) int { return m.LeaseSeconds }},
+	{"max_concurrent_polls", 1, 64, func(m *MCPTasksSection) int { return m.MaxConcurrentPolls }},
+	{"max_poll_backoff_seconds", 1, 3600, func(m *MCPTasksSection) int { return m.MaxPollBackoffSeconds }},
+	{"input_required_poll_interval_seconds", 5, 3600, func(m *MCPTasksSection) int { return m.InputRequiredPollIntervalSeconds }},
+	{"tracking_degraded_after_errors", 1, 100, func(m *MCPTasksSection) int { return m.TrackingDegradedAfterErrors }},
+	{"max_result_bytes", 1024, 10485760, func(m *MCPTasksSection) int { return m.MaxResultBytes }},
+	{"result_preview_max_chars", 64, 100000, func(m *MCPTasksSection) int { return m.ResultPreviewMaxChars }},
+}
+
+type validator struct {
+	origins map[string]string
+}
+
+// fail attributes an error at path to the layer that set it: the longest
+// recorded prefix of path. An env variable names its own field, so the field
+// is left out when it is exactly the variable's.
+func (v validator) fail(path, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	for p := path; p != ""; p = parentPath(p) {
+		src, ok := v.origins[p]
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(src, "env ") && p == path {
+			return &FieldError{Source: src, Message: msg}
+		}
+		return &FieldError{Source: src, Field: path, Message: msg}
+	}
+	return &FieldError{Field: path, Message: msg}
+}
+
+// parentPath strips the last ".key" or "[i]" of a path.
+func parentPath(p string) string {
+	if i := strings.LastIndexAny(p, ".["); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+func (s *Service) validate(origins map[string]string) error {
+	v := validator{origins: origins}
+
+	if host, port, err := net.SplitHostPort(s.Server.Addr); err != nil || !validPort(port) || strings.ContainsAny(host, " /") {
+		return v.fail("server.addr", "must be host:port (got %q)", s.Server.Addr)
+	}
+	if n := s.Server.ShutdownTimeoutSeconds; n < 1 || n > 600 {
+		return v.fail("server.shutdown_timeout_seconds", "must be between 1 and 600 (got %d)", n)
+	}
+	if b := s.Database.Backend; b != BackendSQLite && b != BackendPostgres {
+		return v.fail("database.backend", "must be %q or %q (got %q)", BackendSQLite, BackendPostgres, b)
+	}
+	if s.Database.DSN == "" {
+		return v.fail("database.dsn", "must not be empty")
+	}
+	for _, f := range []struct{ path, val string }{
+		{"temporal.address", s.Temporal.Address},
+		{"temporal.namespace", s.Temporal.Namespace},
+		{"temporal.task_queue", s.Temporal.TaskQueue},
+		{"workspace.root", s.Workspace.Root},
+	} {
+		if strings.TrimSpace(f.val) == "" {
+			return v.fail(f.path, "must not be empty")
+		}
+	}
+	for _, b := range mcpTaskBounds {
+		if n := b.get(&s.MCPTasks); n < b.min || n > b.max {
+			return v.fail("mcp_tasks."+b.key, "must be between %d and %d (got %d)", b.min, b.max, n)
+		}
+	}
+	for i, t := range s.Auth.AdminTokens {
+		if t == "" {
+			return v.fail(fmt.Sprintf("auth.admin_tokens[%d]", i), "must not be empty")
+		}
+	}
+	for i, h := range s.Auth.AdminTokenSHA256 {
+		if !sha256Pattern.MatchString(h) {
+			return v.fail(fmt.Sprintf("auth.admin_token_sha256[%d]", i), "must be 64 hexadecimal characters")
+		}
+	}
+	ids := map[string]int{}
+	for i, u := range s.Auth.Users {
+		p := fmt.Sprintf("auth.users[%d]", i)
+		switch {
+		case u.ID == "":
+			return v.fail(p+".id", "must not be empty")
+		case !userIDPattern.MatchString(u.ID) || u.ID == "." || u.ID == "..":
+			return v.fail(p+".id", "must be 1 to 64 characters from A-Z a-z 0-9 . _ @ - and not \".\" or \"..\"")
+		}
+		if prev, dup := ids[u.ID]; dup {
+			return v.fail(p+".id", "duplicate user id %q (also auth.users[%d])", u.ID, prev)
+		}
+		ids[u.ID] = i
+		switch {
+		case u.Token != "" && u.TokenSHA256 != "":
+			return v.fail(p, "must set only one of token and token_sha256")
+		case u.Token == "" && u.TokenSHA256 == "":
+			return v.fail(p, "must set token or token_sha256")
+		case u.TokenSHA256 != "" && !sha256Pattern.MatchString(u.TokenSHA256):
+			return v.fail(p+".token_sha256", "must be 64 hexadecimal characters")
+		}
+	}
+	if raw := s.Notifications.WebhookURL; raw != "" {
+		u, err := url.Parse(raw)
+		if err != nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) || u.Host == "" {
+			return v.fail("notifications.webhook_url", "must be an absolute http(s) URL")
+		}
+	}
+	return nil
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535 && p == strconv.Itoa(n)
+}

@@ -37,7 +37,7 @@ func (s *Server) createThread(c *gin.Context) {
 		s.renderError(c, err)
 		return
 	}
-	t, created, err := s.opts.Threads.CreateThread(c, &mcpflow.Thread{ID: id, UserID: p.UserID, CreatedAt: s.now().UTC()})
+	t, created, err := s.opts.Threads.CreateThread(c.Request.Context(), &mcpflow.Thread{ID: id, UserID: p.UserID, CreatedAt: s.now().UTC()})
 	if err != nil {
 		s.renderError(c, err)
 		return
@@ -58,7 +58,7 @@ func (s *Server) ownedThread(c *gin.Context) (*mcpflow.Thread, bool) {
 		s.renderError(c, err)
 		return nil, false
 	}
-	t, err := s.opts.Threads.GetThread(c, id)
+	t, err := s.opts.Threads.GetThread(c.Request.Context(), id)
 	if err == nil && t.UserID != p.UserID {
 		err = mcpflow.Errorf(mcpflow.ENotFound, "thread not found")
 	}
@@ -88,7 +88,7 @@ func (s *Server) deleteThread(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := s.opts.Threads.DeleteThread(c, t.ID, s.now().UTC()); err != nil {
+	if err := s.opts.Threads.DeleteThread(c.Request.Context(), t.ID, s.now().UTC()); err != nil {
 		s.renderError(c, err)
 		return
 	}

@@ -1,0 +1,126 @@
+// Command mcpflow runs the mcpflow API (serve), the Temporal worker (worker),
+// or both in one process (dev). See README.md and DESIGN.md.
+//
+// Package main wires the adapters together; it is the only package that
+// imports all of them.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+const usage = `usage: mcpflow <command> [--config FILE] [--log-format text|json] [--log-level debug|info|warn|error]
+
+commands:
+  serve    HTTP API, MCP client runtime and Temporal client
+  worker   Temporal worker (task workflows and activities)
+  dev      serve and worker in one process (SQLite by default)
+
+The config file comes from --config, else $MCPFLOW_CONFIG; without either,
+defaults and MCPFLOW_* environment variables apply.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
+}
+
+// run parses the command line, starts mcpflow and blocks until ctx ends or a
+// component fails; it returns the process exit code. Configuration errors
+// print one line and return 2.
+func run(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	mode := args[0]
+	switch mode {
+	case ModeServe, ModeWorker, ModeDev:
+	default:
+		fmt.Fprintf(stderr, "mcpflow: unknown command %q\n%s", mode, usage)
+		return 2
+	}
+	fs := flag.NewFlagSet("mcpflow "+mode, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "path to config.yaml (default $MCPFLOW_CONFIG)")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcpflow: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *configPath == "" {
+		*configPath, _ = env("MCPFLOW_CONFIG")
+	}
+	logger, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpflow: %v\n", err)
+		return 2
+	}
+
+	m := &Main{Mode: mode, ConfigPath: *configPath, Env: env, Logger: logger}
+	if err := m.Open(ctx); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			fmt.Fprintf(stderr, "mcpflow: %s\n", oneLine(ce.Error()))
+			return 2
+		}
+		logger.Error("start-up failed", "error", err)
+		closeCtx, cancel := context.WithTimeout(context.Background(), m.shutdownTimeout())
+		_ = m.Close(closeCtx)
+		cancel()
+		return 1
+	}
+	code := 0
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "signal", "received")
+	case err := <-m.Failed():
+		logger.Error("component failed; shutting down", "error", err)
+		code = 1
+	}
+	closeCtx, cancel := context.WithTimeout(context.Background(), m.shutdownTimeout())
+	defer cancel()
+	if err := m.Close(closeCtx); err != nil {
+		logger.Error("shutdown incomplete", "error", err)
+		code = 1
+	}
+	logger.Info("stopped")
+	return code
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: must be debug, info, warn or error (got %q)", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format: must be text or json (got %q)", format)
+	}
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}

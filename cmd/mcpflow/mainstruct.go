@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpflow/mcpflow/api"
+	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/store"
+	"github.com/mcpflow/mcpflow/worker"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+)
+
+// Process modes (subcommands).
+const (
+	ModeServe  = "serve"
+	ModeWorker = "worker"
+	ModeDev    = "dev"
+)
+
+// ConfigError is a start-up error caused by configuration: the command
+// prints it as one line and exits 2.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Main is one mcpflow process: configuration, database, Temporal client,
+// HTTP API and Temporal worker, opened by Open and closed by Close. The
+// end-to-end tests run it in-process.
+type Main struct {
+	Mode       string
+	ConfigPath string
+	Env        func(string) (string, bool)
+	Logger     *slog.Logger
+
+	// Set by Open.
+	Config         *config.Service
+	Extensions     *config.Extensions
+	ExtensionsPath string
+	DB             *store.DB
+	Temporal       client.Client
+	API            *api.Server
+
+	httpServer *http.Server
+	listener   net.Listener
+	baseCancel context.CancelFunc
+	worker     sdkworker.Worker
+	workerCtx  context.CancelFunc
+	workerDone chan struct{}
+	failed     chan error
+	closeOnce  sync.Once
+}
+
+func (m *Main) serves() bool { return m.Mode == ModeServe || m.Mode == ModeDev }
+func (m *Main) works() bool  { return m.Mode == ModeWorker || m.Mode == ModeDev }
+
+// Failed delivers the first fatal error of a background component.
+func (m *Main) Failed() <-chan error {
+	if m.failed == nil {
+		m.failed = make(chan error, 1)
+	}
+	return m.failed
+}
+
+func (m *Main) fail(err error) {
+	select {
+	case m.failed <- err:
+	default:
+	}
+}
+
+func (m *Main) shutdownTimeout() time.Duration {
+	if m.Config != nil && m.Config.Server.ShutdownTimeoutSeconds > 0 {
+		return time.Duration(m.Config.Server.ShutdownTimeoutSeconds) * time.Second
+	}
+	return 20 * time.Second
+}
+
+// Open loads the configuration, opens the database and the Temporal
+// client, and starts the HTTP API and/or the worker as the mode says. It
+// returns a *ConfigError for configuration problems.
+func (m *Main) Open(ctx context.Context) error {
+	if m.Logger == nil {
+		m.Logger = slog.Default()
+	}
+	if m.failed == nil {
+		m.failed = make(chan error, 1)
+	}
+	log := m.Logger
+	cfg, err := config.LoadService(m.ConfigPath, m.Env)
+	if err != nil {
+		return &ConfigError{err}
+	}
+	m.Config = cfg
+	extPath, err := config.Locate(cfg.ExtensionsConfig, cfg.Dir, m.Env)
+	if err != nil {
+		return &ConfigError{err}
+	}
+	m.ExtensionsPath = extPath
+	if extPath != "" {
+		ext, err := config.LoadExtensions(extPath, m.Env)
+		if err != nil {
+			return &ConfigError{err}
+		}
+		m.Extensions = ext
+	}
+	auth, err := api.NewAuthenticator(authConfig(cfg))
+	if err != nil {
+		return &ConfigError{fmt.Errorf("%s: %w", sourceName(cfg), err)}
+	}
+	log.Info("starting mcpflow", "mode", m.Mode, "config", orNone(cfg.Path), "extensions_config", orNone(extPath),
+		"database", cfg.Database.Backend, "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace,
+		"task_queue", cfg.Temporal.TaskQueue)
+
+	db, err := store.Open(ctx, cfg.Database.Backend, cfg.Database.DSN)
+	if err != nil {
+		return fmt.Errorf("open %s database: %w", cfg.Database.Backend, err)
+	}
+	m.DB = db
+
+	tc, err := client.NewLazyClient(client.Options{
+		HostPort:  cfg.Temporal.Address,
+		Namespace: cfg.Temporal.Namespace,
+		Logger:    sdklog.NewStructuredLogger(temporalLogger(log)),
+	})
+	if err != nil {
+		return fmt.Errorf("temporal client: %w", err)
+	}
+	m.Temporal = tc
+
+	if m.serves() {
+		if err := m.startHTTP(auth); err != nil {
+			return err
+		}
+	}
+	if m.works() {
+		m.startWorker()
+	}
+	return nil
+}
+
+func (m *Main) startHTTP(auth *api.Authenticator) error {
+	cfg := m.Config
+	m.API = api.New(api.Options{
+		Auth:    auth,
+		Threads: m.DB,
+		Readiness: []api.Check{
+			{Name: "database", Check: m.DB.Ping},
+			{Name: "temporal", Check: func(ctx context.Context) error {
+				_, err := m.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+				return err
+			}},
+		},
+		// The durable task runtime arrives with the task workflows; until
+		// then no task runtime is running, whatever mcp_tasks.enabled says.
+		MCPTasksEnabled: func() bool { return false },
+		Logger:          m.Logger,
+	})
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
+	}
+	m.listener = ln
+	baseCtx, cancel := context.WithCancel(context.Background())
+	m.baseCancel = cancel
+	m.httpServer = &http.Server{
+		Handler:           m.API.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	go func() {
+		if err := m.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.fail(fmt.Errorf("http server: %w", err))
+		}
+	}()
+	m.Logger.Info("API listening", "url", m.URL())
+	return nil
+}
+
+// URL is the base URL of the HTTP API ("" when not serving).
+func (m *Main) URL() string {
+	if m.listener == nil {
+		return ""
+	}
+	return "http://" + m.listener.Addr().String()
+}
+
+// startWorker waits for Temporal in the background, makes sure the search
+// attributes exist, then starts the worker. A worker that cannot start
+// fails the process.
+func (m *Main) startWorker() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.workerCtx = cancel
+	m.workerDone = make(chan struct{})
+	w := worker.New(m.Temporal, worker.Options{
+		TaskQueue:               m.Config.Temporal.TaskQueue,
+		MaxConcurrentActivities: m.Config.MCPTasks.MaxConcurrentPolls * 32,
+		StopTimeout:             m.shutdownTimeout() / 2,
+	})
+	go func() {
+		defer close(m.workerDone)
+		if err := worker.WaitForTemporal(ctx, m.Temporal, m.Logger); err != nil {
+			if ctx.Err() == nil {
+				m.fail(err)
+			}
+			return
+		}
+		added, err := worker.EnsureSearchAttributes(ctx, m.Temporal, m.Config.Temporal.Namespace)
+		switch {
+		case err != nil:
+			m.Logger.Warn("could not check the custom search attributes; register them with `temporal operator search-attribute create`", "error", err)
+		case len(added) > 0:
+			m.Logger.Info("registered search attributes", "names", added)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err := w.Start(); err != nil {
+			m.fail(fmt.Errorf("start Temporal worker: %w", err))
+			return
+		}
+		m.worker = w
+		m.Logger.Info("worker polling", "task_queue", m.Config.Temporal.TaskQueue)
+	}()
+}
+
+// Close stops the process in order: the API stops accepting requests and
+// lets in-flight ones finish until ctx's deadline, after which their
+// contexts are cancelled (hung upstream calls end); then the worker stops,
+// and the Temporal client and the database close. It is safe to call more
+// than once.
+func (m *Main) Close(ctx context.Context) error {
+	var errs []error
+	m.closeOnce.Do(func() {
+		if m.httpServer != nil {
+			grace := ctx
+			if dl, ok := ctx.Deadline(); ok {
+				// Leave a slice of the budget for cancelling stragglers.
+				var cancel context.CancelFunc
+				grace, cancel = context.WithDeadline(ctx, dl.Add(-time.Until(dl)/5))
+				defer cancel()
+			}
+			if err := m.httpServer.Shutdown(grace); err != nil {
+				m.Logger.Warn("in-flight requests did not finish in time; cancelling them", "error", err)
+				m.baseCancel()
+				if err := m.httpServer.Shutdown(ctx); err != nil {
+					_ = m.httpServer.Close()
+					errs = append(errs, fmt.Errorf("http shutdown: %w", err))
+				}
+			}
+			m.baseCancel()
+		}
+		if m.workerCtx != nil {
+			m.workerCtx()
+			<-m.workerDone
+			if m.worker != nil {
+				m.worker.Stop()
+			}
+		}
+		if m.Temporal != nil {
+			m.Temporal.Close()
+		}
+		if m.DB != nil {
+			if err := m.DB.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close database: %w", err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func authConfig(cfg *config.Service) api.AuthConfig {
+	a := api.AuthConfig{AdminTokens: cfg.Auth.AdminTokens, AdminTokenSHA256: cfg.Auth.AdminTokenSHA256}
+	for _, u := range cfg.Auth.Users {
+		a.Users = append(a.Users, api.UserToken{UserID: u.ID, Token: u.Token, TokenSHA256: u.TokenSHA256})
+	}
+	return a
+}
+
+func sourceName(cfg *config.Service) string {
+	if cfg.Path != "" {
+		return cfg.Path
+	}
+	return "configuration"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// temporalLogger keeps the Temporal SDK's routine info logs out of the way.
+func temporalLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn}).With("component", "temporal")
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }

@@ -56,10 +56,10 @@ for a in "${SEARCH_ATTRS[@]}"; do
     --namespace default --name "$a" --type Keyword >/dev/null
 done
 
+mkdir -p "$DEV/demo-files"
 "$BIN/demo-mcp" --transport http --addr 127.0.0.1:8765 --state "$DEV/demo-jobs.json" --workdir "$DEV/demo-files" \
   > "$DEV/demo-mcp.log" 2>&1 &
 pids+=($!)
-mkdir -p "$DEV/demo-files"
 
 cat <<MSG
 

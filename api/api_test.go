@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,11 +12,11 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 	"github.com/mcpflow/mcpflow/api"
+	"github.com/mcpflow/mcpflow/internal/testenv"
 	"github.com/mcpflow/mcpflow/store"
 	"github.com/stretchr/testify/require"
 )
@@ -30,25 +29,8 @@ const (
 
 type testBundle struct {
 	srv  *api.Server
-	logs *syncBuffer
+	logs *testenv.SyncBuffer
 	db   *store.DB
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func setup(t *testing.T, checks ...api.Check) *testBundle {
@@ -65,7 +47,7 @@ func setup(t *testing.T, checks ...api.Check) *testBundle {
 		},
 	})
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	srv := api.New(api.Options{
 		Auth: auth, Threads: db, Readiness: checks,
 		MCPTasksEnabled: func() bool { return true },

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -98,7 +97,7 @@ func get(t *testing.T, url, token string) (int, map[string]any) {
 }
 
 func TestDevModeEndToEnd(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	m := startMain(t, ModeDev, writeConfig(t, "", `{"mcpServers": {"demo": {"type": "http", "url": "http://127.0.0.1:1/mcp"}}}`), logs)
 
 	require.Eventually(t, func() bool {
@@ -270,7 +269,7 @@ func TestBinarySignals(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		cfg := writeConfig(t, "", "")
 		cmd := exec.Command(bin, "dev", "--config", cfg, "--log-format", "json")
-		stderr := &syncBuffer{}
+		stderr := &testenv.SyncBuffer{}
 		cmd.Stderr = stderr
 		require.NoError(t, cmd.Start())
 		require.Eventually(t, func() bool {
@@ -288,21 +287,4 @@ func TestBinarySignals(t *testing.T) {
 		}
 		require.Contains(t, stderr.String(), `"msg":"stopped"`)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -73,7 +73,7 @@ type Temporal struct {
 	HostPort  string
 	Namespace string
 	DBFile    string
-	logs      *lockedBuffer
+	logs      *SyncBuffer
 }
 
 // Client returns the dev server's client.
@@ -96,7 +96,7 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	if err != nil {
 		return nil, err
 	}
-	logs := &lockedBuffer{}
+	logs := &SyncBuffer{}
 	copts := &client.Options{Namespace: "default", HostPort: o.HostPort,
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	opts := testsuite.DevServerOptions{
@@ -207,18 +207,23 @@ func FreeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-type lockedBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for one writer goroutine and concurrent
+// readers: loggers and child-process output in tests write to it while the
+// test reads it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

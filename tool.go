@@ -1,0 +1,57 @@
+package mcpflow
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Routing is the effective routing hint of a tool (spec §1.6, §3.9).
+type Routing struct {
+	Mode     string   `json:"mode"`
+	Priority int      `json:"priority"`
+	Keywords []string `json:"keywords"`
+}
+
+// Tool is an MCP tool as an agent sees it through mcpflow.
+type Tool struct {
+	Name         string          `json:"name"`          // visible name (prefixed unless tool_name_prefix is false)
+	Description  string          `json:"description"`   // as the server gave it (plus the task suffix for submit wrappers)
+	InputSchema  json.RawMessage `json:"input_schema"`  // JSON Schema of the arguments
+	Server       string          `json:"server"`        // the server that produced it: calls route here
+	OriginalName string          `json:"original_name"` // the server's own (raw) tool name
+	Routing      *Routing        `json:"routing"`       // nil when routing mode is off
+	TaskToolset  *string         `json:"task_toolset"`  // toolset name for a submit wrapper, else nil
+}
+
+// ToolCall is one call of a tool for a user's thread.
+type ToolCall struct {
+	UserID     string
+	ThreadID   string
+	Tool       string            // visible name
+	Arguments  map[string]any    // nil means {}
+	Secrets    map[string]string // request-scoped credentials; never logged or stored
+	RunID      *string
+	ToolCallID *string
+}
+
+// ToolResult is what a tool call returned. Content holds MCP content blocks
+// as JSON objects (text, image, audio, resource_link, resource). A tool
+// that reported an error returns IsError with a nil Go error.
+type ToolResult struct {
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent any               `json:"structured_content"`
+	IsError           bool              `json:"is_error"`
+}
+
+// ToolRuntime lists and calls MCP tools. Errors are domain errors: ENotFound
+// for an unknown tool, EInvalid for arguments the server rejected,
+// EUpstream for an unreachable or failing server, ETimeout for a call or
+// session start that ran out of time.
+type ToolRuntime interface {
+	ListTools(ctx context.Context, userID, threadID string) ([]Tool, error)
+	CallTool(ctx context.Context, call ToolCall) (*ToolResult, error)
+	// RoutingHints renders the <mcp_routing_hints> prompt section for tools.
+	RoutingHints(tools []Tool) string
+	// ResetCache drops discovered tools and pooled sessions in this process.
+	ResetCache()
+}

@@ -11,7 +11,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 export TEMPORAL_CLI := $(BIN)/temporal
 
-.PHONY: help build tools dev test lint bench clean
+.PHONY: help build tools testdeps dev test lint bench clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,6 +26,12 @@ $(BIN)/temporal:
 	@echo "building the Temporal CLI $(TEMPORAL_CLI_VERSION) with go install (takes a few minutes once)"
 	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
+testdeps: ## Install the reference MCP servers the tests use (npm; skipped when npm is missing)
+	@if command -v npm >/dev/null; then \
+	  [ -d internal/testdata/npm/node_modules/@modelcontextprotocol/server-everything ] || \
+	    npm ci --prefix internal/testdata/npm --no-audit --no-fund --loglevel=error; \
+	else echo "npm not found: tests against @modelcontextprotocol/server-everything will be skipped"; fi
+
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
@@ -35,7 +41,7 @@ $(BIN)/workflowcheck:
 dev: build tools ## Run Temporal dev server + Web UI, the demo MCP server and mcpflow (Ctrl-C stops all)
 	@deployments/dev/run.sh
 
-test: build tools ## Unit, store (SQLite + PostgreSQL when TEST_DATABASE_URL is set) and integration tests
+test: build tools testdeps ## Unit, store (SQLite + PostgreSQL when TEST_DATABASE_URL is set) and integration tests
 	@echo "go test $(GO_TEST_FLAGS) ./...  (full output in .test.log)"
 	@$(GO) test $(GO_TEST_FLAGS) -v ./... > .test.log 2>&1; rc=$$?; \
 	  grep -E '^(ok|FAIL|panic:|store:|--- FAIL|--- SKIP)|^ +--- (FAIL|SKIP)|^\s+testenv\.go|PostgreSQL' .test.log || true; \

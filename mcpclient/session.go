@@ -1,0 +1,663 @@
+package mcpclient
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/config"
+)
+
+// sessProtocolVersion is the MCP revision every session is pinned to: it
+// skips the server/discover probe, is what durable tasks need and is the
+// cheaper per-call path of mcp-go v1.2.1 (notes/perf-baselines.md §1).
+const sessProtocolVersion = mcp.ProtocolVersion20251125
+
+// Shutdown and transport bounds.
+const (
+	// sessStdinGrace is how long Close waits for a stdio server to exit
+	// after its stdin is closed, before SIGTERM.
+	sessStdinGrace = 2 * time.Second
+	// sessTermGrace is how long Close waits after SIGTERM, before SIGKILL.
+	sessTermGrace = 2 * time.Second
+	// sessKillWait bounds the wait for the process after SIGKILL.
+	sessKillWait = 5 * time.Second
+	// sessGroupWait bounds the wait for the rest of the process group.
+	sessGroupWait = time.Second
+	// sessUnbounded replaces mcp-go's own SSE endpoint (30 s) and response
+	// (60 s) timeouts: the bounds are session_init_timeout, tool_call_timeout
+	// and the caller's context.
+	sessUnbounded = 100 * 365 * 24 * time.Hour
+	// sessStderrLine bounds one logged line of a stdio server's stderr.
+	sessStderrLine = 4096
+)
+
+// sessInheritedEnv are the only variables of mcpflow's own environment a
+// stdio server inherits.
+var sessInheritedEnv = []string{"PATH", "HOME", "LANG"}
+
+// sessHTTPTransport is shared by every SSE and streamable HTTP session of the
+// process. It keeps enough idle connections per host for concurrent callers
+// (Go's default of 2 churns sockets, see notes/perf-baselines.md §1). The
+// client has no overall Timeout, which would cut long-lived streams.
+var sessHTTPTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()
+
+var sessHTTPClient = &http.Client{Transport: sessHTTPTransport}
+
+// errSessDisconnected marks errors caused by a lost transport.
+var errSessDisconnected = errors.New("MCP transport disconnected")
+
+// DialOptions tune one connection.
+type DialOptions struct {
+	// Dir is the stdio working directory when the server has no cwd of its
+	// own ("" = mcpflow's working directory).
+	Dir string
+	// Env are stdio environment defaults (TMPDIR/TMP/TEMP…); the server's
+	// own env wins over them.
+	Env map[string]string
+	// Headers returns extra per-request HTTP headers for sse/http (nil =
+	// none). A header returned here replaces a static header of the same
+	// name, whatever its case.
+	Headers func(ctx context.Context) map[string]string
+	// Logger receives connection logs and, at debug level, a stdio
+	// server's stderr. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Session is one initialized MCP client session to one server. It is safe
+// for concurrent use.
+type Session struct {
+	server      string
+	client      *client.Client
+	log         *slog.Logger
+	callTimeout time.Duration // 0: none
+	proc        *sessProc     // stdio only
+	cancel      context.CancelFunc
+
+	done      chan struct{}
+	lostOnce  sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Dial connects to srv and initializes the MCP session within
+// srv.SessionInitTimeoutDuration() (no bound when it says so).
+//
+// The session keeps the values, not the cancellation, of ctx: a stdio
+// server lives until Close, and the SSE stream's headers are computed from
+// ctx. A stdio server gets a minimal environment (PATH, HOME and LANG of
+// mcpflow, then o.Env, then the server's env), runs in srv.Cwd or else o.Dir,
+// and in a process group of its own that Close kills.
+//
+// Errors: a server that cannot be connected to (ConnectionProblem) is
+// EInvalid; an expired session_init_timeout is ETimeout; any other failure
+// is EUpstream naming the server. When ctx is cancelled the error wraps
+// ctx.Err(). Nothing is left running after an error.
+func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, error) {
+	if srv == nil {
+		return nil, mcpflow.Errorf(mcpflow.EInvalid, "no MCP server to connect to")
+	}
+	if err := srv.ConnectionProblem(); err != nil {
+		return nil, &mcpflow.Error{Code: mcpflow.EInvalid, Message: err.Error()}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("server", srv.Name, "transport", srv.Type)
+	s := &Session{server: srv.Name, log: log, done: make(chan struct{})}
+	if d, ok := srv.ToolCallTimeoutDuration(); ok && d > 0 {
+		s.callTimeout = d
+	}
+	var sessCtx context.Context
+	sessCtx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+
+	initCtx := ctx
+	initTimeout, bounded := srv.SessionInitTimeoutDuration()
+	if bounded {
+		var cancel context.CancelFunc
+		initCtx, cancel = context.WithTimeout(ctx, initTimeout)
+		defer cancel()
+	}
+
+	err := s.connect(sessCtx, initCtx, srv, o)
+	if err == nil {
+		log.Debug("MCP session initialized", "pid", s.PID())
+		return s, nil
+	}
+	s.abort()
+	if errors.Is(initCtx.Err(), context.DeadlineExceeded) {
+		callerDeadline, callerBound := ctx.Deadline()
+		initDeadline, _ := initCtx.Deadline()
+		if bounded && (!callerBound || !callerDeadline.Before(initDeadline)) {
+			log.Warn("MCP session initialization timed out", "timeout", initTimeout)
+			return nil, &mcpflow.Error{Code: mcpflow.ETimeout, Err: err, Message: fmt.Sprintf(
+				"MCP session initialization for server '%s' timed out after %.1fs", srv.Name, initTimeout.Seconds())}
+		}
+		return nil, &mcpflow.Error{Code: mcpflow.ETimeout, Err: err, Message: fmt.Sprintf(
+			"MCP session initialization for server '%s' timed out", srv.Name)}
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("connect to MCP server '%s': %w", srv.Name, ctx.Err())
+	}
+	var de *mcpflow.Error
+	if errors.As(err, &de) {
+		return nil, err
+	}
+	log.Warn("MCP session initialization failed", "err", err)
+	return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err,
+		Message: fmt.Sprintf("MCP server '%s' connection failed", srv.Name)}
+}
+
+// connect builds the transport, starts it under sessCtx and initializes the
+// session under initCtx.
+func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, o DialOptions) error {
+	opts := []client.ClientOption{client.WithProtocolVersion(sessProtocolVersion)}
+	headers := sessHeaderFunc(srv.Headers, o.Headers)
+	switch srv.Type {
+	case config.TransportStdio:
+		proc, tr, err := sessStartProcess(sessCtx, srv, o, s.log, s.markLost)
+		if err != nil {
+			return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err,
+				Message: fmt.Sprintf("MCP server '%s' could not start its stdio process", srv.Name)}
+		}
+		s.proc = proc
+		s.client = client.NewClient(tr, opts...)
+	case config.TransportSSE:
+		tr, err := transport.NewSSE(srv.URL,
+			transport.WithHTTPClient(sessHTTPClient),
+			transport.WithHeaderFunc(headers),
+			transport.WithEndpointTimeout(sessUnbounded),
+			transport.WithResponseTimeout(sessUnbounded),
+			transport.WithSSELogger(s.log),
+		)
+		if err != nil {
+			return err
+		}
+		s.client = client.NewClient(tr, opts...)
+		s.client.OnConnectionLost(func(err error) {
+			s.log.Info("MCP SSE stream lost", "err", err)
+			// Fail the calls waiting for an answer on the lost stream,
+			// and any later call, before Done fires.
+			_ = tr.Close()
+			s.markLost()
+		})
+	case config.TransportHTTP:
+		tr, err := transport.NewStreamableHTTP(srv.URL,
+			transport.WithHTTPBasicClient(sessHTTPClient),
+			transport.WithHTTPHeaderFunc(headers),
+			transport.WithHTTPLogger(s.log),
+		)
+		if err != nil {
+			return err
+		}
+		s.client = client.NewClient(tr, opts...)
+	default:
+		return fmt.Errorf("unsupported transport type '%s'", srv.Type)
+	}
+
+	// The transport lives as long as the session (mcp-go ties the SSE
+	// stream to the Start context), while initCtx bounds the wait.
+	started := make(chan error, 1)
+	go func() { started <- s.client.Start(sessCtx) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			return err
+		}
+	case <-initCtx.Done():
+		s.abort()
+		<-started
+		return initCtx.Err()
+	}
+
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = sessProtocolVersion
+	req.Params.ClientInfo = mcp.Implementation{Name: "mcpflow", Version: sessClientVersion()}
+	_, err := s.client.Initialize(initCtx, req)
+	return err
+}
+
+// Server returns the name of the server the session is connected to.
+func (s *Session) Server() string { return s.server }
+
+// PID returns the stdio server's process id, 0 for other transports.
+func (s *Session) PID() int {
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.pid
+}
+
+// Done returns a channel closed when the transport is lost (the stdio
+// process exited, the SSE stream closed, a call hit a disconnect) or the
+// session is closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// ListTools lists all the server's tools, following every page. It is
+// bounded by ctx only.
+func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
+	res, err := s.client.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return nil, s.classify(ctx, ctx, "", err)
+	}
+	return res.Tools, nil
+}
+
+// CallTool calls the tool name with args and, when not empty, meta as the
+// request's _meta. The call is bounded by the server's tool_call_timeout on
+// every transport (ETimeout "MCP tool '<tool>' on server '<name>' timed out
+// after N.Ns") and by ctx. A tool-level failure is an IsError result with a
+// nil error. Errors: invalid params is EInvalid, an unknown tool or method
+// is ENotFound, a lost transport is EUpstream for which IsDisconnect is
+// true, other failures are EUpstream; when ctx ends the error wraps
+// ctx.Err(). The call is never retried.
+func (s *Session) CallTool(ctx context.Context, name string, args map[string]any, meta map[string]any) (*mcp.CallToolResult, error) {
+	callCtx := ctx
+	if s.callTimeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, s.callTimeout)
+		defer cancel()
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	if len(meta) > 0 {
+		req.Params.Meta = mcp.NewMetaFromMap(maps.Clone(meta))
+	}
+	res, err := s.client.CallTool(callCtx, req)
+	if err != nil {
+		return nil, s.classify(ctx, callCtx, name, err)
+	}
+	return res, nil
+}
+
+// Close ends the session. It is idempotent. For stdio it closes the
+// server's stdin, waits briefly for it to exit, then signals its process
+// group (SIGTERM, then SIGKILL); when Close returns the process is reaped
+// and its group killed.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.shutdown(true) })
+	return s.closeErr
+}
+
+// abort tears the session down at once (failed initialization).
+func (s *Session) abort() {
+	s.closeOnce.Do(func() { s.closeErr = s.shutdown(false) })
+}
+
+func (s *Session) shutdown(graceful bool) error {
+	s.markLost()
+	if s.proc != nil && !graceful {
+		s.proc.signal(syscall.SIGKILL)
+	}
+	var err error
+	if s.client != nil {
+		if cerr := s.client.Close(); cerr != nil {
+			err = fmt.Errorf("close MCP session of server '%s': %w", s.server, cerr)
+		}
+	}
+	if s.proc != nil {
+		if perr := s.proc.stop(graceful); perr != nil && err == nil {
+			err = fmt.Errorf("stop MCP server '%s': %w", s.server, perr)
+		}
+	}
+	s.cancel()
+	return err
+}
+
+func (s *Session) markLost() {
+	s.lostOnce.Do(func() { close(s.done) })
+}
+
+// classify turns an mcp-go error into a domain error. ctx is the caller's
+// context, opCtx the one bounded by tool_call_timeout; tool is "" for
+// tools/list.
+func (s *Session) classify(ctx, opCtx context.Context, tool string, err error) error {
+	what := fmt.Sprintf("MCP tool '%s' on server '%s'", tool, s.server)
+	if tool == "" {
+		what = fmt.Sprintf("MCP tool listing of server '%s'", s.server)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+	if opCtx != ctx && sessExpired(opCtx) {
+		return &mcpflow.Error{Code: mcpflow.ETimeout, Err: err,
+			Message: fmt.Sprintf("%s timed out after %.1fs", what, s.callTimeout.Seconds())}
+	}
+	if sessRawDisconnect(err) {
+		s.markLost()
+		return s.disconnected(what, tool, err)
+	}
+	switch {
+	case errors.Is(err, mcp.ErrMethodNotFound):
+		if tool == "" {
+			return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err,
+				Message: fmt.Sprintf("MCP server '%s' does not list tools", s.server)}
+		}
+		return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err,
+			Message: fmt.Sprintf("MCP tool '%s' not found on server '%s'", tool, s.server)}
+	case errors.Is(err, mcp.ErrInvalidParams):
+		msg := sessRPCMessage(err, mcp.ErrInvalidParams)
+		if tool != "" && sessUnknownTool(msg, tool) {
+			return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err,
+				Message: fmt.Sprintf("MCP tool '%s' not found on server '%s'", tool, s.server)}
+		}
+		return &mcpflow.Error{Code: mcpflow.EInvalid, Err: err,
+			Message: fmt.Sprintf("%s rejected the request: %s", what, msg)}
+	case errors.Is(err, transport.ErrAuthorizationRequired), errors.Is(err, transport.ErrOAuthAuthorizationRequired):
+		return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err,
+			Message: fmt.Sprintf("MCP server '%s' requires authorization", s.server)}
+	}
+	for _, sentinel := range []error{mcp.ErrInternalError, mcp.ErrInvalidRequest, mcp.ErrParseError, mcp.ErrRequestInterrupted} {
+		if errors.Is(err, sentinel) {
+			return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err,
+				Message: fmt.Sprintf("%s failed: %s", what, sessRPCMessage(err, sentinel))}
+		}
+	}
+	if sessLost(s) {
+		// Any other failure after the transport was lost is the loss.
+		return s.disconnected(what, tool, err)
+	}
+	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " failed"}
+}
+
+// sessLost reports whether s's Done channel is closed.
+func sessLost(s *Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *Session) disconnected(what, tool string, err error) error {
+	s.log.Info("MCP transport lost", "tool", tool, "err", err)
+	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: fmt.Errorf("%w: %w", errSessDisconnected, err),
+		Message: fmt.Sprintf("%s failed: connection to the server was lost", what)}
+}
+
+// sessExpired reports whether ctx's deadline has passed; mcp-go's SSE
+// transport may report its own timer a moment before ctx ends.
+func sessExpired(ctx context.Context) bool {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// IsDisconnect reports whether err is a real disconnect: the stdio process
+// exited, the stream closed, the transport was closed or the HTTP session
+// ended. Timeouts, isError results, JSON-RPC errors and credential errors
+// are not disconnects.
+func IsDisconnect(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, errSessDisconnected) {
+		return true
+	}
+	var de *mcpflow.Error
+	if errors.As(err, &de) {
+		// Errors of this package were classified already.
+		return false
+	}
+	return sessRawDisconnect(err)
+}
+
+// sessRawDisconnect classifies an unwrapped mcp-go error.
+func sessRawDisconnect(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	for _, target := range []error{
+		transport.ErrTransportClosed, transport.ErrSessionTerminated,
+		io.EOF, io.ErrUnexpectedEOF, io.ErrClosedPipe, os.ErrClosed, net.ErrClosed,
+		syscall.EPIPE, syscall.ECONNRESET, syscall.ECONNABORTED,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	// The SSE transport reports these without a sentinel.
+	msg := err.Error()
+	return strings.Contains(msg, "connection has been closed") || strings.Contains(msg, "transport has been closed")
+}
+
+// sessRPCMessage returns the server's message of a JSON-RPC error that mcp-go
+// rendered as "<sentinel>: <message>".
+func sessRPCMessage(err, sentinel error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, sentinel.Error()+": "); i >= 0 {
+		return msg[i+len(sentinel.Error())+2:]
+	}
+	return sentinel.Error()
+}
+
+// sessUnknownTool reports whether an invalid-params message says the tool
+// does not exist (mcp-go: "tool 'x' not found", Python SDK: "Unknown tool: x").
+func sessUnknownTool(msg, tool string) bool {
+	l := strings.ToLower(msg)
+	return strings.Contains(l, "unknown tool") || strings.Contains(l, "tool not found") ||
+		strings.Contains(l, "'"+strings.ToLower(tool)+"' not found")
+}
+
+// sessHeaderFunc merges static headers with per-request ones. A per-request
+// header replaces a static one whose name differs only in case, keeping
+// the static spelling, so exactly one header goes on the wire.
+func sessHeaderFunc(static map[string]string, dynamic func(context.Context) map[string]string) func(context.Context) map[string]string {
+	return func(ctx context.Context) map[string]string {
+		out := maps.Clone(static)
+		if out == nil {
+			out = map[string]string{}
+		}
+		if dynamic == nil {
+			return out
+		}
+		extra := dynamic(ctx)
+		for _, name := range slices.Sorted(maps.Keys(extra)) {
+			key := name
+			for existing := range out {
+				if strings.EqualFold(existing, name) {
+					delete(out, existing)
+					if _, ok := static[existing]; ok {
+						key = existing
+					}
+				}
+			}
+			out[key] = extra[name]
+		}
+		return out
+	}
+}
+
+func sessClientVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// sessProc is a stdio server process that the session owns: mcpflow starts
+// it, waits for it (so Done fires when it exits) and kills its group.
+type sessProc struct {
+	pid        int
+	exited     chan struct{} // closed once the process is reaped
+	stdout     *os.File      // read end; the transport reads it
+	stderr     *os.File      // read end; logged at debug
+	stderrDone chan struct{}
+}
+
+// sessStartProcess starts srv's command with a minimal environment in its
+// own process group and returns a transport over its stdin/stdout. The
+// exec.Cmd is built here rather than by mcp-go's Stdio transport so that the
+// session owns Wait (Done fires on process exit) and the process group.
+func sessStartProcess(ctx context.Context, srv *config.Server, o DialOptions, log *slog.Logger, onExit func()) (*sessProc, *transport.Stdio, error) {
+	cmd := exec.CommandContext(ctx, srv.Command, srv.Args...)
+	cmd.Env = sessEnv(srv.Env, o.Env)
+	cmd.Dir = o.Dir
+	if srv.Cwd != "" {
+		cmd.Dir = srv.Cwd
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, nil, fmt.Errorf("create stdin pipe: %w", err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, nil, fmt.Errorf("create stdout pipe: %w", err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, nil, fmt.Errorf("create stderr pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	// The child holds its ends now.
+	_ = inR.Close()
+	_ = outW.Close()
+	_ = errW.Close()
+
+	p := &sessProc{
+		pid:        cmd.Process.Pid,
+		exited:     make(chan struct{}),
+		stdout:     outR,
+		stderr:     errR,
+		stderrDone: make(chan struct{}),
+	}
+	go func() {
+		err := cmd.Wait()
+		log.Debug("MCP stdio server exited", "pid", p.pid, "status", err)
+		close(p.exited)
+		onExit()
+	}()
+	go p.readStderr(log)
+	return p, transport.NewIO(outR, inW, nil), nil
+}
+
+// sessEnv is the stdio environment: PATH, HOME and LANG of mcpflow, then
+// defaults, then the server's own env.
+func sessEnv(server, defaults map[string]string) []string {
+	env := map[string]string{}
+	for _, k := range sessInheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	maps.Copy(env, defaults)
+	maps.Copy(env, server)
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+func (p *sessProc) readStderr(log *slog.Logger) {
+	defer close(p.stderrDone)
+	br := bufio.NewReaderSize(p.stderr, sessStderrLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 && log.Enabled(context.Background(), slog.LevelDebug) {
+			log.Debug("MCP server stderr", "pid", p.pid, "line", strings.TrimRight(string(line), "\r\n"))
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// signal sends sig to the process group.
+func (p *sessProc) signal(sig syscall.Signal) {
+	_ = syscall.Kill(-p.pid, sig)
+}
+
+func (p *sessProc) waitExit(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// stop ends the process (gracefully: its stdin is already closed), then
+// what is left of its group, and releases the pipes.
+func (p *sessProc) stop(graceful bool) error {
+	var err error
+	if graceful && !p.waitExit(sessStdinGrace) {
+		p.signal(syscall.SIGTERM)
+		if !p.waitExit(sessTermGrace) {
+			p.signal(syscall.SIGKILL)
+		}
+	} else if !graceful {
+		p.signal(syscall.SIGKILL)
+	}
+	if !p.waitExit(sessKillWait) {
+		err = fmt.Errorf("process %d did not exit after SIGKILL", p.pid)
+	}
+	// Descendants that stayed in the group.
+	if syscall.Kill(-p.pid, syscall.SIGKILL) == nil {
+		deadline := time.Now().Add(sessGroupWait)
+		for syscall.Kill(-p.pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	_ = p.stdout.Close()
+	_ = p.stderr.Close()
+	<-p.stderrDone
+	return err
+}

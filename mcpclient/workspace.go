@@ -1,0 +1,185 @@
+package mcpclient
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	mcpflow "github.com/mcpflow/mcpflow"
+)
+
+// Workspace is one user+thread's directory tree under workspace.root:
+// <root>/users/<user>/threads/<thread>/user-data/{workspace,uploads,outputs}
+// (spec §3.10). Stdio servers run with Dir as their default cwd and TempDir
+// as their default TMPDIR/TMP/TEMP.
+type Workspace struct {
+	Root     string // workspace.root, absolute
+	UserData string // <root>/users/<user>/threads/<thread>/user-data (absolute, symlinks resolved)
+	Dir      string // UserData/workspace: the default cwd of stdio servers
+	TempDir  string // Dir/.mcp/tmp, mode 0700: default TMPDIR/TMP/TEMP
+}
+
+// wsReservedDir is the internal directory inside a workspace; it is skipped
+// at any depth by Snapshot and Changed.
+const wsReservedDir = ".mcp"
+
+// wsThreadDirs are the directories created under user-data for every thread.
+var wsThreadDirs = []string{"workspace", "uploads", "outputs"}
+
+// PrepareWorkspace validates the ids with mcpflow.ValidateID (so no id can
+// escape the root: "..", "/", NUL and overlong ids are EInvalid domain
+// errors) and creates the thread's directories: user-data/{workspace,
+// uploads,outputs} and workspace/.mcp/tmp with mode 0700. It is idempotent
+// and safe for concurrent callers. The user-data directory must resolve
+// (symlinks followed) inside the root.
+func PrepareWorkspace(root, userID, threadID string) (*Workspace, error) {
+	if err := mcpflow.ValidateID("user_id", userID); err != nil {
+		return nil, err
+	}
+	if err := mcpflow.ValidateID("thread_id", threadID); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(root) == "" {
+		return nil, mcpflow.Errorf(mcpflow.EInvalid, "workspace.root must not be empty")
+	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("prepare workspace: resolve root: %w", err)
+	}
+	userData := filepath.Join(absRoot, "users", userID, "threads", threadID, "user-data")
+	for _, d := range wsThreadDirs {
+		if err := os.MkdirAll(filepath.Join(userData, d), 0o755); err != nil {
+			return nil, fmt.Errorf("prepare workspace: create %s directory: %w", d, err)
+		}
+	}
+	realRoot, err := filepath.EvalSymlinks(absRoot)
+	if err != nil {
+		return nil, fmt.Errorf("prepare workspace: resolve root: %w", err)
+	}
+	realUserData, err := filepath.EvalSymlinks(userData)
+	if err != nil {
+		return nil, fmt.Errorf("prepare workspace: resolve user-data: %w", err)
+	}
+	if !wsWithin(realRoot, realUserData) {
+		return nil, fmt.Errorf("prepare workspace: user-data directory %s resolves outside the workspace root", userData)
+	}
+	w := &Workspace{
+		Root:     absRoot,
+		UserData: realUserData,
+		Dir:      filepath.Join(realUserData, "workspace"),
+	}
+	w.TempDir = filepath.Join(w.Dir, wsReservedDir, "tmp")
+	if fi, err := os.Lstat(w.Dir); err != nil {
+		return nil, fmt.Errorf("prepare workspace: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("prepare workspace: %s is not a directory", w.Dir)
+	}
+	for _, d := range []string{filepath.Join(w.Dir, wsReservedDir), w.TempDir} {
+		if err := wsEnsurePrivateDir(d); err != nil {
+			return nil, fmt.Errorf("prepare workspace: %w", err)
+		}
+	}
+	return w, nil
+}
+
+// wsEnsurePrivateDir makes path a real directory (not a symlink) with mode
+// 0700. Anything else in its place is removed first: the directory is
+// reserved for mcpflow, and a server must not redirect it elsewhere.
+func wsEnsurePrivateDir(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case err == nil && !fi.IsDir():
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("replace %s: %w", path, err)
+		}
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("inspect %s: %w", path, err)
+	}
+	if err := os.Mkdir(path, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.IsDir() {
+		return fmt.Errorf("create %s: not a directory", path)
+	}
+	if err := os.Chmod(path, 0o700); err != nil {
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	return nil
+}
+
+// wsWithin reports whether path is dir or lies below it (both clean and
+// absolute).
+func wsWithin(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	if err != nil {
+		return false
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel))
+}
+
+// Env returns TMPDIR, TMP and TEMP set to TempDir. Callers merge it under
+// the operator's env: a variable the operator set wins.
+func (w *Workspace) Env() map[string]string {
+	return map[string]string{"TMPDIR": w.TempDir, "TMP": w.TempDir, "TEMP": w.TempDir}
+}
+
+// wsFileStat is what a FileSnapshot records for one file.
+type wsFileStat struct {
+	mtimeNS int64
+	size    int64
+}
+
+// FileSnapshot records (mtime_ns, size) of the regular files under a
+// workspace's Dir, keyed by absolute path. Symlinks are not followed and any
+// `.mcp` directory is skipped at any depth.
+type FileSnapshot map[string]wsFileStat
+
+// Snapshot records the regular files under Dir. Unreadable entries are
+// skipped.
+func (w *Workspace) Snapshot() FileSnapshot {
+	snap := FileSnapshot{}
+	if w == nil || w.Dir == "" {
+		return snap
+	}
+	_ = filepath.WalkDir(w.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if d != nil && d.IsDir() && path != w.Dir {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if d.Name() == wsReservedDir && path != w.Dir {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		snap[path] = wsFileStat{mtimeNS: info.ModTime().UnixNano(), size: info.Size()}
+		return nil
+	})
+	return snap
+}
+
+// Changed returns the files created or modified (different mtime_ns or size)
+// since before, as sorted absolute paths. Deleted files are not reported.
+func (w *Workspace) Changed(before FileSnapshot) []string {
+	var out []string
+	for path, st := range w.Snapshot() {
+		if old, ok := before[path]; !ok || old != st {
+			out = append(out, path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -201,3 +201,23 @@ type TaskStore interface {
 	ListTasks(ctx context.Context, f TaskFilter) ([]*Task, error)
 	UpdateTask(ctx context.Context, t *Task) error
 }
+
+// Driver talks to the remote side of durable tasks (spec §2.2). Errors
+// that are *ProtocolError are permanent (the task fails); any other error
+// is transient and retried with backoff, forever.
+type Driver interface {
+	// Submit starts the remote task with the request's arguments.
+	Submit(ctx context.Context, req SubmitRequest) (Submission, error)
+	// Status reads the remote task's state.
+	Status(ctx context.Context, ref TaskReference) (Snapshot, error)
+	// Cancel cancels the remote task and returns its terminal state (cancel
+	// is idempotent and reports the actual terminal status).
+	Cancel(ctx context.Context, ref TaskReference) (Snapshot, error)
+}
+
+// Driver data keys of the ordinary driver: the raw tool names of a toolset.
+const (
+	DriverDataSubmitTool = "submit_tool"
+	DriverDataStatusTool = "status_tool"
+	DriverDataCancelTool = "cancel_tool"
+)

@@ -1,0 +1,263 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpflow/mcpflow"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Application error types (mirrored in workflows/types.go, which cannot be
+// imported from here without a cycle).
+const (
+	errTypeProtocol      = "McpTaskProtocolError"
+	errTypeDuplicate     = "DuplicateRemoteTask"
+	errTypeSubmit        = "McpTaskSubmitFailed"
+	errTypePollUnchanged = "McpTaskPollUnchanged"
+	errTypePollError     = "McpTaskPollError"
+	errTypeCancelPending = "McpTaskCancelNotTerminal"
+)
+
+// Activities are the task workflow's side effects. Workflows reference them
+// through a nil *Activities; the worker registers a value wired in cmd/.
+type Activities struct {
+	Driver mcpflow.Driver
+	Tasks  mcpflow.TaskStore
+	// PinnedQueue is this worker process's own task queue: activities of a
+	// stdio task run there so they reach the subprocess holding its state.
+	PinnedQueue string
+	Now         func() time.Time
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Pin returns the task queue of the worker process that runs it.
+func (a *Activities) Pin(ctx context.Context) (string, error) {
+	if a.PinnedQueue == "" {
+		return "", temporal.NewNonRetryableApplicationError("this worker has no pinned queue", "NoPinnedQueue", nil)
+	}
+	return a.PinnedQueue, nil
+}
+
+// SubmitInput is the remote submit of a task.
+type SubmitInput struct {
+	Request mcpflow.SubmitRequest `json:"request"`
+	Bounds  mcpflow.Bounds        `json:"bounds"`
+}
+
+// SubmitOutput is the remote submit's outcome. Problem is set (and the
+// snapshot not usable) when the remote side answered but broke the
+// contract after creating its task (remote id over 255 characters, a
+// payload over the bounds): the workflow must then compensate with a
+// cancel of RemoteTaskID.
+type SubmitOutput struct {
+	RemoteTaskID string            `json:"remote_task_id"`
+	Snapshot     mcpflow.Snapshot  `json:"snapshot"`
+	DriverData   map[string]string `json:"driver_data"`
+	Problem      string            `json:"problem,omitempty"`
+	SubmittedAt  time.Time         `json:"submitted_at"`
+}
+
+// Submit calls the remote submit tool once. A failed call is returned as a
+// non-retryable error (a submit is not idempotent); nothing needs undoing.
+func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput, error) {
+	sub, err := a.Driver.Submit(ctx, in.Request)
+	if err != nil {
+		typ := errTypeSubmit
+		if mcpflow.IsProtocolError(err) {
+			typ = errTypeProtocol
+		}
+		return nil, temporal.NewNonRetryableApplicationError(boundText(err.Error()), typ, nil)
+	}
+	out := &SubmitOutput{RemoteTaskID: sub.RemoteTaskID, DriverData: mergeData(in.Request.DriverData, sub.DriverData), SubmittedAt: a.now()}
+	if err := sub.Validate(); err != nil {
+		out.Problem = err.Error()
+		return out, nil
+	}
+	snap, err := sub.Snapshot.Normalize(in.Bounds)
+	if err != nil {
+		out.Problem = err.Error()
+		return out, nil
+	}
+	out.Snapshot = snap
+	return out, nil
+}
+
+func mergeData(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// PersistInput writes the task's projection row.
+type PersistInput struct {
+	Task   mcpflow.Task `json:"task"`
+	Create bool         `json:"create"`
+}
+
+// Persist creates or updates the task row. A duplicate remote handle is a
+// non-retryable DuplicateRemoteTask error.
+func (a *Activities) Persist(ctx context.Context, in PersistInput) error {
+	t := in.Task
+	var err error
+	if in.Create {
+		err = a.Tasks.CreateTask(ctx, &t)
+	} else {
+		err = a.Tasks.UpdateTask(ctx, &t)
+	}
+	if mcpflow.IsDuplicateRemoteTask(err) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), errTypeDuplicate, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("persist task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// PollInput asks for the remote status of a task.
+type PollInput struct {
+	Ref               mcpflow.TaskReference `json:"ref"`
+	Timing            mcpflow.PollTiming    `json:"timing"`
+	Bounds            mcpflow.Bounds        `json:"bounds"`
+	LastFingerprint   string                `json:"last_fingerprint"`
+	ConsecutiveErrors int                   `json:"consecutive_errors"`
+	LastPollError     *string               `json:"last_poll_error,omitempty"`
+}
+
+// PollOutput is a poll result the workflow must apply: a changed snapshot,
+// a recovery after errors, a failure (protocol error), or tracking that
+// just degraded.
+type PollOutput struct {
+	Snapshot          *mcpflow.Snapshot `json:"snapshot,omitempty"`
+	Fingerprint       string            `json:"fingerprint,omitempty"`
+	ConsecutiveErrors int               `json:"consecutive_errors"`
+	PollError         *string           `json:"poll_error,omitempty"`
+	PolledAt          time.Time         `json:"polled_at"`
+	Polls             int               `json:"polls"` // remote calls made, this one included
+}
+
+// pollProgress survives between attempts of one Poll activity in its
+// heartbeat details (never in history).
+type pollProgress struct {
+	Errors    int     `json:"errors"`
+	LastError *string `json:"last_error,omitempty"`
+}
+
+// Poll reads the remote status once. While nothing changed it fails with a
+// benign error whose NextRetryDelay is the next poll time, so Temporal
+// waits without adding history; transient errors are retried the same way
+// with capped exponential backoff, forever. It returns (and the workflow
+// records) only what changes the task: a new snapshot, a recovery, a
+// protocol failure, or degraded tracking. Delays count from when the
+// remote call finished.
+func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error) {
+	prog := pollProgress{Errors: in.ConsecutiveErrors, LastError: in.LastPollError}
+	if activity.HasHeartbeatDetails(ctx) {
+		var p pollProgress
+		if err := activity.GetHeartbeatDetails(ctx, &p); err == nil {
+			prog = p
+		}
+	}
+	polls := int(activity.GetInfo(ctx).Attempt) // remote calls in this execution, this one included
+	snap, err := a.Driver.Status(ctx, in.Ref)
+	polledAt := a.now()
+	if err == nil {
+		snap, err = snap.Normalize(in.Bounds)
+	}
+	if err != nil && mcpflow.IsProtocolError(err) {
+		msg := mcpflow.TruncateChars(err.Error(), mcpflow.MaxErrorChars)
+		failed := mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg}
+		return &PollOutput{Snapshot: &failed, Fingerprint: Fingerprint(failed), PolledAt: polledAt, Polls: polls}, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil, err // cancelled or timed out attempt: no bookkeeping
+		}
+		n := prog.Errors
+		msg := boundText(err.Error())
+		degradedBefore := in.Timing.TrackingDegraded(n)
+		prog.Errors = n + 1
+		changedText := prog.LastError == nil || *prog.LastError != msg
+		prog.LastError = &msg
+		if in.Timing.TrackingDegraded(prog.Errors) && (!degradedBefore || changedText) {
+			// Degradation (or a new error text while degraded) reaches the
+			// workflow: it is recorded and announced.
+			return &PollOutput{ConsecutiveErrors: prog.Errors, PollError: &msg, PolledAt: polledAt, Polls: polls}, nil
+		}
+		activity.RecordHeartbeat(ctx, prog)
+		return nil, temporal.NewApplicationErrorWithOptions(msg, errTypePollError, temporal.ApplicationErrorOptions{
+			NextRetryDelay: in.Timing.ErrorBackoff(n),
+			Category:       temporal.ApplicationErrorCategoryBenign,
+		})
+	}
+	fp := Fingerprint(snap)
+	if fp == in.LastFingerprint && prog.Errors == 0 && snap.IsPollable() {
+		// Nothing to carry to the next attempt (no errors), so no heartbeat:
+		// an unchanged poll costs one failed attempt and no history.
+		delay, _ := in.Timing.NextPollDelay(snap)
+		return nil, temporal.NewApplicationErrorWithOptions("MCP task unchanged; next poll scheduled", errTypePollUnchanged, temporal.ApplicationErrorOptions{
+			NextRetryDelay: delay,
+			Category:       temporal.ApplicationErrorCategoryBenign,
+		})
+	}
+	return &PollOutput{Snapshot: &snap, Fingerprint: fp, PolledAt: polledAt, Polls: polls}, nil
+}
+
+// CancelInput asks the remote side to cancel a task.
+type CancelInput struct {
+	Ref    mcpflow.TaskReference `json:"ref"`
+	Bounds mcpflow.Bounds        `json:"bounds"`
+}
+
+// CancelOutput is the terminal state the remote side reported.
+type CancelOutput struct {
+	Snapshot    mcpflow.Snapshot `json:"snapshot"`
+	CompletedAt time.Time        `json:"completed_at"`
+}
+
+// Cancel calls the remote cancel tool. Any failure, protocol errors and
+// non-terminal answers included, is retried by the workflow's retry policy
+// (spec §2.6: the cancel path never terminalizes on its own).
+func (a *Activities) Cancel(ctx context.Context, in CancelInput) (*CancelOutput, error) {
+	snap, err := a.Driver.Cancel(ctx, in.Ref)
+	if err == nil {
+		snap, err = snap.Normalize(in.Bounds)
+	}
+	if err != nil {
+		return nil, temporal.NewApplicationError(boundText(err.Error()), errTypeCancelPending)
+	}
+	if !snap.Status.IsTerminal() {
+		return nil, temporal.NewApplicationError("MCP task cancellation must return a terminal status", errTypeCancelPending)
+	}
+	return &CancelOutput{Snapshot: snap, CompletedAt: a.now()}, nil
+}
+
+// Fingerprint identifies a snapshot's content: equal fingerprints mean
+// nothing the user could see changed.
+func Fingerprint(s mcpflow.Snapshot) string {
+	s.PollAfterSeconds = nil // a changing hint alone is not news
+	b, err := mcpflow.StrictJSON(s)
+	if err != nil {
+		b = []byte(fmt.Sprintf("%#v", s))
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func boundText(s string) string { return mcpflow.TruncateChars(s, mcpflow.MaxErrorChars) }

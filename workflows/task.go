@@ -1,0 +1,439 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/activities"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// a references the activities by method; Temporal only uses the names.
+var a *activities.Activities
+
+// maxEventsPerRun starts a new run well before the server's own
+// suggestion, so no run's history grows without bound.
+const maxEventsPerRun = 2000
+
+// pinnedScheduleToStart is how long an activity waits for the worker that
+// owns a stdio task's session before the task is pinned to another one.
+const pinnedScheduleToStart = time.Minute
+
+// TaskWorkflow runs one durable MCP task: it submits the remote task (the
+// "submit" update, sent with the start), persists the row, polls the remote
+// status with capped backoff until the task ends, and cancels it on the
+// "cancel" signal or a Temporal cancellation. The workflow is the single
+// writer of its task's row.
+func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
+	w := &taskRun{in: in, log: workflow.GetLogger(ctx)}
+	if in.State != nil {
+		w.st = *in.State
+		w.st.Runs++
+	} else {
+		w.st.CreatedAt = workflow.Now(ctx).UTC()
+		w.st.Snapshot.Status = mcpflow.StatusSubmitted
+	}
+	// Temporal cancellation is handled like the cancel signal: the work goes
+	// on in a context the cancellation does not reach, and the run ends as
+	// cancelled once the remote cancel is applied.
+	root, _ := workflow.NewDisconnectedContext(ctx)
+	nativeCancel := false
+	workflow.Go(root, func(gctx workflow.Context) {
+		_ = workflow.Await(gctx, func() bool { return ctx.Err() != nil })
+		nativeCancel = true
+		w.requestCancel(root)
+	})
+	sig := workflow.GetSignalChannel(root, SignalCancel)
+	workflow.Go(root, func(gctx workflow.Context) {
+		for {
+			var reason string
+			sig.Receive(gctx, &reason)
+			w.requestCancel(gctx)
+		}
+	})
+	if err := workflow.SetQueryHandler(root, QueryState, func() (TaskState, error) { return w.st, nil }); err != nil {
+		return nil, err
+	}
+
+	if !w.st.Submitted {
+		out, done := w.awaitSubmit(root)
+		if !done {
+			return out, nil
+		}
+	}
+	out, err := w.track(root)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil { // continue-as-new
+		_ = workflow.Await(root, func() bool { return workflow.AllHandlersFinished(root) })
+		next := w.in
+		st := w.st
+		next.State = &st
+		return nil, workflow.NewContinueAsNewError(ctx, TaskWorkflowName, next)
+	}
+	if nativeCancel {
+		return out, temporal.NewCanceledError("cancelled through Temporal")
+	}
+	return out, nil
+}
+
+type taskRun struct {
+	in        TaskInput
+	st        TaskState
+	log       interface{ Info(string, ...any) }
+	submitted bool // the submit update finished (successfully or not)
+	submitErr error
+	result    *SubmitResult
+	cancelled bool
+}
+
+func (w *taskRun) requestCancel(ctx workflow.Context) {
+	if w.st.CancelRequestedAt != nil {
+		return // a repeated request sends no second remote cancel
+	}
+	now := workflow.Now(ctx).UTC()
+	w.st.CancelRequestedAt = &now
+	w.cancelled = true
+}
+
+// awaitSubmit serves the submit update. It reports false when the task
+// ended without being tracked (submit failed, compensated, duplicate, or no
+// submit arrived).
+func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
+	running := false
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSubmit,
+		func(uctx workflow.Context) (*SubmitResult, error) {
+			running = true
+			res, err := w.submit(uctx)
+			w.result, w.submitErr, w.submitted = res, err, true
+			return res, err
+		},
+		workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error {
+			if running || w.submitted {
+				return errors.New("this task was already submitted")
+			}
+			return nil
+		}})
+	if err != nil {
+		msg := err.Error()
+		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+	}
+	ok, _ := workflow.AwaitWithTimeout(ctx, 5*time.Minute, func() bool { return w.submitted })
+	if !ok {
+		msg := "no submit request arrived"
+		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+	}
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	if w.submitErr != nil {
+		msg := w.submitErr.Error()
+		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+	}
+	return nil, true
+}
+
+// submit runs the remote submit, bounds the answer and persists the row;
+// any failure after the remote task exists is compensated with a
+// best-effort remote cancel (spec §2.6), except a duplicate remote handle.
+func (w *taskRun) submit(ctx workflow.Context) (*SubmitResult, error) {
+	in := w.in
+	if in.Config.Pinned {
+		if err := w.pin(ctx); err != nil {
+			return nil, err
+		}
+	}
+	req := mcpflow.SubmitRequest{UserID: in.UserID, ThreadID: in.ThreadID, RunID: in.RunID, ToolCallID: in.ToolCallID,
+		ServerName: in.ServerName, TaskName: in.TaskName, Arguments: in.Arguments, DriverData: in.DriverData, LocalTaskID: in.TaskID}
+	var out activities.SubmitOutput
+	err := w.exec(ctx, "submit "+in.TaskName, oneAttempt(), a.Submit, &out, activities.SubmitInput{Request: req, Bounds: in.Config.Bounds})
+	if err != nil {
+		return nil, appMessage(err)
+	}
+	w.st.RemoteTaskID = out.RemoteTaskID
+	w.in.DriverData = out.DriverData
+	if out.Problem != "" {
+		w.compensate(ctx)
+		return nil, temporal.NewNonRetryableApplicationError(out.Problem, ErrTypeProtocol, nil)
+	}
+	w.st.Snapshot = out.Snapshot
+	w.st.Fingerprint = activities.Fingerprint(out.Snapshot)
+	w.st.Submitted = true
+	if err := w.persist(ctx, true, 3); err != nil {
+		w.st.Submitted = false
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) && ae.Type() == ErrTypeDuplicate {
+			return nil, temporal.NewNonRetryableApplicationError(ae.Message(), ErrTypeDuplicate, nil)
+		}
+		w.compensate(ctx)
+		return nil, temporal.NewNonRetryableApplicationError("persist MCP task: "+appMessage(err).Error(), "PersistFailed", nil)
+	}
+	w.upsertStatus(ctx)
+	return &SubmitResult{TaskID: in.TaskID, TaskName: in.TaskName, Status: w.st.Snapshot.Status, Message: SubmitMessage}, nil
+}
+
+// compensate cancels an untracked remote task on a disconnected context,
+// best effort: failures are logged, the original error stands.
+func (w *taskRun) compensate(ctx workflow.Context) {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	var out activities.CancelOutput
+	err := w.exec(dctx, "compensate: cancel untracked remote task", retry(w.in.Config, 3), a.Cancel, &out,
+		activities.CancelInput{Ref: w.ref(), Bounds: w.in.Config.Bounds})
+	if err != nil {
+		w.log.Info("Failed to cancel untracked MCP task after persistence failure", "task_id", w.in.TaskID, "error", err.Error())
+	}
+}
+
+// track polls until the task ends or is cancelled. It returns nil, nil
+// when the run should continue as new.
+func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
+	cfg := w.in.Config
+	delay, _ := cfg.Timing.NextPollDelay(w.st.Snapshot)
+	for {
+		if w.st.Snapshot.Status.IsTerminal() {
+			return w.outcome(), nil
+		}
+		if w.cancelled {
+			return w.cancel(ctx)
+		}
+		if delay > 0 {
+			_, _ = workflow.AwaitWithTimeout(ctx, delay, func() bool { return w.cancelled })
+			if w.cancelled {
+				continue
+			}
+		}
+		pctx, stopPoll := workflow.WithCancel(ctx)
+		var out activities.PollOutput
+		fut := w.start(pctx, "poll status", pollForever(cfg), a.Poll, activities.PollInput{
+			Ref: w.ref(), Timing: cfg.Timing, Bounds: cfg.Bounds, LastFingerprint: w.st.Fingerprint,
+			ConsecutiveErrors: w.st.ConsecutiveErrors, LastPollError: w.st.LastPollError,
+		})
+		_ = workflow.Await(ctx, func() bool { return fut.IsReady() || w.cancelled })
+		if w.cancelled {
+			stopPoll() // an in-flight poll's result is discarded once cancel was requested
+			continue
+		}
+		err := fut.Get(ctx, &out)
+		stopPoll()
+		if err != nil {
+			if w.rePin(ctx, err) {
+				delay = 0
+				continue
+			}
+			// The retry policy is unlimited, so this only happens where
+			// attempts are capped (the test environment caps them at 10):
+			// start a fresh poll after the delay the activity asked for.
+			if d, ok := retryDelay(err); ok {
+				delay = d
+				continue
+			}
+			return nil, fmt.Errorf("poll MCP task: %w", err)
+		}
+		w.apply(out)
+		if err := w.persist(ctx, false, 0); err != nil {
+			return nil, err
+		}
+		w.upsertStatus(ctx)
+		delay = 0
+		if out.Snapshot != nil && out.ConsecutiveErrors == 0 {
+			delay, _ = cfg.Timing.NextPollDelay(w.st.Snapshot)
+		} else if out.PollError != nil {
+			delay = cfg.Timing.ErrorBackoff(out.ConsecutiveErrors - 1)
+		}
+		info := workflow.GetInfo(ctx)
+		if !w.st.Snapshot.Status.IsTerminal() && !w.cancelled &&
+			(info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun) {
+			return nil, nil
+		}
+	}
+}
+
+// apply folds a poll result into the state.
+func (w *taskRun) apply(out activities.PollOutput) {
+	at := out.PolledAt
+	w.st.LastPolledAt = &at
+	w.st.PollCount += out.Polls
+	if out.Snapshot == nil { // degraded tracking
+		w.st.ConsecutiveErrors = out.ConsecutiveErrors
+		w.st.LastPollError = out.PollError
+		return
+	}
+	w.st.Snapshot = *out.Snapshot
+	w.st.Fingerprint = out.Fingerprint
+	w.st.ConsecutiveErrors = 0
+	w.st.LastPollError = nil
+	if w.st.Snapshot.Status.IsTerminal() && w.st.CompletedAt == nil {
+		w.st.CompletedAt = &at
+	}
+}
+
+// cancel retries the remote cancel with backoff until it reports a
+// terminal status, then applies it.
+func (w *taskRun) cancel(ctx workflow.Context) (*TaskOutcome, error) {
+	if err := w.persist(ctx, false, 0); err != nil { // cancel_requested_at reaches the API
+		return nil, err
+	}
+	for {
+		var out activities.CancelOutput
+		err := w.exec(ctx, "cancel remote task", retry(w.in.Config, 0), a.Cancel, &out,
+			activities.CancelInput{Ref: w.ref(), Bounds: w.in.Config.Bounds})
+		w.st.CancelAttempts++
+		if err != nil {
+			if w.rePin(ctx, err) {
+				continue
+			}
+			if _, ok := retryDelay(err); ok {
+				msg := appMessage(err).Error()
+				w.st.LastCancelError = &msg
+				_ = workflow.Sleep(ctx, w.in.Config.Timing.ErrorBackoff(w.st.CancelAttempts))
+				continue
+			}
+			return nil, fmt.Errorf("cancel MCP task: %w", err)
+		}
+		w.st.Snapshot = out.Snapshot
+		w.st.Fingerprint = activities.Fingerprint(out.Snapshot)
+		at := out.CompletedAt
+		w.st.CompletedAt = &at
+		w.st.LastCancelError = nil
+		if err := w.persist(ctx, false, 0); err != nil {
+			return nil, err
+		}
+		w.upsertStatus(ctx)
+		return w.outcome(), nil
+	}
+}
+
+func (w *taskRun) outcome() *TaskOutcome {
+	return &TaskOutcome{Status: w.st.Snapshot.Status, Error: w.st.Snapshot.Error}
+}
+
+func (w *taskRun) ref() mcpflow.TaskReference {
+	return mcpflow.TaskReference{LocalTaskID: w.in.TaskID, UserID: w.in.UserID, ThreadID: w.in.ThreadID,
+		ServerName: w.in.ServerName, RemoteTaskID: w.st.RemoteTaskID, DriverData: w.in.DriverData}
+}
+
+// row builds the projection row from the state.
+func (w *taskRun) row(ctx workflow.Context) mcpflow.Task {
+	in, st := w.in, w.st
+	t := mcpflow.Task{
+		ID: in.TaskID, UserID: in.UserID, ThreadID: in.ThreadID, RunID: in.RunID, ToolCallID: in.ToolCallID,
+		ServerName: in.ServerName, DriverName: in.DriverName, RemoteTaskID: st.RemoteTaskID, TaskName: in.TaskName,
+		DriverData: in.DriverData, NotificationStatus: mcpflow.NotificationNone,
+		LastPolledAt: st.LastPolledAt, LastPollError: st.LastPollError, PollAttemptCount: st.PollCount,
+		ConsecutivePollErrorCount: st.ConsecutiveErrors, CancelRequestedAt: st.CancelRequestedAt,
+		CancelAttemptCount: st.CancelAttempts, LastCancelError: st.LastCancelError, CompletedAt: st.CompletedAt,
+		CreatedAt: st.CreatedAt, UpdatedAt: workflow.Now(ctx).UTC(),
+	}
+	t.ApplySnapshot(st.Snapshot, t.UpdatedAt)
+	if st.CompletedAt != nil {
+		t.CompletedAt = st.CompletedAt
+	}
+	return t
+}
+
+// persist writes the row; attempts 0 retries until it succeeds.
+func (w *taskRun) persist(ctx workflow.Context, create bool, attempts int32) error {
+	opts := workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: w.in.Config.Timing.MaxPollBackoff, MaximumAttempts: attempts,
+			NonRetryableErrorTypes: []string{ErrTypeDuplicate}},
+		Summary: "persist task row",
+	}
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.Persist,
+		activities.PersistInput{Task: w.row(ctx), Create: create}).Get(ctx, nil)
+}
+
+func (w *taskRun) upsertStatus(ctx workflow.Context) {
+	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchAttrTaskStatus.ValueSet(string(w.st.Snapshot.Status)))
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** on `%s`: %s", w.in.TaskName, w.in.ServerName, w.st.Snapshot.Status))
+}
+
+// pin routes the remote calls of a stdio task to one worker process.
+func (w *taskRun) pin(ctx workflow.Context) error {
+	opts := workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, Summary: "pin to the worker owning the stdio session",
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}}
+	var q string
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.Pin).Get(ctx, &q); err != nil {
+		return err
+	}
+	w.st.PinnedQueue = q
+	return nil
+}
+
+// rePin moves a stdio task to another worker when its worker is gone (the
+// pinned activity was never picked up). It reports whether to try again.
+func (w *taskRun) rePin(ctx workflow.Context, err error) bool {
+	var te *temporal.TimeoutError
+	if !w.in.Config.Pinned || !errors.As(err, &te) || te.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
+		return false
+	}
+	w.log.Info("the worker owning this stdio task is gone; pinning to another worker", "task_id", w.in.TaskID)
+	return w.pin(ctx) == nil
+}
+
+// exec runs an activity, on the pinned queue when the task has one.
+func (w *taskRun) exec(ctx workflow.Context, summary string, opts workflow.ActivityOptions, fn, result any, args ...any) error {
+	return w.start(ctx, summary, opts, fn, args...).Get(ctx, result)
+}
+
+func (w *taskRun) start(ctx workflow.Context, summary string, opts workflow.ActivityOptions, fn any, args ...any) workflow.Future {
+	opts.Summary = summary
+	if opts.StartToCloseTimeout == 0 {
+		opts.StartToCloseTimeout = w.in.Config.CallTimeout
+	}
+	if w.in.Config.Pinned && w.st.PinnedQueue != "" {
+		opts.TaskQueue = w.st.PinnedQueue
+		opts.ScheduleToStartTimeout = pinnedScheduleToStart
+	}
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), fn, args...)
+}
+
+func oneAttempt() workflow.ActivityOptions {
+	return workflow.ActivityOptions{RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1}}
+}
+
+// retry is the cancel backoff of spec §2.6: poll_interval × 2^n capped at
+// max_poll_backoff; attempts 0 = forever.
+func retry(cfg TaskConfig, attempts int32) workflow.ActivityOptions {
+	return workflow.ActivityOptions{RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: cfg.Timing.PollInterval, BackoffCoefficient: 2,
+		MaximumInterval: cfg.Timing.MaxPollBackoff, MaximumAttempts: attempts,
+	}}
+}
+
+// pollForever retries the poll activity without limit; the activity sets
+// every retry delay itself (NextRetryDelay).
+func pollForever(cfg TaskConfig) workflow.ActivityOptions {
+	return workflow.ActivityOptions{RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: cfg.Timing.PollInterval, BackoffCoefficient: 2,
+		MaximumInterval: cfg.Timing.MaxPollBackoff, MaximumAttempts: 0,
+		NonRetryableErrorTypes: []string{ErrTypeProtocol},
+	}}
+}
+
+// retryDelay reports whether err is an activity's retryable failure of
+// our own types, and the delay it asked for.
+func retryDelay(err error) (time.Duration, bool) {
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || ae.NonRetryable() {
+		return 0, false
+	}
+	switch ae.Type() {
+	case ErrTypePollUnchanged, ErrTypePollError, ErrTypeCancelPending:
+		return ae.NextRetryDelay(), true
+	}
+	return 0, false
+}
+
+// appMessage unwraps an activity error to the application error inside.
+func appMessage(err error) error {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return temporal.NewNonRetryableApplicationError(ae.Message(), ae.Type(), nil)
+	}
+	return err
+}

@@ -1,0 +1,92 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Names of the task workflow and its messages. Operators use them from the
+// CLI: `temporal workflow signal --workflow-id mcp-task-… --name cancel`.
+const (
+	TaskWorkflowName = "TaskWorkflow"
+	UpdateSubmit     = "submit"
+	SignalCancel     = "cancel"
+	QueryState       = "state"
+)
+
+// Application error types the task workflow and its activities use.
+const (
+	ErrTypeProtocol      = "McpTaskProtocolError"    // permanent: the task fails
+	ErrTypeDuplicate     = "DuplicateRemoteTask"     // the remote handle is already tracked
+	ErrTypeSubmit        = "McpTaskSubmitFailed"     // the remote submit failed; nothing to track
+	ErrTypePollUnchanged = "McpTaskPollUnchanged"    // benign: retry-driven wait between polls
+	ErrTypePollError     = "McpTaskPollError"        // transient poll failure, retried with backoff
+	ErrTypeCancelPending = "McpTaskCancelNotTerminal" // remote cancel not terminal yet
+)
+
+// TaskConfig freezes the mcp_tasks numbers a task runs with.
+type TaskConfig struct {
+	Timing mcpflow.PollTiming
+	Bounds mcpflow.Bounds
+	// CallTimeout bounds one remote call attempt (lease_seconds).
+	CallTimeout time.Duration
+	// Pinned routes the remote calls to the worker process that owns the
+	// stdio session (stdio servers keep task state in their subprocess).
+	Pinned bool
+}
+
+// TaskInput starts a task workflow. Arguments are the agent's submit
+// arguments; request-scoped secrets are never part of it.
+type TaskInput struct {
+	TaskID     string            `json:"task_id"`
+	UserID     string            `json:"user_id"`
+	ThreadID   string            `json:"thread_id"`
+	RunID      *string           `json:"run_id,omitempty"`
+	ToolCallID *string           `json:"tool_call_id,omitempty"`
+	ServerName string            `json:"server_name"`
+	TaskName   string            `json:"task_name"`
+	DriverName string            `json:"driver_name"`
+	DriverData map[string]string `json:"driver_data"`
+	Arguments  map[string]any    `json:"arguments"`
+	Config     TaskConfig        `json:"config"`
+	// State carries a running task across continue-as-new; nil on start.
+	State *TaskState `json:"state,omitempty"`
+}
+
+// TaskState is what the workflow knows about its task; the query "state"
+// returns it.
+type TaskState struct {
+	Submitted         bool             `json:"submitted"`
+	RemoteTaskID      string           `json:"remote_task_id,omitempty"`
+	Snapshot          mcpflow.Snapshot `json:"snapshot"`
+	Fingerprint       string           `json:"fingerprint,omitempty"`
+	ConsecutiveErrors int              `json:"consecutive_errors"`
+	LastPollError     *string          `json:"last_poll_error,omitempty"`
+	LastPolledAt      *time.Time       `json:"last_polled_at,omitempty"`
+	PollCount         int              `json:"poll_count"`
+	CancelRequestedAt *time.Time       `json:"cancel_requested_at,omitempty"`
+	CancelAttempts    int              `json:"cancel_attempts"`
+	LastCancelError   *string          `json:"last_cancel_error,omitempty"`
+	PinnedQueue       string           `json:"pinned_queue,omitempty"`
+	CreatedAt         time.Time        `json:"created_at"`
+	CompletedAt       *time.Time       `json:"completed_at,omitempty"`
+	Runs              int              `json:"runs"` // continue-as-new count
+}
+
+// SubmitResult answers the submit update: the agent-visible handle.
+type SubmitResult struct {
+	TaskID   string         `json:"task_id"`
+	TaskName string         `json:"task_name"`
+	Status   mcpflow.Status `json:"status"`
+	Message  string         `json:"message"`
+}
+
+// SubmitMessage is the message of a successful submit (spec §2.9).
+const SubmitMessage = "Task is running in the background."
+
+// TaskOutcome is the workflow result.
+type TaskOutcome struct {
+	Status mcpflow.Status `json:"status"`
+	Error  *string        `json:"error,omitempty"`
+}

@@ -55,5 +55,8 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## go vet, gofmt, staticcheck and 
 	$(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/...
 
+bench: build ## Benchmarks that compare side by side (tool calls via mcpflow vs direct mcp-go)
+	$(GO) run ./cmd/mcpbench -demo $(BIN)/demo-mcp
+
 clean: ## Remove build output and dev state
 	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp .dev .test.log

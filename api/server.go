@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -23,6 +25,13 @@ type Check struct {
 type Options struct {
 	Auth            *Authenticator
 	Threads         mcpflow.ThreadStore
+	Tools           mcpflow.ToolRuntime // nil: no MCP tool routes
+	Tasks           mcpflow.TaskStore   // nil: no task routes
+	// CancelTask asks the task's workflow to cancel it; EUnavailable when
+	// no worker runs. Nil: cancel answers 503.
+	CancelTask func(ctx context.Context, t *mcpflow.Task) error
+	// DegradedAfterErrors is mcp_tasks.tracking_degraded_after_errors.
+	DegradedAfterErrors int
 	Readiness       []Check
 	ReadyTimeout    time.Duration // per check; default 2 s
 	MCPTasksEnabled func() bool   // whether the task runtime actually started
@@ -34,8 +43,9 @@ type Options struct {
 type Server struct {
 	opts   Options
 	log    *slog.Logger
-	engine *gin.Engine
-	now    func() time.Time
+	engine  *gin.Engine
+	now     func() time.Time
+	threads threadCache
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -70,6 +80,17 @@ func New(opts Options) *Server {
 	user.POST("/threads", s.createThread)
 	user.GET("/threads/:thread_id", s.getThread)
 	user.DELETE("/threads/:thread_id", s.deleteThread)
+	if opts.Tasks != nil {
+		user.GET("/threads/:thread_id/mcp-tasks", s.listTasks)
+		user.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
+		user.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
+	}
+	if opts.Tools != nil {
+		user.GET("/threads/:thread_id/tools", s.listTools)
+		user.POST("/threads/:thread_id/tools/:tool/call", s.callTool)
+		admin := e.Group("/api", s.authenticate, s.requireAdmin)
+		admin.POST("/mcp/cache/reset", s.resetCache)
+	}
 
 	s.engine = e
 	return s
@@ -99,9 +120,7 @@ var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 func (s *Server) requestIDMiddleware(c *gin.Context) {
 	id := c.GetHeader("X-Request-ID")
 	if !requestIDPattern.MatchString(id) {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		id = hex.EncodeToString(b[:])
+		id = newRequestID()
 	}
 	c.Set(ctxRequestID, id)
 	c.Header("X-Request-ID", id)
@@ -109,6 +128,21 @@ func (s *Server) requestIDMiddleware(c *gin.Context) {
 }
 
 func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// Request ids are a random per-process prefix and a counter: unique, cheap
+// (no system call per request), and not guessable across restarts.
+var (
+	requestIDPrefix = func() string {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	requestIDSeq atomic.Uint64
+)
+
+func newRequestID() string {
+	return requestIDPrefix + strconv.FormatUint(requestIDSeq.Add(1)|1<<32, 16)[1:]
+}
 
 // accessLog logs one line per request: the route template (never the raw
 // query or headers, which may carry secrets), status, latency and caller.

@@ -88,6 +88,7 @@ func (s *Server) deleteThread(c *gin.Context) {
 	if !ok {
 		return
 	}
+	s.threads.forget(t.ID)
 	if err := s.opts.Threads.DeleteThread(c.Request.Context(), t.ID, s.now().UTC()); err != nil {
 		s.renderError(c, err)
 		return

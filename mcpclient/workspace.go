@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	mcpflow "github.com/mcpflow/mcpflow"
 )
@@ -37,6 +39,54 @@ var wsThreadDirs = []string{"workspace", "uploads", "outputs"}
 // and safe for concurrent callers. The user-data directory must resolve
 // (symlinks followed) inside the root.
 func PrepareWorkspace(root, userID, threadID string) (*Workspace, error) {
+	key := root + "\x00" + userID + "\x00" + threadID
+	if v, ok := wsPrepared.Load(key); ok {
+		c := v.(*wsCacheEntry)
+		age := time.Since(c.at)
+		if age < wsTrustFor || (age < wsRecheckEvery && c.w.stillIntact()) {
+			return c.w, nil
+		}
+	}
+	w, err := prepareWorkspace(root, userID, threadID)
+	if err != nil {
+		return nil, err
+	}
+	wsPrepared.Store(key, &wsCacheEntry{w: w, at: time.Now()})
+	return w, nil
+}
+
+// wsPrepared caches prepared workspaces: a call on a known thread checks
+// three directories instead of redoing every mkdir, symlink resolution and
+// chmod; the full preparation still runs every wsRecheckEvery.
+var wsPrepared sync.Map // key → *wsCacheEntry
+
+const (
+	wsTrustFor     = time.Second     // reuse without any check
+	wsRecheckEvery = 5 * time.Second // then check three directories; after this, prepare again
+)
+
+type wsCacheEntry struct {
+	w  *Workspace
+	at time.Time
+}
+
+// stillIntact reports whether the workspace directory and its private
+// .mcp/tmp are still real directories with the expected modes.
+func (w *Workspace) stillIntact() bool {
+	fi, err := os.Lstat(w.Dir)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	for _, d := range []string{filepath.Join(w.Dir, wsReservedDir), w.TempDir} {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			return false
+		}
+	}
+	return true
+}
+
+func prepareWorkspace(root, userID, threadID string) (*Workspace, error) {
 	if err := mcpflow.ValidateID("user_id", userID); err != nil {
 		return nil, err
 	}
@@ -169,6 +219,22 @@ func (w *Workspace) Snapshot() FileSnapshot {
 		return nil
 	})
 	return snap
+}
+
+// ChangedSince returns the regular files under Dir (outside .mcp) whose
+// modification time is not before since, as sorted absolute paths. It is
+// the post-call half of the snapshot diff without a pre-call walk: a file
+// the call created or wrote has an mtime after the call started (callers
+// subtract a small margin for the coarse file-system clock).
+func (w *Workspace) ChangedSince(since time.Time) []string {
+	var out []string
+	for path, st := range w.Snapshot() {
+		if st.mtimeNS >= since.UnixNano() {
+			out = append(out, path)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Changed returns the files created or modified (different mtime_ns or size)

@@ -2,18 +2,26 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/activities"
 	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/store"
 	"github.com/mcpflow/mcpflow/worker"
+	"github.com/mcpflow/mcpflow/workflows"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -49,6 +57,11 @@ type Main struct {
 	DB             *store.DB
 	Temporal       client.Client
 	API            *api.Server
+	MCP            *mcpclient.Runtime
+	Tasks          *worker.TaskClient // nil when mcp_tasks.enabled is false
+
+	taskServers map[string]config.Server // enabled servers with task_toolsets, frozen at start
+	pinned      sdkworker.Worker
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -113,6 +126,9 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 		m.Extensions = ext
 	}
+	if err := m.freezeTaskServers(); err != nil {
+		return &ConfigError{err}
+	}
 	auth, err := api.NewAuthenticator(authConfig(cfg))
 	if err != nil {
 		return &ConfigError{fmt.Errorf("%s: %w", sourceName(cfg), err)}
@@ -137,6 +153,22 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.Temporal = tc
 
+	m.MCP = mcpclient.NewRuntime(mcpclient.Options{
+		ExtensionsPath: extPath,
+		Initial:        m.Extensions,
+		Env:            m.Env,
+		WorkspaceRoot:  cfg.Workspace.Root,
+		Logger:         log,
+	})
+
+	if cfg.MCPTasks.Enabled {
+		m.Tasks = &worker.TaskClient{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Config: m.taskConfig(),
+			Servers: m.taskServers, Logger: log}
+		if m.serves() {
+			m.MCP.SetSubmitter(m.Tasks.Submit)
+		}
+	}
+
 	if m.serves() {
 		if err := m.startHTTP(auth); err != nil {
 			return err
@@ -150,9 +182,15 @@ func (m *Main) Open(ctx context.Context) error {
 
 func (m *Main) startHTTP(auth *api.Authenticator) error {
 	cfg := m.Config
+	var cancelTask func(context.Context, *mcpflow.Task) error
+	if m.Tasks != nil {
+		cancelTask = m.Tasks.CancelTask
+	}
 	m.API = api.New(api.Options{
-		Auth:    auth,
-		Threads: m.DB,
+		CancelTask: cancelTask,
+		Auth:       auth,
+		Threads:    m.DB,
+		Tools:      m.MCP,
 		Readiness: []api.Check{
 			{Name: "database", Check: m.DB.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {
@@ -160,10 +198,10 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 				return err
 			}},
 		},
-		// The durable task runtime arrives with the task workflows; until
-		// then no task runtime is running, whatever mcp_tasks.enabled says.
-		MCPTasksEnabled: func() bool { return false },
-		Logger:          m.Logger,
+		Tasks:               m.DB,
+		DegradedAfterErrors: cfg.MCPTasks.TrackingDegradedAfterErrors,
+		MCPTasksEnabled:     func() bool { return m.Tasks != nil },
+		Logger:              m.Logger,
 	})
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
@@ -202,11 +240,21 @@ func (m *Main) startWorker() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.workerCtx = cancel
 	m.workerDone = make(chan struct{})
-	w := worker.New(m.Temporal, worker.Options{
+	pinnedQueue := m.Config.Temporal.TaskQueue + "@" + processID()
+	acts := &activities.Activities{Driver: &mcpclient.OrdinaryDriver{Call: m.callTaskTool}, Tasks: m.DB, PinnedQueue: pinnedQueue}
+	opts := worker.Options{
 		TaskQueue:               m.Config.Temporal.TaskQueue,
 		MaxConcurrentActivities: m.Config.MCPTasks.MaxConcurrentPolls * 32,
 		StopTimeout:             m.shutdownTimeout() / 2,
-	})
+		Register: func(r sdkworker.Registry) {
+			r.RegisterWorkflow(workflows.TaskWorkflow)
+			r.RegisterActivity(acts)
+		},
+	}
+	w := worker.New(m.Temporal, opts)
+	opts.TaskQueue = pinnedQueue
+	opts.Register = func(r sdkworker.Registry) { r.RegisterActivity(acts) }
+	pinned := worker.New(m.Temporal, opts)
 	go func() {
 		defer close(m.workerDone)
 		if err := worker.WaitForTemporal(ctx, m.Temporal, m.Logger); err != nil {
@@ -225,6 +273,11 @@ func (m *Main) startWorker() {
 		if ctx.Err() != nil {
 			return
 		}
+		if err := pinned.Start(); err != nil {
+			m.fail(fmt.Errorf("start Temporal worker on %s: %w", pinnedQueue, err))
+			return
+		}
+		m.pinned = pinned
 		if err := w.Start(); err != nil {
 			m.fail(fmt.Errorf("start Temporal worker: %w", err))
 			return
@@ -265,6 +318,14 @@ func (m *Main) Close(ctx context.Context) error {
 			<-m.workerDone
 			if m.worker != nil {
 				m.worker.Stop()
+			}
+			if m.pinned != nil {
+				m.pinned.Stop()
+			}
+		}
+		if m.MCP != nil {
+			if err := m.MCP.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close MCP sessions: %w", err))
 			}
 		}
 		if m.Temporal != nil {
@@ -318,3 +379,55 @@ func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
 	return minLevel{h.Handler.WithAttrs(a), h.min}
 }
 func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
+
+// freezeTaskServers applies the start-up rules of spec §2.11: task toolsets
+// need mcp_tasks.enabled, and every task server's connection must build.
+// The servers are frozen: later edits make their tools fail with a restart
+// error instead of silently changing running tasks.
+func (m *Main) freezeTaskServers() error {
+	m.taskServers = map[string]config.Server{}
+	if m.Extensions == nil {
+		return nil
+	}
+	for _, s := range m.Extensions.Servers {
+		if !s.Enabled || len(s.TaskToolsets) == 0 {
+			continue
+		}
+		if !m.Config.MCPTasks.Enabled {
+			return fmt.Errorf("%s: mcpServers.%s.task_toolsets: MCP task_toolsets are configured, so mcp_tasks.enabled=true is required; mcpflow will not silently expose these tools as synchronous calls", m.ExtensionsPath, s.Name)
+		}
+		if err := s.ConnectionProblem(); err != nil {
+			return fmt.Errorf("%s: mcpServers.%s: %w", m.ExtensionsPath, s.Name, err)
+		}
+		m.taskServers[s.Name] = s
+	}
+	return nil
+}
+
+// callTaskTool is the ordinary driver's way to the remote tools: through
+// the runtime, with the server configuration frozen at start-up.
+func (m *Main) callTaskTool(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
+	srv, ok := m.taskServers[server]
+	if !ok {
+		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP server '%s' has no task toolsets in the configuration mcpflow started with; restart mcpflow", server)
+	}
+	return m.MCP.Call(ctx, &srv, tool, userID, threadID, args)
+}
+
+func (m *Main) taskConfig() workflows.TaskConfig {
+	t := m.Config.MCPTasks
+	return workflows.TaskConfig{
+		Timing: mcpflow.PollTiming{PollInterval: t.PollInterval(), InputRequiredInterval: t.InputRequiredPollInterval(),
+			MaxPollBackoff: t.MaxPollBackoff(), DegradedAfterErrors: t.TrackingDegradedAfterErrors},
+		Bounds:      mcpflow.Bounds{MaxResultBytes: t.MaxResultBytes, ResultPreviewMaxChars: t.ResultPreviewMaxChars},
+		CallTimeout: t.Lease(),
+	}
+}
+
+// processID names this worker process's pinned task queue.
+func processID() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

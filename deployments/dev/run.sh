@@ -15,6 +15,7 @@ SEARCH_ATTRS=(McpTaskStatus McpServer McpTaskName McpUserId McpThreadId)
 [ -s "$DEV/user.token" ] || head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DEV/user.token"
 export MCPFLOW_AUTH_ADMIN_TOKENS="$(cat "$DEV/admin.token")"
 export MCPFLOW_AUTH_USERS="demo-user:$(cat "$DEV/user.token")"
+export DEMO_MCP_BIN="$BIN/demo-mcp"   # the stdio server "files" in extensions_config.json
 
 pids=()
 stopping=0

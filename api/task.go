@@ -1,0 +1,164 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/mcpflow/mcpflow"
+)
+
+// taskItem is a task list item (spec §2.10). Every field is present;
+// absent values are null.
+type taskItem struct {
+	TaskID           string         `json:"task_id"`
+	TaskName         string         `json:"task_name"`
+	Status           mcpflow.Status `json:"status"`
+	CreatedAt        time.Time      `json:"created_at"`
+	UpdatedAt        time.Time      `json:"updated_at"`
+	Error            *string        `json:"error"`
+	TrackingDegraded bool           `json:"tracking_degraded"`
+	CancelRequested  bool           `json:"cancel_requested"`
+}
+
+// taskDetail adds the detail fields; it never carries the remote id, the
+// driver data or the server name.
+type taskDetail struct {
+	taskItem
+	LastPolledAt             *time.Time        `json:"last_polled_at"`
+	LastPollError            *string           `json:"last_poll_error"`
+	LastCancelError          *string           `json:"last_cancel_error"`
+	CancelAttemptCount       int               `json:"cancel_attempt_count"`
+	NotificationStatus       string            `json:"notification_status"`
+	NotificationError        *string           `json:"notification_error"`
+	NotificationAttemptCount int               `json:"notification_attempt_count"`
+	Result                   any               `json:"result"`
+	ResultPreview            *string           `json:"result_preview"`
+	ResultTruncated          bool              `json:"result_truncated"`
+	ResultArtifact           map[string]string `json:"result_artifact"`
+	InputRequired            map[string]any    `json:"input_required"`
+}
+
+func cut(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := mcpflow.TruncateChars(*s, mcpflow.MaxAPIErrorChars)
+	return &v
+}
+
+func (s *Server) item(t *mcpflow.Task) taskItem {
+	return taskItem{
+		TaskID: t.ID, TaskName: t.TaskName, Status: t.Status,
+		CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(), Error: cut(t.Error),
+		TrackingDegraded: s.opts.DegradedAfterErrors > 0 && t.ConsecutivePollErrorCount >= s.opts.DegradedAfterErrors,
+		CancelRequested:  t.CancelRequestedAt != nil,
+	}
+}
+
+func (s *Server) detail(t *mcpflow.Task) taskDetail {
+	d := taskDetail{
+		taskItem: s.item(t), LastPolledAt: t.LastPolledAt, LastPollError: cut(t.LastPollError),
+		LastCancelError: cut(t.LastCancelError), CancelAttemptCount: t.CancelAttemptCount,
+		NotificationStatus: t.NotificationStatus, NotificationError: cut(t.NotificationError),
+		NotificationAttemptCount: t.NotificationAttemptCount, Result: t.Result, ResultPreview: t.ResultPreview,
+		ResultTruncated: t.ResultTruncated, ResultArtifact: t.ResultArtifact, InputRequired: t.InputRequired,
+	}
+	if d.NotificationStatus == "" {
+		d.NotificationStatus = mcpflow.NotificationNone
+	}
+	return d
+}
+
+func (s *Server) listTasks(c *gin.Context) {
+	t, ok := s.ownedThread(c)
+	if !ok {
+		return
+	}
+	limit := 50
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "limit must be an integer from 1 to 100"))
+			return
+		}
+		limit = n
+	}
+	active := false
+	if v := c.Query("active_only"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "active_only must be true or false"))
+			return
+		}
+		active = b
+	}
+	tasks, err := s.opts.Tasks.ListTasks(c.Request.Context(), mcpflow.TaskFilter{UserID: t.UserID, ThreadID: t.ID, Limit: limit, ActiveOnly: active})
+	if err != nil {
+		s.renderError(c, err)
+		return
+	}
+	items := make([]taskItem, 0, len(tasks))
+	for _, task := range tasks {
+		items = append(items, s.item(task))
+	}
+	c.JSON(http.StatusOK, gin.H{"tasks": items})
+}
+
+// ownedTask loads the route's task for the calling user: another user's
+// task or one of another thread is 404.
+func (s *Server) ownedTask(c *gin.Context) (*mcpflow.Task, bool) {
+	th, ok := s.ownedThread(c)
+	if !ok {
+		return nil, false
+	}
+	task, err := s.opts.Tasks.GetTask(c.Request.Context(), c.Param("task_id"))
+	if err == nil && (task.UserID != th.UserID || task.ThreadID != th.ID) {
+		err = mcpflow.Errorf(mcpflow.ENotFound, "MCP task not found")
+	}
+	if err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			err = mcpflow.Errorf(mcpflow.ENotFound, "MCP task not found")
+		}
+		s.renderError(c, err)
+		return nil, false
+	}
+	return task, true
+}
+
+func (s *Server) getTask(c *gin.Context) {
+	task, ok := s.ownedTask(c)
+	if !ok {
+		return
+	}
+	c.JSON(http.StatusOK, s.detail(task))
+}
+
+func (s *Server) cancelTask(c *gin.Context) {
+	task, ok := s.ownedTask(c)
+	if !ok {
+		return
+	}
+	if task.Status.IsTerminal() {
+		c.JSON(http.StatusConflict, s.detail(task))
+		return
+	}
+	if s.opts.CancelTask == nil {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task service not available"))
+		return
+	}
+	if err := s.opts.CancelTask(c.Request.Context(), task); err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
+			if fresh, gerr := s.opts.Tasks.GetTask(c.Request.Context(), task.ID); gerr == nil {
+				c.JSON(http.StatusConflict, s.detail(fresh))
+				return
+			}
+		}
+		s.renderError(c, err)
+		return
+	}
+	d := s.detail(task)
+	d.CancelRequested = true
+	c.JSON(http.StatusAccepted, d)
+}

@@ -1,0 +1,136 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+	"github.com/mcpflow/mcpflow"
+)
+
+// maxCallBody bounds a tool-call request body.
+const maxCallBody = 4 << 20
+
+// threadForCall returns the route's thread for the calling user, creating
+// it when the user does not have it yet (a tool call on a new thread starts
+// it). Another user's thread is 404, a deleted one 410.
+func (s *Server) threadForCall(c *gin.Context) (*mcpflow.Thread, bool) {
+	p, _ := principal(c)
+	id := c.Param("thread_id")
+	if err := mcpflow.ValidateID("thread_id", id); err != nil {
+		s.renderError(c, err)
+		return nil, false
+	}
+	if owner, ok := s.threads.owner(id, s.now()); ok {
+		if owner != p.UserID {
+			s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "thread not found"))
+			return nil, false
+		}
+		return &mcpflow.Thread{ID: id, UserID: owner}, true
+	}
+	// Read first: the thread nearly always exists, and a read is cheaper
+	// than an insert attempt on every call.
+	t, err := s.opts.Threads.GetThread(c.Request.Context(), id)
+	switch {
+	case err == nil && t.UserID != p.UserID:
+		err = mcpflow.Errorf(mcpflow.ENotFound, "thread not found")
+	case err == nil && t.Deleted():
+		err = mcpflow.Errorf(mcpflow.EGone, "thread was deleted")
+	case mcpflow.ErrorCode(err) == mcpflow.ENotFound:
+		t, _, err = s.opts.Threads.CreateThread(c.Request.Context(), &mcpflow.Thread{ID: id, UserID: p.UserID, CreatedAt: s.now().UTC()})
+	}
+	if err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			err = mcpflow.Errorf(mcpflow.ENotFound, "thread not found")
+		}
+		s.renderError(c, err)
+		return nil, false
+	}
+	s.threads.put(t.ID, t.UserID, s.now())
+	return t, true
+}
+
+type toolsBody struct {
+	Tools        []mcpflow.Tool `json:"tools"`
+	RoutingHints string         `json:"routing_hints"`
+}
+
+func (s *Server) listTools(c *gin.Context) {
+	t, ok := s.threadForCall(c)
+	if !ok {
+		return
+	}
+	tools, err := s.opts.Tools.ListTools(c.Request.Context(), t.UserID, t.ID)
+	if err != nil {
+		s.renderError(c, err)
+		return
+	}
+	if tools == nil {
+		tools = []mcpflow.Tool{}
+	}
+	c.JSON(http.StatusOK, toolsBody{Tools: tools, RoutingHints: s.opts.Tools.RoutingHints(tools)})
+}
+
+type callBody struct {
+	Arguments  json.RawMessage   `json:"arguments"`
+	Secrets    map[string]string `json:"secrets"`
+	RunID      *string           `json:"run_id"`
+	ToolCallID *string           `json:"tool_call_id"`
+}
+
+func (s *Server) callTool(c *gin.Context) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxCallBody))
+	if err != nil {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "request body is too large or unreadable"))
+		return
+	}
+	var req callBody
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "request body must be {\"arguments\": {...}, \"secrets\"?: {...}, \"run_id\"?: s, \"tool_call_id\"?: s}"))
+			return
+		}
+	}
+	var args map[string]any
+	if len(req.Arguments) > 0 && string(req.Arguments) != "null" {
+		if err := json.Unmarshal(req.Arguments, &args); err != nil {
+			s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object"))
+			return
+		}
+	}
+	if req.RunID != nil && (*req.RunID == "" || utf8.RuneCountInString(*req.RunID) > 64) {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "run_id must be 1 to 64 characters"))
+		return
+	}
+	if req.ToolCallID != nil && (*req.ToolCallID == "" || utf8.RuneCountInString(*req.ToolCallID) > 128) {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "tool_call_id must be 1 to 128 characters"))
+		return
+	}
+	t, ok := s.threadForCall(c)
+	if !ok {
+		return
+	}
+	res, err := s.opts.Tools.CallTool(c.Request.Context(), mcpflow.ToolCall{
+		UserID: t.UserID, ThreadID: t.ID, Tool: c.Param("tool"), Arguments: args,
+		Secrets: req.Secrets, RunID: req.RunID, ToolCallID: req.ToolCallID,
+	})
+	if err != nil {
+		s.renderError(c, err)
+		return
+	}
+	if res.Content == nil {
+		res.Content = []json.RawMessage{}
+	}
+	c.JSON(http.StatusOK, res)
+}
+
+func (s *Server) resetCache(c *gin.Context) {
+	s.opts.Tools.ResetCache()
+	s.log.Info("MCP tool cache reset", "request_id", requestID(c))
+	c.JSON(http.StatusOK, gin.H{"success": true, "message": "MCP tools cache reset. Tools will reload on next use."})
+}

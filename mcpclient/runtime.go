@@ -1,0 +1,834 @@
+package mcpclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/config"
+)
+
+// Options configure a Runtime.
+type Options struct {
+	// ExtensionsPath is the extensions_config.json resolved at start-up
+	// ("" = none). Its content signature decides when discovered tools are
+	// stale (spec §3.2).
+	ExtensionsPath string
+	// Initial is the configuration loaded at start-up from ExtensionsPath,
+	// so the first discovery does not read the file again (optional).
+	Initial *config.Extensions
+	// Env resolves $VAR placeholders when the file is re-read (nil:
+	// os.LookupEnv).
+	Env func(string) (string, bool)
+	// WorkspaceRoot is workspace.root: stdio servers run in
+	// <root>/users/<user>/threads/<thread>/user-data/workspace.
+	WorkspaceRoot string
+	// MaxSessions caps pooled stdio sessions (default 256).
+	MaxSessions int
+	Logger      *slog.Logger
+}
+
+// Submitter runs the submit wrapper of a task toolset: it starts the
+// durable task and returns its handle. The task runtime installs one.
+type Submitter func(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, toolset config.TaskToolset) (*mcpflow.ToolResult, error)
+
+// Runtime is the MCP client runtime of one process: lazy, single-flight
+// discovery with a tool cache keyed by the config file's content signature,
+// a pool of stdio sessions per (server, user:thread), and one shared
+// session per SSE/HTTP server. It implements mcpflow.ToolRuntime.
+type Runtime struct {
+	opts Options
+	log  *slog.Logger
+	pool *Pool
+
+	mu        sync.Mutex
+	state     *toolState
+	inflight  *discovery
+	shared    map[string]*sharedSession // by server name
+	submitter Submitter
+	closed    bool
+}
+
+var _ mcpflow.ToolRuntime = (*Runtime)(nil)
+
+// toolState is one published discovery result.
+type toolState struct {
+	ext     *config.Extensions
+	sig     config.Signature // of ExtensionsPath when ext was read (zero if missing)
+	slice   string           // fingerprint of the effective MCP slice
+	tools   []mcpflow.Tool
+	byName  map[string]*toolEntry
+	skipped map[string]string // server → reason
+	loadErr error             // a hard tool-load error (missing task tools)
+	hashed  atomic.Int64      // unix nanos of the last full signature check
+	statted atomic.Int64      // unix nanos of the last stat of the file
+}
+
+// statEvery throttles the freshness check on the call path: a config edit
+// is noticed within this time (and a same-size, same-mtime rewrite within a
+// second), without a system call on every tool call.
+const statEvery = 250 * time.Millisecond
+
+type toolEntry struct {
+	tool    mcpflow.Tool
+	server  *config.Server
+	toolset *config.TaskToolset // set for a submit wrapper
+}
+
+type discovery struct {
+	done  chan struct{}
+	state *toolState
+}
+
+type sharedSession struct {
+	done chan struct{}
+	sess *Session
+	err  error
+}
+
+// NewRuntime returns a runtime; nothing connects until the first use.
+func NewRuntime(o Options) *Runtime {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Env == nil {
+		o.Env = os.LookupEnv
+	}
+	return &Runtime{
+		opts:   o,
+		log:    o.Logger,
+		pool:   NewPool(o.MaxSessions, o.Logger),
+		shared: map[string]*sharedSession{},
+	}
+}
+
+// SetSubmitter installs (or, with nil, removes) the task submitter.
+func (r *Runtime) SetSubmitter(s Submitter) {
+	r.mu.Lock()
+	r.submitter = s
+	r.mu.Unlock()
+}
+
+// Pool returns the stdio session pool (for tests and metrics).
+func (r *Runtime) Pool() *Pool { return r.pool }
+
+// ListTools returns the tools of every enabled, reachable server.
+func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcpflow.Tool, error) {
+	st, err := r.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append([]mcpflow.Tool(nil), st.tools...), nil
+}
+
+// Skipped returns the servers left out of the last discovery and why.
+func (r *Runtime) Skipped(ctx context.Context) (map[string]string, error) {
+	st, err := r.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for k, v := range st.skipped {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// ResetCache drops the discovered tools and closes every pooled and shared
+// session of this process; the next use discovers again.
+func (r *Runtime) ResetCache() {
+	r.mu.Lock()
+	r.state = nil
+	if r.opts.ExtensionsPath != "" {
+		r.opts.Initial = nil // a reset reads the file again
+	}
+	shared := r.shared
+	r.shared = map[string]*sharedSession{}
+	r.mu.Unlock()
+	closeShared(shared)
+	_ = r.pool.CloseAll()
+}
+
+// Close ends every session and kills every stdio child.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.state = nil
+	shared := r.shared
+	r.shared = map[string]*sharedSession{}
+	r.mu.Unlock()
+	closeShared(shared)
+	return r.pool.CloseAll()
+}
+
+func closeShared(m map[string]*sharedSession) {
+	for _, s := range m {
+		go func(s *sharedSession) {
+			<-s.done
+			if s.sess != nil {
+				_ = s.sess.Close()
+			}
+		}(s)
+	}
+}
+
+// tools returns the current tool state, discovering when there is none or
+// when the config's effective MCP slice changed (spec §3.2 [newer]).
+func (r *Runtime) tools(ctx context.Context) (*toolState, error) {
+	for {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return nil, mcpflow.Errorf(mcpflow.EUnavailable, "the MCP runtime is shutting down")
+		}
+		st := r.state
+		if st != nil {
+			r.mu.Unlock()
+			fresh, err := r.checkFresh(st)
+			if err != nil {
+				return nil, err
+			}
+			if fresh {
+				if st.loadErr != nil {
+					return nil, st.loadErr
+				}
+				return st, nil
+			}
+			r.mu.Lock()
+			if r.state == st {
+				r.retireLocked()
+			}
+			r.mu.Unlock()
+			continue
+		}
+		d := r.inflight
+		if d == nil {
+			d = &discovery{done: make(chan struct{})}
+			r.inflight = d
+			r.mu.Unlock()
+			go r.discover(d)
+		} else {
+			r.mu.Unlock()
+		}
+		select {
+		case <-d.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if d.state.loadErr != nil {
+			return nil, d.state.loadErr
+		}
+		return d.state, nil
+	}
+}
+
+// retireLocked drops the published state and its sessions.
+func (r *Runtime) retireLocked() {
+	r.state = nil
+	shared := r.shared
+	r.shared = map[string]*sharedSession{}
+	go func() {
+		closeShared(shared)
+		_ = r.pool.CloseAll()
+	}()
+}
+
+// checkFresh compares the config file with what st was built from. A file
+// that is missing now (or was missing then and still is) keeps serving the
+// last-known-good tools; a changed signature whose effective MCP slice is
+// unchanged adopts the new signature and keeps tools and sessions.
+func (r *Runtime) checkFresh(st *toolState) (bool, error) {
+	path := r.opts.ExtensionsPath
+	if path == "" {
+		return true, nil
+	}
+	nowNS := time.Now().UnixNano()
+	if nowNS-st.statted.Load() < int64(statEvery) {
+		return true, nil
+	}
+	st.statted.Store(nowNS)
+	// A stat is cheap; the full hash runs when mtime or size moved, and
+	// otherwise at most once a second, so a same-size same-second swap is
+	// still seen within a second without hashing on every call.
+	if fi, err := os.Stat(path); err == nil && !st.sig.IsZero() &&
+		fi.Size() == st.sig.Size && fi.ModTime().Equal(st.sig.ModTime) &&
+		time.Since(time.Unix(0, st.hashed.Load())) < time.Second {
+		return true, nil
+	}
+	sig, err := config.FileSignature(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return true, nil
+		}
+		return false, nil // present but unreadable: stale
+	}
+	if !st.sig.IsZero() && sig.Equal(st.sig) {
+		st.hashed.Store(time.Now().UnixNano())
+		return true, nil
+	}
+	ext, err := config.LoadExtensions(path, r.opts.Env)
+	if err != nil {
+		r.log.Error("MCP configuration changed but cannot be loaded; keeping no tools until it is fixed", "path", path, "error", err)
+		return false, nil
+	}
+	if sliceFingerprint(ext) != st.slice {
+		r.log.Info("MCP configuration changed; rediscovering tools", "path", path)
+		return false, nil
+	}
+	r.mu.Lock()
+	if r.state == st {
+		cp := &toolState{ext: ext, sig: sig, slice: st.slice, tools: st.tools, byName: st.byName, skipped: st.skipped, loadErr: st.loadErr}
+		cp.hashed.Store(time.Now().UnixNano())
+		r.state = cp
+	}
+	r.mu.Unlock()
+	return true, nil
+}
+
+// sliceFingerprint hashes the enabled servers' parsed config in
+// declaration order plus mcpInterceptors, with the transport alias
+// normalized away, so presentation-neutral edits (skills, middlewares) keep
+// the cache.
+func sliceFingerprint(ext *config.Extensions) string {
+	type entry struct {
+		Server config.Server
+		Extra  json.RawMessage
+	}
+	var servers []entry
+	for _, s := range ext.Servers {
+		if !s.Enabled {
+			continue
+		}
+		cp := s
+		var extra json.RawMessage
+		if s.Extra != nil {
+			o := s.Extra.Clone()
+			o.Delete("transport")
+			extra, _ = o.MarshalJSON()
+		}
+		cp.Extra = nil
+		servers = append(servers, entry{Server: cp, Extra: extra})
+	}
+	b, err := json.Marshal(struct {
+		Servers      []entry
+		Interceptors []string
+	}{servers, ext.MCPInterceptors})
+	if err != nil {
+		return "unmarshalable:" + err.Error()
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// discover loads the config if needed, lists every enabled server's tools
+// concurrently (each bounded by its session_init_timeout) and publishes the
+// result if the config did not change meanwhile.
+func (r *Runtime) discover(d *discovery) {
+	st := &toolState{byName: map[string]*toolEntry{}, skipped: map[string]string{}}
+	defer func() {
+		r.mu.Lock()
+		if r.inflight == d {
+			r.inflight = nil
+		}
+		if !r.closed {
+			r.state = st
+		}
+		r.mu.Unlock()
+		d.state = st
+		close(d.done)
+	}()
+
+	r.mu.Lock()
+	ext, sig := r.opts.Initial, config.Signature{}
+	if r.opts.ExtensionsPath != "" {
+		r.opts.Initial = nil // used once
+	}
+	r.mu.Unlock()
+	if r.opts.ExtensionsPath != "" && ext == nil {
+		s, err := config.FileSignature(r.opts.ExtensionsPath)
+		if err == nil {
+			sig = s
+		}
+		loaded, err := config.LoadExtensions(r.opts.ExtensionsPath, r.opts.Env)
+		switch {
+		case err == nil:
+			ext = loaded
+		case errors.Is(err, os.ErrNotExist):
+			ext = nil
+		default:
+			r.log.Error("cannot load the MCP configuration; serving no MCP tools", "path", r.opts.ExtensionsPath, "error", err)
+			ext = nil
+		}
+	}
+	// With the start-up configuration the signature stays zero: that
+	// configuration was read before this runtime existed, and the file may
+	// have changed since. The first freshness check then reads the file
+	// once and compares the MCP slice.
+	if ext == nil {
+		ext = &config.Extensions{}
+	}
+	st.ext, st.sig, st.slice = ext, sig, sliceFingerprint(ext)
+	st.hashed.Store(time.Now().UnixNano())
+
+	type found struct {
+		tools []mcp.Tool
+		err   error
+	}
+	results := make([]found, len(ext.Servers))
+	var wg sync.WaitGroup
+	for i := range ext.Servers {
+		srv := &ext.Servers[i]
+		if !srv.Enabled {
+			continue
+		}
+		if err := srv.ConnectionProblem(); err != nil {
+			st.skipped[srv.Name] = err.Error()
+			r.log.Warn("skipping MCP server", "server", srv.Name, "reason", err.Error())
+			continue
+		}
+		wg.Add(1)
+		go func(i int, srv *config.Server) {
+			defer wg.Done()
+			tools, err := r.discoverServer(srv)
+			results[i] = found{tools, err}
+		}(i, srv)
+	}
+	wg.Wait()
+
+	for i := range ext.Servers {
+		srv := &ext.Servers[i]
+		if !srv.Enabled || st.skipped[srv.Name] != "" {
+			continue
+		}
+		res := results[i]
+		if res.err != nil {
+			var reason string
+			if mcpflow.ErrorCode(res.err) == mcpflow.ETimeout {
+				d, _ := srv.SessionInitTimeoutDuration()
+				reason = fmt.Sprintf("Skipping MCP server '%s' after tool discovery timed out (%.1fs)", srv.Name, d.Seconds())
+			} else {
+				reason = fmt.Sprintf("Skipping MCP server '%s' after tool discovery failed: %s", srv.Name, mcpflow.ErrorMessage(res.err))
+			}
+			st.skipped[srv.Name] = reason
+			r.log.Warn(reason, "server", srv.Name, "error", res.err)
+			continue
+		}
+		if err := r.addServerTools(st, srv, res.tools); err != nil {
+			st.loadErr = err
+			r.log.Error("MCP tool loading failed", "server", srv.Name, "error", err)
+		}
+	}
+}
+
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// addServerTools applies prefixing, name validation, routing and the task
+// toolset rules (submit wrapped, status and cancel hidden) to one server's
+// tools.
+func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.Tool) error {
+	raw := map[string]bool{}
+	for _, t := range tools {
+		raw[t.Name] = true
+	}
+	submit := map[string]*config.TaskToolset{}
+	hidden := map[string]bool{}
+	var missing []string
+	for i := range srv.TaskToolsets {
+		ts := &srv.TaskToolsets[i]
+		for _, n := range []string{ts.SubmitTool, ts.StatusTool, ts.CancelTool} {
+			if !raw[n] {
+				missing = append(missing, n)
+			}
+		}
+		submit[ts.SubmitTool] = ts
+		hidden[ts.StatusTool] = true
+		hidden[ts.CancelTool] = true
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return mcpflow.Errorf(mcpflow.EUnavailable, "MCP server '%s' task_toolsets reference missing raw tool(s): %s", srv.Name, strings.Join(missing, ", "))
+	}
+	for _, t := range tools {
+		if hidden[t.Name] {
+			continue
+		}
+		name := t.Name
+		if srv.ToolNamePrefix {
+			name = srv.Name + "_" + t.Name
+		}
+		if !toolNamePattern.MatchString(name) {
+			r.log.Warn("dropping MCP tool with an invalid name", "server", srv.Name, "tool", t.Name)
+			continue
+		}
+		if prev, dup := st.byName[name]; dup {
+			r.log.Warn("dropping MCP tool whose visible name is already taken", "server", srv.Name, "tool", t.Name, "taken_by", prev.tool.Server)
+			continue
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if t.RawInputSchema != nil {
+			schema, err = t.RawInputSchema, nil
+		}
+		if err != nil || len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		tool := mcpflow.Tool{
+			Name: name, Description: t.Description, InputSchema: schema,
+			Server: srv.Name, OriginalName: t.Name,
+		}
+		if rt := srv.EffectiveRouting(t.Name); rt.Mode != "" && rt.Mode != config.RoutingOff {
+			tool.Routing = &mcpflow.Routing{Mode: rt.Mode, Priority: rt.Priority, Keywords: append([]string{}, rt.Keywords...)}
+		}
+		entry := &toolEntry{server: srv}
+		if ts := submit[t.Name]; ts != nil {
+			n := ts.Name
+			tool.TaskToolset = &n
+			tool.Description = submitDescription(t.Description, ts.Name)
+			entry.toolset = ts
+		}
+		entry.tool = tool
+		st.byName[name] = entry
+		st.tools = append(st.tools, tool)
+	}
+	return nil
+}
+
+// submitDescription appends the durable-task sentence of spec §2.9.
+func submitDescription(orig, name string) string {
+	s := fmt.Sprintf("Submitted as durable background task '%s'; returns an mcpflow task ID immediately and status polling is handled automatically.", name)
+	if strings.TrimSpace(orig) == "" {
+		return s
+	}
+	return orig + "\n\n" + s
+}
+
+// discoverServer lists one server's tools: stdio through a short-lived
+// process in a discovery directory, SSE/HTTP through the shared session.
+func (r *Runtime) discoverServer(srv *config.Server) ([]mcp.Tool, error) {
+	ctx := context.Background()
+	if d, ok := srv.SessionInitTimeoutDuration(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	if srv.Type == config.TransportStdio {
+		dir, env, err := r.discoveryDir()
+		if err != nil {
+			return nil, err
+		}
+		sess, err := Dial(ctx, srv, DialOptions{Dir: dir, Env: env, Logger: r.log})
+		if err != nil {
+			return nil, err
+		}
+		defer sess.Close()
+		return r.listWithin(ctx, srv, sess)
+	}
+	sess, err := r.sharedSession(ctx, srv)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := r.listWithin(ctx, srv, sess)
+	if err != nil && sharedBroken(err) {
+		r.dropShared(srv.Name, sess)
+	}
+	return tools, err
+}
+
+func (r *Runtime) listWithin(ctx context.Context, srv *config.Server, sess *Session) ([]mcp.Tool, error) {
+	tools, err := sess.ListTools(ctx)
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
+		d, _ := srv.SessionInitTimeoutDuration()
+		return nil, mcpflow.Errorf(mcpflow.ETimeout, "MCP tool discovery for server '%s' timed out after %.1fs", srv.Name, d.Seconds())
+	}
+	return tools, err
+}
+
+func (r *Runtime) discoveryDir() (string, map[string]string, error) {
+	root := r.opts.WorkspaceRoot
+	if root == "" {
+		root = os.TempDir()
+	}
+	dir := filepath.Join(root, ".discovery")
+	tmp := filepath.Join(dir, ".mcp", "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return "", nil, fmt.Errorf("create discovery directory: %w", err)
+	}
+	return dir, map[string]string{"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}, nil
+}
+
+// sharedSession returns the process-wide session of an SSE/HTTP server,
+// dialling it once (single-flight).
+func (r *Runtime) sharedSession(ctx context.Context, srv *config.Server) (*Session, error) {
+	r.mu.Lock()
+	s := r.shared[srv.Name]
+	if s != nil && s.lost() {
+		// The transport went away (an SSE stream closed when the server
+		// stopped): reconnect instead of reusing a dead session forever.
+		delete(r.shared, srv.Name)
+		go func(sess *Session) { _ = sess.Close() }(s.sess)
+		s = nil
+	}
+	if s == nil {
+		s = &sharedSession{done: make(chan struct{})}
+		r.shared[srv.Name] = s
+		r.mu.Unlock()
+		go func() {
+			dctx := context.Background()
+			if d, ok := srv.SessionInitTimeoutDuration(); ok {
+				var cancel context.CancelFunc
+				dctx, cancel = context.WithTimeout(dctx, d)
+				defer cancel()
+			}
+			s.sess, s.err = Dial(dctx, srv, DialOptions{Logger: r.log})
+			if s.err != nil {
+				r.mu.Lock()
+				if r.shared[srv.Name] == s {
+					delete(r.shared, srv.Name)
+				}
+				r.mu.Unlock()
+			}
+			close(s.done)
+		}()
+	} else {
+		r.mu.Unlock()
+	}
+	select {
+	case <-s.done:
+		return s.sess, s.err
+	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			d, _ := srv.SessionInitTimeoutDuration()
+			return nil, mcpflow.Errorf(mcpflow.ETimeout, "MCP session initialization for server '%s' timed out after %.1fs", srv.Name, d.Seconds())
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// lost reports whether s finished dialling and its transport is gone since.
+func (s *sharedSession) lost() bool {
+	select {
+	case <-s.done:
+	default:
+		return false
+	}
+	if s.sess == nil {
+		return false
+	}
+	select {
+	case <-s.sess.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// sharedBroken reports whether a failed call on a shared SSE/HTTP session
+// should retire it: a disconnect, or any other upstream failure (a server
+// that restarted may answer an unknown session id with a plain 400, as the
+// TypeScript SDK's servers do). Timeouts, rejected arguments and unknown
+// tools keep it. The failed call is never replayed; the next one redials.
+func sharedBroken(err error) bool {
+	return IsDisconnect(err) || mcpflow.ErrorCode(err) == mcpflow.EUpstream
+}
+
+// dropShared forgets a shared session after a real disconnect, if it is
+// still the registered one.
+func (r *Runtime) dropShared(server string, sess *Session) {
+	r.mu.Lock()
+	s := r.shared[server]
+	if s != nil && s.sess == sess {
+		delete(r.shared, server)
+	} else {
+		s = nil
+	}
+	r.mu.Unlock()
+	if s != nil {
+		_ = sess.Close()
+	}
+}
+
+// CallTool routes a call to the server that produced the tool.
+func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
+	st, err := r.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e := st.byName[call.Tool]
+	if e == nil {
+		return nil, mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
+	}
+	args := call.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	if e.toolset != nil {
+		r.mu.Lock()
+		sub := r.submitter
+		r.mu.Unlock()
+		if sub == nil {
+			return ToolError("The MCP task runtime is not initialized. Run this tool through mcpflow with mcp_tasks.enabled=true and a running worker."), nil
+		}
+		call.Arguments = args
+		return sub(ctx, call, e.tool, *e.toolset)
+	}
+	res, err := r.Call(ctx, e.server, e.tool.OriginalName, call.UserID, call.ThreadID, args)
+	if err != nil {
+		return nil, err
+	}
+	return ConvertResult(res)
+}
+
+// Call invokes a raw tool on srv for a user's thread: stdio through the
+// pooled session of (server, user:thread) in the thread's workspace with
+// path translation, SSE/HTTP through the shared session. Task activities
+// use it for submit/status/cancel.
+func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
+	if srv.Type == config.TransportStdio {
+		ws, err := PrepareWorkspace(r.workspaceRoot(), userID, threadID)
+		if err != nil {
+			return nil, err
+		}
+		// Files this call writes have an mtime after this instant; the margin
+		// covers the kernel's coarse file timestamps (one jiffy).
+		started := time.Now().Add(-20 * time.Millisecond)
+		key := PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
+		dial := func(dctx context.Context) (*Session, error) {
+			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log})
+		}
+		res, err := r.pool.Call(ctx, key, dial, tool, args, nil)
+		if err != nil {
+			return nil, err
+		}
+		serverCwd := ws.Dir
+		if srv.Cwd != "" {
+			serverCwd = srv.Cwd
+		}
+		var changed []string
+		if hasText(res) {
+			changed = ws.ChangedSince(started)
+		}
+		ws.TranslateResult(res, serverCwd, changed)
+		return res, nil
+	}
+	sess, err := r.sharedSession(ctx, srv)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sess.CallTool(ctx, tool, args, nil)
+	if err != nil && sharedBroken(err) {
+		r.dropShared(srv.Name, sess)
+	}
+	return res, err
+}
+
+func (r *Runtime) workspaceRoot() string {
+	if r.opts.WorkspaceRoot != "" {
+		return r.opts.WorkspaceRoot
+	}
+	return filepath.Join(".mcpflow", "workspace")
+}
+
+func hasText(res *mcp.CallToolResult) bool {
+	for _, c := range res.Content {
+		if _, ok := c.(mcp.TextContent); ok {
+			return true
+		}
+		if _, ok := c.(*mcp.TextContent); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ToolError is a tool-level error result with one text block: what a
+// refused call inside the tool layer returns (HTTP 200, is_error true).
+func ToolError(msg string) *mcpflow.ToolResult {
+	b, _ := json.Marshal(mcp.NewTextContent(msg))
+	return &mcpflow.ToolResult{Content: []json.RawMessage{b}, IsError: true}
+}
+
+// ConvertResult turns an mcp-go result into the API's shape: content
+// blocks as JSON objects, structured content as decoded JSON.
+func ConvertResult(res *mcp.CallToolResult) (*mcpflow.ToolResult, error) {
+	out := &mcpflow.ToolResult{Content: []json.RawMessage{}, IsError: res.IsError}
+	for _, c := range res.Content {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode MCP content: %w", err)
+		}
+		out.Content = append(out.Content, b)
+	}
+	switch {
+	case len(res.RawStructuredContent) > 0 && string(res.RawStructuredContent) != "null":
+		var v any
+		if err := json.Unmarshal(res.RawStructuredContent, &v); err == nil {
+			out.StructuredContent = v
+		}
+	case res.StructuredContent != nil:
+		out.StructuredContent = res.StructuredContent
+	}
+	return out, nil
+}
+
+// RoutingHints renders the <mcp_routing_hints> prompt section (spec §3.9)
+// from tools whose routing mode is prefer and that have keywords, by
+// priority (highest first) then tool name; "" when there are none.
+func (r *Runtime) RoutingHints(tools []mcpflow.Tool) string { return RoutingHints(tools) }
+
+// RoutingHints is the function behind Runtime.RoutingHints.
+func RoutingHints(tools []mcpflow.Tool) string {
+	var hinted []mcpflow.Tool
+	for _, t := range tools {
+		if t.Routing != nil && t.Routing.Mode == config.RoutingPrefer && len(t.Routing.Keywords) > 0 {
+			hinted = append(hinted, t)
+		}
+	}
+	if len(hinted) == 0 {
+		return ""
+	}
+	sort.SliceStable(hinted, func(i, j int) bool {
+		if hinted[i].Routing.Priority != hinted[j].Routing.Priority {
+			return hinted[i].Routing.Priority > hinted[j].Routing.Priority
+		}
+		return hinted[i].Name < hinted[j].Name
+	})
+	var b strings.Builder
+	b.WriteString("<mcp_routing_hints>\n")
+	for _, t := range hinted {
+		kw := make([]string, len(t.Routing.Keywords))
+		for i, k := range t.Routing.Keywords {
+			kw[i] = htmlEscape(k)
+		}
+		fmt.Fprintf(&b, "When the user's request involves %s: prefer the `%s` tool.\n", joinOr(kw), htmlEscape(t.Name))
+	}
+	b.WriteString("</mcp_routing_hints>")
+	return b.String()
+}
+
+func joinOr(items []string) string {
+	switch len(items) {
+	case 1:
+		return items[0]
+	case 2:
+		return items[0] + " or " + items[1]
+	default:
+		return strings.Join(items[:len(items)-1], ", ") + ", or " + items[len(items)-1]
+	}
+}
+
+var htmlReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#x27;")
+
+func htmlEscape(s string) string { return htmlReplacer.Replace(s) }

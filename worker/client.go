@@ -1,0 +1,160 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/workflows"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+// TaskClient is the client side of durable tasks: it starts a task
+// workflow with its submit update (update-with-start) and returns once the
+// remote submit succeeded and the row is persisted, and it sends cancel
+// requests.
+type TaskClient struct {
+	Client    client.Client
+	TaskQueue string
+	// Config is the frozen mcp_tasks configuration every task runs with
+	// (Pinned is set per task from its server's transport).
+	Config workflows.TaskConfig
+	// Servers are the servers with task toolsets as frozen at start-up.
+	Servers map[string]config.Server
+	Logger  *slog.Logger
+}
+
+// Submit starts the durable task behind a submit wrapper tool and answers
+// with {task_id, task_name, status, message} only. Request-scoped secrets
+// are not passed to the workflow, so they never reach Temporal history.
+func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, ts config.TaskToolset) (*mcpflow.ToolResult, error) {
+	srv, ok := c.Servers[tool.Server]
+	if !ok {
+		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task-enabled server configuration changed after mcpflow started (%s); restart mcpflow before using durable task tools", tool.Server)
+	}
+	taskID := mcpflow.NewTaskID()
+	req := mcpflow.SubmitRequest{UserID: call.UserID, ThreadID: call.ThreadID, RunID: call.RunID, ToolCallID: call.ToolCallID,
+		ServerName: tool.Server, TaskName: ts.Name, Arguments: call.Arguments, LocalTaskID: taskID,
+		DriverData: map[string]string{mcpflow.DriverDataSubmitTool: ts.SubmitTool, mcpflow.DriverDataStatusTool: ts.StatusTool, mcpflow.DriverDataCancelTool: ts.CancelTool}}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	cfg := c.Config
+	cfg.Pinned = srv.Type == config.TransportStdio
+	in := workflows.TaskInput{TaskID: taskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
+		ServerName: req.ServerName, TaskName: req.TaskName, DriverName: mcpflow.DriverOrdinary, DriverData: req.DriverData,
+		Arguments: req.Arguments, Config: cfg}
+	op := c.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       taskID,
+		TaskQueue:                c.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.SearchAttrTaskStatus.ValueSet(string(mcpflow.StatusSubmitted)),
+			workflows.SearchAttrServer.ValueSet(req.ServerName),
+			workflows.SearchAttrTaskName.ValueSet(req.TaskName),
+			workflows.SearchAttrUserID.ValueSet(req.UserID),
+			workflows.SearchAttrThreadID.ValueSet(req.ThreadID),
+		),
+		Memo:          map[string]any{"task_name": req.TaskName, "server": req.ServerName},
+		StaticSummary: fmt.Sprintf("MCP task %s on %s", req.TaskName, req.ServerName),
+	}, workflows.TaskWorkflowName, in)
+	h, err := c.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: op,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateSubmit, UpdateID: taskID,
+			WaitForStage: client.WorkflowUpdateStageCompleted},
+	})
+	var res workflows.SubmitResult
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// The caller went away: the task may still be submitted and
+			// persisted by its workflow, and nobody would learn its id, so
+			// ask the workflow to cancel it (best effort).
+			c.goneCaller(taskID)
+		}
+		return submitError(err, ctx)
+	}
+	b, _ := json.Marshal(res)
+	text, _ := json.Marshal(mcp.NewTextContent(string(b)))
+	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res}, nil
+}
+
+func (c *TaskClient) goneCaller(taskID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := c.Client.SignalWorkflow(ctx, taskID, "", workflows.SignalCancel, "the submitting caller went away")
+	if err != nil && c.Logger != nil {
+		var nf *serviceerror.NotFound
+		if !errors.As(err, &nf) {
+			c.Logger.Warn("could not cancel a task whose submitter went away", "task_id", taskID, "error", err)
+		}
+	}
+}
+
+// submitError maps a failed submit to what the agent sees: a refused or
+// failed remote submit is a tool error (200, is_error); a duplicate remote
+// handle is 409; a missing worker or Temporal is 503.
+func submitError(err error, ctx context.Context) (*mcpflow.ToolResult, error) {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		switch ae.Type() {
+		case workflows.ErrTypeDuplicate:
+			return nil, mcpflow.Errorf(mcpflow.EConflict, "%s", ae.Message())
+		case workflows.ErrTypeSubmit, workflows.ErrTypeProtocol, "PersistFailed":
+			return toolError(ae.Message()), nil
+		}
+		return toolError(ae.Message()), nil
+	}
+	if ctx.Err() != nil {
+		return nil, &mcpflow.Error{Code: mcpflow.ETimeout, Message: "the task submission did not finish before the request ended", Err: err}
+	}
+	return nil, &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "the durable task runtime is unavailable", Err: err}
+}
+
+func toolError(msg string) *mcpflow.ToolResult {
+	b, _ := json.Marshal(mcp.NewTextContent(msg))
+	return &mcpflow.ToolResult{Content: []json.RawMessage{b}, IsError: true}
+}
+
+// CancelTask asks a task's workflow to cancel it. It answers EUnavailable
+// when no worker polls the task queue (a cancel is never acknowledged
+// without a worker to perform it).
+func (c *TaskClient) CancelTask(ctx context.Context, t *mcpflow.Task) error {
+	ok, err := c.WorkersAvailable(ctx)
+	if err != nil {
+		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot reach Temporal to cancel the task", Err: err}
+	}
+	if !ok {
+		return mcpflow.Errorf(mcpflow.EUnavailable, "no mcpflow worker is running to perform the cancellation; try again when one is")
+	}
+	if err := c.Client.SignalWorkflow(ctx, t.ID, "", workflows.SignalCancel, "cancel requested through the API"); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return mcpflow.Errorf(mcpflow.EConflict, "the task already finished")
+		}
+		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot reach Temporal to cancel the task", Err: err}
+	}
+	return nil
+}
+
+// WorkersAvailable reports whether some worker polled the task queue's
+// workflow tasks recently.
+func (c *TaskClient) WorkersAvailable(ctx context.Context) (bool, error) {
+	resp, err := c.Client.DescribeTaskQueue(ctx, c.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil {
+		return false, err
+	}
+	return len(resp.GetPollers()) > 0, nil
+}

@@ -23,26 +23,26 @@ type Check struct {
 
 // Options are the dependencies of the API server.
 type Options struct {
-	Auth            *Authenticator
-	Threads         mcpflow.ThreadStore
-	Tools           mcpflow.ToolRuntime // nil: no MCP tool routes
-	Tasks           mcpflow.TaskStore   // nil: no task routes
+	Auth    *Authenticator
+	Threads mcpflow.ThreadStore
+	Tools   mcpflow.ToolRuntime // nil: no MCP tool routes
+	Tasks   mcpflow.TaskStore   // nil: no task routes
 	// CancelTask asks the task's workflow to cancel it; EUnavailable when
 	// no worker runs. Nil: cancel answers 503.
 	CancelTask func(ctx context.Context, t *mcpflow.Task) error
 	// DegradedAfterErrors is mcp_tasks.tracking_degraded_after_errors.
 	DegradedAfterErrors int
-	Readiness       []Check
-	ReadyTimeout    time.Duration // per check; default 2 s
-	MCPTasksEnabled func() bool   // whether the task runtime actually started
-	Logger          *slog.Logger
-	Now             func() time.Time
+	Readiness           []Check
+	ReadyTimeout        time.Duration // per check; default 2 s
+	MCPTasksEnabled     func() bool   // whether the task runtime actually started
+	Logger              *slog.Logger
+	Now                 func() time.Time
 }
 
 // Server is the HTTP API.
 type Server struct {
-	opts   Options
-	log    *slog.Logger
+	opts    Options
+	log     *slog.Logger
 	engine  *gin.Engine
 	now     func() time.Time
 	threads threadCache

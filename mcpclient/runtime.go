@@ -124,7 +124,20 @@ func (r *Runtime) SetSubmitter(s Submitter) {
 }
 
 // Pool returns the stdio session pool (for tests and metrics).
-func (r *Runtime) Pool() *Pool { return r.pool }
+func (r *Runtime) Pool() *Pool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pool
+}
+
+// swapPoolLocked installs a fresh pool and returns the old one, which the
+// caller closes after unlocking: sessions created after a retirement live
+// in the new pool, so closing the old one can never kill them.
+func (r *Runtime) swapPoolLocked() *Pool {
+	old := r.pool
+	r.pool = NewPool(r.opts.MaxSessions, r.log)
+	return old
+}
 
 // ListTools returns the tools of every enabled, reachable server.
 func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcpflow.Tool, error) {
@@ -158,9 +171,10 @@ func (r *Runtime) ResetCache() {
 	}
 	shared := r.shared
 	r.shared = map[string]*sharedSession{}
+	old := r.swapPoolLocked()
 	r.mu.Unlock()
 	closeShared(shared)
-	_ = r.pool.CloseAll()
+	_ = old.CloseAll()
 }
 
 // Close ends every session and kills every stdio child.
@@ -170,9 +184,10 @@ func (r *Runtime) Close() error {
 	r.state = nil
 	shared := r.shared
 	r.shared = map[string]*sharedSession{}
+	pool := r.pool
 	r.mu.Unlock()
 	closeShared(shared)
-	return r.pool.CloseAll()
+	return pool.CloseAll()
 }
 
 func closeShared(m map[string]*sharedSession) {
@@ -241,9 +256,10 @@ func (r *Runtime) retireLocked() {
 	r.state = nil
 	shared := r.shared
 	r.shared = map[string]*sharedSession{}
+	old := r.swapPoolLocked()
 	go func() {
 		closeShared(shared)
-		_ = r.pool.CloseAll()
+		_ = old.CloseAll()
 	}()
 }
 
@@ -708,7 +724,7 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 		dial := func(dctx context.Context) (*Session, error) {
 			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log})
 		}
-		res, err := r.pool.Call(ctx, key, dial, tool, args, nil)
+		res, err := r.Pool().Call(ctx, key, dial, tool, args, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -42,8 +42,7 @@ func PrepareWorkspace(root, userID, threadID string) (*Workspace, error) {
 	key := root + "\x00" + userID + "\x00" + threadID
 	if v, ok := wsPrepared.Load(key); ok {
 		c := v.(*wsCacheEntry)
-		age := time.Since(c.at)
-		if age < wsTrustFor || (age < wsRecheckEvery && c.w.stillIntact()) {
+		if time.Since(c.at) < wsRecheckEvery && c.w.stillIntact() {
 			return c.w, nil
 		}
 	}
@@ -60,10 +59,9 @@ func PrepareWorkspace(root, userID, threadID string) (*Workspace, error) {
 // chmod; the full preparation still runs every wsRecheckEvery.
 var wsPrepared sync.Map // key → *wsCacheEntry
 
-const (
-	wsTrustFor     = time.Second     // reuse without any check
-	wsRecheckEvery = 5 * time.Second // then check three directories; after this, prepare again
-)
+// wsRecheckEvery bounds how long a cached workspace is reused with only the
+// three-directory check; after it, the full preparation runs again.
+const wsRecheckEvery = 5 * time.Second
 
 type wsCacheEntry struct {
 	w  *Workspace

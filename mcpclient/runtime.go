@@ -55,12 +55,13 @@ type Runtime struct {
 	log  *slog.Logger
 	pool *Pool
 
-	mu        sync.Mutex
-	state     *toolState
-	inflight  *discovery
-	shared    map[string]*sharedSession // by server name
-	submitter Submitter
-	closed    bool
+	mu         sync.Mutex
+	state      *toolState
+	inflight   *discovery
+	shared     map[string]*sharedSession // by server name
+	submitter  Submitter
+	background BackgroundTasks
+	closed     bool
 }
 
 var _ mcpflow.ToolRuntime = (*Runtime)(nil)
@@ -145,7 +146,11 @@ func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcp
 	if err != nil {
 		return nil, err
 	}
-	return append([]mcpflow.Tool(nil), st.tools...), nil
+	tools := append([]mcpflow.Tool(nil), st.tools...)
+	if r.backgroundTasks() != nil {
+		tools = append(tools, builtinTools()...)
+	}
+	return tools, nil
 }
 
 // Skipped returns the servers left out of the last discovery and why.
@@ -684,6 +689,9 @@ func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow
 	}
 	e := st.byName[call.Tool]
 	if e == nil {
+		if res, ok, err := r.callBuiltin(ctx, call); ok {
+			return res, err
+		}
 		return nil, mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
 	}
 	args := call.Arguments

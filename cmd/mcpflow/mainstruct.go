@@ -166,6 +166,7 @@ func (m *Main) Open(ctx context.Context) error {
 			Servers: m.taskServers, Logger: log}
 		if m.serves() {
 			m.MCP.SetSubmitter(m.Tasks.Submit)
+			m.MCP.SetBackgroundTasks(backgroundTasks{m.DB, m.Tasks})
 		}
 	}
 
@@ -430,4 +431,19 @@ func processID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// backgroundTasks serves the built-in task tools from the store and the
+// task client.
+type backgroundTasks struct {
+	store  *store.DB
+	client *worker.TaskClient
+}
+
+func (b backgroundTasks) ListTasks(ctx context.Context, f mcpflow.TaskFilter) ([]*mcpflow.Task, error) {
+	return b.store.ListTasks(ctx, f)
+}
+
+func (b backgroundTasks) CancelTask(ctx context.Context, t *mcpflow.Task) error {
+	return b.client.CancelTask(ctx, t)
 }

@@ -5,6 +5,7 @@
 //   - direct-http:   an mcp-go client → demo-mcp over streamable HTTP
 //   - mcpflow-http:  HTTP API → mcpflow runtime (shared session) → the same demo-mcp
 //   - direct-stdio:  an mcp-go client → a demo-mcp stdio child
+//   - direct-*-default: the same with mcp-go's default protocol (2026-07-28)
 //   - mcpflow-stdio: HTTP API → mcpflow runtime (pooled stdio session) → a demo-mcp child
 //
 // Every round runs every target back to back, rotating the order; ratios are
@@ -141,6 +142,25 @@ func run(rounds, n, warmup int, demoBin string) error {
 	}
 	defer directStdio.Close()
 
+	// mcp-go with its defaults (protocol 2026-07-28, discovery probe): what
+	// an agent developer gets without pinning a protocol.
+	defaultHTTP, err := client.NewStreamableHttpClient(upstream+"/mcp", transport.WithHTTPBasicClient(hc))
+	if err != nil {
+		return err
+	}
+	if err := initializeDefault(ctx, defaultHTTP); err != nil {
+		return fmt.Errorf("default http: %w", err)
+	}
+	defer defaultHTTP.Close()
+	defaultStdio, err := client.NewStdioMCPClientWithOptions(demoBin, nil, []string{"--transport", "stdio"})
+	if err != nil {
+		return err
+	}
+	if err := initializeDefault(ctx, defaultStdio); err != nil {
+		return fmt.Errorf("default stdio: %w", err)
+	}
+	defer defaultStdio.Close()
+
 	args := map[string]any{"message": "hello"}
 	direct := func(c *client.Client) func(context.Context) error {
 		return func(ctx context.Context) error {
@@ -172,8 +192,10 @@ func run(rounds, n, warmup int, demoBin string) error {
 	}
 	targets := []target{
 		{"direct-http", direct(directHTTP)},
+		{"direct-http-default", direct(defaultHTTP)},
 		{"mcpflow-http", viaAPI("demo_echo")},
 		{"direct-stdio", direct(directStdio)},
+		{"direct-stdio-default", direct(defaultStdio)},
 		{"mcpflow-stdio", viaAPI("demostdio_echo")},
 	}
 
@@ -212,7 +234,8 @@ func run(rounds, n, warmup int, demoBin string) error {
 			stat(perRound(lat[t.name], 0.50)), stat(perRound(lat[t.name], 0.99)), statF(rps[t.name]))
 	}
 	fmt.Printf("\n| ratio (mcpflow / direct, per round) | p50 | p99 |\n|---|---|---|\n")
-	for _, pair := range [][2]string{{"mcpflow-http", "direct-http"}, {"mcpflow-stdio", "direct-stdio"}} {
+	for _, pair := range [][2]string{{"mcpflow-http", "direct-http"}, {"mcpflow-http", "direct-http-default"},
+		{"mcpflow-stdio", "direct-stdio"}, {"mcpflow-stdio", "direct-stdio-default"}} {
 		var r50, r99 []float64
 		for i := range lat[pair[0]] {
 			r50 = append(r50, float64(pct(lat[pair[0]][i], 0.50))/float64(pct(lat[pair[1]][i], 0.50)))
@@ -230,6 +253,17 @@ func initialize(ctx context.Context, c *client.Client) error {
 	_, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: mcp.ProtocolVersion20251125,
 		ClientInfo:      mcp.Implementation{Name: "mcpbench", Version: "1"},
+	}})
+	return err
+}
+
+func initializeDefault(ctx context.Context, c *client.Client) error {
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	_, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION,
+		ClientInfo:      mcp.Implementation{Name: "mcpbench-default", Version: "1"},
 	}})
 	return err
 }

@@ -92,11 +92,13 @@ type MCPTasksSection struct {
 	// PollIntervalSeconds is the normal status poll interval, 1..300. Default 5.
 	PollIntervalSeconds int `yaml:"poll_interval_seconds"`
 	// LeaseSeconds, 5..3600 (default 120), replaces DeerFlow's SQL poll lease:
-	// it maps to the heartbeat timeout of task activities (a worker that stops
-	// heartbeating for this long loses the activity, which Temporal retries).
+	// it maps to the timeout of one remote call attempt of a task activity (a
+	// worker that dies mid-call loses the attempt after this long, and Temporal
+	// retries it on another worker).
 	LeaseSeconds int `yaml:"lease_seconds"`
-	// MaxConcurrentPolls, 1..64 (default 8), maps to the worker's maximum
-	// number of concurrently executing activities.
+	// MaxConcurrentPolls, 1..64 (default 8), bounds the worker's concurrently
+	// executing activities: 32 per unit (an activity runs only for the length
+	// of one remote call or row write; waits between polls hold no slot).
 	MaxConcurrentPolls int `yaml:"max_concurrent_polls"`
 	// MaxPollBackoffSeconds caps the error backoff, 1..3600. Default 300.
 	MaxPollBackoffSeconds int `yaml:"max_poll_backoff_seconds"`
@@ -117,7 +119,8 @@ func (m MCPTasksSection) PollInterval() time.Duration {
 	return time.Duration(m.PollIntervalSeconds) * time.Second
 }
 
-// Lease returns lease_seconds as a duration (the activity heartbeat timeout).
+// Lease returns lease_seconds as a duration: the start-to-close timeout of
+// one task activity attempt.
 func (m MCPTasksSection) Lease() time.Duration {
 	return time.Duration(m.LeaseSeconds) * time.Second
 }

@@ -326,4 +326,3 @@ func statR(v []float64) string {
 	m, lo, hi := median(v)
 	return fmt.Sprintf("%.2f (%.2f–%.2f)", m, lo, hi)
 }
-

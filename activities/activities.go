@@ -67,6 +67,7 @@ type SubmitOutput struct {
 	DriverData   map[string]string `json:"driver_data"`
 	Problem      string            `json:"problem,omitempty"`
 	SubmittedAt  time.Time         `json:"submitted_at"`
+	Fingerprint  string            `json:"fingerprint,omitempty"`
 }
 
 // Submit calls the remote submit tool once. A failed call is returned as a
@@ -91,6 +92,7 @@ func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput,
 		return out, nil
 	}
 	out.Snapshot = snap
+	out.Fingerprint = Fingerprint(snap)
 	return out, nil
 }
 
@@ -164,8 +166,8 @@ type pollProgress struct {
 // waits without adding history; transient errors are retried the same way
 // with capped exponential backoff, forever. It returns (and the workflow
 // records) only what changes the task: a new snapshot, a recovery, a
-// protocol failure, or degraded tracking. Delays count from when the
-// remote call finished.
+// protocol failure, a new poll error text, or degraded tracking. Delays
+// count from when the remote call finished.
 func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error) {
 	prog := pollProgress{Errors: in.ConsecutiveErrors, LastError: in.LastPollError}
 	if activity.HasHeartbeatDetails(ctx) {
@@ -195,9 +197,11 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 		prog.Errors = n + 1
 		changedText := prog.LastError == nil || *prog.LastError != msg
 		prog.LastError = &msg
-		if in.Timing.TrackingDegraded(prog.Errors) && (!degradedBefore || changedText) {
-			// Degradation (or a new error text while degraded) reaches the
-			// workflow: it is recorded and announced.
+		if changedText || (in.Timing.TrackingDegraded(prog.Errors) && !degradedBefore) {
+			// What the API shows reaches the workflow and is recorded: a new
+			// last_poll_error text (the first error included, spec §7
+			// scenario 49) and the step into degraded tracking. A repeated
+			// identical error changes nothing visible and only waits.
 			return &PollOutput{ConsecutiveErrors: prog.Errors, PollError: &msg, PolledAt: polledAt, Polls: polls}, nil
 		}
 		activity.RecordHeartbeat(ctx, prog)
@@ -228,6 +232,7 @@ type CancelInput struct {
 // CancelOutput is the terminal state the remote side reported.
 type CancelOutput struct {
 	Snapshot    mcpflow.Snapshot `json:"snapshot"`
+	Fingerprint string           `json:"fingerprint"`
 	CompletedAt time.Time        `json:"completed_at"`
 }
 
@@ -245,11 +250,12 @@ func (a *Activities) Cancel(ctx context.Context, in CancelInput) (*CancelOutput,
 	if !snap.Status.IsTerminal() {
 		return nil, temporal.NewApplicationError("MCP task cancellation must return a terminal status", errTypeCancelPending)
 	}
-	return &CancelOutput{Snapshot: snap, CompletedAt: a.now()}, nil
+	return &CancelOutput{Snapshot: snap, Fingerprint: Fingerprint(snap), CompletedAt: a.now()}, nil
 }
 
 // Fingerprint identifies a snapshot's content: equal fingerprints mean
-// nothing the user could see changed.
+// nothing the user could see changed. Activities compute it (it encodes
+// JSON), so workflow code only compares the strings.
 func Fingerprint(s mcpflow.Snapshot) string {
 	s.PollAfterSeconds = nil // a changing hint alone is not news
 	b, err := mcpflow.StrictJSON(s)

@@ -123,7 +123,10 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
 		msg := err.Error()
 		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
 	}
-	ok, _ := workflow.AwaitWithTimeout(ctx, 5*time.Minute, func() bool { return w.submitted })
+	// A submit that has started is waited for whatever its duration (a
+	// remote call may take up to lease_seconds): giving up on it would
+	// leave its remote task untracked and uncancelled.
+	ok, _ := workflow.AwaitWithTimeout(ctx, 5*time.Minute, func() bool { return running || w.submitted })
 	if !ok {
 		msg := "no submit request arrived"
 		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
@@ -160,7 +163,7 @@ func (w *taskRun) submit(ctx workflow.Context) (*SubmitResult, error) {
 		return nil, temporal.NewNonRetryableApplicationError(out.Problem, ErrTypeProtocol, nil)
 	}
 	w.st.Snapshot = out.Snapshot
-	w.st.Fingerprint = activities.Fingerprint(out.Snapshot)
+	w.st.Fingerprint = out.Fingerprint
 	w.st.Submitted = true
 	if err := w.persist(ctx, true, 3); err != nil {
 		w.st.Submitted = false
@@ -192,6 +195,9 @@ func (w *taskRun) compensate(ctx workflow.Context) {
 func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 	cfg := w.in.Config
 	delay, _ := cfg.Timing.NextPollDelay(w.st.Snapshot)
+	if w.st.ConsecutiveErrors > 0 { // a run continued as new keeps its error backoff
+		delay = cfg.Timing.ErrorBackoff(w.st.ConsecutiveErrors - 1)
+	}
 	for {
 		if w.st.Snapshot.Status.IsTerminal() {
 			return w.outcome(), nil
@@ -294,7 +300,7 @@ func (w *taskRun) cancel(ctx workflow.Context) (*TaskOutcome, error) {
 			return nil, fmt.Errorf("cancel MCP task: %w", err)
 		}
 		w.st.Snapshot = out.Snapshot
-		w.st.Fingerprint = activities.Fingerprint(out.Snapshot)
+		w.st.Fingerprint = out.Fingerprint
 		at := out.CompletedAt
 		w.st.CompletedAt = &at
 		w.st.LastCancelError = nil
@@ -406,11 +412,15 @@ func retry(cfg TaskConfig, attempts int32) workflow.ActivityOptions {
 }
 
 // pollForever retries the poll activity without limit; the activity sets
-// every retry delay itself (NextRetryDelay).
+// every retry delay itself (NextRetryDelay). The policy's own interval only
+// applies to attempts that died without answering (a worker killed
+// mid-call, lease_seconds ran out); it stays flat at the poll interval
+// because unchanged polls count as attempts too and an exponential policy
+// would have grown to the cap after a few of them.
 func pollForever(cfg TaskConfig) workflow.ActivityOptions {
 	return workflow.ActivityOptions{RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval: cfg.Timing.PollInterval, BackoffCoefficient: 2,
-		MaximumInterval: cfg.Timing.MaxPollBackoff, MaximumAttempts: 0,
+		InitialInterval: cfg.Timing.PollInterval, BackoffCoefficient: 1,
+		MaximumInterval: cfg.Timing.PollInterval, MaximumAttempts: 0,
 		NonRetryableErrorTypes: []string{ErrTypeProtocol},
 	}}
 }

@@ -329,8 +329,8 @@ func TestTemporalRestartLosesNothing(t *testing.T) {
 	// The workflows themselves survived the restart and finished.
 	for _, id := range ids {
 		require.Eventually(t, func() bool {
-			resp, err := srv.Client().DescribeWorkflowExecution(context.Background(), id, "")
-			return err == nil && resp.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED
+			resp, err := srv.Client().DescribeWorkflow(context.Background(), id, "")
+			return err == nil && resp.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		}, 60*time.Second, 100*time.Millisecond, "workflow %s", id)
 	}
 }
@@ -349,8 +349,8 @@ func TestTemporalNativeCancel(t *testing.T) {
 	require.Nil(t, d["result"])
 
 	require.Eventually(t, func() bool {
-		resp, err := temporal.Client().DescribeWorkflowExecution(context.Background(), id, "")
-		return err == nil && resp.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_CANCELED
+		resp, err := temporal.Client().DescribeWorkflow(context.Background(), id, "")
+		return err == nil && resp.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_CANCELED
 	}, 60*time.Second, 100*time.Millisecond, "the workflow never became Canceled")
 
 	// The workflow is closed, so these counts are final.

@@ -33,6 +33,7 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	if in.State != nil {
 		w.st = *in.State
 		w.st.Runs++
+		w.cancelled = w.st.CancelRequestedAt != nil // a cancel in progress goes on in the new run
 	} else {
 		w.st.CreatedAt = workflow.Now(ctx).UTC()
 		w.st.Snapshot.Status = mcpflow.StatusSubmitted
@@ -283,21 +284,29 @@ func (w *taskRun) cancel(ctx workflow.Context) (*TaskOutcome, error) {
 		return nil, err
 	}
 	for {
+		// One remote attempt per activity, so every attempt is counted and
+		// its error shown (cancel_attempt_count, last_cancel_error); cancels
+		// are rare, so the few history events per retry are affordable.
 		var out activities.CancelOutput
-		err := w.exec(ctx, "cancel remote task", retry(w.in.Config, 0), a.Cancel, &out,
+		err := w.exec(ctx, "cancel remote task", oneAttempt(), a.Cancel, &out,
 			activities.CancelInput{Ref: w.ref(), Bounds: w.in.Config.Bounds})
 		w.st.CancelAttempts++
 		if err != nil {
 			if w.rePin(ctx, err) {
 				continue
 			}
-			if _, ok := retryDelay(err); ok {
-				msg := appMessage(err).Error()
-				w.st.LastCancelError = &msg
-				_ = workflow.Sleep(ctx, w.in.Config.Timing.ErrorBackoff(w.st.CancelAttempts))
-				continue
+			msg := mcpflow.TruncateChars(appMessage(err).Error(), mcpflow.MaxErrorChars)
+			w.st.LastCancelError = &msg
+			if perr := w.persist(ctx, false, 0); perr != nil {
+				return nil, perr
 			}
-			return nil, fmt.Errorf("cancel MCP task: %w", err)
+			// Backoff counts from the failed attempt: poll_interval × 2^n, capped.
+			_ = workflow.Sleep(ctx, w.in.Config.Timing.ErrorBackoff(w.st.CancelAttempts-1))
+			info := workflow.GetInfo(ctx)
+			if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun {
+				return nil, nil
+			}
+			continue
 		}
 		w.st.Snapshot = out.Snapshot
 		w.st.Fingerprint = out.Fingerprint

@@ -887,6 +887,9 @@ func TestCancelRetriedUntilTerminal(t *testing.T) {
 	require.NotNil(t, pending)
 	require.NotNil(t, pending.CancelRequestedAt, "the API shows cancel_requested while the remote cancel is retried")
 	require.Equal(t, mcpflow.StatusWorking, pending.Status, "the task stays active until a terminal status is reported")
+	require.Equal(t, 1, pending.CancelAttemptCount, "every failed attempt is counted")
+	require.NotNil(t, pending.LastCancelError)
+	require.Contains(t, *pending.LastCancelError, "cancel endpoint down", "and its error shown")
 	_, cancels := d.counts()
 	require.Equal(t, 3, cancels)
 	require.Equal(t, secs(5, 10), gaps(only(*starts, "Cancel")), "capped exponential backoff between attempts")
@@ -896,6 +899,7 @@ func TestCancelRetriedUntilTerminal(t *testing.T) {
 	require.NotNil(t, task.CancelRequestedAt)
 	require.NotNil(t, task.CompletedAt)
 	require.Nil(t, task.LastCancelError)
+	require.Equal(t, 3, task.CancelAttemptCount)
 	require.Equal(t, mcpflow.StatusCompleted, b.outcome(t).Status)
 }
 

@@ -55,8 +55,9 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## go vet, gofmt, staticcheck and 
 	$(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/...
 
-bench: build ## Benchmarks that compare side by side (tool calls via mcpflow vs direct mcp-go)
+bench: build tools ## Side-by-side benchmarks: tool calls (mcpflow vs direct mcp-go), tasks (mcpflow vs bare Temporal)
 	$(GO) run ./cmd/mcpbench -demo $(BIN)/demo-mcp
+	$(GO) run ./cmd/taskbench -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
 
 clean: ## Remove build output and dev state
 	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp .dev .test.log

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	mcpc "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow/workflows"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+)
+
+// benchEnv is what every phase shares: a temp directory, one Temporal dev
+// server (fresh SQLite file), one demo MCP server over streamable HTTP, a
+// Temporal client and an MCP client for the demo's job_stats.
+type benchEnv struct {
+	opts     options
+	dir      string
+	temporal *proc
+	tAddr    string
+	demo     *proc
+	demoURL  string // base URL; the MCP endpoint is demoURL+"/mcp"
+	tc       client.Client
+	stats    *mcpc.Client
+	sdkLog   *os.File
+}
+
+// startEnv starts the dev server and the demo server. close stops them;
+// it is safe on a half-started env.
+func startEnv(ctx context.Context, o options, dir string) (*benchEnv, error) {
+	e := &benchEnv{opts: o, dir: dir}
+	ports, err := freePorts(3)
+	if err != nil {
+		return e, err
+	}
+	e.tAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	args := []string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
+		"--port", strconv.Itoa(ports[0]), "--http-port", strconv.Itoa(ports[1]), "--metrics-port", strconv.Itoa(ports[2]),
+		"--db-filename", filepath.Join(dir, "temporal.db"),
+		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
+		"--log-level", "error"}
+	for _, sa := range workflows.SearchAttributeNames {
+		args = append(args, "--search-attribute", sa+"=Keyword")
+	}
+	e.temporal, err = startProc("temporal", filepath.Join(dir, "temporal.log"), nil, o.temporalBin, args...)
+	if err != nil {
+		return e, fmt.Errorf("%w (run `make tools` to build bin/temporal)", err)
+	}
+	e.sdkLog, err = os.Create(filepath.Join(dir, "sdk-client.log"))
+	if err != nil {
+		return e, err
+	}
+	e.tc, err = client.NewLazyClient(client.Options{HostPort: e.tAddr, Namespace: "default",
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(e.sdkLog, &slog.HandlerOptions{Level: slog.LevelWarn})))})
+	if err != nil {
+		return e, err
+	}
+	if err := e.waitTemporal(ctx); err != nil {
+		return e, err
+	}
+
+	// The demo server prints "demo-mcp listening on URL" once it listens.
+	urlc := make(chan string, 1)
+	watch := func(line string) {
+		if _, url, ok := strings.Cut(line, "demo-mcp listening on "); ok {
+			select {
+			case urlc <- strings.TrimSpace(url):
+			default:
+			}
+		}
+	}
+	e.demo, err = startProc("demo-mcp", filepath.Join(dir, "demo-mcp.log"), watch, o.demoBin,
+		"--transport", "http", "--addr", "127.0.0.1:0")
+	if err != nil {
+		return e, fmt.Errorf("%w (run `make build`)", err)
+	}
+	select {
+	case e.demoURL = <-urlc:
+	case <-e.demo.done:
+		return e, fmt.Errorf("demo-mcp exited: %s", e.demo.tail(10))
+	case <-time.After(15 * time.Second):
+		return e, errors.New("demo-mcp did not report its address within 15s")
+	case <-ctx.Done():
+		return e, ctx.Err()
+	}
+	e.stats, err = dialDemo(ctx, e.demoURL+"/mcp", "taskbench-stats")
+	return e, err
+}
+
+func (e *benchEnv) waitTemporal(ctx context.Context) error {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := e.tc.CheckHealth(hctx, &client.CheckHealthRequest{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if e.temporal.exited() {
+			return fmt.Errorf("temporal dev server exited: %s", e.temporal.tail(20))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("temporal dev server not healthy on %s: %w", e.tAddr, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (e *benchEnv) close() {
+	if e.stats != nil {
+		_ = e.stats.Close()
+	}
+	if e.tc != nil {
+		e.tc.Close()
+	}
+	e.demo.stop(5 * time.Second)
+	e.temporal.stop(15 * time.Second)
+	if e.sdkLog != nil {
+		_ = e.sdkLog.Close()
+	}
+}
+
+// mcpHTTPClient matches mcpflow's upstream HTTP client: enough idle
+// connections per host for concurrent callers.
+var mcpHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: t}
+}()
+
+// dialDemo opens an MCP session to the demo server speaking protocol
+// 2025-11-25, the revision mcpflow speaks upstream.
+func dialDemo(ctx context.Context, url, name string) (*mcpc.Client, error) {
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(mcpHTTPClient))
+	if err != nil {
+		return nil, err
+	}
+	c := mcpc.NewClient(tr, mcpc.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	if err := c.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start MCP client: %w", err)
+	}
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.ProtocolVersion20251125,
+		ClientInfo:      mcp.Implementation{Name: name, Version: "1"},
+	}})
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("initialize MCP session with %s: %w", url, err)
+	}
+	return c, nil
+}
+
+// jobStat is one demo job as job_stats reports it.
+type jobStat struct {
+	Status      string `json:"status"`
+	Label       string `json:"label"`
+	StatusCalls int    `json:"status_calls"`
+	CancelCalls int    `json:"cancel_calls"`
+}
+
+// jobStats returns the demo's jobs by label.
+func (e *benchEnv) jobStats(ctx context.Context) (map[string]jobStat, error) {
+	res, err := e.stats.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "job_stats"}})
+	if err != nil {
+		return nil, fmt.Errorf("job_stats: %w", err)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Jobs map[string]jobStat `json:"jobs"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("decode job_stats: %w", err)
+	}
+	byLabel := make(map[string]jobStat, len(out.Jobs))
+	for _, j := range out.Jobs {
+		if j.Label != "" {
+			byLabel[j.Label] = j
+		}
+	}
+	return byLabel, nil
+}

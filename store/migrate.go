@@ -3,10 +3,14 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"log/slog"
+	"os"
+	"syscall"
+	"time"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
@@ -44,6 +48,13 @@ func (db *DB) migrate(ctx context.Context, logger *slog.Logger) error {
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
 	}
+	if db.backend == BackendSQLite {
+		unlock, err := db.lockSQLiteMigrations(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		defer unlock()
+	}
 	provider, err := goose.NewProvider(dialect, db.sql, fsys, opts...)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -76,4 +87,43 @@ func (db *DB) schemaVersion(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	return v, nil
+}
+
+// lockSQLiteMigrations serializes migrations of one SQLite file across
+// processes (serve and worker starting together on a fresh file) with an
+// advisory lock on a sidecar file "<db>.migrate.lock". In-memory databases
+// need none.
+func (db *DB) lockSQLiteMigrations(ctx context.Context) (func(), error) {
+	var seq int
+	var name, file string
+	if err := db.sql.QueryRowContext(ctx, "PRAGMA database_list").Scan(&seq, &name, &file); err != nil {
+		return nil, fmt.Errorf("find database file: %w", err)
+	}
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.OpenFile(file+".migrate.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open migration lock: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock migrations: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

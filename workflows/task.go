@@ -127,7 +127,9 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
 	// A submit that has started is waited for whatever its duration (a
 	// remote call may take up to lease_seconds): giving up on it would
 	// leave its remote task untracked and uncancelled.
-	ok, _ := workflow.AwaitWithTimeout(ctx, 5*time.Minute, func() bool { return running || w.submitted })
+	wctx, stopTimer := workflow.WithCancel(ctx) // so the timer does not outlive the wait
+	ok, _ := workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool { return running || w.submitted })
+	stopTimer()
 	if !ok {
 		msg := "no submit request arrived"
 		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
@@ -207,7 +209,9 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 			return w.cancel(ctx)
 		}
 		if delay > 0 {
-			_, _ = workflow.AwaitWithTimeout(ctx, delay, func() bool { return w.cancelled })
+			wctx, stopTimer := workflow.WithCancel(ctx)
+			_, _ = workflow.AwaitWithTimeout(wctx, delay, func() bool { return w.cancelled })
+			stopTimer()
 			if w.cancelled {
 				continue
 			}
@@ -351,14 +355,17 @@ func (w *taskRun) row(ctx workflow.Context) mcpflow.Task {
 
 // persist writes the row; attempts 0 retries until it succeeds.
 func (w *taskRun) persist(ctx workflow.Context, create bool, attempts int32) error {
-	opts := workflow.ActivityOptions{
+	// A local activity: the row write runs inside the workflow task on the
+	// worker that runs the workflow (one marker event instead of three
+	// events and another task dispatch per status change).
+	opts := workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 			MaximumInterval: w.in.Config.Timing.MaxPollBackoff, MaximumAttempts: attempts,
 			NonRetryableErrorTypes: []string{ErrTypeDuplicate}},
 		Summary: "persist task row",
 	}
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.Persist,
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), a.Persist,
 		activities.PersistInput{Task: w.row(ctx), Create: create}).Get(ctx, nil)
 }
 

@@ -225,6 +225,11 @@ func (b *bundle) recordActivities() *[]activityStart {
 		starts = append(starts, activityStart{name: info.ActivityType.Name, id: info.ActivityID,
 			attempt: info.Attempt, queue: info.TaskQueue, at: b.env.Now()})
 	})
+	// Row writes run as local activities.
+	b.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		starts = append(starts, activityStart{name: info.ActivityType.Name, id: info.ActivityID,
+			attempt: info.Attempt, queue: info.TaskQueue, at: b.env.Now()})
+	})
 	return &starts
 }
 

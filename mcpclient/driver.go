@@ -101,31 +101,11 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 // maps its payload: running becomes working, the other statuses stay; an
 // error_code "task_not_found" makes the task failed whatever its status.
 func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (mcpflow.Snapshot, error) {
-	tool, err := drvTool(ref.DriverData, mcpflow.DriverDataStatusTool)
+	p, c, err := d.callRef(ctx, ref, mcpflow.DriverDataStatusTool, drvStatusMap, "running, input_required, completed, failed, cancelled")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
 	}
-	p, err := d.call(ctx, ref.ServerName, tool, ref.UserID, ref.ThreadID, map[string]any{"task_id": ref.RemoteTaskID})
-	if err != nil {
-		return mcpflow.Snapshot{}, err
-	}
-	taskID, err := p.taskID(true)
-	if err != nil {
-		return mcpflow.Snapshot{}, err
-	}
-	status, err := p.status(drvStatusMap, "running, input_required, completed, failed, cancelled")
-	if err != nil {
-		return mcpflow.Snapshot{}, err
-	}
-	result := p.result()
-	artifact, err := p.artifact()
-	if err != nil {
-		return mcpflow.Snapshot{}, err
-	}
-	errText, err := p.optString("error")
-	if err != nil {
-		return mcpflow.Snapshot{}, err
-	}
+	taskID, status, result, artifact, errText := c.taskID, c.status, c.result, c.artifact, c.errText
 	errCode, err := p.optString("error_code")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
@@ -166,35 +146,52 @@ func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) 
 // result, result_artifact and error. A non-terminal status is a protocol
 // error; error_code, input_required and poll hints are ignored.
 func (d *OrdinaryDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (mcpflow.Snapshot, error) {
-	tool, err := drvTool(ref.DriverData, mcpflow.DriverDataCancelTool)
+	p, c, err := d.callRef(ctx, ref, mcpflow.DriverDataCancelTool, drvCancelStatusMap, "cancelled, completed, failed")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
+	}
+	if err := p.matches(c.taskID, ref.RemoteTaskID); err != nil {
+		return mcpflow.Snapshot{}, err
+	}
+	return p.snapshot(mcpflow.Snapshot{Status: c.status, Result: c.result, ResultArtifact: c.artifact, Error: c.errText})
+}
+
+// drvCommon holds the fields the status and cancel payloads share.
+type drvCommon struct {
+	taskID   string
+	status   mcpflow.Status
+	result   any
+	artifact map[string]string
+	errText  *string
+}
+
+// callRef calls the role's tool with {"task_id": <remote id>} and reads
+// the fields the status and cancel payloads share, in the order the
+// schema checks them.
+func (d *OrdinaryDriver) callRef(ctx context.Context, ref mcpflow.TaskReference, role string, statuses map[string]mcpflow.Status, allowed string) (*drvPayload, drvCommon, error) {
+	var c drvCommon
+	tool, err := drvTool(ref.DriverData, role)
+	if err != nil {
+		return nil, c, err
 	}
 	p, err := d.call(ctx, ref.ServerName, tool, ref.UserID, ref.ThreadID, map[string]any{"task_id": ref.RemoteTaskID})
 	if err != nil {
-		return mcpflow.Snapshot{}, err
+		return nil, c, err
 	}
-	taskID, err := p.taskID(true)
-	if err != nil {
-		return mcpflow.Snapshot{}, err
+	if c.taskID, err = p.taskID(true); err != nil {
+		return nil, c, err
 	}
-	status, err := p.status(drvCancelStatusMap, "cancelled, completed, failed")
-	if err != nil {
-		return mcpflow.Snapshot{}, err
+	if c.status, err = p.status(statuses, allowed); err != nil {
+		return nil, c, err
 	}
-	result := p.result()
-	artifact, err := p.artifact()
-	if err != nil {
-		return mcpflow.Snapshot{}, err
+	c.result = p.result()
+	if c.artifact, err = p.artifact(); err != nil {
+		return nil, c, err
 	}
-	errText, err := p.optString("error")
-	if err != nil {
-		return mcpflow.Snapshot{}, err
+	if c.errText, err = p.optString("error"); err != nil {
+		return nil, c, err
 	}
-	if err := p.matches(taskID, ref.RemoteTaskID); err != nil {
-		return mcpflow.Snapshot{}, err
-	}
-	return p.snapshot(mcpflow.Snapshot{Status: status, Result: result, ResultArtifact: artifact, Error: errText})
+	return p, c, nil
 }
 
 // drvTool returns the raw tool name of role from driver data.

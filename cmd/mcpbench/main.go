@@ -49,6 +49,7 @@ func main() {
 	warmup := flag.Int("warmup", 200, "warm-up calls per target per round")
 	demo := flag.String("demo", "bin/demo-mcp", "path of the demo-mcp binary")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&only, "only", "", "comma-separated targets to run (default: all)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -62,6 +63,8 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+var only string
 
 type target struct {
 	name string
@@ -199,6 +202,15 @@ func run(rounds, n, warmup int, demoBin string) error {
 		{"mcpflow-stdio", viaAPI("demostdio_echo")},
 	}
 
+	if only != "" {
+		var keep []target
+		for _, t := range targets {
+			if strings.Contains(","+only+",", ","+t.name+",") {
+				keep = append(keep, t)
+			}
+		}
+		targets = keep
+	}
 	lat := map[string][][]time.Duration{}
 	rps := map[string][]float64{}
 	for r := 0; r < rounds; r++ {

@@ -1,7 +1,10 @@
-// Package worker builds mcpflow's Temporal worker: it registers the
-// workflows and activities on the task queue, and prepares the namespace
-// (custom search attributes).
+// Package worker is mcpflow's Temporal adapter outside workflow code: it
+// builds the worker that registers the task workflow and activities,
+// prepares the namespace (custom search attributes), and holds the client
+// side of tasks (TaskClient: update-with-start submits, cancel signals,
+// worker availability).
 //
-// It imports the Temporal SDK, workflows/ and activities/; it must not import
-// api/ or store/ (activities receive their dependencies from cmd/).
+// It imports the Temporal SDK, workflows/, config/ (frozen task servers) and
+// the root domain package; it must not import api/, store/ or mcpclient/
+// (their pieces arrive through interfaces wired in cmd/).
 package worker

@@ -7,11 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +15,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpflow/mcpflow/api"
-	"github.com/mcpflow/mcpflow/internal/demomcp"
 	"github.com/mcpflow/mcpflow/internal/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/store"
@@ -71,32 +66,8 @@ func setupTools(t *testing.T, ext map[string]any) *testBundle {
 // run at cleanup).
 func startDemoHTTP(t *testing.T, transport string) (string, func()) {
 	t.Helper()
-	out := &testenv.SyncBuffer{}
-	cmd := exec.Command(testenv.Binary(t, "./cmd/demo-mcp"), "--transport", transport, "--addr", "127.0.0.1:0", "--workdir", t.TempDir())
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	var once sync.Once
-	kill := func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			_ = cmd.Wait()
-		})
-	}
-	t.Cleanup(kill)
-	var base string
-	require.Eventually(t, func() bool {
-		for _, line := range strings.Split(out.String(), "\n") {
-			if rest, ok := strings.CutPrefix(line, demomcp.ListeningPrefix); ok {
-				base = strings.TrimSpace(rest)
-				return true
-			}
-		}
-		return false
-	}, generous, 20*time.Millisecond, "demo-mcp did not start: %s", out)
-	if transport == "sse" {
-		return base + demomcp.SSEPath, kill
-	}
-	return base + demomcp.StreamableHTTPPath, kill
+	d := testenv.StartDemo(t, transport, "--workdir", t.TempDir())
+	return d.URL, d.Kill
 }
 
 func demoExt(t *testing.T) map[string]any {

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,21 +23,7 @@ import (
 // and returns its /mcp URL.
 func demoHTTP(t *testing.T) string {
 	t.Helper()
-	bin := testenv.Binary(t, "./cmd/demo-mcp")
-	cmd := exec.Command(bin, "--transport", "http", "--addr", "127.0.0.1:0", "--state", filepath.Join(t.TempDir(), "jobs.json"))
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if _, url, ok := strings.Cut(sc.Text(), "demo-mcp listening on "); ok {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }()
-			return strings.TrimSpace(url) + "/mcp"
-		}
-	}
-	t.Fatal("demo-mcp did not report its address")
-	return ""
+	return testenv.StartDemo(t, "http", "--state", filepath.Join(t.TempDir(), "jobs.json")).URL
 }
 
 type taskEnv struct {

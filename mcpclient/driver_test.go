@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -534,33 +532,7 @@ func TestOrdinaryDriverCancelInvalidPayload(t *testing.T) {
 // and returns its MCP endpoint; it is stopped at cleanup.
 func drvDemoHTTP(t *testing.T) string {
 	t.Helper()
-	out := &testenv.SyncBuffer{}
-	cmd := exec.Command(testenv.Binary(t, "./cmd/demo-mcp"),
-		"--transport", config.TransportHTTP, "--addr", "127.0.0.1:0", "--workdir", t.TempDir())
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	var base string
-	require.Eventually(t, func() bool {
-		for _, line := range strings.Split(out.String(), "\n") {
-			if rest, ok := strings.CutPrefix(line, demomcp.ListeningPrefix); ok {
-				base = strings.TrimSpace(rest)
-				return true
-			}
-		}
-		return false
-	}, 30*time.Second, 20*time.Millisecond, "demo-mcp did not start: %s", out)
-	return base + demomcp.StreamableHTTPPath
+	return testenv.StartDemo(t, config.TransportHTTP, "--workdir", t.TempDir()).URL
 }
 
 // TestOrdinaryDriverDemoServer drives the real demo server over streamable

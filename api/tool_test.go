@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -31,10 +30,6 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
-
-// generous bounds waits that normally take well under a second; it is
-// never a performance assertion.
-const generous = 30 * time.Second
 
 // setupTools is setup with the MCP tool routes backed by a real Runtime
 // reading ext as its extensions_config.json.

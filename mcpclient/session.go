@@ -193,7 +193,7 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 			transport.WithHeaderFunc(headers),
 			transport.WithEndpointTimeout(sessUnbounded),
 			transport.WithResponseTimeout(sessUnbounded),
-			transport.WithSSELogger(s.log),
+			transport.WithSSELogger(sessTransportLogger(s.log)),
 		)
 		if err != nil {
 			return err
@@ -210,7 +210,7 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		tr, err := transport.NewStreamableHTTP(srv.URL,
 			transport.WithHTTPBasicClient(sessHTTPClient),
 			transport.WithHTTPHeaderFunc(headers),
-			transport.WithHTTPLogger(s.log),
+			transport.WithHTTPLogger(sessTransportLogger(s.log)),
 		)
 		if err != nil {
 			return err
@@ -661,3 +661,29 @@ func (p *sessProc) stop(graceful bool) error {
 	<-p.stderrDone
 	return err
 }
+
+// sessTransportLogger caps mcp-go's transport logs at warn: the session
+// classifies every failure itself and reports what matters, while mcp-go
+// logs routine events such as a close request to a server that already
+// went away as errors.
+func sessTransportLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(sessLevelCap{l.Handler()})
+}
+
+type sessLevelCap struct{ slog.Handler }
+
+func (h sessLevelCap) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, min(l, slog.LevelWarn))
+}
+
+func (h sessLevelCap) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level > slog.LevelWarn {
+		r.Level = slog.LevelWarn
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h sessLevelCap) WithAttrs(a []slog.Attr) slog.Handler {
+	return sessLevelCap{h.Handler.WithAttrs(a)}
+}
+func (h sessLevelCap) WithGroup(n string) slog.Handler { return sessLevelCap{h.Handler.WithGroup(n)} }

@@ -188,6 +188,25 @@ func TestDurableTasksEndToEnd(t *testing.T) {
 		require.Contains(t, sc["message"], "Cancellation requested.")
 		e.waitStatus(t, "t4", id, "cancelled")
 	})
+	t.Run("caller gone during submit cancels the task", func(t *testing.T) {
+		// The agent gives up (its HTTP client times out) while the remote
+		// submit is still running: nobody learns the task id, so the task
+		// that the workflow does persist is cancelled remotely.
+		hc := &http.Client{Timeout: 500 * time.Millisecond}
+		req, err := http.NewRequest("POST", e.m.URL()+"/api/threads/t5/tools/demo_submit_job/call",
+			strings.NewReader(`{"arguments": {"duration_seconds": 300, "submit_delay_seconds": 3}}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+testUserToken)
+		_, err = hc.Do(req)
+		require.Error(t, err, "the caller timed out")
+		var tasks []any
+		require.Eventually(t, func() bool {
+			_, body := get(t, e.m.URL()+"/api/threads/t5/mcp-tasks", testUserToken)
+			tasks, _ = body["tasks"].([]any)
+			return len(tasks) == 1 && tasks[0].(map[string]any)["status"] == "cancelled"
+		}, 60*time.Second, 200*time.Millisecond, "tasks: %v", tasks)
+		require.Equal(t, true, tasks[0].(map[string]any)["cancel_requested"])
+	})
 	t.Run("list and search attributes", func(t *testing.T) {
 		code, body := get(t, e.m.URL()+"/api/threads/t1/mcp-tasks", testUserToken)
 		require.Equal(t, 200, code)

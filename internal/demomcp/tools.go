@@ -87,6 +87,8 @@ func (s *Server) registerTools() {
 		mcp.WithInteger("status_errors", mcp.Min(0),
 			mcp.Description("The next N status calls for this job answer isError.")),
 		mcp.WithString("label"),
+		mcp.WithNumber("submit_delay_seconds", mcp.Min(0),
+			mcp.Description("Wait this long (at most 30 s) before answering the submit: a slow remote submit.")),
 	), s.submitJob)
 	s.mcp.AddTool(mcp.NewTool(ToolGetJobStatus,
 		mcp.WithDescription("Report a job's status as structuredContent."),
@@ -280,10 +282,17 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		Error            string          `json:"error"`
 		StatusErrors     *int            `json:"status_errors"`
 		Label            string          `json:"label"`
+		SubmitDelay      float64         `json:"submit_delay_seconds"`
 	}
 	if res := bindArgs(req, &args); res != nil {
 		return res, nil
 	}
+	if args.SubmitDelay < 0 || args.SubmitDelay > 30 {
+		return mcp.NewToolResultError("submit_delay_seconds must be between 0 and 30"), nil
+	}
+	// Sleeps without the request context (mcp-go cancels it early for some
+	// transports); the job is created after the delay, as a slow server would.
+	time.Sleep(time.Duration(args.SubmitDelay * float64(time.Second)))
 	spec := jobSpec{
 		Label:            args.Label,
 		DurationSeconds:  defaultDurationSeconds,

@@ -66,7 +66,6 @@ type SubmitOutput struct {
 	Snapshot     mcpflow.Snapshot  `json:"snapshot"`
 	DriverData   map[string]string `json:"driver_data"`
 	Problem      string            `json:"problem,omitempty"`
-	SubmittedAt  time.Time         `json:"submitted_at"`
 	Fingerprint  string            `json:"fingerprint,omitempty"`
 }
 
@@ -81,7 +80,7 @@ func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput,
 		}
 		return nil, temporal.NewNonRetryableApplicationError(boundText(err.Error()), typ, nil)
 	}
-	out := &SubmitOutput{RemoteTaskID: sub.RemoteTaskID, DriverData: mergeData(in.Request.DriverData, sub.DriverData), SubmittedAt: a.now()}
+	out := &SubmitOutput{RemoteTaskID: sub.RemoteTaskID, DriverData: mergeData(in.Request.DriverData, sub.DriverData)}
 	if err := sub.Validate(); err != nil {
 		out.Problem = err.Error()
 		return out, nil

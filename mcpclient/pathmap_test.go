@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
@@ -157,10 +158,10 @@ func TestTranslateText(t *testing.T) {
 func TestTranslateTextWithChangedFromSnapshot(t *testing.T) {
 	t.Parallel()
 	ws := wsPrepare(t)
-	before := ws.Snapshot()
+	start := time.Now()
 	wsWrite(t, filepath.Join(ws.Dir, "page.yml"), "p")
 	wsWrite(t, filepath.Join(ws.Dir, ".mcp", "page2.yml"), "p")
-	changed := ws.Changed(before)
+	changed := ws.ChangedSince(start)
 	require.Equal(t, "Saved as /mnt/user-data/workspace/page.yml. Also page2.yml.",
 		ws.TranslateText("Saved as page.yml. Also page2.yml.", "", changed))
 }

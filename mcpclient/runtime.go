@@ -725,9 +725,7 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 		if err != nil {
 			return nil, err
 		}
-		// Files this call writes have an mtime after this instant; the margin
-		// covers the kernel's coarse file timestamps (one jiffy).
-		started := time.Now().Add(-20 * time.Millisecond)
+		started := time.Now() // files this call writes are stamped after it
 		key := PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
 		dial := func(dctx context.Context) (*Session, error) {
 			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log})

@@ -59,6 +59,11 @@ func PrepareWorkspace(root, userID, threadID string) (*Workspace, error) {
 // chmod; the full preparation still runs every wsRecheckEvery.
 var wsPrepared sync.Map // key → *wsCacheEntry
 
+// fsClockSlack covers the lag of file timestamps behind time.Now (one
+// kernel tick; measured: a file written after time.Now() was stamped
+// earlier than it).
+const fsClockSlack = 20 * time.Millisecond
+
 // wsRecheckEvery bounds how long a cached workspace is reused with only the
 // three-directory check; after it, the full preparation runs again.
 const wsRecheckEvery = 5 * time.Second
@@ -219,28 +224,15 @@ func (w *Workspace) Snapshot() FileSnapshot {
 	return snap
 }
 
-// ChangedSince returns the regular files under Dir (outside .mcp) whose
-// modification time is not before since, as sorted absolute paths. It is
-// the post-call half of the snapshot diff without a pre-call walk: a file
-// the call created or wrote has an mtime after the call started (callers
-// subtract a small margin for the coarse file-system clock).
+// ChangedSince returns the regular files under Dir (outside .mcp) written
+// since the instant since, as sorted absolute paths: the post-call half of
+// the snapshot diff without a pre-call walk. File times come from the
+// kernel's coarse clock, which lags time.Now by up to a tick, so files
+// stamped up to fsClockSlack before since count too.
 func (w *Workspace) ChangedSince(since time.Time) []string {
 	var out []string
 	for path, st := range w.Snapshot() {
-		if st.mtimeNS >= since.UnixNano() {
-			out = append(out, path)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Changed returns the files created or modified (different mtime_ns or size)
-// since before, as sorted absolute paths. Deleted files are not reported.
-func (w *Workspace) Changed(before FileSnapshot) []string {
-	var out []string
-	for path, st := range w.Snapshot() {
-		if old, ok := before[path]; !ok || old != st {
+		if st.mtimeNS >= since.Add(-fsClockSlack).UnixNano() {
 			out = append(out, path)
 		}
 	}

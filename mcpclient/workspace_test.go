@@ -201,6 +201,11 @@ func TestWorkspaceSnapshotChanged(t *testing.T) {
 	require.Contains(t, before, kept)
 	require.Contains(t, before, grown)
 	require.Contains(t, before, touched)
+	past := time.Now().Add(-time.Hour)
+	for _, f := range []string{kept, grown, touched} {
+		require.NoError(t, os.Chtimes(f, past, past))
+	}
+	start := time.Now()
 
 	created := filepath.Join(ws.Dir, "new", "page.yml")
 	wsWrite(t, created, "p")
@@ -212,7 +217,7 @@ func TestWorkspaceSnapshotChanged(t *testing.T) {
 	wsWrite(t, filepath.Join(ws.UserData, "outputs", "o.txt"), "o")
 	require.NoError(t, os.Symlink(grown, filepath.Join(ws.Dir, "link2.txt")))
 
-	require.Equal(t, []string{created, grown, touched}, ws.Changed(before))
-	require.Empty(t, ws.Changed(ws.Snapshot()))
-	require.Len(t, ws.Changed(nil), 4)
+	require.Equal(t, []string{created, grown, touched}, ws.ChangedSince(start))
+	require.Empty(t, ws.ChangedSince(time.Now().Add(2*time.Hour)))
+	require.Len(t, ws.ChangedSince(time.Time{}), 4)
 }

@@ -15,7 +15,7 @@ import (
 // HTTP transport are closed first: their read/write loops are not leaks.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	sessHTTPTransport.CloseIdleConnections()
+	sessHTTPClient.CloseIdleConnections()
 	testenv.CleanupBinaries()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

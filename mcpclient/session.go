@@ -55,18 +55,18 @@ const (
 // stdio server inherits.
 var sessInheritedEnv = []string{"PATH", "HOME", "LANG"}
 
-// sessHTTPTransport is shared by every SSE and streamable HTTP session of the
-// process. It keeps enough idle connections per host for concurrent callers
-// (Go's default of 2 churns sockets, see notes/perf-baselines.md §1). The
-// client has no overall Timeout, which would cut long-lived streams.
-var sessHTTPTransport = func() *http.Transport {
+// sessHTTPClient is shared by every SSE and streamable HTTP session of the
+// process: plain http:// upstreams go through h1Transport, everything else
+// through Go's Transport with enough idle connections per host for
+// concurrent callers (Go's default of 2 churns sockets, see
+// notes/perf-baselines.md §1). The client has no overall Timeout, which
+// would cut long-lived streams.
+var sessHTTPClient = &http.Client{Transport: newH1Transport(func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	return t
-}()
-
-var sessHTTPClient = &http.Client{Transport: sessHTTPTransport}
+}())}
 
 // errSessDisconnected marks errors caused by a lost transport.
 var errSessDisconnected = errors.New("MCP transport disconnected")

@@ -73,20 +73,14 @@ type wsCacheEntry struct {
 	at time.Time
 }
 
-// stillIntact reports whether the workspace directory and its private
-// .mcp/tmp are still real directories with the expected modes.
+// stillIntact reports whether the private temp directory is still a real
+// directory with mode 0700: one system call per call on the hot path. It
+// lies inside .mcp inside Dir, so if either of those went away it went with
+// them; anything else (uploads, outputs, the mode of .mcp) is repaired by
+// the full preparation every wsRecheckEvery.
 func (w *Workspace) stillIntact() bool {
-	fi, err := os.Lstat(w.Dir)
-	if err != nil || !fi.IsDir() {
-		return false
-	}
-	for _, d := range []string{filepath.Join(w.Dir, wsReservedDir), w.TempDir} {
-		fi, err := os.Lstat(d)
-		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-			return false
-		}
-	}
-	return true
+	fi, err := os.Lstat(w.TempDir)
+	return err == nil && fi.IsDir() && fi.Mode().Perm() == 0o700
 }
 
 func prepareWorkspace(root, userID, threadID string) (*Workspace, error) {

@@ -18,6 +18,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -193,12 +194,57 @@ func run(rounds, n, warmup int, demoBin string) error {
 			return nil
 		}
 	}
+	// The floor of any proxy built from net/http: a bare net/http handler
+	// that calls the direct client. floor − direct is what one HTTP hop in
+	// front of a blocking upstream call costs on this machine.
+	floorLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	floorClients := map[string]*client.Client{"http": directHTTP, "stdio": directStdio}
+	floorSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c := floorClients[strings.TrimPrefix(r.URL.Path, "/")]
+		res, err := c.CallTool(r.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "echo", Arguments: args}})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"content": res.Content, "is_error": res.IsError})
+	})}
+	go func() { _ = floorSrv.Serve(floorLn) }()
+	defer floorSrv.Close()
+	viaFloor := func(path string) func(context.Context) error {
+		url := "http://" + floorLn.Addr().String() + "/" + path
+		body := []byte(`{"arguments":{"message":"hello"}}`)
+		return func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"is_error":false`)) {
+				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+			}
+			return nil
+		}
+	}
+
 	targets := []target{
 		{"direct-http", direct(directHTTP)},
 		{"direct-http-default", direct(defaultHTTP)},
+		{"floor-http", viaFloor("http")},
 		{"mcpflow-http", viaAPI("demo_echo")},
 		{"direct-stdio", direct(directStdio)},
 		{"direct-stdio-default", direct(defaultStdio)},
+		{"floor-stdio", viaFloor("stdio")},
 		{"mcpflow-stdio", viaAPI("demostdio_echo")},
 	}
 
@@ -247,7 +293,12 @@ func run(rounds, n, warmup int, demoBin string) error {
 	}
 	fmt.Printf("\n| ratio (mcpflow / direct, per round) | p50 | p99 |\n|---|---|---|\n")
 	for _, pair := range [][2]string{{"mcpflow-http", "direct-http"}, {"mcpflow-http", "direct-http-default"},
-		{"mcpflow-stdio", "direct-stdio"}, {"mcpflow-stdio", "direct-stdio-default"}} {
+		{"floor-http", "direct-http"}, {"mcpflow-http", "floor-http"},
+		{"mcpflow-stdio", "direct-stdio"}, {"mcpflow-stdio", "direct-stdio-default"},
+		{"floor-stdio", "direct-stdio"}, {"mcpflow-stdio", "floor-stdio"}} {
+		if len(lat[pair[0]]) == 0 || len(lat[pair[1]]) == 0 {
+			continue // not run (-only)
+		}
 		var r50, r99 []float64
 		for i := range lat[pair[0]] {
 			r50 = append(r50, float64(pct(lat[pair[0]][i], 0.50))/float64(pct(lat[pair[1]][i], 0.50)))

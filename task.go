@@ -98,6 +98,12 @@ func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {
 	}
 }
 
+// Snapshot returns the snapshot fields of t (without a poll hint).
+func (t *Task) Snapshot() Snapshot {
+	return Snapshot{Status: t.Status, Result: t.Result, ResultPreview: t.ResultPreview, ResultTruncated: t.ResultTruncated,
+		ResultArtifact: t.ResultArtifact, Error: t.Error, InputRequired: t.InputRequired}
+}
+
 // SubmitRequest asks a driver to start a remote task (spec §2.1).
 type SubmitRequest struct {
 	UserID      string            `json:"user_id"`

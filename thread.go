@@ -51,10 +51,15 @@ type ThreadStore interface {
 //
 // AppendEvent appends an event and returns its sequence number; appending
 // the same (task id, event version) again returns the first sequence number
-// without a second row. ListEvents returns the events of a thread with
-// Seq > after in ascending order, at most limit of them (0 means 100;
-// clamped to 1..1000).
+// without a second row; a missing thread is ENotFound and a deleted one
+// EGone. ListEvents returns the events of a thread with Seq > after in
+// ascending order, at most limit of them (0 means 100; clamped to 1..1000).
+// GetEvent returns one version of a task's event (ENotFound when absent).
+// EventsAppended returns a channel closed at this process's next append, a
+// wake-up hint for long polls.
 type EventStore interface {
 	AppendEvent(ctx context.Context, e *ThreadEvent) (int64, error)
 	ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*ThreadEvent, error)
+	GetEvent(ctx context.Context, taskID string, version int) (*ThreadEvent, error)
+	EventsAppended() <-chan struct{}
 }

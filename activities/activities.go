@@ -27,8 +27,13 @@ const (
 // Activities are the task workflow's side effects. Workflows reference them
 // through a nil *Activities; the worker registers a value wired in cmd/.
 type Activities struct {
-	Driver mcpflow.Driver
-	Tasks  mcpflow.TaskStore
+	Driver  mcpflow.Driver
+	Tasks   mcpflow.TaskStore
+	Threads mcpflow.ThreadStore
+	Events  mcpflow.EventStore // the thread inbox
+	// Webhook receives task events; nil when notifications.webhook_url is
+	// not set (the inbox is then the only target).
+	Webhook *Webhook
 	// PinnedQueue is this worker process's own task queue: activities of a
 	// stdio task run there so they reach the subprocess holding its state.
 	PinnedQueue string
@@ -106,16 +111,36 @@ func mergeData(a, b map[string]string) map[string]string {
 	return out
 }
 
-// PersistInput writes the task's projection row.
+// PersistInput writes the task's projection row and records its event.
 type PersistInput struct {
 	Task   mcpflow.Task `json:"task"`
 	Create bool         `json:"create"`
+	// Notification is the task's event and delivery state before this write.
+	Notification mcpflow.Notification `json:"notification"`
+	// Degraded reports whether tracking is degraded (the event says so).
+	Degraded bool `json:"degraded"`
+	// InboxOnly is set when no webhook is configured: the inbox append is
+	// then the delivery.
+	InboxOnly bool `json:"inbox_only"`
 }
 
-// Persist creates or updates the task row. A duplicate remote handle is a
-// non-retryable DuplicateRemoteTask error.
-func (a *Activities) Persist(ctx context.Context, in PersistInput) error {
+// PersistOutput is the notification state after the write.
+type PersistOutput struct {
+	Notification mcpflow.Notification `json:"notification"`
+}
+
+// Persist records the task's current event ("record event if changed",
+// spec §2.5: a new fingerprint is a new version, appended to the thread's
+// inbox) and then creates or updates the task row with the notification
+// fields. A duplicate remote handle is a non-retryable DuplicateRemoteTask
+// error. Retrying Persist is safe: the inbox keeps one entry per version.
+func (a *Activities) Persist(ctx context.Context, in PersistInput) (*PersistOutput, error) {
 	t := in.Task
+	n := in.Notification
+	if err := a.recordEvent(ctx, &t, &n, in.Degraded, in.InboxOnly); err != nil {
+		return nil, fmt.Errorf("persist task %s: %w", t.ID, err)
+	}
+	n.Apply(&t)
 	var err error
 	if in.Create {
 		err = a.Tasks.CreateTask(ctx, &t)
@@ -123,10 +148,51 @@ func (a *Activities) Persist(ctx context.Context, in PersistInput) error {
 		err = a.Tasks.UpdateTask(ctx, &t)
 	}
 	if mcpflow.IsDuplicateRemoteTask(err) {
-		return temporal.NewNonRetryableApplicationError(err.Error(), errTypeDuplicate, nil)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errTypeDuplicate, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("persist task %s: %w", t.ID, err)
+		return nil, fmt.Errorf("persist task %s: %w", t.ID, err)
+	}
+	return &PersistOutput{Notification: n}, nil
+}
+
+// recordEvent builds the task's event; a new one gets the next version in
+// n and is appended to the inbox. Without a webhook that append delivers
+// it; a deleted thread gets nothing and the version is dead-lettered.
+func (a *Activities) recordEvent(ctx context.Context, t *mcpflow.Task, n *mcpflow.Notification, degraded, inboxOnly bool) error {
+	ev, ok := mcpflow.BuildEvent(t.ID, t.TaskName, t.Snapshot(), degraded, t.LastPollError)
+	if !ok {
+		return nil
+	}
+	payload, err := ev.CanonicalJSON()
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	fp, err := ev.Fingerprint()
+	if err != nil {
+		return err
+	}
+	version, changed := n.Record(fp)
+	if !changed {
+		return nil
+	}
+	_, err = a.Events.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: t.ThreadID, TaskID: t.ID,
+		EventVersion: version, Status: ev.Status, Payload: payload})
+	switch code := mcpflow.ErrorCode(err); {
+	case err == nil:
+		if inboxOnly {
+			n.Dispatch()
+			n.Delivered()
+		}
+	case code == mcpflow.EGone || code == mcpflow.ENotFound:
+		// A delivery in flight finds the thread gone itself and moves on to
+		// this version, which then dead-letters the same way.
+		if !n.InFlight() {
+			n.Dispatch()
+			n.DeadLetter(fmt.Sprintf("thread '%s' was deleted; the event was not delivered", t.ThreadID), true)
+		}
+	default:
+		return fmt.Errorf("append event v%d to the inbox: %w", version, err)
 	}
 	return nil
 }

@@ -703,6 +703,9 @@ func (s *Service) validate(origins map[string]string) error {
 		if err != nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) || u.Host == "" {
 			return v.fail("notifications.webhook_url", "must be an absolute http(s) URL")
 		}
+		if s.Notifications.WebhookSecret == "" {
+			return v.fail("notifications.webhook_url", "needs notifications.webhook_secret (MCPFLOW_NOTIFICATIONS_WEBHOOK_SECRET): deliveries are signed with it")
+		}
 	}
 	return nil
 }

@@ -261,6 +261,7 @@ func TestLoadServiceErrors(t *testing.T) {
 		{"users env overrides file origin", "auth: { users: [ { id: ok, token: x } ] }\n", map[string]string{"MCPFLOW_AUTH_USERS": "a/b:" + secret}, `env MCPFLOW_AUTH_USERS: auth.users[0].id: must be 1 to 64 characters from A-Z a-z 0-9 . _ @ - and not "." or ".."`},
 		{"webhook relative", "notifications: { webhook_url: \"/hook?token=" + secret + "\" }\n", nil, "FILE: notifications.webhook_url: must be an absolute http(s) URL"},
 		{"webhook scheme", "", map[string]string{"MCPFLOW_NOTIFICATIONS_WEBHOOK_URL": "ftp://" + secret + "@h/x"}, "env MCPFLOW_NOTIFICATIONS_WEBHOOK_URL: must be an absolute http(s) URL"},
+		{"webhook without secret", "notifications: { webhook_url: \"http://127.0.0.1:9/hook?token=" + secret + "\" }\n", nil, "FILE: notifications.webhook_url: needs notifications.webhook_secret (MCPFLOW_NOTIFICATIONS_WEBHOOK_SECRET): deliveries are signed with it"},
 		{"workspace root", "workspace: { root: \"\" }\n", nil, "FILE: workspace.root: must not be empty"},
 	}
 	for _, tc := range tests {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -30,6 +31,9 @@ type DB struct {
 	sql     *sql.DB
 	backend string
 	now     func() time.Time
+
+	appendMu sync.Mutex
+	appended chan struct{} // closed at the next AppendEvent (EventsAppended)
 }
 
 var (

@@ -113,7 +113,43 @@ func (db *DB) AppendEvent(ctx context.Context, e *mcpflow.ThreadEvent) (int64, e
 	}
 	e.Seq = stored.Seq
 	e.CreatedAt = stored.CreatedAt.UTC()
+	db.signalAppend()
 	return stored.Seq, nil
+}
+
+// GetEvent returns one version of a task's event, or an mcpflow.ENotFound
+// error.
+func (db *DB) GetEvent(ctx context.Context, taskID string, version int) (*mcpflow.ThreadEvent, error) {
+	var row eventRow
+	err := db.gorm.WithContext(ctx).Where("task_id = ? AND event_version = ?", taskID, version).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, notFound("event not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get event of task %s version %d: %w", taskID, version, err)
+	}
+	return row.event(), nil
+}
+
+// EventsAppended returns a channel that is closed when this process next
+// appends an event. Long polls wait on it; appends of other processes are
+// not signalled, so they also re-read on a timer.
+func (db *DB) EventsAppended() <-chan struct{} {
+	db.appendMu.Lock()
+	defer db.appendMu.Unlock()
+	if db.appended == nil {
+		db.appended = make(chan struct{})
+	}
+	return db.appended
+}
+
+func (db *DB) signalAppend() {
+	db.appendMu.Lock()
+	defer db.appendMu.Unlock()
+	if db.appended != nil {
+		close(db.appended)
+		db.appended = nil
+	}
 }
 
 // ListEvents returns the thread's events with Seq > after in ascending

@@ -175,3 +175,34 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 	})
 }
+
+func TestGetEventAndAppendSignal(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-g", "alice")
+		_, err := db.GetEvent(testCtx, "task-g", 1)
+		require.Equal(t, mcpflow.ENotFound, mcpflow.ErrorCode(err))
+
+		woken := db.EventsAppended()
+		select {
+		case <-woken:
+			t.Fatal("signalled before any append")
+		default:
+		}
+		e := event("thread-g", "task-g", 1, mcpflow.StatusCompleted)
+		_, err = db.AppendEvent(testCtx, e)
+		require.NoError(t, err)
+		select {
+		case <-woken:
+		case <-time.After(5 * time.Second):
+			t.Fatal("an append did not close the channel")
+		}
+		require.NotEqual(t, woken, db.EventsAppended(), "the next wait gets a fresh channel")
+
+		got, err := db.GetEvent(testCtx, "task-g", 1)
+		require.NoError(t, err)
+		require.Equal(t, e.Seq, got.Seq)
+		require.Equal(t, "thread-g", got.ThreadID)
+		require.JSONEq(t, string(e.Payload), string(got.Payload))
+	})
+}

@@ -56,6 +56,14 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 			w.requestCancel(gctx)
 		}
 	})
+	w.rowMu = workflow.NewMutex(root)
+	notifySig := workflow.GetSignalChannel(root, SignalNotify)
+	workflow.Go(root, func(gctx workflow.Context) {
+		for {
+			notifySig.Receive(gctx, nil)
+			w.wake = true
+		}
+	})
 	if err := workflow.SetQueryHandler(root, QueryState, func() (TaskState, error) { return w.st, nil }); err != nil {
 		return nil, err
 	}
@@ -66,11 +74,20 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 			return out, nil
 		}
 	}
+	if w.in.Config.Webhook {
+		workflow.Go(root, w.notify)
+	}
 	out, err := w.track(root)
 	if err != nil {
 		return nil, err
 	}
+	if out != nil && !w.drain(root) {
+		out = nil // history grew while deliveries went on: continue as new
+	}
 	if out == nil { // continue-as-new
+		// A delivery in flight finishes first (its outcome is recorded);
+		// a delivery waiting for its retry time waits in the next run.
+		_ = workflow.Await(root, func() bool { return !w.delivering })
 		_ = workflow.Await(root, func() bool { return workflow.AllHandlersFinished(root) })
 		next := w.in
 		st := w.st
@@ -91,6 +108,12 @@ type taskRun struct {
 	submitErr error
 	result    *SubmitResult
 	cancelled bool
+
+	// rowMu serializes row writes and every change of st.Notification:
+	// the tracking loop and the notifier both write the row.
+	rowMu      workflow.Mutex
+	delivering bool // a delivery attempt is under way (dispatched, POSTed, outcome not yet stored)
+	wake       bool // the notify signal arrived: retry a waiting delivery now
 }
 
 func (w *taskRun) requestCancel(ctx workflow.Context) {
@@ -353,8 +376,19 @@ func (w *taskRun) row(ctx workflow.Context) mcpflow.Task {
 	return t
 }
 
-// persist writes the row; attempts 0 retries until it succeeds.
+// persist records the task's event and writes the row; attempts 0 retries
+// until it succeeds.
 func (w *taskRun) persist(ctx workflow.Context, create bool, attempts int32) error {
+	if err := w.rowMu.Lock(ctx); err != nil {
+		return err
+	}
+	defer w.rowMu.Unlock()
+	return w.persistLocked(ctx, create, attempts)
+}
+
+// persistLocked is persist with rowMu held. The notification state comes
+// back from the activity: it numbers a changed event's version.
+func (w *taskRun) persistLocked(ctx workflow.Context, create bool, attempts int32) error {
 	// A local activity: the row write runs inside the workflow task on the
 	// worker that runs the workflow (one marker event instead of three
 	// events and another task dispatch per status change).
@@ -365,8 +399,102 @@ func (w *taskRun) persist(ctx workflow.Context, create bool, attempts int32) err
 			NonRetryableErrorTypes: []string{ErrTypeDuplicate}},
 		Summary: "persist task row",
 	}
-	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), a.Persist,
-		activities.PersistInput{Task: w.row(ctx), Create: create}).Get(ctx, nil)
+	in := activities.PersistInput{Task: w.row(ctx), Create: create, Notification: w.st.Notification,
+		Degraded: w.in.Config.Timing.TrackingDegraded(w.st.ConsecutiveErrors), InboxOnly: !w.in.Config.Webhook}
+	var out activities.PersistOutput
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), a.Persist, in).Get(ctx, &out)
+	if err == nil {
+		w.st.Notification = out.Notification
+	}
+	return err
+}
+
+// notify delivers the task's events to the webhook, one attempt per
+// activity, for as long as the workflow runs: the newest version goes,
+// a failure waits its backoff (a busy receiver the poll interval) and a
+// newer version starts a fresh budget (mcpflow.Notification). Polling goes
+// on meanwhile.
+func (w *taskRun) notify(ctx workflow.Context) {
+	n := &w.st.Notification
+	for {
+		_ = workflow.Await(ctx, func() bool { return n.Undelivered() })
+		if n.Status == mcpflow.NotificationRetry && n.NextAttemptAt != nil {
+			if d := n.NextAttemptAt.Sub(workflow.Now(ctx)); d > 0 {
+				w.wake = false
+				tctx, stopTimer := workflow.WithCancel(ctx)
+				_, _ = workflow.AwaitWithTimeout(tctx, d, func() bool { return w.wake })
+				stopTimer()
+			}
+		}
+		// From here until the outcome is stored the run does not continue
+		// as new: the attempt's number and result stay in one run.
+		w.delivering = true
+		if err := w.rowMu.Lock(ctx); err != nil {
+			return
+		}
+		version, attempt := n.Dispatch()
+		err := w.persistLocked(ctx, false, 0)
+		w.rowMu.Unlock()
+		if err != nil {
+			return
+		}
+
+		opts := workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+			Summary:             fmt.Sprintf("deliver event v%d (attempt %d)", version, attempt),
+		}
+		var out activities.DeliverOutput
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.Deliver, activities.DeliverInput{
+			TaskID: w.in.TaskID, ThreadID: w.in.ThreadID, UserID: w.in.UserID, Version: version, Attempt: attempt,
+		}).Get(ctx, &out)
+
+		if err := w.rowMu.Lock(ctx); err != nil {
+			return
+		}
+		now := workflow.Now(ctx).UTC()
+		timing := w.in.Config.Timing
+		switch {
+		case err != nil: // the activity itself failed or timed out
+			n.Failed(mcpflow.TruncateChars(appMessage(err).Error(), mcpflow.MaxErrorChars), now, timing.ErrorBackoff)
+		case out.Outcome == mcpflow.DeliveryDelivered:
+			n.Delivered()
+		case out.Outcome == mcpflow.DeliveryBusy:
+			n.Busy(out.Error, now.Add(timing.PollInterval))
+		case out.Outcome == mcpflow.DeliveryGone:
+			n.DeadLetter(out.Error, true)
+		default:
+			n.Failed(out.Error, now, timing.ErrorBackoff)
+		}
+		err = w.persistLocked(ctx, false, 0)
+		w.rowMu.Unlock()
+		w.delivering = false
+		if err != nil {
+			return
+		}
+	}
+}
+
+// drain waits, once the task has ended, until its last event is delivered
+// or dead-lettered. It reports false when the run should continue as new
+// first (a receiver that stays busy retries without limit).
+func (w *taskRun) drain(ctx workflow.Context) bool {
+	if !w.in.Config.Webhook {
+		return true // the inbox append delivered synchronously
+	}
+	long := false
+	_ = workflow.Await(ctx, func() bool {
+		info := workflow.GetInfo(ctx)
+		long = info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun
+		return w.settled() || long
+	})
+	return w.settled()
+}
+
+// settled reports whether nothing is left to deliver and the last
+// attempt's outcome is stored.
+func (w *taskRun) settled() bool {
+	return !w.st.Notification.Undelivered() && !w.delivering
 }
 
 func (w *taskRun) upsertStatus(ctx workflow.Context) {

@@ -151,7 +151,7 @@ func newWorker(t *testing.T, db *store.DB, d *fakeDriver) *bundle {
 	// hanging it.
 	env.SetWorkflowRunTimeout(7 * 24 * time.Hour)
 	env.RegisterWorkflow(workflows.TaskWorkflow)
-	acts := &activities.Activities{Driver: d, Tasks: db, PinnedQueue: "pinned", Now: env.Now}
+	acts := &activities.Activities{Driver: d, Tasks: db, Threads: db, Events: db, PinnedQueue: "pinned", Now: env.Now}
 	env.RegisterActivity(acts)
 	return &bundle{env: env, db: db, driver: d, acts: acts, log: lg}
 }
@@ -372,7 +372,7 @@ func TestPersistenceFailureCompensatesWithOneCancel(t *testing.T) {
 	t.Parallel()
 	d := &fakeDriver{submitID: "remote-1", submitData: map[string]string{"status_tool": "remote_status"}}
 	b := setup(t, d)
-	b.env.OnActivity(b.acts.Persist, mock.Anything, mock.Anything).Return(errors.New("database unavailable"))
+	b.env.OnActivity(b.acts.Persist, mock.Anything, mock.Anything).Return(nil, errors.New("database unavailable"))
 	_, err := b.run(t)
 	require.ErrorContains(t, err, "database unavailable")
 	b.requireNoRow(t)
@@ -434,7 +434,7 @@ func TestCompensationFailureKeepsOriginalError(t *testing.T) {
 	t.Parallel()
 	d := &fakeDriver{submitID: "remote-1", cancelAns: []statusAnswer{fails("cancel endpoint down")}}
 	b := setup(t, d)
-	b.env.OnActivity(b.acts.Persist, mock.Anything, mock.Anything).Return(errors.New("database unavailable"))
+	b.env.OnActivity(b.acts.Persist, mock.Anything, mock.Anything).Return(nil, errors.New("database unavailable"))
 	_, err := b.run(t)
 	require.ErrorContains(t, err, "database unavailable")
 	require.NotContains(t, err.Error(), "cancel endpoint down")

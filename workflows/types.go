@@ -12,7 +12,12 @@ const (
 	TaskWorkflowName = "TaskWorkflow"
 	UpdateSubmit     = "submit"
 	SignalCancel     = "cancel"
-	QueryState       = "state"
+	// SignalNotify retries a waiting webhook delivery now instead of at the
+	// end of its backoff (the API sends it when a thread is deleted, so its
+	// pending events dead-letter at once; operators may send it after
+	// fixing a receiver).
+	SignalNotify = "notify"
+	QueryState   = "state"
 )
 
 // Application error types the task workflow and its activities use.
@@ -34,6 +39,11 @@ type TaskConfig struct {
 	// Pinned routes the remote calls to the worker process that owns the
 	// stdio session (stdio servers keep task state in their subprocess).
 	Pinned bool
+	// Webhook is set when notifications.webhook_url is configured: events
+	// are then delivered to it (and appended to the inbox); otherwise the
+	// inbox append is the delivery. The URL and secret are not part of the
+	// workflow's input.
+	Webhook bool
 }
 
 // TaskInput starts a task workflow. Arguments are the agent's submit
@@ -72,6 +82,8 @@ type TaskState struct {
 	CreatedAt         time.Time        `json:"created_at"`
 	CompletedAt       *time.Time       `json:"completed_at,omitempty"`
 	Runs              int              `json:"runs"` // continue-as-new count
+	// Notification is the event and delivery state (spec §2.5, §2.8).
+	Notification mcpflow.Notification `json:"notification"`
 }
 
 // SubmitResult answers the submit update: the agent-visible handle.

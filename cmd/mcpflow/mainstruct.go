@@ -242,7 +242,8 @@ func (m *Main) startWorker() {
 	m.workerCtx = cancel
 	m.workerDone = make(chan struct{})
 	pinnedQueue := m.Config.Temporal.TaskQueue + "@" + processID()
-	acts := &activities.Activities{Driver: &mcpclient.OrdinaryDriver{Call: m.callTaskTool}, Tasks: m.DB, PinnedQueue: pinnedQueue}
+	acts := &activities.Activities{Driver: &mcpclient.OrdinaryDriver{Call: m.callTaskTool}, Tasks: m.DB, Threads: m.DB, Events: m.DB,
+		Webhook: m.webhook(), PinnedQueue: pinnedQueue}
 	opts := worker.Options{
 		TaskQueue:               m.Config.Temporal.TaskQueue,
 		MaxConcurrentActivities: m.Config.MCPTasks.MaxConcurrentPolls * 32,
@@ -415,9 +416,20 @@ func (m *Main) callTaskTool(ctx context.Context, server, tool, userID, threadID 
 	return m.MCP.Call(ctx, &srv, tool, userID, threadID, args)
 }
 
+// webhook is the notification webhook of this worker, nil when none is
+// configured.
+func (m *Main) webhook() *activities.Webhook {
+	n := m.Config.Notifications
+	if n.WebhookURL == "" {
+		return nil
+	}
+	return &activities.Webhook{URL: n.WebhookURL, Secret: []byte(n.WebhookSecret)}
+}
+
 func (m *Main) taskConfig() workflows.TaskConfig {
 	t := m.Config.MCPTasks
 	return workflows.TaskConfig{
+		Webhook: m.Config.Notifications.WebhookURL != "",
 		Timing: mcpflow.PollTiming{PollInterval: t.PollInterval(), InputRequiredInterval: t.InputRequiredPollInterval(),
 			MaxPollBackoff: t.MaxPollBackoff(), DegradedAfterErrors: t.TrackingDegradedAfterErrors},
 		Bounds:      mcpflow.Bounds{MaxResultBytes: t.MaxResultBytes, ResultPreviewMaxChars: t.ResultPreviewMaxChars},

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/internal/testenv"
 	"github.com/mcpflow/mcpflow/store"
@@ -28,9 +29,10 @@ const (
 )
 
 type testBundle struct {
-	srv  *api.Server
-	logs *testenv.SyncBuffer
-	db   *store.DB
+	srv     *api.Server
+	logs    *testenv.SyncBuffer
+	db      *store.DB
+	deleted chan *mcpflow.Thread // ThreadDeleted calls
 }
 
 func setup(t *testing.T, checks ...api.Check) *testBundle {
@@ -48,13 +50,15 @@ func setup(t *testing.T, checks ...api.Check) *testBundle {
 	})
 	require.NoError(t, err)
 	logs := &testenv.SyncBuffer{}
+	deleted := make(chan *mcpflow.Thread, 10)
 	srv := api.New(api.Options{
-		Auth: auth, Threads: db, Readiness: checks,
+		Auth: auth, Threads: db, Events: db, Readiness: checks,
+		ThreadDeleted: func(_ context.Context, t *mcpflow.Thread) { deleted <- t },
 		MCPTasksEnabled: func() bool { return true },
 		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	srv.Admin().GET("/test-admin", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"ok": true}) })
-	return &testBundle{srv: srv, logs: logs, db: db}
+	return &testBundle{srv: srv, logs: logs, db: db, deleted: deleted}
 }
 
 func (b *testBundle) do(t *testing.T, method, path, token, body string) (int, map[string]any) {

@@ -27,6 +27,11 @@ type Options struct {
 	Threads mcpflow.ThreadStore
 	Tools   mcpflow.ToolRuntime // nil: no MCP tool routes
 	Tasks   mcpflow.TaskStore   // nil: no task routes
+	Events  mcpflow.EventStore  // nil: no thread inbox route
+	// ThreadDeleted runs after a thread was deleted, so that its tasks'
+	// pending notifications dead-letter now rather than at their next
+	// retry (nil: nothing to do).
+	ThreadDeleted func(ctx context.Context, t *mcpflow.Thread)
 	// CancelTask asks the task's workflow to cancel it; EUnavailable when
 	// no worker runs. Nil: cancel answers 503.
 	CancelTask func(ctx context.Context, t *mcpflow.Task) error
@@ -80,6 +85,9 @@ func New(opts Options) *Server {
 	user.POST("/threads", s.createThread)
 	user.GET("/threads/:thread_id", s.getThread)
 	user.DELETE("/threads/:thread_id", s.deleteThread)
+	if opts.Events != nil {
+		user.GET("/threads/:thread_id/events", s.listEvents)
+	}
 	if opts.Tasks != nil {
 		user.GET("/threads/:thread_id/mcp-tasks", s.listTasks)
 		user.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)

@@ -93,5 +93,8 @@ func (s *Server) deleteThread(c *gin.Context) {
 		s.renderError(c, err)
 		return
 	}
+	if s.opts.ThreadDeleted != nil {
+		s.opts.ThreadDeleted(c.Request.Context(), t)
+	}
 	c.Status(http.StatusNoContent)
 }

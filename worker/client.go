@@ -149,6 +149,25 @@ func (c *TaskClient) CancelTask(ctx context.Context, t *mcpflow.Task) error {
 	return nil
 }
 
+// WakeNotifications asks the workflows of tasks whose notifications are
+// not settled to retry their delivery now (the notify signal). Tasks that
+// already ended are skipped; other failures are logged.
+func (c *TaskClient) WakeNotifications(ctx context.Context, tasks []*mcpflow.Task) {
+	for _, t := range tasks {
+		switch t.NotificationStatus {
+		case mcpflow.NotificationPending, mcpflow.NotificationDispatched, mcpflow.NotificationRetry:
+		default:
+			continue
+		}
+		if err := c.Client.SignalWorkflow(ctx, t.ID, "", workflows.SignalNotify, nil); err != nil && c.Logger != nil {
+			var nf *serviceerror.NotFound
+			if !errors.As(err, &nf) {
+				c.Logger.Warn("could not wake a task's notification delivery", "task_id", t.ID, "error", err)
+			}
+		}
+	}
+}
+
 // WorkersAvailable reports whether some worker polled the task queue's
 // workflow tasks recently.
 func (c *TaskClient) WorkersAvailable(ctx context.Context) (bool, error) {

@@ -184,8 +184,10 @@ func (m *Main) Open(ctx context.Context) error {
 func (m *Main) startHTTP(auth *api.Authenticator) error {
 	cfg := m.Config
 	var cancelTask func(context.Context, *mcpflow.Task) error
+	var threadDeleted func(context.Context, *mcpflow.Thread)
 	if m.Tasks != nil {
 		cancelTask = m.Tasks.CancelTask
+		threadDeleted = m.threadDeleted
 	}
 	m.API = api.New(api.Options{
 		CancelTask: cancelTask,
@@ -200,6 +202,8 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 			}},
 		},
 		Tasks:               m.DB,
+		Events:              m.DB,
+		ThreadDeleted:       threadDeleted,
 		DegradedAfterErrors: cfg.MCPTasks.TrackingDegradedAfterErrors,
 		MCPTasksEnabled:     func() bool { return m.Tasks != nil },
 		Logger:              m.Logger,
@@ -414,6 +418,18 @@ func (m *Main) callTaskTool(ctx context.Context, server, tool, userID, threadID 
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP server '%s' has no task toolsets in the configuration mcpflow started with; restart mcpflow", server)
 	}
 	return m.MCP.Call(ctx, &srv, tool, userID, threadID, args)
+}
+
+// threadDeleted wakes the notification delivery of the deleted thread's
+// tasks, so their pending events dead-letter now (a deleted thread gets
+// nothing) instead of at their next retry.
+func (m *Main) threadDeleted(ctx context.Context, t *mcpflow.Thread) {
+	tasks, err := m.DB.ListTasks(ctx, mcpflow.TaskFilter{UserID: t.UserID, ThreadID: t.ID, Limit: store.MaxTaskListLimit})
+	if err != nil {
+		m.Logger.Warn("could not list a deleted thread's tasks", "thread_id", t.ID, "error", err)
+		return
+	}
+	m.Tasks.WakeNotifications(ctx, tasks)
 }
 
 // webhook is the notification webhook of this worker, nil when none is

@@ -1,0 +1,100 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/mcpflow/mcpflow"
+)
+
+// Long-poll bounds of the thread inbox.
+const (
+	// MaxEventWait is the longest wait= a client may ask for.
+	MaxEventWait = 60 * time.Second
+	// eventRecheck is how often a long poll re-reads the inbox for events
+	// that other processes appended (this process's appends wake it at once).
+	eventRecheck = 500 * time.Millisecond
+)
+
+type eventsBody struct {
+	Events []map[string]any `json:"events"`
+	Next   int64            `json:"next"`
+}
+
+// listEvents serves the thread inbox: events with seq > after in order; with
+// wait, it holds the request until one arrives or wait seconds pass.
+func (s *Server) listEvents(c *gin.Context) {
+	t, ok := s.ownedThread(c)
+	if !ok {
+		return
+	}
+	after, err := queryInt(c, "after", 0)
+	if err != nil || after < 0 {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "after must be a non-negative integer: the seq of the last event you have"))
+		return
+	}
+	limit, err := queryInt(c, "limit", 100)
+	if err != nil || limit < 1 || limit > 1000 {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "limit must be an integer from 1 to 1000"))
+		return
+	}
+	wait := time.Duration(0)
+	if v := c.Query("wait"); v != "" {
+		sec, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(sec >= 0 && sec <= MaxEventWait.Seconds()) {
+			s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "wait must be a number of seconds from 0 to %d", int(MaxEventWait.Seconds())))
+			return
+		}
+		wait = time.Duration(sec * float64(time.Second))
+	}
+	ctx := c.Request.Context()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(eventRecheck)
+	defer tick.Stop()
+	for {
+		woken := s.opts.Events.EventsAppended() // taken before the read: no append is missed
+		evs, err := s.opts.Events.ListEvents(ctx, t.ID, after, int(limit))
+		if err != nil {
+			s.renderError(c, err)
+			return
+		}
+		if len(evs) > 0 || wait == 0 {
+			s.renderEvents(c, evs, after)
+			return
+		}
+		select {
+		case <-woken:
+		case <-tick.C:
+		case <-deadline.C:
+			wait = 0 // one last read, then answer
+		case <-ctx.Done(): // the client left or the server is stopping
+			s.renderEvents(c, nil, after)
+			return
+		}
+	}
+}
+
+func (s *Server) renderEvents(c *gin.Context, evs []*mcpflow.ThreadEvent, after int64) {
+	out := eventsBody{Events: make([]map[string]any, 0, len(evs)), Next: after}
+	for _, e := range evs {
+		v, err := mcpflow.ThreadEventView(e)
+		if err != nil {
+			s.renderError(c, err)
+			return
+		}
+		out.Events = append(out.Events, v)
+		out.Next = e.Seq
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func queryInt(c *gin.Context, key string, def int64) (int64, error) {
+	v := c.Query(key)
+	if v == "" {
+		return def, nil
+	}
+	return strconv.ParseInt(v, 10, 64)
+}

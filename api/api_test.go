@@ -53,7 +53,7 @@ func setup(t *testing.T, checks ...api.Check) *testBundle {
 	deleted := make(chan *mcpflow.Thread, 10)
 	srv := api.New(api.Options{
 		Auth: auth, Threads: db, Events: db, Readiness: checks,
-		ThreadDeleted: func(_ context.Context, t *mcpflow.Thread) { deleted <- t },
+		ThreadDeleted:   func(_ context.Context, t *mcpflow.Thread) { deleted <- t },
 		MCPTasksEnabled: func() bool { return true },
 		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/activities"
+	"github.com/mcpflow/mcpflow/workflows"
 )
 
 // Workflow scenarios of spec §7 9–16 and 40–46, re-expressed for delivery
@@ -417,4 +418,27 @@ func TestNotifyUnchangedStateAddsNoVersion(t *testing.T) {
 	require.Len(t, rec.all(), 2)
 	require.Len(t, inbox(t, b), 2)
 	require.Equal(t, 2, b.task(t).EventVersion)
+}
+
+// The notify signal (sent by the API when a thread is deleted) retries a
+// waiting delivery at once: here the thread is gone by then, so the event
+// dead-letters long before its backoff would have ended.
+func TestNotifySignalRetriesAWaitingDeliveryNow(t *testing.T) {
+	t.Parallel()
+	d := &fakeDriver{submitID: "r1", statuses: []statusAnswer{completed()}}
+	b, rec := setupHook(t, d, answer(500))
+	b.in.Config.Timing.PollInterval = time.Minute // the first retry would wait a minute
+	b.env.RegisterDelayedCallback(func() {
+		require.NoError(t, b.db.DeleteThread(context.Background(), "th", time.Now()))
+		b.env.SignalWorkflow(workflows.SignalNotify, nil)
+	}, 70*time.Second) // the poll comes at 60 s, the first POST right after
+	_, err := b.run(t)
+	require.NoError(t, err)
+	ps := rec.all()
+	require.Len(t, ps, 1, "the woken attempt found the thread gone and sent nothing")
+	task := b.task(t)
+	require.Equal(t, mcpflow.NotificationDeadLetter, task.NotificationStatus)
+	require.Equal(t, "thread 'th' was deleted", *task.NotificationError)
+	require.Equal(t, 2, task.NotificationAttemptCount)
+	require.Less(t, b.env.Now().Sub(ps[0].at), time.Minute, "dead-lettered before the minute-long backoff ended")
 }

@@ -175,12 +175,15 @@ func run(rounds, n, warmup int, demoBin string) error {
 			return err
 		}
 	}
-	viaAPI := func(tool string) func(context.Context) error {
-		url := base + "/api/threads/bench-thread/tools/" + tool + "/call"
+	// post is an agent's call: one POST of the call body, answered 200 with
+	// is_error false.
+	post := func(url, token string) func(context.Context) error {
 		body := []byte(`{"arguments":{"message":"hello"}}`)
 		return func(ctx context.Context) error {
 			req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+benchToken)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := hc.Do(req)
 			if err != nil {
@@ -193,6 +196,9 @@ func run(rounds, n, warmup int, demoBin string) error {
 			}
 			return nil
 		}
+	}
+	viaAPI := func(tool string) func(context.Context) error {
+		return post(base+"/api/threads/bench-thread/tools/"+tool+"/call", benchToken)
 	}
 	// The floor of any proxy built from net/http: a bare net/http handler
 	// that calls the direct client. floor − direct is what one HTTP hop in
@@ -219,22 +225,7 @@ func run(rounds, n, warmup int, demoBin string) error {
 	go func() { _ = floorSrv.Serve(floorLn) }()
 	defer floorSrv.Close()
 	viaFloor := func(path string) func(context.Context) error {
-		url := "http://" + floorLn.Addr().String() + "/" + path
-		body := []byte(`{"arguments":{"message":"hello"}}`)
-		return func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"is_error":false`)) {
-				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
-			}
-			return nil
-		}
+		return post("http://"+floorLn.Addr().String()+"/"+path, "")
 	}
 
 	targets := []target{

@@ -123,12 +123,7 @@ func startNotifyMain(t *testing.T, cfg string) *taskEnv {
 // waitNotification waits until the task's notification_status is want.
 func (e *taskEnv) waitNotification(t *testing.T, thread, id, want string) map[string]any {
 	t.Helper()
-	var last map[string]any
-	require.Eventually(t, func() bool {
-		_, last = get(t, e.m.URL()+"/api/threads/"+thread+"/mcp-tasks/"+id, testUserToken)
-		return last["notification_status"] == want
-	}, 90*time.Second, 100*time.Millisecond, "notification never became %s: %v", want, last)
-	return last
+	return e.waitDetail(t, thread, id, "notification_status", want)
 }
 
 func requireOneKey(t *testing.T, id string, posts []hookPost) {

@@ -86,11 +86,18 @@ func keys(m map[string]any) []string {
 
 func (e *taskEnv) waitStatus(t *testing.T, thread, id, status string) map[string]any {
 	t.Helper()
+	return e.waitDetail(t, thread, id, "status", status)
+}
+
+// waitDetail waits until the task detail's field has the value want and
+// returns the detail.
+func (e *taskEnv) waitDetail(t *testing.T, thread, id, field, want string) map[string]any {
+	t.Helper()
 	var last map[string]any
 	require.Eventually(t, func() bool {
 		_, last = get(t, e.m.URL()+"/api/threads/"+thread+"/mcp-tasks/"+id, testUserToken)
-		return last["status"] == status
-	}, 60*time.Second, 200*time.Millisecond, "task never became %s: %v", status, last)
+		return last[field] == want
+	}, 90*time.Second, 100*time.Millisecond, "task's %s never became %s: %v", field, want, last)
 	return last
 }
 

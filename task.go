@@ -115,6 +115,10 @@ type SubmitRequest struct {
 	Arguments   map[string]any    `json:"arguments"`
 	DriverData  map[string]string `json:"driver_data"`
 	LocalTaskID string            `json:"local_task_id,omitempty"`
+	// Secrets are the request's secrets for headers_from_context. They are
+	// never encoded (json:"-"): activities receive them sealed and open them
+	// in memory.
+	Secrets map[string]string `json:"-"`
 }
 
 // Validate checks the names of the request; messages name the field.

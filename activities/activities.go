@@ -31,6 +31,8 @@ type Activities struct {
 	Tasks   mcpflow.TaskStore
 	Threads mcpflow.ThreadStore
 	Events  mcpflow.EventStore // the thread inbox
+	// Secrets opens the request secrets a durable submit carries sealed.
+	Secrets *mcpflow.SecretBox
 	// Webhook receives task events; nil when notifications.webhook_url is
 	// not set (the inbox is then the only target).
 	Webhook *Webhook
@@ -59,6 +61,8 @@ func (a *Activities) Pin(ctx context.Context) (string, error) {
 type SubmitInput struct {
 	Request mcpflow.SubmitRequest `json:"request"`
 	Bounds  mcpflow.Bounds        `json:"bounds"`
+	// SealedSecrets are the request's secrets, sealed for Request.LocalTaskID.
+	SealedSecrets string `json:"sealed_secrets,omitempty"`
 }
 
 // SubmitOutput is the remote submit's outcome. Problem is set (and the
@@ -77,7 +81,18 @@ type SubmitOutput struct {
 // Submit calls the remote submit tool once. A failed call is returned as a
 // non-retryable error (a submit is not idempotent); nothing needs undoing.
 func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput, error) {
-	sub, err := a.Driver.Submit(ctx, in.Request)
+	req := in.Request
+	if in.SealedSecrets != "" {
+		if a.Secrets == nil {
+			return nil, temporal.NewNonRetryableApplicationError("this worker cannot open request-scoped secrets: set mcp_tasks.secrets_key", errTypeSubmit, nil)
+		}
+		secrets, err := a.Secrets.Open(req.LocalTaskID, in.SealedSecrets)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), errTypeSubmit, nil)
+		}
+		req.Secrets = secrets
+	}
+	sub, err := a.Driver.Submit(ctx, req)
 	if err != nil {
 		typ := errTypeSubmit
 		if mcpflow.IsProtocolError(err) {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpflow/mcpflow/api"
+	"github.com/mcpflow/mcpflow/internal/demomcp"
 	"github.com/mcpflow/mcpflow/internal/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/store"
@@ -97,7 +98,7 @@ func TestToolRoutesList(t *testing.T) {
 		}
 		tools[tl["name"].(string)] = tl
 	}
-	require.Len(t, tools, 8, "status and cancel tools are hidden")
+	require.Len(t, tools, len(demomcp.ToolNames)-2, "status and cancel tools are hidden")
 	echo := tools["demo_echo"]
 	require.Equal(t, "Echo a message back as text.", echo["description"])
 	require.Equal(t, "demo", echo["server"])
@@ -208,7 +209,7 @@ func TestToolCallUpstreamGone(t *testing.T) {
 			b := setupTools(t, map[string]any{"mcpServers": map[string]any{"demo": map[string]any{"type": transport, "url": url}}})
 			status, body := b.do(t, "GET", "/api/threads/t1/tools", aliceToken, "")
 			require.Equal(t, 200, status, "%v", body)
-			require.Len(t, body["tools"], 10)
+			require.Len(t, body["tools"], len(demomcp.ToolNames))
 			status, body = b.do(t, "POST", "/api/threads/t1/tools/demo_echo/call", aliceToken, `{"arguments":{"message":"up"}}`)
 			require.Equal(t, 200, status, "%v", body)
 
@@ -243,7 +244,7 @@ func TestCacheResetRoute(t *testing.T) {
 
 	status, body = b.do(t, "GET", "/api/threads/t1/tools", aliceToken, "")
 	require.Equal(t, 200, status, "%v", body)
-	require.Len(t, body["tools"], 8)
+	require.Len(t, body["tools"], len(demomcp.ToolNames)-2)
 	status, body = b.do(t, "POST", "/api/threads/t1/tools/demo_echo/call", aliceToken, `{"arguments":{"message":"again"}}`)
 	require.Equal(t, 200, status, "%v", body)
 }

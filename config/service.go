@@ -112,6 +112,11 @@ type MCPTasksSection struct {
 	MaxResultBytes int `yaml:"max_result_bytes"`
 	// ResultPreviewMaxChars bounds the result preview, 64..100000. Default 2000.
 	ResultPreviewMaxChars int `yaml:"result_preview_max_chars"`
+	// SecretsKey keys the encryption of request-scoped secrets that a
+	// durable submit carries through Temporal (headers_from_context). serve
+	// and worker must share it; mcpflow dev makes up a key of its own when it
+	// is empty. Not one of DeerFlow's keys.
+	SecretsKey string `yaml:"secrets_key"`
 }
 
 // PollInterval returns poll_interval_seconds as a duration.

@@ -352,7 +352,7 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 25)
+	require.Len(t, keys, 26)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS",
@@ -372,6 +372,7 @@ func TestEnvKeys(t *testing.T) {
 		"MCPFLOW_MCP_TASKS_TRACKING_DEGRADED_AFTER_ERRORS",
 		"MCPFLOW_MCP_TASKS_MAX_RESULT_BYTES",
 		"MCPFLOW_MCP_TASKS_RESULT_PREVIEW_MAX_CHARS",
+		"MCPFLOW_MCP_TASKS_SECRETS_KEY",
 		"MCPFLOW_TOOL_SEARCH_ENABLED",
 		"MCPFLOW_TOOL_SEARCH_AUTO_PROMOTE_TOP_K",
 		"MCPFLOW_AUTH_ADMIN_TOKENS",

@@ -74,7 +74,9 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 	if args == nil {
 		args = map[string]any{}
 	}
-	p, err := d.call(ctx, req.ServerName, tool, req.UserID, req.ThreadID, args)
+	// The submit is request-scoped: it carries the request's secrets for
+	// headers_from_context. Status and cancel polls are not.
+	p, err := d.call(WithSecrets(ctx, req.Secrets), req.ServerName, tool, req.UserID, req.ThreadID, args)
 	if err != nil {
 		return mcpflow.Submission{}, err
 	}

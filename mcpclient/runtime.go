@@ -55,6 +55,8 @@ type Runtime struct {
 	log  *slog.Logger
 	pool *Pool
 
+	oauth oauthTokens
+
 	mu         sync.Mutex
 	state      *toolState
 	inflight   *discovery
@@ -421,6 +423,14 @@ func (r *Runtime) discover(d *discovery) {
 			r.log.Warn("skipping MCP server", "server", srv.Name, "reason", err.Error())
 			continue
 		}
+		if srv.Type == config.TransportStdio {
+			if srv.UserAuth != nil && srv.UserAuth.Enabled {
+				r.log.Warn("user_auth applies to sse/http MCP servers only; ignoring it for this stdio server", "server", srv.Name)
+			}
+			if srv.HeadersFromContext != nil && srv.HeadersFromContext.Enabled {
+				r.log.Warn("headers_from_context applies to sse/http MCP servers only; ignoring it for this stdio server", "server", srv.Name)
+			}
+		}
 		wg.Add(1)
 		go func(i int, srv *config.Server) {
 			defer wg.Done()
@@ -613,7 +623,7 @@ func (r *Runtime) sharedSession(ctx context.Context, srv *config.Server) (*Sessi
 				dctx, cancel = context.WithTimeout(dctx, d)
 				defer cancel()
 			}
-			s.sess, s.err = Dial(dctx, srv, DialOptions{Logger: r.log})
+			s.sess, s.err = Dial(dctx, srv, DialOptions{Headers: r.connHeaders(srv), Logger: r.log})
 			if s.err != nil {
 				r.mu.Lock()
 				if r.shared[srv.Name] == s {
@@ -708,7 +718,11 @@ func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow
 		call.Arguments = args
 		return sub(ctx, call, e.tool, *e.toolset)
 	}
-	res, err := r.Call(ctx, e.server, e.tool.OriginalName, call.UserID, call.ThreadID, args)
+	res, err := r.Call(WithSecrets(ctx, call.Secrets), e.server, e.tool.OriginalName, call.UserID, call.ThreadID, args)
+	var ce *CredentialError
+	if errors.As(err, &ce) {
+		return ToolError(ce.Message), nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -717,10 +731,16 @@ func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow
 
 // Call invokes a raw tool on srv for a user's thread: stdio through the
 // pooled session of (server, user:thread) in the thread's workspace with
-// path translation, SSE/HTTP through the shared session. Task activities
-// use it for submit/status/cancel.
+// path translation, SSE/HTTP through the shared session with the call's
+// credential headers (OAuth, user_auth for userID, headers_from_context
+// from a request-scoped ctx, see WithSecrets). Task activities use it for
+// submit/status/cancel. A refused credential is a *CredentialError.
 func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
 	if srv.Type == config.TransportStdio {
+		meta, err := r.stdioMeta(srv)
+		if err != nil {
+			return nil, err
+		}
 		ws, err := PrepareWorkspace(r.workspaceRoot(), userID, threadID)
 		if err != nil {
 			return nil, err
@@ -730,7 +750,7 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 		dial := func(dctx context.Context) (*Session, error) {
 			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log})
 		}
-		res, err := r.Pool().Call(ctx, key, dial, tool, args, nil)
+		res, err := r.Pool().Call(ctx, key, dial, tool, args, meta)
 		if err != nil {
 			return nil, err
 		}
@@ -745,11 +765,15 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 		ws.TranslateResult(res, serverCwd, changed)
 		return res, nil
 	}
+	headers, err := r.credentialHeaders(ctx, srv, userID)
+	if err != nil {
+		return nil, err
+	}
 	sess, err := r.sharedSession(ctx, srv)
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.CallTool(ctx, tool, args, nil)
+	res, err := sess.CallTool(context.WithValue(ctx, callHeadersKey{}, headers), tool, args, nil)
 	if err != nil && sharedBroken(err) {
 		r.dropShared(srv.Name, sess)
 	}

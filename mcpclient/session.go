@@ -476,27 +476,10 @@ func sessUnknownTool(msg, tool string) bool {
 // the static spelling, so exactly one header goes on the wire.
 func sessHeaderFunc(static map[string]string, dynamic func(context.Context) map[string]string) func(context.Context) map[string]string {
 	return func(ctx context.Context) map[string]string {
-		out := maps.Clone(static)
-		if out == nil {
-			out = map[string]string{}
-		}
 		if dynamic == nil {
-			return out
+			return mergeHeaders(static, nil)
 		}
-		extra := dynamic(ctx)
-		for _, name := range slices.Sorted(maps.Keys(extra)) {
-			key := name
-			for existing := range out {
-				if strings.EqualFold(existing, name) {
-					delete(out, existing)
-					if _, ok := static[existing]; ok {
-						key = existing
-					}
-				}
-			}
-			out[key] = extra[name]
-		}
-		return out
+		return mergeHeaders(static, dynamic(ctx))
 	}
 }
 

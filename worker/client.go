@@ -30,6 +30,10 @@ type TaskClient struct {
 	Config workflows.TaskConfig
 	// Servers are the servers with task toolsets as frozen at start-up.
 	Servers map[string]config.Server
+	// Secrets seals the request secrets a submit needs (the keys its
+	// server's headers_from_context maps), so they reach the worker's submit
+	// without entering Temporal history in plain text.
+	Secrets *mcpflow.SecretBox
 	Logger  *slog.Logger
 }
 
@@ -50,9 +54,13 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	}
 	cfg := c.Config
 	cfg.Pinned = srv.Type == config.TransportStdio
+	sealed, err := c.sealSecrets(taskID, &srv, call.Secrets)
+	if err != nil {
+		return nil, err
+	}
 	in := workflows.TaskInput{TaskID: taskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
 		ServerName: req.ServerName, TaskName: req.TaskName, DriverName: mcpflow.DriverOrdinary, DriverData: req.DriverData,
-		Arguments: req.Arguments, Config: cfg}
+		Arguments: req.Arguments, SealedSecrets: sealed, Config: cfg}
 	op := c.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       taskID,
 		TaskQueue:                c.TaskQueue,
@@ -89,6 +97,32 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	b, _ := json.Marshal(res)
 	text, _ := json.Marshal(mcp.NewTextContent(string(b)))
 	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res}, nil
+}
+
+// sealSecrets seals the secrets srv's headers_from_context maps, and only
+// those ("" when it maps none or the request has none of them).
+func (c *TaskClient) sealSecrets(taskID string, srv *config.Server, secrets map[string]string) (string, error) {
+	hc := srv.HeadersFromContext
+	if hc == nil || !hc.Enabled || srv.Type == config.TransportStdio || len(secrets) == 0 {
+		return "", nil
+	}
+	needed := map[string]string{}
+	for _, key := range hc.Headers {
+		if v, ok := secrets[key]; ok {
+			needed[key] = v
+		}
+	}
+	if len(needed) == 0 {
+		return "", nil
+	}
+	if c.Secrets == nil {
+		return "", mcpflow.Errorf(mcpflow.EUnavailable, "MCP server '%s' needs request-scoped secrets for its durable tasks, but mcp_tasks.secrets_key is not set", srv.Name)
+	}
+	sealed, err := c.Secrets.Seal(taskID, needed)
+	if err != nil {
+		return "", fmt.Errorf("seal request secrets: %w", err)
+	}
+	return sealed, nil
 }
 
 func (c *TaskClient) goneCaller(taskID string) {

@@ -178,7 +178,8 @@ func (w *taskRun) submit(ctx workflow.Context) (*SubmitResult, error) {
 	req := mcpflow.SubmitRequest{UserID: in.UserID, ThreadID: in.ThreadID, RunID: in.RunID, ToolCallID: in.ToolCallID,
 		ServerName: in.ServerName, TaskName: in.TaskName, Arguments: in.Arguments, DriverData: in.DriverData, LocalTaskID: in.TaskID}
 	var out activities.SubmitOutput
-	err := w.exec(ctx, "submit "+in.TaskName, oneAttempt(), a.Submit, &out, activities.SubmitInput{Request: req, Bounds: in.Config.Bounds})
+	err := w.exec(ctx, "submit "+in.TaskName, oneAttempt(), a.Submit, &out,
+		activities.SubmitInput{Request: req, Bounds: in.Config.Bounds, SealedSecrets: in.SealedSecrets})
 	if err != nil {
 		return nil, appMessage(err)
 	}

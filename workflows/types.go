@@ -59,7 +59,11 @@ type TaskInput struct {
 	DriverName string            `json:"driver_name"`
 	DriverData map[string]string `json:"driver_data"`
 	Arguments  map[string]any    `json:"arguments"`
-	Config     TaskConfig        `json:"config"`
+	// SealedSecrets are the request's secrets for headers_from_context,
+	// sealed with the mcp_tasks.secrets_key box (ciphertext only: the plain
+	// values never enter history).
+	SealedSecrets string     `json:"sealed_secrets,omitempty"`
+	Config        TaskConfig `json:"config"`
 	// State carries a running task across continue-as-new; nil on start.
 	State *TaskState `json:"state,omitempty"`
 }

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +64,7 @@ type Main struct {
 	Tasks          *worker.TaskClient // nil when mcp_tasks.enabled is false
 
 	taskServers map[string]config.Server // enabled servers with task_toolsets, frozen at start
+	secrets     *mcpflow.SecretBox         // seals request secrets of durable submits; nil without a key
 	pinned      sdkworker.Worker
 
 	httpServer *http.Server
@@ -129,6 +133,9 @@ func (m *Main) Open(ctx context.Context) error {
 	if err := m.freezeTaskServers(); err != nil {
 		return &ConfigError{err}
 	}
+	if err := m.openSecretBox(); err != nil {
+		return &ConfigError{err}
+	}
 	auth, err := api.NewAuthenticator(authConfig(cfg))
 	if err != nil {
 		return &ConfigError{fmt.Errorf("%s: %w", sourceName(cfg), err)}
@@ -163,7 +170,7 @@ func (m *Main) Open(ctx context.Context) error {
 
 	if cfg.MCPTasks.Enabled {
 		m.Tasks = &worker.TaskClient{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Config: m.taskConfig(),
-			Servers: m.taskServers, Logger: log}
+			Servers: m.taskServers, Secrets: m.secrets, Logger: log}
 		if m.serves() {
 			m.MCP.SetSubmitter(m.Tasks.Submit)
 			m.MCP.SetBackgroundTasks(backgroundTasks{m.DB, m.Tasks})
@@ -247,7 +254,7 @@ func (m *Main) startWorker() {
 	m.workerDone = make(chan struct{})
 	pinnedQueue := m.Config.Temporal.TaskQueue + "@" + processID()
 	acts := &activities.Activities{Driver: &mcpclient.OrdinaryDriver{Call: m.callTaskTool}, Tasks: m.DB, Threads: m.DB, Events: m.DB,
-		Webhook: m.webhook(), PinnedQueue: pinnedQueue}
+		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue}
 	opts := worker.Options{
 		TaskQueue:               m.Config.Temporal.TaskQueue,
 		MaxConcurrentActivities: m.Config.MCPTasks.MaxConcurrentPolls * 32,
@@ -406,6 +413,35 @@ func (m *Main) freezeTaskServers() error {
 			return fmt.Errorf("%s: mcpServers.%s: %w", m.ExtensionsPath, s.Name, err)
 		}
 		m.taskServers[s.Name] = s
+	}
+	return nil
+}
+
+// openSecretBox builds the box that seals the request secrets a durable
+// submit carries (headers_from_context). serve and worker processes need
+// mcp_tasks.secrets_key to share it; mcpflow dev seals and opens in one
+// process and makes up a key when none is set. The spec's §3.7 warning is
+// logged for every task server with headers_from_context.
+func (m *Main) openSecretBox() error {
+	var needs []string
+	for _, name := range slices.Sorted(maps.Keys(m.taskServers)) {
+		s := m.taskServers[name]
+		if s.HeadersFromContext != nil && s.HeadersFromContext.Enabled && s.Type != config.TransportStdio {
+			needs = append(needs, name)
+			m.Logger.Warn("MCP server has both headers_from_context and task_toolsets: the submit carries the request's credentials, while status and cancel polls run later without them and use its static, OAuth and user_auth credentials", "server", name)
+		}
+	}
+	switch key := m.Config.MCPTasks.SecretsKey; {
+	case key != "":
+		box, err := mcpflow.NewSecretBox(key)
+		if err != nil {
+			return fmt.Errorf("%s: mcp_tasks.secrets_key: %w", sourceName(m.Config), err)
+		}
+		m.secrets = box
+	case m.Mode == ModeDev:
+		m.secrets = mcpflow.NewRandomSecretBox()
+	case len(needs) > 0:
+		return fmt.Errorf("%s: mcp_tasks.secrets_key: must be set (the same on serve and worker) because task server(s) %s use headers_from_context, whose request secrets a durable submit carries to the worker", sourceName(m.Config), strings.Join(needs, ", "))
 	}
 	return nil
 }

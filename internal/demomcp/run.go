@@ -40,6 +40,8 @@ type Options struct {
 	Stdout io.Writer
 	// Stderr receives logs and the listening line. Default: os.Stderr.
 	Stderr io.Writer
+	// RecordCalls: see Config.RecordCalls.
+	RecordCalls bool
 	// ShutdownTimeout bounds the graceful HTTP shutdown. Default: 5s.
 	ShutdownTimeout time.Duration
 	// Logger overrides the default text logger on Stderr.
@@ -92,7 +94,7 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("create workdir: %w", err)
 		}
 	}
-	srv, err := New(Config{StatePath: opts.StatePath, Workdir: opts.Workdir, Logger: opts.Logger})
+	srv, err := New(Config{StatePath: opts.StatePath, Workdir: opts.Workdir, Logger: opts.Logger, RecordCalls: opts.RecordCalls})
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -48,6 +50,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the wall clock used for job progress. Default: time.Now.
 	Now func() time.Time
+	// RecordCalls keeps, in memory, the credentials every tool call arrived
+	// with (HTTP headers and _meta headers) for the headers tool's history:
+	// a test server's view of what a client sent. Never for production.
+	RecordCalls bool
 }
 
 // WithDefaults returns a copy of c with defaults filled in.
@@ -67,6 +73,16 @@ type Server struct {
 	log  *slog.Logger
 	jobs *jobStore
 	mcp  *server.MCPServer
+
+	callsMu sync.Mutex
+	calls   []RecordedCall // with Config.RecordCalls
+}
+
+// RecordedCall is one tool call as the server saw it (Config.RecordCalls).
+type RecordedCall struct {
+	Tool        string      `json:"tool"`
+	Headers     http.Header `json:"headers,omitempty"`      // sse/http request headers
+	MetaHeaders any         `json:"meta_headers,omitempty"` // _meta.headers of the call
 }
 
 // New builds a Server, loading the state file when Config.StatePath is set.
@@ -77,10 +93,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("open job state: %w", err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs}
-	s.mcp = server.NewMCPServer(Name, Version,
-		server.WithToolCapabilities(false),
-		server.WithRecovery(),
-	)
+	opts := []server.ServerOption{server.WithToolCapabilities(false), server.WithRecovery()}
+	if cfg.RecordCalls {
+		opts = append(opts, server.WithToolHandlerMiddleware(s.recordCall))
+	}
+	s.mcp = server.NewMCPServer(Name, Version, opts...)
 	s.registerTools()
 	return s, nil
 }
@@ -97,13 +114,15 @@ func (s *Server) HTTPHandler(transport string) (http.Handler, func(context.Conte
 	mux := http.NewServeMux()
 	switch transport {
 	case TransportHTTP:
-		h := server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath(StreamableHTTPPath))
+		h := server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath(StreamableHTTPPath),
+			server.WithHTTPContextFunc(withRequestHeaders))
 		mux.Handle(StreamableHTTPPath, h)
 		return mux, h.CloseSessions, nil
 	case TransportSSE:
 		h := server.NewSSEServer(s.mcp,
 			server.WithSSEEndpoint(SSEPath),
 			server.WithMessageEndpoint(SSEMessagePath),
+			server.WithSSEContextFunc(withRequestHeaders),
 		)
 		mux.Handle(SSEPath, h)
 		mux.Handle(SSEMessagePath, h)
@@ -111,4 +130,25 @@ func (s *Server) HTTPHandler(transport string) (http.Handler, func(context.Conte
 	default:
 		return nil, nil, fmt.Errorf("transport %q is not an HTTP transport (want %q or %q)", transport, TransportHTTP, TransportSSE)
 	}
+}
+
+func (s *Server) recordCall(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := RecordedCall{Tool: req.Params.Name}
+		c.Headers, _ = ctx.Value(requestHeadersKey{}).(http.Header)
+		if req.Params.Meta != nil {
+			c.MetaHeaders = req.Params.Meta.AdditionalFields["headers"]
+		}
+		s.callsMu.Lock()
+		s.calls = append(s.calls, c)
+		s.callsMu.Unlock()
+		return next(ctx, req)
+	}
+}
+
+// RecordedCalls returns the calls recorded so far (Config.RecordCalls).
+func (s *Server) RecordedCalls() []RecordedCall {
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	return append([]RecordedCall(nil), s.calls...)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ const (
 	ToolSlow         = "slow"
 	ToolWriteFile    = "write_file"
 	ToolEnv          = "env"
+	ToolHeaders      = "headers"
 	ToolFail         = "fail"
 	ToolSubmitJob    = "submit_job"
 	ToolGetJobStatus = "get_job_status"
@@ -33,7 +35,7 @@ const (
 
 // ToolNames lists every tool the demo server serves, in registration order.
 var ToolNames = []string{
-	ToolEcho, ToolAdd, ToolSlow, ToolWriteFile, ToolEnv, ToolFail,
+	ToolEcho, ToolAdd, ToolSlow, ToolWriteFile, ToolEnv, ToolHeaders, ToolFail,
 	ToolSubmitJob, ToolGetJobStatus, ToolCancelJob, ToolJobStats,
 }
 
@@ -70,6 +72,13 @@ func (s *Server) registerTools() {
 		mcp.WithString("name", mcp.Description("Only this variable.")),
 		mcp.WithReadOnlyHintAnnotation(true),
 	), s.env)
+	s.mcp.AddTool(mcp.NewTool(ToolHeaders,
+		mcp.WithDescription("Report the credentials this call arrived with, as structuredContent: the HTTP request headers "+
+			"{\"headers\": {name: [values]}} over sse/http, and {\"meta_headers\": {...}} from the call's _meta over any transport; "+
+			"with history=true also every earlier recorded call (servers started with --record-calls)."),
+		mcp.WithBoolean("history"),
+		mcp.WithReadOnlyHintAnnotation(true),
+	), s.headers)
 	s.mcp.AddTool(mcp.NewTool(ToolFail,
 		mcp.WithDescription("Always answer an isError result with the given message."),
 		mcp.WithString("message", mcp.Required()),
@@ -258,6 +267,30 @@ func (s *Server) env(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolR
 		}
 	}
 	return mcp.NewToolResultStructured(map[string]any{"env": env}, fmt.Sprintf("%d environment variable(s)", len(env))), nil
+}
+
+// requestHeadersKey carries the HTTP headers of the request a tool call
+// arrived in (HTTPHandler installs them).
+type requestHeadersKey struct{}
+
+func withRequestHeaders(ctx context.Context, r *http.Request) context.Context {
+	return context.WithValue(ctx, requestHeadersKey{}, r.Header.Clone())
+}
+
+func (s *Server) headers(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	out := map[string]any{}
+	if h, ok := ctx.Value(requestHeadersKey{}).(http.Header); ok {
+		out["headers"] = h
+	}
+	if req.Params.Meta != nil {
+		if mh, ok := req.Params.Meta.AdditionalFields["headers"]; ok {
+			out["meta_headers"] = mh
+		}
+	}
+	if req.GetBool("history", false) {
+		out["history"] = s.RecordedCalls()
+	}
+	return mcp.NewToolResultStructured(out, fmt.Sprintf("%d field(s)", len(out))), nil
 }
 
 func (s *Server) fail(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

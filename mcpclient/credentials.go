@@ -1,0 +1,157 @@
+package mcpclient
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/config"
+)
+
+// Credentials of upstream calls (spec §1.3–1.5, §3.4–3.7). Headers are
+// layered static < OAuth < user_auth < headers_from_context: every layer
+// replaces a header of the same name whatever its case, keeping the
+// spelling already in use, so exactly one header of a name reaches the
+// wire. SSE/HTTP servers get them as HTTP headers of each request; stdio
+// servers get the OAuth header as the call's _meta {"headers": {...}}
+// (user_auth and headers_from_context do not apply to stdio servers).
+
+// requestKey carries a call's request-scoped credentials in its context.
+type requestKey struct{}
+
+// requestCreds are the request-scoped inputs of one call.
+type requestCreds struct {
+	secrets map[string]string
+}
+
+// WithSecrets marks ctx as a request-scoped call (an agent's tool call or a
+// durable submit) carrying the request's secrets for headers_from_context:
+// a missing secret is then denied unless the server passes through. A call
+// without it (a durable status or cancel poll) never gets request headers
+// and is never denied for missing ones.
+func WithSecrets(ctx context.Context, secrets map[string]string) context.Context {
+	return context.WithValue(ctx, requestKey{}, &requestCreds{secrets: secrets})
+}
+
+// callHeadersKey carries the credential headers computed for one call to
+// the session's per-request header function.
+type callHeadersKey struct{}
+
+// CredentialError is a call refused inside the tool layer: a user_auth or
+// headers_from_context denial, or an illegal credential value. Its message
+// names users, servers and secret keys, never a value. An agent's call
+// answers it as a tool error (200, is_error).
+type CredentialError struct{ Message string }
+
+func (e *CredentialError) Error() string { return e.Message }
+
+// credentialHeaders returns the headers an SSE/HTTP call to srv carries for
+// userID on top of the static ones, in precedence order. ctx says whether
+// the call is request-scoped (WithSecrets).
+func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, userID string) (map[string]string, error) {
+	out := map[string]string{}
+	oauth, err := r.oauth.header(srv)
+	if err != nil {
+		return nil, err
+	}
+	if oauth != "" {
+		out = mergeHeaders(out, map[string]string{"Authorization": oauth})
+	}
+	if ua := srv.UserAuth; ua != nil && ua.Enabled {
+		cred := ua.Users[userID]
+		switch {
+		case cred != "":
+			if err := config.CheckHeaderValue(cred); err != nil {
+				return nil, &CredentialError{fmt.Sprintf("The credential configured for user id '%s' on MCP server '%s' %s; fix it in that server's user_auth.users.", userID, srv.Name, err)}
+			}
+			out = mergeHeaders(out, map[string]string{ua.Header: cred})
+		case ua.OnMissing != config.OnMissingPassthrough:
+			return nil, &CredentialError{fmt.Sprintf("No credential is configured for your account (user id '%s') on MCP server '%s'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable).", userID, srv.Name)}
+		}
+	}
+	rc, _ := ctx.Value(requestKey{}).(*requestCreds)
+	if hc := srv.HeadersFromContext; hc != nil && hc.Enabled && rc != nil {
+		var missing []string
+		set := map[string]string{}
+		for _, name := range slices.Sorted(maps.Keys(hc.Headers)) {
+			key := hc.Headers[name]
+			v := rc.secrets[key]
+			if v == "" {
+				missing = append(missing, key)
+				continue
+			}
+			if err := config.CheckHeaderValue(v); err != nil {
+				return nil, &CredentialError{fmt.Sprintf("The request-scoped credential '%s' for MCP server '%s' %s.", key, srv.Name, err)}
+			}
+			set[name] = v
+		}
+		if len(missing) > 0 && hc.OnMissing != config.OnMissingPassthrough {
+			slices.Sort(missing)
+			missing = slices.Compact(missing)
+			return nil, &CredentialError{fmt.Sprintf("MCP server '%s' needs request-scoped credential(s) %s. Send them in the call's secrets, or set this server's headers_from_context.on_missing to 'passthrough'.", srv.Name, strings.Join(missing, ", "))}
+		}
+		out = mergeHeaders(out, set)
+	}
+	return out, nil
+}
+
+// stdioMeta returns the _meta of a pooled stdio call: {"headers": {...}}
+// with the OAuth header when the server has an oauth block, nil otherwise.
+func (r *Runtime) stdioMeta(srv *config.Server) (map[string]any, error) {
+	oauth, err := r.oauth.header(srv)
+	if err != nil || oauth == "" {
+		return nil, err
+	}
+	return map[string]any{"headers": map[string]any{"Authorization": oauth}}, nil
+}
+
+// connHeaders is the per-request header function of srv's shared session:
+// the headers computed for the call in flight, or, for requests outside a
+// call (initialize, tools/list, notifications), the OAuth header alone; a
+// token that cannot be fetched leaves it out (the server answers
+// unauthenticated requests itself).
+func (r *Runtime) connHeaders(srv *config.Server) func(context.Context) map[string]string {
+	return func(ctx context.Context) map[string]string {
+		if h, ok := ctx.Value(callHeadersKey{}).(map[string]string); ok {
+			return h
+		}
+		v, err := r.oauth.header(srv)
+		if err != nil {
+			r.log.Warn("MCP server's OAuth token is unavailable; connecting without it", "server", srv.Name, "error", mcpflow.ErrorMessage(err))
+			return nil
+		}
+		if v == "" {
+			return nil
+		}
+		return map[string]string{"Authorization": v}
+	}
+}
+
+// mergeHeaders returns base with over applied: a name in over replaces every
+// name of base equal to it ignoring case, under base's spelling when base
+// had it. Neither map is changed.
+func mergeHeaders(base, over map[string]string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, name := range slices.Sorted(maps.Keys(over)) {
+		key := name
+		for existing := range out {
+			if strings.EqualFold(existing, name) {
+				key = existing
+				break
+			}
+		}
+		for existing := range out {
+			if existing != key && strings.EqualFold(existing, name) {
+				delete(out, existing)
+			}
+		}
+		out[key] = over[name]
+	}
+	return out
+}

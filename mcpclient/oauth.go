@@ -1,0 +1,261 @@
+package mcpclient
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/config"
+)
+
+// OAuth token requests (spec §3.4).
+const (
+	// oauthRequestTimeout bounds one token request.
+	oauthRequestTimeout = 15 * time.Second
+	// oauthDefaultExpiresIn is the lifetime of a token whose response has no
+	// usable expiry, in seconds.
+	oauthDefaultExpiresIn = 3600
+	// oauthMaxResponse bounds a token endpoint's answer.
+	oauthMaxResponse = 1 << 20
+)
+
+// oauthClient sends token requests. It never follows redirects with the
+// client secret in the body.
+var oauthClient = &http.Client{
+	Timeout:       oauthRequestTimeout,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// oauthTokens is the process's OAuth token cache: one token source per
+// server (and per version of its oauth block), shared by discovery, calls and
+// task activities, so a rotating refresh token is never used twice.
+type oauthTokens struct {
+	mu      sync.Mutex
+	sources map[string]*oauthEntry // by server name
+	client  *http.Client
+}
+
+type oauthEntry struct {
+	fingerprint string
+	ts          oauth2.TokenSource // cache, expiry skew and single-flight refresh
+}
+
+// header returns the Authorization header value of srv's OAuth block ("" when
+// it has none or it is disabled). Concurrent callers share one token
+// request; a token is reused until refresh_skew_seconds before it expires.
+func (o *oauthTokens) header(srv *config.Server) (string, error) {
+	cfg := srv.OAuth
+	if cfg == nil || !cfg.Enabled {
+		return "", nil
+	}
+	ts := o.source(srv.Name, cfg)
+	tok, err := ts.Token()
+	if err != nil {
+		return "", err
+	}
+	v := tok.TokenType + " " + tok.AccessToken
+	if err := config.CheckHeaderValue(v); err != nil {
+		return "", fmt.Errorf("MCP server '%s' OAuth token %w", srv.Name, err)
+	}
+	return v, nil
+}
+
+func (o *oauthTokens) source(server string, cfg *config.OAuth) oauth2.TokenSource {
+	fp := oauthFingerprint(cfg)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.sources == nil {
+		o.sources = map[string]*oauthEntry{}
+	}
+	if e := o.sources[server]; e != nil && e.fingerprint == fp {
+		return e.ts
+	}
+	client := o.client
+	if client == nil {
+		client = oauthClient
+	}
+	src := &oauthSource{server: server, cfg: *cfg, refresh: cfg.RefreshToken, client: client}
+	skew := time.Duration(max(cfg.RefreshSkewSeconds, 0)) * time.Second
+	if skew == 0 {
+		skew = time.Nanosecond // 0 would mean oauth2's default of 10 s
+	}
+	e := &oauthEntry{fingerprint: fp, ts: oauth2.ReuseTokenSourceWithExpiry(nil, src, skew)}
+	o.sources[server] = e
+	return e.ts
+}
+
+// oauthFingerprint identifies an oauth block's content, so an edited block
+// gets a fresh cache.
+func oauthFingerprint(cfg *config.OAuth) string {
+	c := *cfg
+	c.Extra = nil
+	b, _ := json.Marshal(c)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// oauthSource fetches tokens with the grant of one oauth block (spec §3.4).
+// golang.org/x/oauth2 caches them (ReuseTokenSourceWithExpiry); the request
+// is ours because the block names its own response fields, defaults the
+// expiry to an hour and lets extra parameters never override reserved ones.
+type oauthSource struct {
+	server string
+	cfg    config.OAuth
+	client *http.Client
+
+	mu      sync.Mutex
+	refresh string // the current refresh token: the configured one, then each rotated one (memory only)
+}
+
+// Token implements oauth2.TokenSource.
+func (s *oauthSource) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	form, err := s.form()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), oauthRequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, s.fail("the token_url is not a valid URL", nil)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, s.fail(fmt.Sprintf("the token request timed out after %s", oauthRequestTimeout), nil)
+		}
+		return nil, s.fail("the token request failed", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, oauthMaxResponse))
+	if err != nil {
+		return nil, s.fail("the token response could not be read", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, s.fail(fmt.Sprintf("the token endpoint answered HTTP %d", resp.StatusCode), nil)
+	}
+	fields, err := oauthFields(resp.Header.Get("Content-Type"), body)
+	if err != nil {
+		return nil, s.fail("the token response is not JSON", nil)
+	}
+	access, _ := fields[s.cfg.TokenField].(string)
+	if access == "" {
+		return nil, s.fail(fmt.Sprintf("OAuth token response missing '%s'", s.cfg.TokenField), nil)
+	}
+	typ, _ := fields[s.cfg.TokenTypeField].(string)
+	if typ == "" {
+		typ = s.cfg.DefaultTokenType
+	}
+	if rotated, ok := fields["refresh_token"].(string); ok && rotated != "" {
+		s.refresh = rotated
+	}
+	return &oauth2.Token{AccessToken: access, TokenType: typ,
+		Expiry: time.Now().Add(time.Duration(oauthExpiresIn(fields[s.cfg.ExpiresInField])) * time.Second)}, nil
+}
+
+// form is the token request: extra_token_params first, then the reserved
+// fields, which always win.
+func (s *oauthSource) form() (url.Values, error) {
+	c := s.cfg
+	form := url.Values{}
+	for k, v := range c.ExtraTokenParams {
+		form.Set(k, v)
+	}
+	form.Set("grant_type", c.GrantType)
+	if c.Scope != "" {
+		form.Set("scope", c.Scope)
+	}
+	if c.Audience != "" {
+		form.Set("audience", c.Audience)
+	}
+	switch c.GrantType {
+	case config.GrantRefreshToken:
+		if s.refresh == "" {
+			return nil, s.fail("the refresh_token grant needs a refresh_token", nil)
+		}
+		form.Set("refresh_token", s.refresh)
+		if c.ClientID != "" {
+			form.Set("client_id", c.ClientID)
+		}
+		if c.ClientSecret != "" {
+			form.Set("client_secret", c.ClientSecret)
+		}
+	default:
+		if c.ClientID == "" || c.ClientSecret == "" {
+			return nil, s.fail("the client_credentials grant needs client_id and client_secret", nil)
+		}
+		form.Set("client_id", c.ClientID)
+		form.Set("client_secret", c.ClientSecret)
+	}
+	return form, nil
+}
+
+// fail is a token error naming the server; cause is kept for errors.Is but
+// never carries the secret (requests are built from the form, not echoed).
+func (s *oauthSource) fail(msg string, cause error) error {
+	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: cause,
+		Message: fmt.Sprintf("MCP server '%s' OAuth token request failed: %s", s.server, msg)}
+}
+
+// oauthFields decodes a token response: JSON, or a form-encoded body as some
+// older endpoints send.
+func oauthFields(contentType string, body []byte) (map[string]any, error) {
+	if mt, _, _ := mime.ParseMediaType(contentType); mt == "application/x-www-form-urlencoded" || mt == "text/plain" {
+		if vals, err := url.ParseQuery(string(body)); err == nil && len(vals) > 0 {
+			out := map[string]any{}
+			for k := range vals {
+				out[k] = vals.Get(k)
+			}
+			return out, nil
+		}
+	}
+	var out map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// oauthExpiresIn reads an expires_in value: an integer number of seconds
+// (as a JSON number or a string); anything else means an hour; at least 1.
+func oauthExpiresIn(v any) int64 {
+	var n int64 = oauthDefaultExpiresIn
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			n = i
+		} else if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1e15 {
+			n = int64(f)
+		}
+	case string:
+		if i, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+			n = i
+		}
+	}
+	return max(n, 1)
+}

@@ -291,7 +291,7 @@ func requireCode(t *testing.T, err error, code string) {
 	require.Equal(t, code, mcpflow.ErrorCode(err), "error: %v", err)
 }
 
-var demoTools = []string{"echo", "add", "slow", "write_file", "env", "fail", "submit_job", "get_job_status", "cancel_job", "job_stats"}
+var demoTools = demomcp.ToolNames
 
 // TestRuntimeDemoTransports runs discovery, prefixing and calls with text,
 // structured content, resource links and errors against the demo server
@@ -478,7 +478,7 @@ func TestRuntimeRoutingMetadata(t *testing.T) {
 		"When the user's request involves sum: prefer the `demo_add` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_cancel_job` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_env` tool.\n" +
-		"When the user's request involves alpha or beta: prefer the `demo_get_job_status` tool.\n" +
+		"When the user's request involves alpha or beta: prefer the `demo_get_job_status` tool.\nWhen the user's request involves alpha or beta: prefer the `demo_headers` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_job_stats` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_slow` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_submit_job` tool.\n" +

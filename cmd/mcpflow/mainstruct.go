@@ -64,7 +64,7 @@ type Main struct {
 	Tasks          *worker.TaskClient // nil when mcp_tasks.enabled is false
 
 	taskServers map[string]config.Server // enabled servers with task_toolsets, frozen at start
-	secrets     *mcpflow.SecretBox         // seals request secrets of durable submits; nil without a key
+	secrets     *mcpflow.SecretBox       // seals request secrets of durable submits; nil without a key
 	pinned      sdkworker.Worker
 
 	httpServer *http.Server

@@ -478,7 +478,8 @@ func TestRuntimeRoutingMetadata(t *testing.T) {
 		"When the user's request involves sum: prefer the `demo_add` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_cancel_job` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_env` tool.\n" +
-		"When the user's request involves alpha or beta: prefer the `demo_get_job_status` tool.\nWhen the user's request involves alpha or beta: prefer the `demo_headers` tool.\n" +
+		"When the user's request involves alpha or beta: prefer the `demo_get_job_status` tool.\n" +
+		"When the user's request involves alpha or beta: prefer the `demo_headers` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_job_stats` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_slow` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_submit_job` tool.\n" +

@@ -55,3 +55,15 @@ type ToolRuntime interface {
 	// ResetCache drops discovered tools and pooled sessions in this process.
 	ResetCache()
 }
+
+// ConfigAdmin manages the MCP servers file (extensions_config.json) for the
+// admin API. Bodies and answers are JSON: requests {"mcp_servers": {...}}
+// and answers {"mcp_servers": {name: masked server}}, keys in file order.
+// actor names the admin in the audit log. Errors are domain errors:
+// EInvalid (a refused or invalid write), ENotFound, EConflict, EInternal.
+type ConfigAdmin interface {
+	MCPConfig(ctx context.Context) ([]byte, error)
+	ReplaceMCPServers(ctx context.Context, actor string, body []byte) ([]byte, error)
+	AddMCPServers(ctx context.Context, actor string, body []byte) ([]byte, error)
+	SetMCPServerEnabled(ctx context.Context, actor, server string, enabled bool) ([]byte, error)
+}

@@ -14,6 +14,9 @@ import (
 type Principal struct {
 	UserID string // set for user tokens
 	Admin  bool   // set for admin tokens
+	// TokenID names an admin's token in audit logs without revealing it:
+	// "sha256:" and the first 12 hex digits of its digest.
+	TokenID string
 }
 
 // UserToken maps one user id to its token, given in plain text or as the
@@ -50,14 +53,15 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 		if t == "" {
 			return nil, fmt.Errorf("auth.admin_tokens[%d]: must not be empty", i)
 		}
-		a.creds = append(a.creds, credential{digest: sha256.Sum256([]byte(t)), p: Principal{Admin: true}})
+		d := sha256.Sum256([]byte(t))
+		a.creds = append(a.creds, credential{digest: d, p: Principal{Admin: true, TokenID: tokenID(d)}})
 	}
 	for i, h := range cfg.AdminTokenSHA256 {
 		d, err := parseDigest(h)
 		if err != nil {
 			return nil, fmt.Errorf("auth.admin_token_sha256[%d]: %w", i, err)
 		}
-		a.creds = append(a.creds, credential{digest: d, p: Principal{Admin: true}})
+		a.creds = append(a.creds, credential{digest: d, p: Principal{Admin: true, TokenID: tokenID(d)}})
 	}
 	for i, u := range cfg.Users {
 		if err := mcpflow.ValidateID("user id", u.UserID); err != nil {
@@ -79,6 +83,8 @@ func NewAuthenticator(cfg AuthConfig) (*Authenticator, error) {
 	}
 	return a, nil
 }
+
+func tokenID(d [sha256.Size]byte) string { return "sha256:" + hex.EncodeToString(d[:6]) }
 
 func parseDigest(h string) ([sha256.Size]byte, error) {
 	var d [sha256.Size]byte

@@ -28,6 +28,7 @@ type Options struct {
 	Tools   mcpflow.ToolRuntime // nil: no MCP tool routes
 	Tasks   mcpflow.TaskStore   // nil: no task routes
 	Events  mcpflow.EventStore  // nil: no thread inbox route
+	Config  mcpflow.ConfigAdmin // nil: no config admin routes
 	// ThreadDeleted runs after a thread was deleted, so that its tasks'
 	// pending notifications dead-letter now rather than at their next
 	// retry (nil: nothing to do).
@@ -98,6 +99,13 @@ func New(opts Options) *Server {
 		user.POST("/threads/:thread_id/tools/:tool/call", s.callTool)
 		admin := e.Group("/api", s.authenticate, s.requireAdmin)
 		admin.POST("/mcp/cache/reset", s.resetCache)
+	}
+	if opts.Config != nil {
+		admin := e.Group("/api", s.authenticate, s.requireAdmin)
+		admin.GET("/mcp/config", s.getConfig)
+		admin.PUT("/mcp/config", s.putConfig)
+		admin.PATCH("/mcp/config", s.patchConfig)
+		admin.POST("/mcp/config/servers", s.addServers)
 	}
 
 	s.engine = e

@@ -15,7 +15,10 @@
 // CheckHeaderValue and LooksSecret implement the header-value and secret-key
 // rules shared by the MCP client and the API.
 //
-// This package must not import any other mcpflow package, not even the root
-// domain package: it imports only the standard library and gopkg.in/yaml.v3,
-// so every other package may import it.
+// Admin is the admin API's side of the file (spec §4): masking, the
+// secret-preserving merge, the stdio launch policy (LaunchPolicy, spec §5),
+// locking (WithLock) and atomic writes (WriteFileAtomic).
+//
+// This package imports the root domain package (for its error codes) and
+// no other mcpflow package, so every adapter may import it.
 package config

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -39,7 +41,14 @@ type Options struct {
 	WorkspaceRoot string
 	// MaxSessions caps pooled stdio sessions (default 256).
 	MaxSessions int
-	Logger      *slog.Logger
+	// FrozenTaskServers, when the task runtime runs (non-nil), are the
+	// enabled servers with task_toolsets as mcpflow started with them, and
+	// FrozenInterceptors the mcpInterceptors of that time (spec §4.6): a
+	// task server whose runtime configuration differs later, or one added
+	// since, has its tools fail with a restart error.
+	FrozenTaskServers  map[string]config.Server
+	FrozenInterceptors []string
+	Logger             *slog.Logger
 }
 
 // Submitter runs the submit wrapper of a task toolset: it starts the
@@ -90,6 +99,7 @@ type toolEntry struct {
 	tool    mcpflow.Tool
 	server  *config.Server
 	toolset *config.TaskToolset // set for a submit wrapper
+	drift   string              // set when the server's task configuration changed since start-up
 }
 
 type discovery struct {
@@ -118,6 +128,9 @@ func NewRuntime(o Options) *Runtime {
 		shared: map[string]*sharedSession{},
 	}
 }
+
+// ExtensionsPath returns the extensions_config.json the runtime watches.
+func (r *Runtime) ExtensionsPath() string { return r.opts.ExtensionsPath }
 
 // SetSubmitter installs (or, with nil, removes) the task submitter.
 func (r *Runtime) SetSubmitter(s Submitter) {
@@ -440,6 +453,10 @@ func (r *Runtime) discover(d *discovery) {
 	}
 	wg.Wait()
 
+	drifted, driftMsg := r.taskDrift(ext)
+	if driftMsg != "" {
+		r.log.Error(driftMsg)
+	}
 	for i := range ext.Servers {
 		srv := &ext.Servers[i]
 		if !srv.Enabled || st.skipped[srv.Name] != "" {
@@ -462,7 +479,76 @@ func (r *Runtime) discover(d *discovery) {
 			st.loadErr = err
 			r.log.Error("MCP tool loading failed", "server", srv.Name, "error", err)
 		}
+		if drifted[srv.Name] {
+			for _, e := range st.byName {
+				if e.server == srv {
+					e.drift = driftMsg
+				}
+			}
+		}
 	}
+}
+
+// taskDrift compares the task servers of ext with those frozen at start-up
+// (spec §4.6) and returns the servers whose tools must fail, with the
+// restart error. Presentation fields (description, routing, tools,
+// tool_name_prefix) may change freely; servers without task toolsets and
+// servers disabled both times are not task servers.
+func (r *Runtime) taskDrift(ext *config.Extensions) (map[string]bool, string) {
+	frozen := r.opts.FrozenTaskServers
+	if frozen == nil {
+		return nil, ""
+	}
+	current := map[string]*config.Server{}
+	for i := range ext.Servers {
+		if s := &ext.Servers[i]; s.Enabled && len(s.TaskToolsets) > 0 {
+			current[s.Name] = s
+		}
+	}
+	drifted := map[string]bool{}
+	for name, s := range current {
+		f, ok := frozen[name]
+		if !ok || taskServerFingerprint(*s) != taskServerFingerprint(f) {
+			drifted[name] = true
+		}
+	}
+	for name := range frozen {
+		if _, ok := current[name]; !ok {
+			drifted[name] = true
+		}
+	}
+	interceptors := len(frozen) > 0 && !slices.Equal(ext.MCPInterceptors, r.opts.FrozenInterceptors)
+	if len(drifted) == 0 && !interceptors {
+		return nil, ""
+	}
+	names := slices.Sorted(maps.Keys(drifted))
+	if interceptors {
+		for name := range current {
+			drifted[name] = true
+		}
+		names = append(names, "mcpInterceptors")
+	}
+	return drifted, fmt.Sprintf("MCP task-enabled server configuration changed after mcpflow startup (%s); restart mcpflow before using durable task tools", strings.Join(names, ", "))
+}
+
+// taskServerFingerprint identifies the runtime configuration of a task
+// server: everything but the presentation fields, with the transport alias
+// normalized away.
+func taskServerFingerprint(s config.Server) string {
+	s.Description, s.Routing, s.Tools, s.ToolNamePrefix = "", config.Routing{}, nil, false
+	var extra json.RawMessage
+	if s.Extra != nil {
+		o := s.Extra.Clone()
+		o.Delete("transport")
+		extra, _ = o.MarshalJSON()
+	}
+	s.Extra = nil
+	b, _ := json.Marshal(struct {
+		S     config.Server
+		Extra json.RawMessage
+	}{s, extra})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -703,6 +789,9 @@ func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow
 			return res, err
 		}
 		return nil, mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
+	}
+	if e.drift != "" {
+		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "%s", e.drift)
 	}
 	args := call.Arguments
 	if args == nil {

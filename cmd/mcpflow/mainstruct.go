@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -160,13 +161,26 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.Temporal = tc
 
-	m.MCP = mcpclient.NewRuntime(mcpclient.Options{
-		ExtensionsPath: extPath,
+	// With no file found, the runtime watches the path the admin API
+	// creates it at, so the first write is picked up like any edit.
+	runtimePath := extPath
+	if runtimePath == "" {
+		runtimePath = m.defaultExtensionsPath()
+	}
+	ro := mcpclient.Options{
+		ExtensionsPath: runtimePath,
 		Initial:        m.Extensions,
 		Env:            m.Env,
 		WorkspaceRoot:  cfg.Workspace.Root,
 		Logger:         log,
-	})
+	}
+	if cfg.MCPTasks.Enabled {
+		ro.FrozenTaskServers = m.taskServers
+		if m.Extensions != nil {
+			ro.FrozenInterceptors = m.Extensions.MCPInterceptors
+		}
+	}
+	m.MCP = mcpclient.NewRuntime(ro)
 
 	if cfg.MCPTasks.Enabled {
 		m.Tasks = &worker.TaskClient{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Config: m.taskConfig(),
@@ -196,7 +210,10 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		cancelTask = m.Tasks.CancelTask
 		threadDeleted = m.threadDeleted
 	}
+	admin := &config.Admin{Path: m.MCP.ExtensionsPath(), Env: m.Env, Policy: config.NewLaunchPolicy(m.Env),
+		Log: m.Logger, OnChange: m.MCP.ResetCache}
 	m.API = api.New(api.Options{
+		Config:     admin,
 		CancelTask: cancelTask,
 		Auth:       auth,
 		Threads:    m.DB,
@@ -454,6 +471,17 @@ func (m *Main) callTaskTool(ctx context.Context, server, tool, userID, threadID 
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP server '%s' has no task toolsets in the configuration mcpflow started with; restart mcpflow", server)
 	}
 	return m.MCP.Call(ctx, &srv, tool, userID, threadID, args)
+}
+
+// defaultExtensionsPath is where the admin API creates
+// extensions_config.json when none was found: beside config.yaml, or in the
+// working directory.
+func (m *Main) defaultExtensionsPath() string {
+	dir := m.Config.Dir
+	if dir == "" {
+		dir = "."
+	}
+	return filepath.Join(dir, "extensions_config.json")
 }
 
 // threadDeleted wakes the notification delivery of the deleted thread's

@@ -1,0 +1,355 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Admin reads and writes extensions_config.json for the admin API (spec
+// §4): masked reads of the raw file, bulk replace, add, and the enabled
+// toggle, each a read-modify-write under the file's locks (WithLock) with
+// the secret-preserving merge, the stdio launch policy, validation of the
+// candidate, an atomic write, an audit log line without values, and then
+// OnChange. Errors are mcpflow domain errors (EInvalid, ENotFound,
+// EConflict, EInternal) whose messages never contain a secret.
+type Admin struct {
+	// Path is the extensions_config.json to manage; it is created on the
+	// first write when missing.
+	Path   string
+	Env    func(string) (string, bool) // resolves $VAR for validation; nil: os.LookupEnv
+	Policy *LaunchPolicy
+	Log    *slog.Logger
+	// OnChange runs after every successful write (this process's tool cache
+	// resets; other processes converge through the file signature).
+	OnChange func()
+}
+
+// Get returns {"mcp_servers": {name: masked server}} from the raw file
+// (placeholders unresolved, defaults filled in).
+func (a *Admin) Get(ctx context.Context) (*Object, error) {
+	var out *Object
+	err := WithLock(a.Path, func() error {
+		doc, err := a.read()
+		if errors.Is(err, fs.ErrNotExist) {
+			doc, err = &RawDocument{Root: NewObject()}, nil
+		}
+		if err != nil {
+			return err
+		}
+		out = maskedView(doc)
+		return nil
+	})
+	return out, err
+}
+
+// Put replaces the server set with servers (an API payload's mcp_servers),
+// keeping stored secrets where "***" or null stand for them and every
+// top-level key other than mcpServers.
+func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object, error) {
+	return a.write(actor, "replace", func(doc *RawDocument) ([]string, error) {
+		if err := a.Policy.CheckAll(servers); err != nil {
+			return nil, err
+		}
+		stored, _ := objectAt(doc.Root, "mcpServers")
+		next := NewObject()
+		for _, name := range servers.Keys() {
+			v, _ := servers.Get(name)
+			in, ok := v.(*Object)
+			if !ok {
+				return nil, mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
+			}
+			old, _ := objectAt(stored, name)
+			merged, err := MergeServer(in.Clone(), old)
+			if err != nil {
+				return nil, err
+			}
+			next.Set(name, merged)
+		}
+		doc.Root.Set("mcpServers", next)
+		return servers.Keys(), nil
+	})
+}
+
+// Add adds servers; none of their names may exist yet (EConflict).
+func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object, error) {
+	return a.write(actor, "add", func(doc *RawDocument) ([]string, error) {
+		stored, _ := objectAt(doc.Root, "mcpServers")
+		for _, name := range servers.Keys() {
+			if stored.Has(name) {
+				return nil, mcpflow.Errorf(mcpflow.EConflict, "MCP server '%s' already exists", name)
+			}
+		}
+		if err := a.Policy.CheckAll(servers); err != nil {
+			return nil, err
+		}
+		next := NewObject()
+		if stored != nil {
+			next = stored.Clone()
+		}
+		for _, name := range servers.Keys() {
+			v, _ := servers.Get(name)
+			in, ok := v.(*Object)
+			if !ok {
+				return nil, mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
+			}
+			merged, err := MergeServer(in.Clone(), nil)
+			if err != nil {
+				return nil, err
+			}
+			next.Set(name, merged)
+		}
+		doc.Root.Set("mcpServers", next)
+		return servers.Keys(), nil
+	})
+}
+
+// SetEnabled writes only the enabled field of one server, keeping the rest
+// of the file as it is (no type key is added). Enabling a stdio server
+// screens it with the launch policy first; disabling is always allowed.
+func (a *Admin) SetEnabled(ctx context.Context, actor, server string, enabled bool) (*Object, error) {
+	kind := "disable"
+	if enabled {
+		kind = "enable"
+	}
+	return a.write(actor, kind, func(doc *RawDocument) ([]string, error) {
+		stored, _ := objectAt(doc.Root, "mcpServers")
+		s, ok := objectAt(stored, server)
+		if !ok {
+			return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP server '%s' not found", server)
+		}
+		if enabled {
+			if err := a.Policy.Check(server, s); err != nil {
+				return nil, err
+			}
+		}
+		s.Set("enabled", enabled)
+		return []string{server}, nil
+	})
+}
+
+// write runs one read-modify-write: change edits the document and returns
+// the servers it touched.
+func (a *Admin) write(actor, kind string, change func(doc *RawDocument) ([]string, error)) (*Object, error) {
+	var out *Object
+	err := WithLock(a.Path, func() error {
+		doc, err := a.read()
+		if errors.Is(err, fs.ErrNotExist) { // created by this write (a toggle finds no server)
+			doc, err = &RawDocument{Root: NewObject()}, nil
+		}
+		if err != nil {
+			return err
+		}
+		before, _ := objectAt(doc.Root, "mcpServers")
+		beforeNames := before.Keys()
+		touched, err := change(doc)
+		if err != nil {
+			return err
+		}
+		if err := a.validate(doc); err != nil {
+			return err
+		}
+		data, err := doc.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("encode MCP configuration: %w", err)
+		}
+		if err := WriteFileAtomic(a.Path, append(data, '\n'), a.log()); err != nil {
+			return mcpflow.Errorf(mcpflow.EInternal, "Failed to update MCP configuration: %s", ioReason(err))
+		}
+		after, _ := objectAt(doc.Root, "mcpServers")
+		a.audit(actor, kind, beforeNames, after.Keys(), touched)
+		out = maskedView(doc)
+		return nil
+	})
+	if err != nil {
+		return nil, adminError(err)
+	}
+	if a.OnChange != nil {
+		a.OnChange()
+	}
+	return out, nil
+}
+
+func (a *Admin) read() (*RawDocument, error) {
+	data, err := os.ReadFile(a.Path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, mcpflow.Errorf(mcpflow.EInternal, "Failed to read MCP configuration: %s", ioReason(err))
+	}
+	doc, err := ParseRawDocument(data)
+	if err != nil {
+		return nil, mcpflow.Errorf(mcpflow.EInternal, "MCP configuration file is not valid: %s", err.Error())
+	}
+	return doc, nil
+}
+
+// validate decodes the candidate with placeholders resolved and refuses a
+// "***" left in any server.
+func (a *Admin) validate(doc *RawDocument) error {
+	if servers, ok := objectAt(doc.Root, "mcpServers"); ok {
+		for _, name := range servers.Keys() {
+			v, _ := servers.Get(name)
+			if p := maskedPlaceholder("mcpServers."+name, v); p != "" {
+				return mcpflow.Errorf(mcpflow.EInvalid, "Cannot persist masked secret placeholder for %s; provide a real value.", p)
+			}
+		}
+	}
+	if _, err := doc.Decode("", a.Env); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: %s", (&FieldError{Field: fe.Field, Message: fe.Message}).Error())
+		}
+		return mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: %s", err.Error())
+	}
+	return nil
+}
+
+// audit logs who changed which servers how; never a value.
+func (a *Admin) audit(actor, kind string, before, after, touched []string) {
+	var added, removed, changed []string
+	for _, n := range after {
+		if !slices.Contains(before, n) {
+			added = append(added, n)
+		} else if slices.Contains(touched, n) {
+			changed = append(changed, n)
+		}
+	}
+	for _, n := range before {
+		if !slices.Contains(after, n) {
+			removed = append(removed, n)
+		}
+	}
+	a.log().Info("MCP configuration changed", "actor", actor, "change", kind, "path", a.Path,
+		"added", orEmpty(added), "removed", orEmpty(removed), "changed", orEmpty(changed))
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (a *Admin) log() *slog.Logger {
+	if a.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Log
+}
+
+// maskedView is {"mcp_servers": {name: masked API server}}.
+func maskedView(doc *RawDocument) *Object {
+	servers := NewObject()
+	if stored, ok := objectAt(doc.Root, "mcpServers"); ok {
+		for _, name := range stored.Keys() {
+			raw, _ := objectAt(stored, name)
+			s := APIServer(raw)
+			MaskServer(s)
+			servers.Set(name, s)
+		}
+	}
+	out := NewObject()
+	out.Set("mcp_servers", servers)
+	return out
+}
+
+// adminError makes every error a domain error: policy and merge refusals
+// are EInvalid, a missing file for a toggle is ENotFound.
+func adminError(err error) error {
+	var pe *PolicyError
+	var me *MergeError
+	var de *mcpflow.Error
+	switch {
+	case errors.As(err, &pe):
+		return &mcpflow.Error{Code: mcpflow.EInvalid, Message: pe.Message}
+	case errors.As(err, &me):
+		return &mcpflow.Error{Code: mcpflow.EInvalid, Message: me.Message}
+	case errors.As(err, &de):
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return mcpflow.Errorf(mcpflow.ENotFound, "MCP configuration file not found")
+	}
+	return mcpflow.Errorf(mcpflow.EInternal, "Failed to update MCP configuration: %s", ioReason(err))
+}
+
+// ioReason describes a file error without its path.
+func ioReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + pe.Err.Error()
+	}
+	return err.Error()
+}
+
+var _ mcpflow.ConfigAdmin = (*Admin)(nil)
+
+// MCPConfig implements mcpflow.ConfigAdmin.
+func (a *Admin) MCPConfig(ctx context.Context) ([]byte, error) {
+	return marshalView(a.Get(ctx))
+}
+
+// ReplaceMCPServers implements mcpflow.ConfigAdmin (PUT).
+func (a *Admin) ReplaceMCPServers(ctx context.Context, actor string, body []byte) ([]byte, error) {
+	servers, err := parseServersBody(body)
+	if err != nil {
+		return nil, err
+	}
+	return marshalView(a.Put(ctx, actor, servers))
+}
+
+// AddMCPServers implements mcpflow.ConfigAdmin (POST servers).
+func (a *Admin) AddMCPServers(ctx context.Context, actor string, body []byte) ([]byte, error) {
+	servers, err := parseServersBody(body)
+	if err != nil {
+		return nil, err
+	}
+	return marshalView(a.Add(ctx, actor, servers))
+}
+
+// SetMCPServerEnabled implements mcpflow.ConfigAdmin (PATCH).
+func (a *Admin) SetMCPServerEnabled(ctx context.Context, actor, server string, enabled bool) ([]byte, error) {
+	return marshalView(a.SetEnabled(ctx, actor, server, enabled))
+}
+
+func marshalView(v *Object, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v.MarshalJSON()
+}
+
+// parseServersBody reads {"mcp_servers": {name: server object}}.
+func parseServersBody(body []byte) (*Object, error) {
+	bad := mcpflow.Errorf(mcpflow.EInvalid, `request body must be {"mcp_servers": {"<name>": {...}}}`)
+	var root Object
+	if err := root.UnmarshalJSON(body); err != nil {
+		return nil, bad
+	}
+	v, ok := root.Get("mcp_servers")
+	servers, isObj := v.(*Object)
+	if !ok || !isObj {
+		return nil, bad
+	}
+	for _, k := range root.Keys() {
+		if k != "mcp_servers" {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "unknown field %q in the request body", k)
+		}
+	}
+	for _, name := range servers.Keys() {
+		if s, _ := servers.Get(name); s == nil {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
+		}
+		if _, ok := objectAt(servers, name); !ok {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
+		}
+	}
+	return servers, nil
+}

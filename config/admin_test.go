@@ -1,0 +1,347 @@
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+func newAdmin(t *testing.T, content string) (*Admin, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "extensions_config.json")
+	if content != "" {
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o640))
+	}
+	env := func(k string) (string, bool) {
+		switch k {
+		case "GITHUB_TOKEN":
+			return "ghp_from_env", true
+		}
+		return "", false
+	}
+	return &Admin{Path: path, Env: env, Policy: NewLaunchPolicy(nil)}, path
+}
+
+func getView(t *testing.T, a *Admin) map[string]any {
+	t.Helper()
+	b, err := a.MCPConfig(context.Background())
+	require.NoError(t, err)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(b, &v))
+	return v["mcp_servers"].(map[string]any)
+}
+
+const storedDoc = `{
+  "mcpServers": {
+    "gh": {
+      "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": {"GITHUB_TOKEN": "$GITHUB_TOKEN", "API_KEY": "sk-stored"},
+      "cwd": "/srv", "customFlag": true, "api_key": "extra-secret",
+      "nested": {"refreshToken": "nested-secret", "safe": "visible"},
+      "endpoints": [{"access_key": "ak-1", "url": "http://a"}]
+    },
+    "web": {
+      "type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer stored"},
+      "oauth": {"token_url": "http://127.0.0.1:9/token", "client_id": "cid", "client_secret": "cs-stored",
+                "refresh_token": "rt-stored", "extra_token_params": {"resource": "r-stored"}},
+      "user_auth": {"header": "X-User-Token", "users": {"u1": "Bearer one", "u2": "Bearer two"}},
+      "headers_from_context": {"headers": {"X-Tenant": "tenant"}, "api_key": "hfc-secret"}
+    }
+  },
+  "skills": {"s": {"enabled": true}},
+  "customTop": {"keep": 1}
+}`
+
+// Spec §6 last paragraph, and §4.3: what GET masks and keeps.
+func TestAdminMasking(t *testing.T) {
+	t.Parallel()
+	a, _ := newAdmin(t, storedDoc)
+	v := getView(t, a)
+	gh := v["gh"].(map[string]any)
+	require.Equal(t, map[string]any{"GITHUB_TOKEN": "***", "API_KEY": "***"}, gh["env"])
+	require.Equal(t, "/srv", gh["cwd"])
+	require.Equal(t, true, gh["customFlag"])
+	require.Equal(t, "***", gh["api_key"])
+	require.Equal(t, map[string]any{"refreshToken": "***", "safe": "visible"}, gh["nested"])
+	require.Equal(t, []any{map[string]any{"access_key": "***", "url": "http://a"}}, gh["endpoints"])
+	require.EqualValues(t, 60, gh["session_init_timeout"], "defaults are filled in")
+	require.Equal(t, true, gh["enabled"])
+	web := v["web"].(map[string]any)
+	require.Equal(t, map[string]any{"Authorization": "***"}, web["headers"])
+	o := web["oauth"].(map[string]any)
+	require.Nil(t, o["client_secret"])
+	require.Nil(t, o["refresh_token"])
+	require.Equal(t, "cid", o["client_id"])
+	require.Equal(t, "http://127.0.0.1:9/token", o["token_url"])
+	require.Equal(t, map[string]any{"resource": "***"}, o["extra_token_params"])
+	require.Equal(t, map[string]any{"u1": "***", "u2": "***"}, web["user_auth"].(map[string]any)["users"])
+	h := web["headers_from_context"].(map[string]any)
+	require.Equal(t, map[string]any{"X-Tenant": "tenant"}, h["headers"], "the mapping holds names, not secrets")
+	require.Equal(t, "***", h["api_key"])
+	b, err := a.MCPConfig(context.Background())
+	require.NoError(t, err)
+	for _, secret := range []string{"sk-stored", "extra-secret", "nested-secret", "ak-1", "Bearer stored", "cs-stored", "rt-stored", "r-stored", "Bearer one", "hfc-secret", "$GITHUB_TOKEN"} {
+		require.NotContains(t, string(b), secret)
+	}
+}
+
+func put(t *testing.T, a *Admin, servers map[string]any) error {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"mcp_servers": servers})
+	require.NoError(t, err)
+	_, err = a.ReplaceMCPServers(context.Background(), "test", body)
+	return err
+}
+
+func storedServer(t *testing.T, path, name string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	s, _ := doc["mcpServers"].(map[string]any)[name].(map[string]any)
+	return s
+}
+
+// A GET → edit → PUT round trip keeps every stored secret.
+func TestAdminRoundTripRestoresSecrets(t *testing.T) {
+	t.Parallel()
+	a, path := newAdmin(t, storedDoc)
+	v := getView(t, a)
+	v["gh"].(map[string]any)["enabled"] = false
+	require.NoError(t, put(t, a, v))
+	gh := storedServer(t, path, "gh")
+	require.Equal(t, false, gh["enabled"])
+	require.Equal(t, map[string]any{"GITHUB_TOKEN": "$GITHUB_TOKEN", "API_KEY": "sk-stored"}, gh["env"], "placeholders and values kept")
+	require.Equal(t, "extra-secret", gh["api_key"])
+	require.Equal(t, map[string]any{"refreshToken": "nested-secret", "safe": "visible"}, gh["nested"])
+	require.Equal(t, []any{map[string]any{"access_key": "ak-1", "url": "http://a"}}, gh["endpoints"])
+	web := storedServer(t, path, "web")
+	require.Equal(t, map[string]any{"Authorization": "Bearer stored"}, web["headers"])
+	o := web["oauth"].(map[string]any)
+	require.Equal(t, "cs-stored", o["client_secret"])
+	require.Equal(t, "rt-stored", o["refresh_token"])
+	require.Equal(t, map[string]any{"resource": "r-stored"}, o["extra_token_params"])
+	require.Equal(t, map[string]any{"u1": "Bearer one", "u2": "Bearer two"}, web["user_auth"].(map[string]any)["users"])
+	require.Equal(t, "hfc-secret", web["headers_from_context"].(map[string]any)["api_key"])
+
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	require.Equal(t, map[string]any{"s": map[string]any{"enabled": true}}, doc["skills"], "skills kept")
+	require.Equal(t, map[string]any{"keep": 1.0}, doc["customTop"], "unknown top-level keys kept")
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o640), fi.Mode().Perm(), "the file mode is kept")
+}
+
+func TestAdminMergeRules(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		edit   func(v map[string]any)
+		err    string
+		verify func(t *testing.T, path string)
+	}{
+		{"new env key masked", func(v map[string]any) { v["gh"].(map[string]any)["env"].(map[string]any)["NEW"] = "***" },
+			"Cannot set env key 'NEW' to masked value '***'; provide a real value.", nil},
+		{"new header masked", func(v map[string]any) { v["web"].(map[string]any)["headers"].(map[string]any)["X-New"] = "***" },
+			"Cannot set header 'X-New' to masked value '***'; provide a real value.", nil},
+		{"new extra masked", func(v map[string]any) { v["gh"].(map[string]any)["private_key"] = "***" },
+			"Cannot set extra config key 'private_key' to masked value '***'; provide a real value.", nil},
+		{"new user masked", func(v map[string]any) {
+			v["web"].(map[string]any)["user_auth"].(map[string]any)["users"].(map[string]any)["new-user"] = "***"
+		}, "Cannot set user_auth user 'new-user' to masked value '***'; provide a real value.", nil},
+		{"new extra_token_params key masked", func(v map[string]any) {
+			v["web"].(map[string]any)["oauth"].(map[string]any)["extra_token_params"].(map[string]any)["x"] = "***"
+		}, "Cannot set OAuth extra_token_params key 'x' to masked value '***'; provide a real value.", nil},
+		{"masked array edited", func(v map[string]any) {
+			v["gh"].(map[string]any)["endpoints"] = []any{map[string]any{"access_key": "***", "url": "http://changed"}}
+		}, "Cannot edit extra config array 'endpoints' while masked secrets remain", nil},
+		{"oauth empty clears one secret", func(v map[string]any) { v["web"].(map[string]any)["oauth"].(map[string]any)["client_secret"] = "" }, "",
+			func(t *testing.T, path string) {
+				o := storedServer(t, path, "web")["oauth"].(map[string]any)
+				require.Nil(t, o["client_secret"])
+				require.Equal(t, "rt-stored", o["refresh_token"])
+			}},
+		{"users map replaces", func(v map[string]any) {
+			v["web"].(map[string]any)["user_auth"].(map[string]any)["users"] = map[string]any{"u1": "***", "u3": "Bearer three"}
+		}, "", func(t *testing.T, path string) {
+			require.Equal(t, map[string]any{"u1": "Bearer one", "u3": "Bearer three"}, storedServer(t, path, "web")["user_auth"].(map[string]any)["users"])
+		}},
+		{"partial user_auth inherits", func(v map[string]any) {
+			v["web"].(map[string]any)["user_auth"] = map[string]any{"enabled": false}
+		}, "", func(t *testing.T, path string) {
+			u := storedServer(t, path, "web")["user_auth"].(map[string]any)
+			require.Equal(t, false, u["enabled"])
+			require.Equal(t, map[string]any{"u1": "Bearer one", "u2": "Bearer two"}, u["users"])
+			require.Equal(t, "X-User-Token", u["header"])
+		}},
+		{"omitted blocks preserved", func(v map[string]any) {
+			w := v["web"].(map[string]any)
+			delete(w, "user_auth")
+			delete(w, "headers_from_context")
+			delete(w, "routing")
+		}, "", func(t *testing.T, path string) {
+			w := storedServer(t, path, "web")
+			require.NotNil(t, w["user_auth"])
+			require.Equal(t, map[string]any{"X-Tenant": "tenant"}, w["headers_from_context"].(map[string]any)["headers"])
+		}},
+		{"provided hfc replaces mapping", func(v map[string]any) {
+			v["web"].(map[string]any)["headers_from_context"] = map[string]any{"headers": map[string]any{"X-Org": "org"}, "on_missing": "passthrough"}
+		}, "", func(t *testing.T, path string) {
+			h := storedServer(t, path, "web")["headers_from_context"].(map[string]any)
+			require.Equal(t, map[string]any{"X-Org": "org"}, h["headers"])
+			require.Equal(t, "passthrough", h["on_missing"])
+		}},
+		{"blank user_auth header", func(v map[string]any) { v["web"].(map[string]any)["user_auth"].(map[string]any)["header"] = "\t" },
+			"Invalid MCP configuration: mcpServers.web.user_auth.header: user_auth.header must not be empty", nil},
+		{"two header spellings", func(v map[string]any) {
+			v["web"].(map[string]any)["headers"] = map[string]any{"Authorization": "***", "authorization": "x"}
+		}, "Invalid MCP configuration: mcpServers.web.headers:", nil},
+		{"a removed server", func(v map[string]any) { delete(v, "gh") }, "", func(t *testing.T, path string) {
+			require.Nil(t, storedServer(t, path, "gh"))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a, path := newAdmin(t, storedDoc)
+			before, err := os.ReadFile(path)
+			require.NoError(t, err)
+			v := getView(t, a)
+			tc.edit(v)
+			err = put(t, a, v)
+			if tc.err != "" {
+				require.Error(t, err)
+				require.Equal(t, mcpflow.EInvalid, mcpflow.ErrorCode(err), err.Error())
+				require.Contains(t, mcpflow.ErrorMessage(err), tc.err)
+				after, rerr := os.ReadFile(path)
+				require.NoError(t, rerr)
+				require.Equal(t, before, after, "a refused write leaves the file byte for byte")
+				return
+			}
+			require.NoError(t, err)
+			tc.verify(t, path)
+		})
+	}
+}
+
+func TestAdminPatchKeepsTheRest(t *testing.T) {
+	t.Parallel()
+	raw := `{"mcpServers": {"remote": {"transport": "sse", "url": "http://127.0.0.1:9/sse", "enabled": false, "x-extra": [1, 2]},
+  "bad": {"type": "stdio", "command": "/bin/evil"}}, "middlewares": ["a:b"], "other": true}`
+	a, path := newAdmin(t, raw)
+	out, err := a.SetMCPServerEnabled(context.Background(), "test", "remote", true)
+	require.NoError(t, err)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(out, &v))
+	require.Equal(t, "sse", v["mcp_servers"].(map[string]any)["remote"].(map[string]any)["type"], "the answer shows the alias")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"transport": "sse"`)
+	require.NotContains(t, string(b), `"type": "sse"`, "no type key is added")
+	require.Contains(t, string(b), `"middlewares"`)
+	require.Contains(t, string(b), `"x-extra"`)
+	s := storedServer(t, path, "remote")
+	require.Equal(t, true, s["enabled"])
+
+	_, err = a.SetMCPServerEnabled(context.Background(), "test", "missing", true)
+	require.Equal(t, mcpflow.ENotFound, mcpflow.ErrorCode(err))
+	require.Equal(t, "MCP server 'missing' not found", mcpflow.ErrorMessage(err))
+
+	before, _ := os.ReadFile(path)
+	_, err = a.SetMCPServerEnabled(context.Background(), "test", "bad", true)
+	require.Equal(t, mcpflow.EInvalid, mcpflow.ErrorCode(err))
+	after, _ := os.ReadFile(path)
+	require.Equal(t, before, after)
+	_, err = a.SetMCPServerEnabled(context.Background(), "test", "bad", false)
+	require.NoError(t, err, "disabling is always allowed")
+}
+
+// 50 concurrent writes leave valid JSON, every secret intact, and never
+// overlap.
+func TestAdminConcurrentWrites(t *testing.T) {
+	t.Parallel()
+	a, path := newAdmin(t, storedDoc)
+	var inside, maxInside atomic.Int32
+	beforeRenameMu.Lock()
+	beforeRename = func() {
+		n := inside.Add(1)
+		for {
+			m := maxInside.Load()
+			if n <= m || maxInside.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		inside.Add(-1)
+	}
+	beforeRenameMu.Unlock()
+	t.Cleanup(func() { beforeRenameMu.Lock(); beforeRename = nil; beforeRenameMu.Unlock() })
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := 0; i < 50; i++ {
+		wg.Go(func() {
+			if i%2 == 0 {
+				_, err := a.SetMCPServerEnabled(context.Background(), "test", "web", i%4 == 0)
+				errs <- err
+				return
+			}
+			v := getView(t, a)
+			v["gh"].(map[string]any)["description"] = strings.Repeat("x", i)
+			errs <- put(t, a, v)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, maxInside.Load(), "writes were serialized")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, json.Valid(b))
+	for _, secret := range []string{"sk-stored", "extra-secret", "nested-secret", "ak-1", "Bearer stored", "cs-stored", "rt-stored", "r-stored", "Bearer one", "hfc-secret", "$GITHUB_TOKEN"} {
+		require.Contains(t, string(b), secret)
+	}
+}
+
+func TestAdminAdd(t *testing.T) {
+	t.Parallel()
+	a, path := newAdmin(t, storedDoc)
+	body := `{"mcp_servers": {"new": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}`
+	out, err := a.AddMCPServers(context.Background(), "test", []byte(body))
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"new"`)
+	require.NotNil(t, storedServer(t, path, "new"))
+	require.NotNil(t, storedServer(t, path, "gh"), "siblings untouched")
+	_, err = a.AddMCPServers(context.Background(), "test", []byte(`{"mcp_servers": {"gh": {"type": "http", "url": "http://x/mcp"}, "z": {"type": "http", "url": "http://x/mcp"}}}`))
+	require.Equal(t, mcpflow.EConflict, mcpflow.ErrorCode(err))
+	require.Equal(t, "MCP server 'gh' already exists", mcpflow.ErrorMessage(err))
+	require.Nil(t, storedServer(t, path, "z"), "an add is all or nothing")
+	_, err = a.AddMCPServers(context.Background(), "test", []byte(`{"mcp_servers": {"y": {"type": "http", "url": "http://x/mcp", "headers": {"A": "***"}}}}`))
+	require.Equal(t, "Cannot set header 'A' to masked value '***'; provide a real value.", mcpflow.ErrorMessage(err))
+	for _, bad := range []string{`{}`, `[]`, `{"mcp_servers": []}`, `{"mcp_servers": {"a": 1}}`, `{"mcp_servers": {}, "x": 1}`, `not json`} {
+		_, err = a.AddMCPServers(context.Background(), "test", []byte(bad))
+		require.Equal(t, mcpflow.EInvalid, mcpflow.ErrorCode(err), bad)
+	}
+}
+
+// A missing file is created by the first write.
+func TestAdminCreatesTheFile(t *testing.T) {
+	t.Parallel()
+	a, path := newAdmin(t, "")
+	require.Empty(t, getView(t, a))
+	require.NoError(t, put(t, a, map[string]any{"a": map[string]any{"type": "http", "url": "http://127.0.0.1:9/mcp"}}))
+	require.NotNil(t, storedServer(t, path, "a"))
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A crash between the temp file's write and the rename leaves the old file
+// as it was. The crash is real: a child test process exits in the hook.
+func TestWriteCrashBeforeRenameLeavesTheOldFile(t *testing.T) {
+	if dir := os.Getenv("MCPFLOW_CRASH_DIR"); dir != "" {
+		beforeRename = func() { os.Exit(3) }
+		_ = WriteFileAtomic(filepath.Join(dir, "extensions_config.json"), []byte(`{"new": true}`), nil)
+		os.Exit(0) // not reached
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "extensions_config.json")
+	old := []byte("{\n  \"mcpServers\": {}\n}\n")
+	require.NoError(t, os.WriteFile(path, old, 0o600))
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWriteCrashBeforeRenameLeavesTheOldFile$")
+	cmd.Env = append(os.Environ(), "MCPFLOW_CRASH_DIR="+dir)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "the child crashed: %v", err)
+	require.Equal(t, 3, ee.ExitCode())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, old, got)
+}
+
+func TestWriteKeepsASymlinkAndMode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real", "ext.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(real), 0o755))
+	require.NoError(t, os.WriteFile(real, []byte("{}"), 0o640))
+	link := filepath.Join(dir, "extensions_config.json")
+	require.NoError(t, os.Symlink(real, link))
+	require.NoError(t, WriteFileAtomic(link, []byte(`{"a": 1}`), nil))
+	fi, err := os.Lstat(link)
+	require.NoError(t, err)
+	require.True(t, fi.Mode()&os.ModeSymlink != 0, "the config stays a symlink")
+	got, err := os.ReadFile(real)
+	require.NoError(t, err)
+	require.Equal(t, `{"a": 1}`, string(got))
+	fi, err = os.Stat(real)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o640), fi.Mode().Perm())
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "real", ".ext.json.*.tmp"))
+	require.Empty(t, leftovers, "no temp file is left")
+}
+
+func TestWriteFailureLeavesTheOldFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ext.json")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
+	rename = func(string, string) error { return syscall.EIO }
+	t.Cleanup(func() { rename = os.Rename })
+	require.ErrorIs(t, WriteFileAtomic(path, []byte("new"), nil), syscall.EIO)
+	got, _ := os.ReadFile(path)
+	require.Equal(t, "old", string(got))
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".ext.json.*.tmp"))
+	require.Empty(t, leftovers)
+}
+
+// A bind-mounted file cannot be renamed over (EBUSY): it is overwritten in
+// place, with one warning.
+func TestWriteBusyFallsBackToOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ext.json")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
+	rename = func(string, string) error { return &os.LinkError{Op: "rename", Err: syscall.EBUSY} }
+	t.Cleanup(func() { rename = os.Rename })
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	require.NoError(t, WriteFileAtomic(path, []byte("new"), log))
+	require.NoError(t, WriteFileAtomic(path, []byte("newer"), log))
+	got, _ := os.ReadFile(path)
+	require.Equal(t, "newer", string(got))
+	require.Equal(t, 1, bytes.Count(logs.Bytes(), []byte("overwriting it in place")), "warned once")
+}

@@ -533,7 +533,8 @@ func (r *Runtime) taskDrift(ext *config.Extensions) (map[string]bool, string) {
 
 // taskServerFingerprint identifies the runtime configuration of a task
 // server: everything but the presentation fields, with the transport alias
-// normalized away.
+// normalized away, and empty lists and maps counted as absent (the admin
+// API writes them out).
 func taskServerFingerprint(s config.Server) string {
 	s.Description, s.Routing, s.Tools, s.ToolNamePrefix = "", config.Routing{}, nil, false
 	var extra json.RawMessage
@@ -547,8 +548,38 @@ func taskServerFingerprint(s config.Server) string {
 		S     config.Server
 		Extra json.RawMessage
 	}{s, extra})
+	var v any
+	if json.Unmarshal(b, &v) == nil {
+		b, _ = json.Marshal(pruneEmpty(v))
+	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
+}
+
+// pruneEmpty drops nulls, empty objects and empty lists from a decoded JSON
+// value (json.Marshal then sorts object keys).
+func pruneEmpty(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e = pruneEmpty(e); e == nil {
+				delete(x, k)
+			} else {
+				x[k] = e
+			}
+		}
+		if len(x) == 0 {
+			return nil
+		}
+	case []any:
+		if len(x) == 0 {
+			return nil
+		}
+		for i, e := range x {
+			x[i] = pruneEmpty(e)
+		}
+	}
+	return v
 }
 
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

@@ -902,3 +902,82 @@ func TestRuntimeStdioExplicitCwd(t *testing.T) {
 	require.FileExists(t, filepath.Join(cwd, "x.txt"))
 	require.NoFileExists(t, filepath.Join(b.threadWorkspace("alice", "t1"), "x.txt"))
 }
+
+// Spec §4.6: task servers are frozen at start-up.
+func TestRuntimeTaskServerDrift(t *testing.T) {
+	t.Parallel()
+	url, _ := startDemoHTTP(t, "http")
+	toolset := []any{doc{"name": "job", "submit_tool": "submit_job", "status_tool": "get_job_status", "cancel_tool": "cancel_job"}}
+	start := doc{"mcpServers": doc{
+		"tasks":   doc{"type": "http", "url": url, "env": doc{}, "task_toolsets": toolset, "description": "old"},
+		"plain":   doc{"type": "http", "url": url},
+		"offboth": doc{"type": "http", "url": url, "enabled": false, "task_toolsets": toolset},
+	}}
+	b := newRuntime(t, start, func(o *mcpclient.Options) {
+		dir := t.TempDir()
+		data, _ := json.Marshal(start)
+		p := filepath.Join(dir, "start.json")
+		require.NoError(t, os.WriteFile(p, data, 0o600))
+		ext, err := config.LoadExtensions(p, nil)
+		require.NoError(t, err)
+		o.FrozenTaskServers = map[string]config.Server{}
+		for _, s := range ext.Servers {
+			if s.Enabled && len(s.TaskToolsets) > 0 {
+				o.FrozenTaskServers[s.Name] = s
+			}
+		}
+	})
+	callErr := func(tool string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), generous)
+		defer cancel()
+		res, err := b.rt.CallTool(ctx, mcpflow.ToolCall{UserID: "u", ThreadID: "t1", Tool: tool, Arguments: map[string]any{"message": "x"}})
+		if err == nil && res.IsError {
+			return errors.New(text(t, res))
+		}
+		return err
+	}
+	edit := func(f func(d doc)) {
+		data, _ := json.Marshal(start)
+		var d doc
+		require.NoError(t, json.Unmarshal(data, &d))
+		f(d)
+		b.write(t, d)
+		settle()
+		b.list(t)
+	}
+	require.NoError(t, callErr("tasks_echo"))
+
+	// Presentation edits, servers without toolsets and servers disabled at
+	// both times stay hot.
+	edit(func(d doc) {
+		s := d["mcpServers"].(doc)
+		s["tasks"].(doc)["description"] = "new"
+		s["tasks"].(doc)["routing"] = doc{"mode": "prefer", "keywords": []any{"jobs"}}
+		s["plain"].(doc)["headers"] = doc{"X-A": "1"}
+		s["offboth"].(doc)["url"] = url + "?changed"
+	})
+	require.NoError(t, callErr("tasks_echo"))
+
+	for name, change := range map[string]func(d doc){
+		"env":          func(d doc) { d["mcpServers"].(doc)["tasks"].(doc)["env"] = doc{"X": "1"} },
+		"timeout":      func(d doc) { d["mcpServers"].(doc)["tasks"].(doc)["tool_call_timeout"] = 5 },
+		"interceptors": func(d doc) { d["mcpInterceptors"] = []any{"my.module:builder"} },
+	} {
+		edit(change)
+		err := callErr("tasks_echo")
+		requireCode(t, err, mcpflow.EUnavailable)
+		want := "(tasks)"
+		if name == "interceptors" {
+			want = "(mcpInterceptors)"
+		}
+		require.Contains(t, mcpflow.ErrorMessage(err), "MCP task-enabled server configuration changed after mcpflow startup "+want, name)
+		require.Contains(t, mcpflow.ErrorMessage(err), "restart mcpflow before using durable task tools")
+		require.NoError(t, callErr("plain_echo"), "%s: an unrelated server keeps working", name)
+	}
+	edit(func(d doc) {
+		d["mcpServers"].(doc)["late"] = doc{"type": "http", "url": url, "task_toolsets": toolset}
+	})
+	err := callErr("late_echo")
+	requireCode(t, err, mcpflow.EUnavailable)
+	require.Contains(t, mcpflow.ErrorMessage(err), "(late)", "a task server added after start-up is not frozen")
+}

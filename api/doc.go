@@ -1,11 +1,11 @@
 // Package api is mcpflow's HTTP API: a Gin server with bearer-token auth,
 // one error renderer, health and readiness probes, features, threads, MCP
 // tools (list, call, cache reset), durable tasks (list, detail, cancel) and
-// the thread event inbox (with long-polling); the config admin routes of
-// DESIGN.md come with a later capability.
+// the thread event inbox (with long-polling), and the config admin routes
+// (GET/PUT/PATCH /api/mcp/config, POST /api/mcp/config/servers).
 //
 // It imports the root domain package and reaches everything else through
 // interfaces wired in cmd/ (mcpflow.ThreadStore, TaskStore, EventStore,
-// ToolRuntime, and cancel and thread-deleted functions): it must not import store/, mcpclient/, workflows/,
+// ToolRuntime, ConfigAdmin, and cancel and thread-deleted functions): it must not import store/, mcpclient/, workflows/,
 // activities/ or worker/. *gin.Context never leaves a handler.
 package api

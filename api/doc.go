@@ -6,6 +6,7 @@
 //
 // It imports the root domain package and reaches everything else through
 // interfaces wired in cmd/ (mcpflow.ThreadStore, TaskStore, EventStore,
-// ToolRuntime, ConfigAdmin, and cancel and thread-deleted functions): it must not import store/, mcpclient/, workflows/,
-// activities/ or worker/. *gin.Context never leaves a handler.
+// ToolRuntime, ConfigAdmin, and cancel and thread-deleted functions): it
+// must not import store/, mcpclient/, workflows/, activities/, worker/ or
+// config/. *gin.Context never leaves a handler.
 package api

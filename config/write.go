@@ -60,7 +60,7 @@ func WithLock(path string, fn func() error) error {
 // (tests inject a crash there).
 var (
 	beforeRenameMu sync.Mutex
-	beforeRename   func()
+	beforeRename   func(target string)
 )
 
 var busyWarned sync.Map // target path → struct{}: EBUSY fallback warned
@@ -116,7 +116,7 @@ func WriteFileAtomic(path string, data []byte, log *slog.Logger) error {
 	hook := beforeRename
 	beforeRenameMu.Unlock()
 	if hook != nil {
-		hook()
+		hook(target)
 	}
 	if err := rename(tmp.Name(), target); err != nil {
 		if !errors.Is(err, syscall.EBUSY) {

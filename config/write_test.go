@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +18,7 @@ import (
 // as it was. The crash is real: a child test process exits in the hook.
 func TestWriteCrashBeforeRenameLeavesTheOldFile(t *testing.T) {
 	if dir := os.Getenv("MCPFLOW_CRASH_DIR"); dir != "" {
-		beforeRename = func() { os.Exit(3) }
+		beforeRename = func(string) { os.Exit(3) }
 		_ = WriteFileAtomic(filepath.Join(dir, "extensions_config.json"), []byte(`{"new": true}`), nil)
 		os.Exit(0) // not reached
 	}
@@ -87,4 +88,36 @@ func TestWriteBusyFallsBackToOverwrite(t *testing.T) {
 	got, _ := os.ReadFile(path)
 	require.Equal(t, "newer", string(got))
 	require.Equal(t, 1, bytes.Count(logs.Bytes(), []byte("overwriting it in place")), "warned once")
+}
+
+// The sidecar lock serializes writers across processes: a second process
+// holding it makes this one wait until it lets go.
+func TestWithLockAcrossProcesses(t *testing.T) {
+	if dir := os.Getenv("MCPFLOW_LOCK_DIR"); dir != "" {
+		_ = WithLock(filepath.Join(dir, "extensions_config.json"), func() error {
+			_ = os.WriteFile(filepath.Join(dir, "held"), nil, 0o600)
+			time.Sleep(300 * time.Millisecond)
+			return os.WriteFile(filepath.Join(dir, "released"), nil, 0o600)
+		})
+		os.Exit(0)
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWithLockAcrossProcesses$")
+	cmd.Env = append(os.Environ(), "MCPFLOW_LOCK_DIR="+dir)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Wait() })
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "held"))
+		return err == nil
+	}, 30*time.Second, 5*time.Millisecond)
+	var releasedFirst bool
+	require.NoError(t, WithLock(filepath.Join(dir, "extensions_config.json"), func() error {
+		_, err := os.Stat(filepath.Join(dir, "released"))
+		releasedFirst = err == nil
+		return nil
+	}))
+	require.True(t, releasedFirst, "the lock was held by the other process until it released it")
+	_, err := os.Stat(filepath.Join(dir, ".extensions_config.json.lock"))
+	require.NoError(t, err, "the sidecar lock file sits beside the config")
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // Masked is the placeholder of a secret value in admin API answers; sending
@@ -437,6 +436,3 @@ func maskedPlaceholder(path string, v any) string {
 	}
 	return ""
 }
-
-// trimPrefix drops a leading dot of a joined path.
-func trimPrefix(p string) string { return strings.TrimPrefix(p, ".") }

@@ -101,9 +101,8 @@ type tokenEndpoint struct {
 	forms []url.Values
 	// reply builds the JSON answer to the n-th request (from 1); status is
 	// its HTTP status.
-	reply  func(n int, form url.Values) (status int, body map[string]any)
-	delay  time.Duration
-	served chan struct{} // one value per request, when set
+	reply func(n int, form url.Values) (status int, body map[string]any)
+	delay time.Duration
 }
 
 func newTokenEndpoint(t *testing.T, reply func(n int, form url.Values) (int, map[string]any)) *tokenEndpoint {

@@ -74,6 +74,11 @@ cat <<MSG
 
 MSG
 
+# The admin API writes the MCP servers file: give it a copy in .dev/ (made
+# once) so the repository's deployments/dev/extensions_config.json stays as
+# checked in. Remove .dev/extensions_config.json to start from it again.
+[ -f "$DEV/extensions_config.json" ] || cp deployments/dev/extensions_config.json "$DEV/extensions_config.json"
+export MCPFLOW_EXTENSIONS_CONFIG="$DEV/extensions_config.json"
 "$BIN/mcpflow" dev --config deployments/dev/config.yaml &
 pids+=($!)
 

@@ -7,16 +7,18 @@ import (
 
 // Error codes. Each maps to exactly one HTTP status in api/.
 const (
-	EInvalid      = "invalid_argument" // 400
-	EUnauthorized = "unauthenticated"  // 401
-	EForbidden    = "forbidden"        // 403
-	ENotFound     = "not_found"        // 404
-	EConflict     = "conflict"         // 409
-	EGone         = "gone"             // 410
-	EUpstream     = "upstream_error"   // 502
-	EUnavailable  = "unavailable"      // 503
-	ETimeout      = "timeout"          // 504
-	EInternal     = "internal"         // 500
+	EInvalid      = "invalid_argument"  // 400
+	EUnauthorized = "unauthenticated"   // 401
+	EForbidden    = "forbidden"         // 403
+	ENotFound     = "not_found"         // 404
+	EConflict     = "conflict"          // 409
+	EGone         = "gone"              // 410
+	ETooLarge     = "payload_too_large" // 413
+	ETooMany      = "too_many_requests" // 429
+	EUpstream     = "upstream_error"    // 502
+	EUnavailable  = "unavailable"       // 503
+	ETimeout      = "timeout"           // 504
+	EInternal     = "internal"          // 500
 )
 
 // Error is a domain error with a code and a message that is safe to show to

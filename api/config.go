@@ -3,16 +3,12 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/mcpflow/mcpflow"
 )
-
-// maxConfigBody bounds a config write's body.
-const maxConfigBody = 4 << 20
 
 func (s *Server) getConfig(c *gin.Context) {
 	out, err := s.opts.Config.MCPConfig(c.Request.Context())
@@ -60,14 +56,7 @@ func (s *Server) patchConfig(c *gin.Context) {
 	s.renderConfig(c, http.StatusOK, out, err)
 }
 
-func (s *Server) configBody(c *gin.Context) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxConfigBody))
-	if err != nil {
-		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "request body is too large or unreadable"))
-		return nil, false
-	}
-	return body, true
-}
+func (s *Server) configBody(c *gin.Context) ([]byte, bool) { return s.readBody(c) }
 
 func (s *Server) renderConfig(c *gin.Context, code int, out []byte, err error) {
 	if err != nil {

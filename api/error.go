@@ -18,6 +18,8 @@ var statusByCode = map[string]int{
 	mcpflow.ENotFound:     http.StatusNotFound,
 	mcpflow.EConflict:     http.StatusConflict,
 	mcpflow.EGone:         http.StatusGone,
+	mcpflow.ETooLarge:     http.StatusRequestEntityTooLarge,
+	mcpflow.ETooMany:      http.StatusTooManyRequests,
 	mcpflow.EUpstream:     http.StatusBadGateway,
 	mcpflow.EUnavailable:  http.StatusServiceUnavailable,
 	mcpflow.ETimeout:      http.StatusGatewayTimeout,

@@ -41,8 +41,13 @@ type Options struct {
 	Readiness           []Check
 	ReadyTimeout        time.Duration // per check; default 2 s
 	MCPTasksEnabled     func() bool   // whether the task runtime actually started
-	Logger              *slog.Logger
-	Now                 func() time.Time
+	// MaxBodyBytes caps request bodies (413 beyond it); default 1 MiB.
+	MaxBodyBytes int64
+	// MaxCallsPerUser caps one user's tool calls in flight (429 beyond
+	// it); default 32.
+	MaxCallsPerUser int
+	Logger          *slog.Logger
+	Now             func() time.Time
 }
 
 // Server is the HTTP API.
@@ -52,6 +57,7 @@ type Server struct {
 	engine  *gin.Engine
 	now     func() time.Time
 	threads threadCache
+	calls   userSlots
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -68,11 +74,18 @@ func New(opts Options) *Server {
 	if s.opts.ReadyTimeout <= 0 {
 		s.opts.ReadyTimeout = 2 * time.Second
 	}
+	if s.opts.MaxBodyBytes <= 0 {
+		s.opts.MaxBodyBytes = 1 << 20
+	}
+	if s.opts.MaxCallsPerUser <= 0 {
+		s.opts.MaxCallsPerUser = 32
+	}
+	s.calls.max = s.opts.MaxCallsPerUser
 	e := gin.New()
 	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(nil)
 	e.HandleMethodNotAllowed = true
-	e.Use(s.requestIDMiddleware, s.accessLog, s.recovery)
+	e.Use(s.requestIDMiddleware, s.accessLog, s.recovery, s.limitBody)
 	e.NoRoute(func(c *gin.Context) { s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "no such route")) })
 	e.NoMethod(func(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{Error: ErrorDetail{Code: "method_not_allowed", Message: "method not allowed on this route"}})

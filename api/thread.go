@@ -1,8 +1,8 @@
 package api
 
 import (
-	"errors"
-	"io"
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -25,7 +25,11 @@ func (s *Server) createThread(c *gin.Context) {
 	var req struct {
 		ThreadID *string `json:"thread_id"`
 	}
-	if err := c.ShouldBindJSON(&req); err != nil && !errors.Is(err, io.EOF) {
+	body, ok := s.readBody(c)
+	if !ok {
+		return
+	}
+	if len(bytes.TrimSpace(body)) > 0 && json.Unmarshal(body, &req) != nil {
 		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "request body must be a JSON object like {\"thread_id\": \"...\"}"))
 		return
 	}

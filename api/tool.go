@@ -3,16 +3,12 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/mcpflow/mcpflow"
 )
-
-// maxCallBody bounds a tool-call request body.
-const maxCallBody = 4 << 20
 
 // threadForCall returns the route's thread for the calling user, creating
 // it when the user does not have it yet (a tool call on a new thread starts
@@ -82,9 +78,8 @@ type callBody struct {
 }
 
 func (s *Server) callTool(c *gin.Context) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxCallBody))
-	if err != nil {
-		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "request body is too large or unreadable"))
+	body, ok := s.readBody(c)
+	if !ok {
 		return
 	}
 	var req callBody
@@ -115,6 +110,12 @@ func (s *Server) callTool(c *gin.Context) {
 	if !ok {
 		return
 	}
+	if !s.calls.acquire(t.UserID) {
+		c.Header("Retry-After", "1")
+		s.renderError(c, mcpflow.Errorf(mcpflow.ETooMany, "too many tool calls in flight for this user (at most %d); retry shortly", s.calls.max))
+		return
+	}
+	defer s.calls.release(t.UserID)
 	res, err := s.opts.Tools.CallTool(c.Request.Context(), mcpflow.ToolCall{
 		UserID: t.UserID, ThreadID: t.ID, Tool: c.Param("tool"), Arguments: args,
 		Secrets: req.Secrets, RunID: req.RunID, ToolCallID: req.ToolCallID,

@@ -57,7 +57,25 @@ type ServerSection struct {
 	Addr string `yaml:"addr"`
 	// ShutdownTimeoutSeconds bounds graceful shutdown, 1..600. Default 20.
 	ShutdownTimeoutSeconds int `yaml:"shutdown_timeout_seconds"`
+	// MaxBodyBytes caps a request body, 1024..67108864 (64 MiB). Default
+	// 1048576 (1 MiB); a larger body is answered 413.
+	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// MaxConcurrentCallsPerUser caps one user's tool calls in flight in this
+	// process, 1..10000. Default 32; more are answered 429 with Retry-After.
+	MaxConcurrentCallsPerUser int `yaml:"max_concurrent_calls_per_user"`
+	// HTTP server timeouts in seconds: reading a request's headers
+	// (1..300, default 10), a whole request (1..3600, default 60), writing
+	// the answer, which covers the handler and so the longest tool call
+	// (1..86400, default 900), and keeping an idle connection (1..3600,
+	// default 120).
+	ReadHeaderTimeoutSeconds int `yaml:"read_header_timeout_seconds"`
+	ReadTimeoutSeconds       int `yaml:"read_timeout_seconds"`
+	WriteTimeoutSeconds      int `yaml:"write_timeout_seconds"`
+	IdleTimeoutSeconds       int `yaml:"idle_timeout_seconds"`
 }
+
+// Seconds converts a number of seconds of the config to a duration.
+func Seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
 // DatabaseSection configures the task and thread store.
 type DatabaseSection struct {
@@ -179,7 +197,9 @@ func (s ServerSection) ShutdownTimeout() time.Duration {
 // DefaultService returns the built-in defaults.
 func DefaultService() Service {
 	return Service{
-		Server:    ServerSection{Addr: "127.0.0.1:8080", ShutdownTimeoutSeconds: 20},
+		Server: ServerSection{Addr: "127.0.0.1:8080", ShutdownTimeoutSeconds: 20, MaxBodyBytes: 1 << 20,
+			MaxConcurrentCallsPerUser: 32, ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 60,
+			WriteTimeoutSeconds: 900, IdleTimeoutSeconds: 120},
 		Database:  DatabaseSection{Backend: BackendSQLite, DSN: "mcpflow.db"},
 		Temporal:  TemporalSection{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "mcpflow-tasks"},
 		Workspace: WorkspaceSection{Root: ".mcpflow/workspace"},
@@ -647,8 +667,22 @@ func (s *Service) validate(origins map[string]string) error {
 	if host, port, err := net.SplitHostPort(s.Server.Addr); err != nil || !validPort(port) || strings.ContainsAny(host, " /") {
 		return v.fail("server.addr", "must be host:port (got %q)", s.Server.Addr)
 	}
-	if n := s.Server.ShutdownTimeoutSeconds; n < 1 || n > 600 {
-		return v.fail("server.shutdown_timeout_seconds", "must be between 1 and 600 (got %d)", n)
+	for _, b := range []struct {
+		key      string
+		val      int
+		min, max int
+	}{
+		{"shutdown_timeout_seconds", s.Server.ShutdownTimeoutSeconds, 1, 600},
+		{"max_body_bytes", s.Server.MaxBodyBytes, 1024, 64 << 20},
+		{"max_concurrent_calls_per_user", s.Server.MaxConcurrentCallsPerUser, 1, 10000},
+		{"read_header_timeout_seconds", s.Server.ReadHeaderTimeoutSeconds, 1, 300},
+		{"read_timeout_seconds", s.Server.ReadTimeoutSeconds, 1, 3600},
+		{"write_timeout_seconds", s.Server.WriteTimeoutSeconds, 1, 86400},
+		{"idle_timeout_seconds", s.Server.IdleTimeoutSeconds, 1, 3600},
+	} {
+		if b.val < b.min || b.val > b.max {
+			return v.fail("server."+b.key, "must be between %d and %d (got %d)", b.min, b.max, b.val)
+		}
 	}
 	if b := s.Database.Backend; b != BackendSQLite && b != BackendPostgres {
 		return v.fail("database.backend", "must be %q or %q (got %q)", BackendSQLite, BackendPostgres, b)

@@ -230,6 +230,8 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		ThreadDeleted:       threadDeleted,
 		DegradedAfterErrors: cfg.MCPTasks.TrackingDegradedAfterErrors,
 		MCPTasksEnabled:     func() bool { return m.Tasks != nil },
+		MaxBodyBytes:        int64(cfg.Server.MaxBodyBytes),
+		MaxCallsPerUser:     cfg.Server.MaxConcurrentCallsPerUser,
 		Logger:              m.Logger,
 	})
 	ln, err := net.Listen("tcp", cfg.Server.Addr)
@@ -241,8 +243,10 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	m.baseCancel = cancel
 	m.httpServer = &http.Server{
 		Handler:           m.API.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: config.Seconds(cfg.Server.ReadHeaderTimeoutSeconds),
+		ReadTimeout:       config.Seconds(cfg.Server.ReadTimeoutSeconds),
+		WriteTimeout:      config.Seconds(cfg.Server.WriteTimeoutSeconds),
+		IdleTimeout:       config.Seconds(cfg.Server.IdleTimeoutSeconds),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 	}
 	go func() {

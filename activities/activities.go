@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow"
+	"go.opentelemetry.io/otel/metric"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 )
@@ -40,6 +41,8 @@ type Activities struct {
 	// stdio task run there so they reach the subprocess holding its state.
 	PinnedQueue string
 	Now         func() time.Time
+	// Meter records poll and delivery metrics (nil: none).
+	Meter metric.Meter
 }
 
 func (a *Activities) now() time.Time {
@@ -259,6 +262,8 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	polls := int(activity.GetInfo(ctx).Attempt) // remote calls in this execution, this one included
 	snap, err := a.Driver.Status(ctx, in.Ref)
 	polledAt := a.now()
+	outcome := "changed"
+	defer func() { a.countPoll(ctx, in.Ref.ServerName, outcome) }()
 	if err == nil {
 		snap, err = snap.Normalize(in.Bounds)
 	}
@@ -268,6 +273,7 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 		return &PollOutput{Snapshot: &failed, Fingerprint: Fingerprint(failed), PolledAt: polledAt, Polls: polls}, nil
 	}
 	if err != nil {
+		outcome = "error"
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, err // cancelled or timed out attempt: no bookkeeping
 		}
@@ -292,6 +298,7 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	}
 	fp := Fingerprint(snap)
 	if fp == in.LastFingerprint && prog.Errors == 0 && snap.IsPollable() {
+		outcome = "unchanged"
 		// Nothing to carry to the next attempt (no errors), so no heartbeat:
 		// an unchanged poll costs one failed attempt and no history.
 		delay, _ := in.Timing.NextPollDelay(snap)

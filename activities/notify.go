@@ -161,6 +161,7 @@ func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (*DeliverOutp
 		return nil, err
 	}
 	outcome, msg := a.Webhook.Post(ctx, body, IdempotencyKey(in.TaskID, in.Version), in.Attempt)
+	a.countDelivery(ctx, string(outcome))
 	return &DeliverOutput{Outcome: outcome, Error: boundText(msg)}, nil
 }
 

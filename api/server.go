@@ -13,6 +13,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/mcpflow/mcpflow"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Check is one readiness dependency (database, Temporal).
@@ -41,6 +43,14 @@ type Options struct {
 	Readiness           []Check
 	ReadyTimeout        time.Duration // per check; default 2 s
 	MCPTasksEnabled     func() bool   // whether the task runtime actually started
+	// Meter records HTTP metrics (nil: none); Metrics serves GET /metrics
+	// (nil: no route); Tracer starts a span per request (nil: none).
+	Meter   metric.Meter
+	Metrics http.Handler
+	Tracer  trace.TracerProvider
+	// HealthOnly serves only /healthz, /readyz and /metrics (a worker
+	// process).
+	HealthOnly bool
 	// MaxBodyBytes caps request bodies (413 beyond it); default 1 MiB.
 	MaxBodyBytes int64
 	// MaxCallsPerUser caps one user's tool calls in flight (429 beyond
@@ -58,6 +68,7 @@ type Server struct {
 	now     func() time.Time
 	threads threadCache
 	calls   userSlots
+	metrics *httpMetrics
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -81,11 +92,15 @@ func New(opts Options) *Server {
 		s.opts.MaxCallsPerUser = 32
 	}
 	s.calls.max = s.opts.MaxCallsPerUser
+	s.metrics = newHTTPMetrics(opts.Meter)
 	e := gin.New()
 	e.ContextWithFallback = true
 	_ = e.SetTrustedProxies(nil)
 	e.HandleMethodNotAllowed = true
-	e.Use(s.requestIDMiddleware, s.accessLog, s.recovery, s.limitBody)
+	if opts.Tracer != nil {
+		e.Use(s.tracing())
+	}
+	e.Use(s.requestIDMiddleware, s.accessLog, s.measure, s.recovery, s.limitBody)
 	e.NoRoute(func(c *gin.Context) { s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "no such route")) })
 	e.NoMethod(func(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{Error: ErrorDetail{Code: "method_not_allowed", Message: "method not allowed on this route"}})
@@ -93,6 +108,13 @@ func New(opts Options) *Server {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	if opts.Metrics != nil {
+		e.GET("/metrics", gin.WrapH(opts.Metrics))
+	}
+	if opts.HealthOnly {
+		s.engine = e
+		return s
+	}
 	e.GET("/api/features", s.features)
 
 	user := e.Group("/api", s.authenticate, s.requireUser)
@@ -197,7 +219,7 @@ func (s *Server) accessLog(c *gin.Context) {
 		}
 	}
 	level := slog.LevelInfo
-	if route == "/healthz" || route == "/readyz" {
+	if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 		level = slog.LevelDebug
 	}
 	s.log.LogAttrs(c.Request.Context(), level, "http request", attrs...)

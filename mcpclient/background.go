@@ -169,3 +169,7 @@ func cancelBackground(ctx context.Context, bt BackgroundTasks, call mcpflow.Tool
 	rec.CancelRequested = true
 	return map[string]any{"cancelled": t.Status == mcpflow.StatusCancelled, "task": rec, "message": cancelMessage}
 }
+
+func isBuiltin(tool string) bool {
+	return tool == ToolListBackgroundTasks || tool == ToolCancelBackgroundTask
+}

@@ -22,6 +22,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a Runtime.
@@ -49,6 +51,10 @@ type Options struct {
 	FrozenTaskServers  map[string]config.Server
 	FrozenInterceptors []string
 	Logger             *slog.Logger
+	// Meter records tool-call and pool metrics, Tracer a span per tool call
+	// (nil: none).
+	Meter  metric.Meter
+	Tracer trace.Tracer
 }
 
 // Submitter runs the submit wrapper of a task toolset: it starts the
@@ -73,6 +79,7 @@ type Runtime struct {
 	submitter  Submitter
 	background BackgroundTasks
 	closed     bool
+	metrics    *runtimeMetrics
 }
 
 var _ mcpflow.ToolRuntime = (*Runtime)(nil)
@@ -121,12 +128,14 @@ func NewRuntime(o Options) *Runtime {
 	if o.Env == nil {
 		o.Env = os.LookupEnv
 	}
-	return &Runtime{
+	r := &Runtime{
 		opts:   o,
 		log:    o.Logger,
 		pool:   NewPool(o.MaxSessions, o.Logger),
 		shared: map[string]*sharedSession{},
 	}
+	r.metrics = newRuntimeMetrics(r, o.Meter, o.Tracer)
+	return r
 }
 
 // ExtensionsPath returns the extensions_config.json the runtime watches.
@@ -199,6 +208,9 @@ func (r *Runtime) ResetCache() {
 
 // Close ends every session and kills every stdio child.
 func (r *Runtime) Close() error {
+	if r.metrics.reg != nil {
+		_ = r.metrics.reg.Unregister()
+	}
 	r.mu.Lock()
 	r.closed = true
 	r.state = nil
@@ -814,6 +826,18 @@ func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow
 	if err != nil {
 		return nil, err
 	}
+	server := "(builtin)"
+	if e := st.byName[call.Tool]; e != nil {
+		server = e.server.Name
+	} else if !isBuiltin(call.Tool) {
+		server = "(unknown)"
+	}
+	return r.metrics.observe(ctx, server, call.Tool, func(ctx context.Context) (*mcpflow.ToolResult, error) {
+		return r.callTool(ctx, st, call)
+	})
+}
+
+func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
 	e := st.byName[call.Tool]
 	if e == nil {
 		if res, ok, err := r.callBuiltin(ctx, call); ok {

@@ -344,3 +344,19 @@ func (db *DB) UpdateTask(ctx context.Context, t *mcpflow.Task) error {
 	t.NotificationStatus = c.NotificationStatus
 	return nil
 }
+
+// CountTasksByStatus returns how many tasks are in each status.
+func (db *DB) CountTasksByStatus(ctx context.Context) (map[mcpflow.Status]int64, error) {
+	var rows []struct {
+		Status string
+		N      int64
+	}
+	if err := db.gorm.WithContext(ctx).Model(&taskRow{}).Select("status, count(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count tasks by status: %w", err)
+	}
+	out := map[mcpflow.Status]int64{}
+	for _, r := range rows {
+		out[mcpflow.Status(r.Status)] = r.N
+	}
+	return out, nil
+}

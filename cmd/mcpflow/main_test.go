@@ -149,12 +149,27 @@ func TestServeAndWorkerModes(t *testing.T) {
 	s := startMain(t, ModeServe, cfg, nil)
 	require.NotEmpty(t, s.URL())
 	require.Nil(t, s.workerDone, "serve runs no worker")
-	w := startMain(t, ModeWorker, cfg, nil)
-	require.Empty(t, w.URL(), "worker serves no API")
+	// The worker's own listener (health, readiness, metrics) beside serve's.
+	w := &Main{Mode: ModeWorker, ConfigPath: cfg, Logger: slog.New(slog.DiscardHandler), Env: func(k string) (string, bool) {
+		if k == "MCPFLOW_SERVER_ADDR" {
+			return "127.0.0.1:0", true
+		}
+		return "", false
+	}}
+	require.NoError(t, w.Open(context.Background()))
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
 	require.Eventually(t, func() bool {
 		code, _ := get(t, s.URL()+"/readyz", "")
 		return code == 200
 	}, 30*time.Second, 100*time.Millisecond)
+	code, _ := get(t, w.URL()+"/healthz", "")
+	require.Equal(t, 200, code)
+	code, _ = get(t, w.URL()+"/api/threads/t1", testUserToken)
+	require.Equal(t, 404, code, "a worker serves no user API")
+	resp, err := http.Get(w.URL() + "/metrics")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
 }
 
 func TestPostgresBackend(t *testing.T) {

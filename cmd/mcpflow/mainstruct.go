@@ -26,6 +26,9 @@ import (
 	"github.com/mcpflow/mcpflow/store"
 	"github.com/mcpflow/mcpflow/worker"
 	"github.com/mcpflow/mcpflow/workflows"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -64,6 +67,7 @@ type Main struct {
 	MCP            *mcpclient.Runtime
 	Tasks          *worker.TaskClient // nil when mcp_tasks.enabled is false
 
+	telemetry   *telemetry
 	taskServers map[string]config.Server // enabled servers with task_toolsets, frozen at start
 	secrets     *mcpflow.SecretBox       // seals request secrets of durable submits; nil without a key
 	pinned      sdkworker.Worker
@@ -145,6 +149,12 @@ func (m *Main) Open(ctx context.Context) error {
 		"database", cfg.Database.Backend, "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace,
 		"task_queue", cfg.Temporal.TaskQueue)
 
+	tel, err := newTelemetry(m.Env, m.Mode)
+	if err != nil {
+		return &ConfigError{err}
+	}
+	m.telemetry = tel
+
 	db, err := store.Open(ctx, cfg.Database.Backend, cfg.Database.DSN)
 	if err != nil {
 		return fmt.Errorf("open %s database: %w", cfg.Database.Backend, err)
@@ -152,9 +162,11 @@ func (m *Main) Open(ctx context.Context) error {
 	m.DB = db
 
 	tc, err := client.NewLazyClient(client.Options{
-		HostPort:  cfg.Temporal.Address,
-		Namespace: cfg.Temporal.Namespace,
-		Logger:    sdklog.NewStructuredLogger(temporalLogger(log)),
+		HostPort:       cfg.Temporal.Address,
+		Namespace:      cfg.Temporal.Namespace,
+		Logger:         sdklog.NewStructuredLogger(temporalLogger(log)),
+		MetricsHandler: tel.temporalMetrics(),
+		Interceptors:   tel.interceptors(),
 	})
 	if err != nil {
 		return fmt.Errorf("temporal client: %w", err)
@@ -173,6 +185,8 @@ func (m *Main) Open(ctx context.Context) error {
 		Env:            m.Env,
 		WorkspaceRoot:  cfg.Workspace.Root,
 		Logger:         log,
+		Meter:          tel.meter(),
+		Tracer:         tel.tracer.Tracer("github.com/mcpflow/mcpflow/mcpclient"),
 	}
 	if cfg.MCPTasks.Enabled {
 		ro.FrozenTaskServers = m.taskServers
@@ -191,10 +205,8 @@ func (m *Main) Open(ctx context.Context) error {
 		}
 	}
 
-	if m.serves() {
-		if err := m.startHTTP(auth); err != nil {
-			return err
-		}
+	if err := m.startHTTP(auth); err != nil {
+		return err
 	}
 	if m.works() {
 		m.startWorker()
@@ -212,7 +224,19 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	}
 	admin := &config.Admin{Path: m.MCP.ExtensionsPath(), Env: m.Env, Policy: config.NewLaunchPolicy(m.Env),
 		Log: m.Logger, OnChange: m.MCP.ResetCache}
+	if m.serves() {
+		m.countTasks()
+	}
+	var tracer trace.TracerProvider
+	if m.telemetry.spans != nil {
+		tracer = m.telemetry.spans
+	}
 	m.API = api.New(api.Options{
+		// A worker serves only health, readiness and metrics.
+		HealthOnly: !m.serves(),
+		Meter:      m.telemetry.meter(),
+		Metrics:    m.telemetry.handler(),
+		Tracer:     tracer,
 		Config:     admin,
 		CancelTask: cancelTask,
 		Auth:       auth,
@@ -276,10 +300,12 @@ func (m *Main) startWorker() {
 	pinnedQueue := m.Config.Temporal.TaskQueue + "@" + processID()
 	acts := &activities.Activities{Driver: &mcpclient.OrdinaryDriver{Call: m.callTaskTool}, Tasks: m.DB, Threads: m.DB, Events: m.DB,
 		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue}
+	acts.Meter = m.telemetry.meter()
 	opts := worker.Options{
 		TaskQueue:               m.Config.Temporal.TaskQueue,
 		MaxConcurrentActivities: m.Config.MCPTasks.MaxConcurrentPolls * 32,
 		StopTimeout:             m.shutdownTimeout() / 2,
+		Interceptors:            m.telemetry.workerInterceptors(),
 		Register: func(r sdkworker.Registry) {
 			r.RegisterWorkflow(workflows.TaskWorkflow)
 			r.RegisterActivity(acts)
@@ -364,6 +390,11 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 		if m.Temporal != nil {
 			m.Temporal.Close()
+		}
+		if m.telemetry != nil {
+			if err := m.telemetry.close(ctx); err != nil {
+				m.Logger.Warn("could not flush telemetry", "error", err)
+			}
 		}
 		if m.DB != nil {
 			if err := m.DB.Close(); err != nil {
@@ -475,6 +506,29 @@ func (m *Main) callTaskTool(ctx context.Context, server, tool, userID, threadID 
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP server '%s' has no task toolsets in the configuration mcpflow started with; restart mcpflow", server)
 	}
 	return m.MCP.Call(ctx, &srv, tool, userID, threadID, args)
+}
+
+// countTasks reports the tasks by status as a gauge, read from the
+// database at each scrape (API processes only, so workers do not repeat
+// it).
+func (m *Main) countTasks() {
+	meter := m.telemetry.meter()
+	g, err := meter.Int64ObservableGauge("mcpflow.tasks", metric.WithDescription("durable tasks by status"))
+	if err != nil {
+		return
+	}
+	_, _ = meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		counts, err := m.DB.CountTasksByStatus(ctx)
+		if err != nil {
+			return nil // the scrape goes on without this gauge
+		}
+		for _, st := range mcpflow.Statuses {
+			o.ObserveInt64(g, counts[st], metric.WithAttributes(attribute.String("status", string(st))))
+		}
+		return nil
+	}, g)
 }
 
 // defaultExtensionsPath is where the admin API creates

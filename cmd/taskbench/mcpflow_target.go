@@ -88,8 +88,9 @@ auth:
 	// processes opening a fresh SQLite file at once race in the schema
 	// migration (no migration lock on SQLite), and one fails with "table
 	// threads already exists".
-	m.worker, err = startProc("mcpflow worker", filepath.Join(dir, "worker.log"), nil, e.opts.mcpflowBin,
-		"worker", "--config", cfgPath, "--log-level", "warn")
+	// The worker's health and metrics listener takes any free port.
+	m.worker, err = startProcEnv("mcpflow worker", filepath.Join(dir, "worker.log"), nil, []string{"MCPFLOW_SERVER_ADDR=127.0.0.1:0"},
+		e.opts.mcpflowBin, "worker", "--config", cfgPath, "--log-level", "warn")
 	if err != nil {
 		return nil, fmt.Errorf("%w (run `make build`)", err)
 	}

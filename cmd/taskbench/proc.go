@@ -28,11 +28,19 @@ type proc struct {
 // startProc starts bin with args; every output line is also passed to
 // watch when it is not nil.
 func startProc(name, logPath string, watch func(line string), bin string, args ...string) (*proc, error) {
+	return startProcEnv(name, logPath, watch, nil, bin, args...)
+}
+
+// startProcEnv is startProc with env added to the environment.
+func startProcEnv(name, logPath string, watch func(line string), env []string, bin string, args ...string) (*proc, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out interface{ Write([]byte) (int, error) } = f
 	if watch != nil {
 		out = &lineWriter{w: f, fn: watch}

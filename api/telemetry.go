@@ -1,0 +1,50 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// httpMetrics counts requests and their latency by route template (never
+// the raw path, which holds ids), method and status.
+type httpMetrics struct {
+	requests metric.Int64Counter
+	latency  metric.Float64Histogram
+}
+
+func newHTTPMetrics(m metric.Meter) *httpMetrics {
+	if m == nil {
+		m = noop.NewMeterProvider().Meter("")
+	}
+	h := &httpMetrics{}
+	h.requests, _ = m.Int64Counter("mcpflow.http.requests", metric.WithDescription("HTTP requests served, by route template, method and status"))
+	h.latency, _ = m.Float64Histogram("mcpflow.http.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("HTTP request latency, by route template, method and status"),
+		metric.WithExplicitBucketBoundaries(.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60))
+	return h
+}
+
+func (s *Server) measure(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "(unmatched)"
+	}
+	attrs := metric.WithAttributes(attribute.String("route", route), attribute.String("method", c.Request.Method),
+		attribute.String("status", strconv.Itoa(c.Writer.Status())))
+	s.metrics.requests.Add(c.Request.Context(), 1, attrs)
+	s.metrics.latency.Record(c.Request.Context(), time.Since(start).Seconds(), attrs)
+}
+
+// tracing returns the span middleware: one server span per request named
+// after the route template.
+func (s *Server) tracing() gin.HandlerFunc {
+	return otelgin.Middleware("mcpflow", otelgin.WithTracerProvider(s.opts.Tracer))
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.39.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
+)
+
+// EnvOTLPEndpoint turns tracing on: spans are exported over OTLP/HTTP to
+// this endpoint (e.g. http://collector:4318). Unset, tracing is off.
+const EnvOTLPEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT"
+
+// telemetry is the process's metrics and tracing: OpenTelemetry providers
+// whose metrics are exposed in Prometheus text on /metrics (mcpflow's own
+// instruments, the Temporal SDK's, Go runtime and process metrics), and
+// whose spans go over OTLP when EnvOTLPEndpoint is set.
+type telemetry struct {
+	registry *prometheus.Registry
+	meters   *sdkmetric.MeterProvider
+	tracer   trace.TracerProvider
+	spans    *sdktrace.TracerProvider // nil when tracing is off
+	temporal interceptor.Interceptor  // Temporal's tracing interceptor, nil when off
+}
+
+func newTelemetry(env func(string) (string, bool), mode string) (*telemetry, error) {
+	t := &telemetry{registry: prometheus.NewRegistry()}
+	t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exp, err := otelprom.New(otelprom.WithRegisterer(t.registry), otelprom.WithoutScopeInfo())
+	if err != nil {
+		return nil, fmt.Errorf("metrics exporter: %w", err)
+	}
+	res := resource.NewSchemaless(semconv.ServiceName("mcpflow"), semconv.ServiceVersion(version()), attrMode(mode))
+	t.meters = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
+	otel.SetMeterProvider(t.meters)
+
+	t.tracer = noop.NewTracerProvider()
+	if endpoint, ok := env(EnvOTLPEndpoint); ok && endpoint != "" {
+		spans, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(endpoint))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvOTLPEndpoint, err)
+		}
+		t.spans = sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
+		t.tracer = t.spans
+		ti, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: t.spans.Tracer("temporal-sdk-go")})
+		if err != nil {
+			return nil, fmt.Errorf("temporal tracing: %w", err)
+		}
+		t.temporal = ti
+	}
+	otel.SetTracerProvider(t.tracer)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	return t, nil
+}
+
+// temporalMetrics is the Temporal SDK's metrics handler on the same
+// provider (worker and client metrics under temporal_*).
+func (t *telemetry) temporalMetrics() temporalotel.MetricsHandler {
+	return temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
+		Meter:                t.meters.Meter("temporal-sdk-go"),
+		UseMonotonicCounters: true,
+		OnError:              func(error) {},
+	})
+}
+
+// interceptors are the Temporal interceptors of client and worker.
+func (t *telemetry) interceptors() []interceptor.ClientInterceptor {
+	if t.temporal == nil {
+		return nil
+	}
+	return []interceptor.ClientInterceptor{t.temporal}
+}
+
+func (t *telemetry) workerInterceptors() []interceptor.WorkerInterceptor {
+	if t.temporal == nil {
+		return nil
+	}
+	return []interceptor.WorkerInterceptor{t.temporal}
+}
+
+// handler serves /metrics.
+func (t *telemetry) handler() http.Handler {
+	return promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
+}
+
+// meter is for mcpflow's own process-level instruments.
+func (t *telemetry) meter() metric.Meter { return t.meters.Meter("github.com/mcpflow/mcpflow") }
+
+// close flushes spans and stops the providers.
+func (t *telemetry) close(ctx context.Context) error {
+	var errs []error
+	if t.spans != nil {
+		errs = append(errs, t.spans.Shutdown(ctx))
+	}
+	errs = append(errs, t.meters.Shutdown(ctx))
+	return errors.Join(errs...)
+}
+
+func attrMode(mode string) attribute.KeyValue { return attribute.String("mcpflow.mode", mode) }
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

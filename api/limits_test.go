@@ -38,7 +38,7 @@ func (b *blockingTools) CallTool(ctx context.Context, c mcpflow.ToolCall) (*mcpf
 	return &mcpflow.ToolResult{}, nil
 }
 func (b *blockingTools) RoutingHints([]mcpflow.Tool) string { return "" }
-func (b *blockingTools) ResetCache()                         {}
+func (b *blockingTools) ResetCache()                        {}
 
 func limitServer(t *testing.T, tools mcpflow.ToolRuntime) *httptest.Server {
 	t.Helper()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -55,7 +57,14 @@ func newTelemetry(env func(string) (string, bool), mode string) (*telemetry, err
 
 	t.tracer = noop.NewTracerProvider()
 	if endpoint, ok := env(EnvOTLPEndpoint); ok && endpoint != "" {
-		spans, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(endpoint))
+		// The variable is the base URL of all signals: traces go to its
+		// /v1/traces (OpenTelemetry's exporter configuration rules).
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("%s: must be a URL such as http://collector:4318", EnvOTLPEndpoint)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
+		spans, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(u.String()))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvOTLPEndpoint, err)
 		}

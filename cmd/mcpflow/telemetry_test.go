@@ -1,13 +1,24 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
 func scrape(t *testing.T, url string) string {
@@ -63,4 +74,92 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	for _, line := range strings.Split(m, "\n") {
 		require.NotContains(t, line, `route="/api/threads/m1`, "routes are templates")
 	}
+}
+
+// otlpReceiver is an OTLP/HTTP trace endpoint that keeps what it gets.
+type otlpReceiver struct {
+	mu    sync.Mutex
+	paths []string
+	spans []*tracepb.Span
+}
+
+func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	b, _ := io.ReadAll(req.Body)
+	var ex coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &ex); err != nil {
+		w.WriteHeader(400)
+		return
+	}
+	r.mu.Lock()
+	r.paths = append(r.paths, req.URL.Path)
+	for _, rs := range ex.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			r.spans = append(r.spans, ss.Spans...)
+		}
+	}
+	r.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	_, _ = w.Write(out)
+}
+
+// With OTEL_EXPORTER_OTLP_ENDPOINT set, one trace follows a task from the
+// submit request through the workflow and its activities.
+func TestTracingFollowsATask(t *testing.T) {
+	rec := &otlpReceiver{}
+	collector := httptest.NewServer(rec)
+	t.Cleanup(collector.Close)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1 }\n", demoTaskExt(demoHTTP(t)))
+	logs := &testenv.SyncBuffer{}
+	m := &Main{Mode: ModeDev, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), Env: func(k string) (string, bool) {
+		if k == EnvOTLPEndpoint {
+			return collector.URL, true
+		}
+		return "", false
+	}}
+	require.NoError(t, m.Open(context.Background()))
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = m.Close(context.Background())
+		}
+	})
+	waitForWorker(t, logs)
+	e := &taskEnv{m: m}
+	id := e.submit(t, "tr", "demo_submit_job", `{"duration_seconds": 0.5}`)
+	e.waitStatus(t, "tr", id, "completed")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, m.Close(ctx)) // flushes the spans
+	closed = true
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Contains(t, rec.paths, "/v1/traces")
+	byName := map[string]*tracepb.Span{}
+	for _, s := range rec.spans {
+		if _, seen := byName[s.Name]; !seen {
+			byName[s.Name] = s
+		}
+	}
+	api := byName["POST /api/threads/:thread_id/tools/:tool/call"]
+	require.NotNil(t, api, "a server span per request, named after the route: %v", keysOf(byName))
+	trace := api.TraceId
+	for _, name := range []string{"mcp.tool_call", "UpdateWithStartWorkflow:submit", "RunWorkflow:TaskWorkflow", "HandleUpdate:submit", "RunActivity:Submit", "RunActivity:Persist", "RunActivity:Poll"} {
+		found := false
+		for _, s := range rec.spans {
+			if s.Name == name && bytes.Equal(s.TraceId, trace) {
+				found = true
+			}
+		}
+		require.True(t, found, "span %q in the submit's trace (spans: %v)", name, keysOf(byName))
+	}
+}
+
+func keysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

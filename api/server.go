@@ -108,6 +108,7 @@ func New(opts Options) *Server {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/openapi.json", s.openAPI)
 	if opts.Metrics != nil {
 		e.GET("/metrics", gin.WrapH(opts.Metrics))
 	}

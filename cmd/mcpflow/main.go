@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 const usage = `usage: mcpflow <command> [--config FILE] [--log-format text|json] [--log-level debug|info|warn|error]
@@ -24,6 +26,9 @@ commands:
   serve    HTTP API, MCP client runtime and Temporal client
   worker   Temporal worker (task workflows and activities)
   dev      serve and worker in one process (SQLite by default)
+  healthcheck [URL]
+           exit 0 when URL (default http://127.0.0.1:8080/readyz) answers 2xx
+           within 5 s, else 1: a container health check without a shell
 
 The config file comes from --config, else $MCPFLOW_CONFIG; without either,
 defaults and MCPFLOW_* environment variables apply.
@@ -47,6 +52,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		return 0
 	}
 	mode := args[0]
+	if mode == "healthcheck" {
+		return healthcheck(args[1:], stderr)
+	}
 	switch mode {
 	case ModeServe, ModeWorker, ModeDev:
 	default:
@@ -123,4 +131,24 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 
 func oneLine(s string) string {
 	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// healthcheck GETs a URL and reports whether it answered 2xx.
+func healthcheck(args []string, stderr io.Writer) int {
+	url := "http://127.0.0.1:8080/readyz"
+	if len(args) > 0 {
+		url = args[0]
+	}
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpflow healthcheck: %v\n", err)
+		return 1
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		fmt.Fprintf(stderr, "mcpflow healthcheck: %s answered %d\n", url, resp.StatusCode)
+		return 1
+	}
+	return 0
 }

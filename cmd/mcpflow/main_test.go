@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -302,4 +303,18 @@ func TestBinarySignals(t *testing.T) {
 		}
 		require.Contains(t, stderr.String(), `"msg":"stopped"`)
 	}
+}
+
+func TestHealthcheckCommand(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/down" {
+			w.WriteHeader(503)
+		}
+	}))
+	defer ok.Close()
+	var out bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"healthcheck", ok.URL + "/readyz"}, noEnv, &out, &out))
+	require.Equal(t, 1, run(context.Background(), []string{"healthcheck", ok.URL + "/down"}, noEnv, &out, &out))
+	require.Contains(t, out.String(), "answered 503")
+	require.Equal(t, 1, run(context.Background(), []string{"healthcheck", "http://" + testenv.FreeAddr(t) + "/readyz"}, noEnv, &out, &out))
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/mcpflow/mcpflow/store"
 )
 
-
 // Every registered route is in /openapi.json and every documented route is
 // registered (with every optional capability switched on).
 func TestOpenAPIMatchesTheRoutes(t *testing.T) {

@@ -11,7 +11,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 export TEMPORAL_CLI := $(BIN)/temporal
 
-.PHONY: help build tools testdeps dev test lint bench clean
+.PHONY: help build tools testdeps dev test lint bench soak clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +58,9 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## go vet, gofmt, staticcheck and 
 bench: build tools ## Side-by-side benchmarks: tool calls (mcpflow vs direct mcp-go), tasks (mcpflow vs bare Temporal)
 	$(GO) run ./cmd/mcpbench -demo $(BIN)/demo-mcp
 	$(GO) run ./cmd/taskbench -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
+
+soak: build tools ## Scale-out soak (not in make test): 2 serve + 2 worker on PostgreSQL, 1,000 tasks, workers killed at random
+	$(GO) run ./cmd/taskbench -soak -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
 
 clean: ## Remove build output and dev state
 	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp .dev .test.log

@@ -49,6 +49,9 @@ type options struct {
 
 	temporalBin, mcpflowBin, demoBin string
 	keep                             bool
+
+	soak bool
+	so   soakOptions
 }
 
 func main() {
@@ -72,6 +75,19 @@ func main() {
 	flag.StringVar(&o.mcpflowBin, "mcpflow", "bin/mcpflow", "mcpflow binary (make build)")
 	flag.StringVar(&o.demoBin, "demo", "bin/demo-mcp", "demo MCP server binary (make build)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp directory (databases and logs)")
+	flag.BoolVar(&o.soak, "soak", false, "run the soak instead (make soak): 2 serve + 2 worker processes on PostgreSQL, workers killed at random")
+	flag.IntVar(&o.so.n, "soak-n", 1000, "soak: tasks")
+	flag.IntVar(&o.so.conc, "soak-c", 16, "soak: submits in flight")
+	flag.IntVar(&o.so.threads, "soak-threads", 10, "soak: threads the tasks spread over")
+	flag.Float64Var(&o.so.maxDuration, "soak-max-duration", 8, "soak: longest demo job, seconds (each is 1 s to this)")
+	flag.DurationVar(&o.so.killEvery, "soak-kill-every", 4*time.Second, "soak: mean time between worker kills")
+	flag.DurationVar(&o.so.timeout, "soak-timeout", 20*time.Minute, "soak: how long to wait for every task and notification to settle")
+	flag.Float64Var(&o.so.failRate, "soak-webhook-fail", 0.1, "soak: share of webhook POSTs answered 500")
+	pgDefault := os.Getenv("TEST_DATABASE_URL")
+	if pgDefault == "" {
+		pgDefault = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	flag.StringVar(&o.so.pgURL, "pg", pgDefault, "soak: PostgreSQL server (a database is created and dropped on it)")
 	flag.Parse()
 	if o.n < 1 || o.conc < 1 || o.rounds < 0 || o.sample < 1 || o.rssN < 1 {
 		fmt.Fprintln(os.Stderr, "taskbench: -n, -c, -sample and -rss-n must be positive, -rounds not negative")
@@ -83,7 +99,12 @@ func main() {
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o)
+	var err error
+	if o.soak {
+		err = runSoak(ctx, o, o.so)
+	} else {
+		err = run(ctx, o)
+	}
 	interrupted := ctx.Err() != nil
 	stop()
 	if interrupted {

@@ -202,7 +202,8 @@ type TaskFilter struct {
 }
 
 // TaskStore persists task projections. Implementations translate storage
-// errors into domain errors: ENotFound for a missing or foreign task, and
+// errors into domain errors: ENotFound for a missing or foreign task,
+// EConflict from CreateTask for an id that already exists, and
 // *DuplicateRemoteTaskError for a second row with the same
 // (user, server, remote task id).
 type TaskStore interface {

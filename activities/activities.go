@@ -151,7 +151,10 @@ type PersistOutput struct {
 // spec §2.5: a new fingerprint is a new version, appended to the thread's
 // inbox) and then creates or updates the task row with the notification
 // fields. A duplicate remote handle is a non-retryable DuplicateRemoteTask
-// error. Retrying Persist is safe: the inbox keeps one entry per version.
+// error. Retrying Persist is safe: the inbox keeps one entry per version,
+// and a create whose row already exists (a worker that died after the
+// insert and before the workflow task completed runs it again on replay)
+// becomes an update of that row.
 func (a *Activities) Persist(ctx context.Context, in PersistInput) (*PersistOutput, error) {
 	t := in.Task
 	n := in.Notification
@@ -162,6 +165,15 @@ func (a *Activities) Persist(ctx context.Context, in PersistInput) (*PersistOutp
 	var err error
 	if in.Create {
 		err = a.Tasks.CreateTask(ctx, &t)
+		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
+			// Either constraint may report the re-insert (SQLite checks the
+			// remote handle first, PostgreSQL the id). A row with this
+			// task's id is this task's (ids are the workflow ids); without
+			// one the remote handle really is another task's.
+			if uerr := a.Tasks.UpdateTask(ctx, &t); mcpflow.ErrorCode(uerr) != mcpflow.ENotFound {
+				err = uerr
+			}
+		}
 	} else {
 		err = a.Tasks.UpdateTask(ctx, &t)
 	}

@@ -29,6 +29,23 @@ func isDuplicateRemoteTask(err error) bool {
 	return errors.Is(err, gorm.ErrDuplicatedKey) && strings.Contains(err.Error(), sqliteRemoteTaskColumns)
 }
 
+// taskPrimaryKey is PostgreSQL's name for the primary key of mcp_tasks;
+// sqliteTaskIDColumn is how SQLite names it.
+const (
+	taskPrimaryKey     = "mcp_tasks_pkey"
+	sqliteTaskIDColumn = "UNIQUE constraint failed: mcp_tasks.id"
+)
+
+// isDuplicateTaskID reports whether err violates the primary key of
+// mcp_tasks: a second insert of the same task id.
+func isDuplicateTaskID(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23505" && pgErr.ConstraintName == taskPrimaryKey
+	}
+	return errors.Is(err, gorm.ErrDuplicatedKey) && strings.Contains(err.Error(), sqliteTaskIDColumn)
+}
+
 func notFound(format string, args ...any) error {
 	return mcpflow.Errorf(mcpflow.ENotFound, format, args...)
 }

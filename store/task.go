@@ -191,9 +191,11 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 // precision.
 //
 // A second task with the same (user, server, remote task id) fails with a
-// *mcpflow.DuplicateRemoteTaskError. Any other constraint violation (a
-// duplicate id, a missing thread) is a wrapped storage error that matches
-// gorm.ErrDuplicatedKey or gorm.ErrForeignKeyViolated.
+// *mcpflow.DuplicateRemoteTaskError. A second task with the same id is an
+// mcpflow.EConflict error that also matches gorm.ErrDuplicatedKey (the
+// workflow's persist step uses it to make its create idempotent). Any other
+// constraint violation (a missing thread) is a wrapped storage error that
+// matches gorm.ErrForeignKeyViolated.
 func (db *DB) CreateTask(ctx context.Context, t *mcpflow.Task) error {
 	if t == nil {
 		return invalid("task must not be nil")
@@ -229,6 +231,10 @@ func (db *DB) CreateTask(ctx context.Context, t *mcpflow.Task) error {
 				ServerName:   c.ServerName,
 				RemoteTaskID: c.RemoteTaskID,
 			})
+		}
+		if isDuplicateTaskID(err) {
+			return &mcpflow.Error{Code: mcpflow.EConflict,
+				Message: fmt.Sprintf("MCP task '%s' already exists", c.ID), Err: err}
 		}
 		return fmt.Errorf("create task %s: %w", c.ID, err)
 	}

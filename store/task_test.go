@@ -216,7 +216,8 @@ func TestDuplicateRemoteTask(t *testing.T) {
 		require.Error(t, err)
 		require.False(t, mcpflow.IsDuplicateRemoteTask(err), "error: %v", err)
 		require.ErrorIs(t, err, gorm.ErrDuplicatedKey)
-		require.Equal(t, mcpflow.EInternal, mcpflow.ErrorCode(err))
+		require.Equal(t, mcpflow.EConflict, mcpflow.ErrorCode(err))
+		require.Equal(t, fmt.Sprintf("MCP task '%s' already exists", first.ID), mcpflow.ErrorMessage(err))
 
 		// The first row is untouched.
 		got, err := db.GetTask(testCtx, first.ID)

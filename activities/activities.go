@@ -20,6 +20,7 @@ const (
 	errTypeProtocol      = "McpTaskProtocolError"
 	errTypeDuplicate     = "DuplicateRemoteTask"
 	errTypeSubmit        = "McpTaskSubmitFailed"
+	errTypeSubmitUnknown = "McpTaskSubmitOutcomeUnknown"
 	errTypePollUnchanged = "McpTaskPollUnchanged"
 	errTypePollError     = "McpTaskPollError"
 	errTypeCancelPending = "McpTaskCancelNotTerminal"
@@ -43,6 +44,11 @@ type Activities struct {
 	Now         func() time.Time
 	// Meter records poll and delivery metrics (nil: none).
 	Meter metric.Meter
+	// Heartbeats records Submit's heartbeats and its sent marker
+	// synchronously (the worker's Temporal client). Without it an attempt
+	// after the first refuses, as it cannot tell whether the submit was
+	// sent.
+	Heartbeats Heartbeater
 }
 
 func (a *Activities) now() time.Time {
@@ -83,8 +89,19 @@ type SubmitOutput struct {
 
 // Submit calls the remote submit tool once. A failed call is returned as a
 // non-retryable error (a submit is not idempotent); nothing needs undoing.
+//
+// A worker can die mid-submit. Submit heartbeats, so the server sees that
+// within the heartbeat timeout and schedules another attempt; before the
+// tool call is sent it records a "sent" marker as a synchronous heartbeat.
+// An attempt that finds the marker refuses with McpTaskSubmitOutcomeUnknown
+// (the remote task may exist but is not tracked); one that does not is
+// safe, because no earlier attempt reached the remote server. A marker
+// that cannot be recorded fails the attempt retryably, nothing sent.
 func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput, error) {
 	req := in.Request
+	if earlierAttemptSent(ctx, a.Heartbeats) {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("The mcpflow worker running this submit stopped after sending it to MCP server '%s' and before the answer came back: the remote task may have started, but it is not tracked", req.ServerName), errTypeSubmitUnknown, nil)
+	}
 	if in.SealedSecrets != "" {
 		if a.Secrets == nil {
 			return nil, temporal.NewNonRetryableApplicationError("this worker cannot open request-scoped secrets: set mcp_tasks.secrets_key", errTypeSubmit, nil)
@@ -95,8 +112,13 @@ func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput,
 		}
 		req.Secrets = secrets
 	}
-	sub, err := a.Driver.Submit(ctx, req)
+	beat := startSubmitBeat(ctx, a.Heartbeats)
+	sub, err := a.Driver.Submit(mcpflow.WithBeforeSend(ctx, beat.markSent), req)
+	beat.stop()
 	if err != nil {
+		if merr := beat.markerFailed(); merr != nil {
+			return nil, merr // retryable: the submit was not sent
+		}
 		typ := errTypeSubmit
 		if mcpflow.IsProtocolError(err) {
 			typ = errTypeProtocol

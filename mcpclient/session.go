@@ -275,7 +275,8 @@ func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 // nil error. Errors: invalid params is EInvalid, an unknown tool or method
 // is ENotFound, a lost transport is EUpstream for which IsDisconnect is
 // true, other failures are EUpstream; when ctx ends the error wraps
-// ctx.Err(). The call is never retried.
+// ctx.Err(). The call is never retried. A function set with
+// mcpflow.WithBeforeSend runs first; when it fails nothing is sent.
 func (s *Session) CallTool(ctx context.Context, name string, args map[string]any, meta map[string]any) (*mcp.CallToolResult, error) {
 	callCtx := ctx
 	if s.callTimeout > 0 {
@@ -291,6 +292,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 	req.Params.Arguments = args
 	if len(meta) > 0 {
 		req.Params.Meta = mcp.NewMetaFromMap(maps.Clone(meta))
+	}
+	if err := mcpflow.BeforeSend(ctx); err != nil {
+		return nil, err
 	}
 	res, err := s.client.CallTool(callCtx, req)
 	if err != nil {

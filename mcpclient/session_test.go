@@ -563,3 +563,44 @@ func TestIsDisconnect(t *testing.T) {
 	require.True(t, mcpclient.IsDisconnect(io.ErrUnexpectedEOF))
 	require.True(t, mcpclient.IsDisconnect(errors.Join(errors.New("read"), syscall.ECONNRESET)))
 }
+
+// The function of mcpflow.WithBeforeSend runs before the tool call leaves;
+// when it fails, nothing is sent and its error comes back.
+func TestSessionBeforeSend(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := 0
+	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				mu.Lock()
+				calls++
+				mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	s := sessDial(t, sessRemoteServer("demo", config.TransportHTTP, url), mcpclient.DialOptions{})
+	refused := errors.New("marker not recorded")
+	_, err := s.CallTool(mcpflow.WithBeforeSend(sessCtx(t), func(context.Context) error { return refused }), "echo", map[string]any{"message": "m"}, nil)
+	require.ErrorIs(t, err, refused)
+	mu.Lock()
+	require.Zero(t, calls, "a refused call is not sent")
+	mu.Unlock()
+
+	ran := 0
+	_, err = s.CallTool(mcpflow.WithBeforeSend(sessCtx(t), func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		require.Zero(t, calls, "the function runs before the call is sent")
+		ran++
+		return nil
+	}), "echo", map[string]any{"message": "m"}, nil)
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, ran)
+	require.Equal(t, 1, calls)
+}

@@ -139,7 +139,8 @@ func (c *TaskClient) goneCaller(taskID string) {
 
 // submitError maps a failed submit to what the agent sees: a refused or
 // failed remote submit is a tool error (200, is_error); a duplicate remote
-// handle is 409; a missing worker or Temporal is 503.
+// handle is 409; a submit whose worker died after sending it (outcome
+// unknown) is a tool error too; a missing worker or Temporal is 503.
 func submitError(err error, ctx context.Context) (*mcpflow.ToolResult, error) {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
@@ -153,6 +154,11 @@ func submitError(err error, ctx context.Context) (*mcpflow.ToolResult, error) {
 	}
 	if ctx.Err() != nil {
 		return nil, &mcpflow.Error{Code: mcpflow.ETimeout, Message: "the task submission did not finish before the request ended", Err: err}
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		// The submit's worker died or hung on every attempt it was given.
+		return toolError("The mcpflow worker running this submit stopped or timed out before the MCP server's answer came back: the remote task may have started, but it is not tracked"), nil
 	}
 	return nil, &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "the durable task runtime is unavailable", Err: err}
 }

@@ -178,7 +178,7 @@ func (w *taskRun) submit(ctx workflow.Context) (*SubmitResult, error) {
 	req := mcpflow.SubmitRequest{UserID: in.UserID, ThreadID: in.ThreadID, RunID: in.RunID, ToolCallID: in.ToolCallID,
 		ServerName: in.ServerName, TaskName: in.TaskName, Arguments: in.Arguments, DriverData: in.DriverData, LocalTaskID: in.TaskID}
 	var out activities.SubmitOutput
-	err := w.exec(ctx, "submit "+in.TaskName, oneAttempt(), a.Submit, &out,
+	err := w.exec(ctx, "submit "+in.TaskName, w.submitOptions(), a.Submit, &out,
 		activities.SubmitInput{Request: req, Bounds: in.Config.Bounds, SealedSecrets: in.SealedSecrets})
 	if err != nil {
 		return nil, appMessage(err)
@@ -541,6 +541,24 @@ func (w *taskRun) start(ctx workflow.Context, summary string, opts workflow.Acti
 		opts.ScheduleToStartTimeout = pinnedScheduleToStart
 	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), fn, args...)
+}
+
+// submitHeartbeat is the heartbeat timeout of the Submit activity: how
+// long a dead worker holds a submit before another attempt starts.
+const submitHeartbeat = 10 * time.Second
+
+// submitOptions run Submit with heartbeats and up to three attempts: an
+// attempt only reaches the remote server when no earlier one may have (the
+// activity checks its "sent" marker), so a worker that dies before sending
+// costs a retry, not the submit. A pinned (stdio) submit gets one attempt:
+// its queue belonged to the worker that died.
+func (w *taskRun) submitOptions() workflow.ActivityOptions {
+	attempts := int32(3)
+	if w.in.Config.Pinned {
+		attempts = 1
+	}
+	return workflow.ActivityOptions{HeartbeatTimeout: submitHeartbeat, RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 1, MaximumAttempts: attempts}}
 }
 
 func oneAttempt() workflow.ActivityOptions {

@@ -22,12 +22,13 @@ const (
 
 // Application error types the task workflow and its activities use.
 const (
-	ErrTypeProtocol      = "McpTaskProtocolError"     // permanent: the task fails
-	ErrTypeDuplicate     = "DuplicateRemoteTask"      // the remote handle is already tracked
-	ErrTypeSubmit        = "McpTaskSubmitFailed"      // the remote submit failed; nothing to track
-	ErrTypePollUnchanged = "McpTaskPollUnchanged"     // benign: retry-driven wait between polls
-	ErrTypePollError     = "McpTaskPollError"         // transient poll failure, retried with backoff
-	ErrTypeCancelPending = "McpTaskCancelNotTerminal" // remote cancel not terminal yet
+	ErrTypeProtocol      = "McpTaskProtocolError"        // permanent: the task fails
+	ErrTypeDuplicate     = "DuplicateRemoteTask"         // the remote handle is already tracked
+	ErrTypeSubmit        = "McpTaskSubmitFailed"         // the remote submit failed; nothing to track
+	ErrTypeSubmitUnknown = "McpTaskSubmitOutcomeUnknown" // the worker died after sending the submit
+	ErrTypePollUnchanged = "McpTaskPollUnchanged"        // benign: retry-driven wait between polls
+	ErrTypePollError     = "McpTaskPollError"            // transient poll failure, retried with backoff
+	ErrTypeCancelPending = "McpTaskCancelNotTerminal"    // remote cancel not terminal yet
 )
 
 // TaskConfig freezes the mcp_tasks numbers a task runs with.

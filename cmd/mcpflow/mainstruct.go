@@ -299,7 +299,7 @@ func (m *Main) startWorker() {
 	m.workerDone = make(chan struct{})
 	pinnedQueue := m.Config.Temporal.TaskQueue + "@" + processID()
 	acts := &activities.Activities{Driver: &mcpclient.OrdinaryDriver{Call: m.callTaskTool}, Tasks: m.DB, Threads: m.DB, Events: m.DB,
-		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue}
+		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue, Heartbeats: m.Temporal}
 	acts.Meter = m.telemetry.meter()
 	opts := worker.Options{
 		TaskQueue:               m.Config.Temporal.TaskQueue,

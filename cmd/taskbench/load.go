@@ -19,8 +19,10 @@ type submitted struct {
 	called map[string]time.Time
 	lat    []time.Duration // answer latency of the accepted submits
 	errs   []string
-	start  time.Time // the first submit call
-	end    time.Time // the last answer
+	// refused are the demo job labels of the refused submits.
+	refused []string
+	start   time.Time // the first submit call
+	end     time.Time // the last answer
 }
 
 // submitAll calls submit for i in [0,n) with conc calls in flight.
@@ -55,6 +57,7 @@ func submitAll(ctx context.Context, n, conc int, label func(i int) string,
 			if errs[i] != nil {
 				s.errs = append(s.errs, errs[i].Error())
 			}
+			s.refused = append(s.refused, label(i))
 			continue
 		}
 		s.ids = append(s.ids, ids[i])

@@ -372,6 +372,10 @@ func (r soakReport) print(ctx context.Context) error {
 			manySubmits++
 		}
 	}
+	untracked := 0 // refused submits whose remote job exists anyway
+	for _, label := range r.sub.refused {
+		untracked += r.jobs[label]
+	}
 	r.hook.mu.Lock()
 	var delivered, undelivered, posts, accepted, redelivered int
 	for _, id := range r.ids {
@@ -403,6 +407,7 @@ func (r soakReport) print(ctx context.Context) error {
 	row("workers killed with SIGKILL (and restarted)", fmt.Sprint(r.kills))
 	row("tasks terminal", fmt.Sprintf("%d (%s)", r.counts.terminal, fmtCounts(r.counts.byStatus)))
 	row("demo submits per task", fmt.Sprintf("exactly one: %d · none: %d · more than one: %d", oneSubmit, noSubmit, manySubmits))
+	row("demo jobs of refused submits (started, untracked)", fmt.Sprint(untracked))
 	row("notification status", fmtCounts(r.counts.byNotification))
 	row("last event accepted by the receiver (by key)", fmt.Sprintf("%d of %d", delivered, len(r.ids)))
 	row("webhook POSTs / accepted / accepted again under a known key", fmt.Sprintf("%d / %d / %d", posts, accepted, redelivered))

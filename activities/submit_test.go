@@ -1,0 +1,98 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/activities"
+)
+
+// sendingDriver sends its submit the way the MCP client does: after
+// mcpflow.BeforeSend allows it.
+type sendingDriver struct{ sent int }
+
+func (d *sendingDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
+	if err := mcpflow.BeforeSend(ctx); err != nil {
+		return mcpflow.Submission{}, err
+	}
+	d.sent++
+	return mcpflow.Submission{RemoteTaskID: "r", Snapshot: mcpflow.Snapshot{Status: mcpflow.StatusSubmitted}}, nil
+}
+func (d *sendingDriver) Status(context.Context, mcpflow.TaskReference) (mcpflow.Snapshot, error) {
+	return mcpflow.Snapshot{}, nil
+}
+func (d *sendingDriver) Cancel(context.Context, mcpflow.TaskReference) (mcpflow.Snapshot, error) {
+	return mcpflow.Snapshot{}, nil
+}
+
+type scriptedBeats struct {
+	err     error
+	details []any
+}
+
+func (h *scriptedBeats) RecordActivityHeartbeat(_ context.Context, _ []byte, details ...any) error {
+	h.details = append(h.details, details...)
+	return h.err
+}
+
+func submitOnce(t *testing.T, a *activities.Activities, heartbeat any) error {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	if heartbeat != nil {
+		env.SetHeartbeatDetails(heartbeat)
+	}
+	_, err := env.ExecuteActivity(a.Submit, activities.SubmitInput{Request: mcpflow.SubmitRequest{
+		UserID: "u", ThreadID: "th", ServerName: "srv", TaskName: "job", LocalTaskID: mcpflow.NewTaskID()},
+		Bounds: mcpflow.DefaultBounds()})
+	return err
+}
+
+func TestSubmitSentMarker(t *testing.T) {
+	t.Parallel()
+	t.Run("recorded before the submit is sent", func(t *testing.T) {
+		d, hb := &sendingDriver{}, &scriptedBeats{}
+		require.NoError(t, submitOnce(t, &activities.Activities{Driver: d, Heartbeats: hb}, nil))
+		require.Equal(t, 1, d.sent)
+		require.Len(t, hb.details, 1)
+		require.Contains(t, toJSON(t, hb.details[0]), `"sent":true`)
+	})
+	t.Run("a marker that cannot be recorded sends nothing and is retryable", func(t *testing.T) {
+		d, hb := &sendingDriver{}, &scriptedBeats{err: errors.New("frontend unavailable")}
+		err := submitOnce(t, &activities.Activities{Driver: d, Heartbeats: hb}, nil)
+		require.Error(t, err)
+		require.Zero(t, d.sent)
+		var ae *temporal.ApplicationError
+		require.ErrorAs(t, err, &ae)
+		require.False(t, ae.NonRetryable(), "nothing was sent: another attempt may submit")
+		require.Contains(t, ae.Error(), "record that the submit is being sent: frontend unavailable")
+	})
+	t.Run("an earlier attempt's marker refuses without sending", func(t *testing.T) {
+		d := &sendingDriver{}
+		err := submitOnce(t, &activities.Activities{Driver: d, Heartbeats: &scriptedBeats{}}, map[string]bool{"sent": true})
+		var ae *temporal.ApplicationError
+		require.ErrorAs(t, err, &ae)
+		require.True(t, ae.NonRetryable())
+		require.Equal(t, "McpTaskSubmitOutcomeUnknown", ae.Type())
+		require.Zero(t, d.sent)
+	})
+	t.Run("an earlier attempt that did not send lets this one send", func(t *testing.T) {
+		d := &sendingDriver{}
+		require.NoError(t, submitOnce(t, &activities.Activities{Driver: d, Heartbeats: &scriptedBeats{}}, map[string]bool{"sent": false}))
+		require.Equal(t, 1, d.sent)
+	})
+}
+
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

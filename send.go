@@ -2,6 +2,13 @@ package mcpflow
 
 import "context"
 
+// SubmitKeyMeta is the _meta key of a durable submit's idempotency key: the
+// local task id, the same on every attempt. A task server that answers a
+// repeated key with the task it already started (instead of a new one) can
+// be listed in mcp_tasks.idempotent_submit_servers, and mcpflow then re-sends
+// a submit whose worker died after sending it.
+const SubmitKeyMeta = "io.mcpflow/idempotency-key"
+
 type beforeSendKey struct{}
 
 // WithBeforeSend returns a copy of ctx carrying fn. The MCP client calls fn

@@ -72,6 +72,10 @@ type SubmitInput struct {
 	Bounds  mcpflow.Bounds        `json:"bounds"`
 	// SealedSecrets are the request's secrets, sealed for Request.LocalTaskID.
 	SealedSecrets string `json:"sealed_secrets,omitempty"`
+	// Idempotent says the server answers a repeated idempotency key with
+	// the task it already started, so an attempt may re-send a submit an
+	// earlier one sent.
+	Idempotent bool `json:"idempotent,omitempty"`
 }
 
 // SubmitOutput is the remote submit's outcome. Problem is set (and the
@@ -95,11 +99,13 @@ type SubmitOutput struct {
 // tool call is sent it records a "sent" marker as a synchronous heartbeat.
 // An attempt that finds the marker refuses with McpTaskSubmitOutcomeUnknown
 // (the remote task may exist but is not tracked); one that does not is
-// safe, because no earlier attempt reached the remote server. A marker
-// that cannot be recorded fails the attempt retryably, nothing sent.
+// safe, because no earlier attempt reached the remote server. A server
+// that deduplicates submits by idempotency key (in.Idempotent) gets the
+// submit again instead. A marker that cannot be recorded fails the attempt
+// retryably, nothing sent.
 func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput, error) {
 	req := in.Request
-	if earlierAttemptSent(ctx, a.Heartbeats) {
+	if !in.Idempotent && earlierAttemptSent(ctx, a.Heartbeats) {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("The mcpflow worker running this submit stopped after sending it to MCP server '%s' and before the answer came back: the remote task may have started, but it is not tracked", req.ServerName), errTypeSubmitUnknown, nil)
 	}
 	if in.SealedSecrets != "" {

@@ -135,6 +135,12 @@ type MCPTasksSection struct {
 	// and worker must share it; mcpflow dev makes up a key of its own when it
 	// is empty. Not one of DeerFlow's keys.
 	SecretsKey string `yaml:"secrets_key"`
+	// IdempotentSubmitServers names task servers whose submit tool answers a
+	// repeated idempotency key (_meta "io.mcpflow/idempotency-key", the local
+	// task id) with the task it already started. A submit whose worker died
+	// after sending it is then sent again instead of answering "outcome
+	// unknown". Not one of DeerFlow's keys.
+	IdempotentSubmitServers []string `yaml:"idempotent_submit_servers"`
 }
 
 // PollInterval returns poll_interval_seconds as a duration.

@@ -352,7 +352,7 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 32)
+	require.Len(t, keys, 33)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS",
@@ -378,6 +378,7 @@ func TestEnvKeys(t *testing.T) {
 		"MCPFLOW_MCP_TASKS_TRACKING_DEGRADED_AFTER_ERRORS",
 		"MCPFLOW_MCP_TASKS_MAX_RESULT_BYTES",
 		"MCPFLOW_MCP_TASKS_RESULT_PREVIEW_MAX_CHARS",
+		"MCPFLOW_MCP_TASKS_IDEMPOTENT_SUBMIT_SERVERS",
 		"MCPFLOW_MCP_TASKS_SECRETS_KEY",
 		"MCPFLOW_TOOL_SEARCH_ENABLED",
 		"MCPFLOW_TOOL_SEARCH_AUTO_PROMOTE_TOP_K",

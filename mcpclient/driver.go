@@ -63,7 +63,8 @@ var drvCancelStatusMap = map[string]mcpflow.Status{
 
 // Submit calls the submit tool with the request's arguments verbatim and
 // returns the remote task id with a submitted snapshot and a copy of the
-// request's driver data. The payload must be {"task_id": non-empty string,
+// request's driver data. The call's _meta carries the request's local task
+// id under mcpflow.SubmitKeyMeta. The payload must be {"task_id": non-empty string,
 // "status": "running"}; other fields are ignored.
 func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
 	tool, err := drvTool(req.DriverData, mcpflow.DriverDataSubmitTool)
@@ -75,7 +76,11 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 		args = map[string]any{}
 	}
 	// The submit is request-scoped: it carries the request's secrets for
-	// headers_from_context. Status and cancel polls are not.
+	// headers_from_context. Status and cancel polls are not. Its _meta
+	// carries the local task id as idempotency key.
+	if req.LocalTaskID != "" {
+		ctx = WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
+	}
 	p, err := d.call(WithSecrets(ctx, req.Secrets), req.ServerName, tool, req.UserID, req.ThreadID, args)
 	if err != nil {
 		return mcpflow.Submission{}, err

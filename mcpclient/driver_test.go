@@ -627,3 +627,33 @@ func TestOrdinaryDriverDemoServer(t *testing.T) {
 		}
 	}
 }
+
+// A submit carries its local task id as idempotency key (_meta
+// mcpflow.SubmitKeyMeta): the demo server answers a repeated key with the
+// job it already started, which is what lets mcpflow re-send a submit whose
+// worker died after sending it (mcp_tasks.idempotent_submit_servers).
+func TestOrdinaryDriverSubmitIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	init := 10.0
+	sess, err := Dial(ctx, &config.Server{Name: "demo", Enabled: true, Type: config.TransportHTTP, URL: drvDemoHTTP(t),
+		SessionInitTimeout: &init}, DialOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sess.Close() })
+	d := &OrdinaryDriver{Call: func(ctx context.Context, _, tool, _, _ string, args map[string]any) (*mcp.CallToolResult, error) {
+		return sess.CallTool(ctx, tool, args, nil)
+	}}
+	submit := func(localID string) string {
+		t.Helper()
+		sub, err := d.Submit(ctx, mcpflow.SubmitRequest{UserID: "u", ThreadID: "th", ServerName: "demo", TaskName: "job",
+			LocalTaskID: localID, Arguments: map[string]any{"duration_seconds": 300},
+			DriverData: map[string]string{mcpflow.DriverDataSubmitTool: demomcp.ToolSubmitJob}})
+		require.NoError(t, err)
+		return sub.RemoteTaskID
+	}
+	a, b := mcpflow.NewTaskID(), mcpflow.NewTaskID()
+	first := submit(a)
+	require.Equal(t, first, submit(a), "the same key answers the same job")
+	require.NotEqual(t, first, submit(b))
+}

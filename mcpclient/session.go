@@ -268,8 +268,16 @@ func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 	return res.Tools, nil
 }
 
+type callMetaKey struct{}
+
+// WithCallMeta returns a copy of ctx whose tool calls carry meta in their
+// _meta (merged under the call's own; the call's keys win).
+func WithCallMeta(ctx context.Context, meta map[string]any) context.Context {
+	return context.WithValue(ctx, callMetaKey{}, meta)
+}
+
 // CallTool calls the tool name with args and, when not empty, meta as the
-// request's _meta. The call is bounded by the server's tool_call_timeout on
+// request's _meta (with the WithCallMeta keys of ctx). The call is bounded by the server's tool_call_timeout on
 // every transport (ETimeout "MCP tool '<tool>' on server '<name>' timed out
 // after N.Ns") and by ctx. A tool-level failure is an IsError result with a
 // nil error. Errors: invalid params is EInvalid, an unknown tool or method
@@ -290,6 +298,11 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name
 	req.Params.Arguments = args
+	if extra, ok := ctx.Value(callMetaKey{}).(map[string]any); ok && len(extra) > 0 {
+		merged := maps.Clone(extra)
+		maps.Copy(merged, meta)
+		meta = merged
+	}
 	if len(meta) > 0 {
 		req.Params.Meta = mcp.NewMetaFromMap(maps.Clone(meta))
 	}

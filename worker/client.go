@@ -34,7 +34,10 @@ type TaskClient struct {
 	// server's headers_from_context maps), so they reach the worker's submit
 	// without entering Temporal history in plain text.
 	Secrets *mcpflow.SecretBox
-	Logger  *slog.Logger
+	// IdempotentSubmit holds the servers of
+	// mcp_tasks.idempotent_submit_servers.
+	IdempotentSubmit map[string]bool
+	Logger           *slog.Logger
 }
 
 // Submit starts the durable task behind a submit wrapper tool and answers
@@ -54,6 +57,7 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	}
 	cfg := c.Config
 	cfg.Pinned = srv.Type == config.TransportStdio
+	cfg.IdempotentSubmit = c.IdempotentSubmit[srv.Name]
 	sealed, err := c.sealSecrets(taskID, &srv, call.Secrets)
 	if err != nil {
 		return nil, err

@@ -96,16 +96,19 @@ func (d *dyingDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (mc
 
 // A worker that dies mid-submit (found by make soak) costs a retry when it
 // died before sending the remote submit, and an honest "outcome unknown"
-// answer when it died after: never a second remote submit. Runs on the
-// Temporal dev server, whose heartbeat timeout notices the dead attempt.
+// answer when it died after: never a second remote submit, unless the
+// server deduplicates submits by idempotency key, which then gets it again.
+// Runs on the Temporal dev server, whose heartbeat timeout notices the dead
+// attempt.
 func TestSubmitWorkerDeath(t *testing.T) {
 	t.Parallel()
 	tmp := testenv.StartTemporalT(t, testenv.TemporalOptions{SearchAttributes: workflows.SearchAttributeNames})
 	c := tmp.Client()
 	for _, tc := range []struct {
-		name      string
-		afterSend bool
-	}{{"before sending", false}, {"after sending", true}} {
+		name       string
+		afterSend  bool
+		idempotent bool
+	}{{"before sending", false, false}, {"after sending", true, false}, {"after sending to an idempotent server", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			beats := &deadBeats{next: c, dead: map[string]bool{}}
@@ -120,6 +123,7 @@ func TestSubmitWorkerDeath(t *testing.T) {
 
 			in := setup(t, &fakeDriver{}).in
 			in.Config.CallTimeout = time.Minute
+			in.Config.IdempotentSubmit = tc.idempotent
 			op := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: in.TaskID, TaskQueue: queue,
 				WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_FAIL}, workflows.TaskWorkflowName, in)
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
@@ -134,6 +138,15 @@ func TestSubmitWorkerDeath(t *testing.T) {
 			d.mu.Lock()
 			sent, attempts := d.sent, append([]int32(nil), d.attempts...)
 			d.mu.Unlock()
+			if tc.idempotent {
+				// Sent again, with the same key: the server answers the
+				// task the first send started.
+				require.Equal(t, 2, sent)
+				require.Equal(t, []int32{1, 2}, attempts)
+				require.NoError(t, err)
+				require.Equal(t, in.TaskID, res.TaskID)
+				return
+			}
 			require.Equal(t, 1, sent, "the remote submit is sent exactly once")
 			if tc.afterSend {
 				// Attempt 2 finds the marker and refuses before the driver.

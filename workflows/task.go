@@ -179,7 +179,8 @@ func (w *taskRun) submit(ctx workflow.Context) (*SubmitResult, error) {
 		ServerName: in.ServerName, TaskName: in.TaskName, Arguments: in.Arguments, DriverData: in.DriverData, LocalTaskID: in.TaskID}
 	var out activities.SubmitOutput
 	err := w.exec(ctx, "submit "+in.TaskName, w.submitOptions(), a.Submit, &out,
-		activities.SubmitInput{Request: req, Bounds: in.Config.Bounds, SealedSecrets: in.SealedSecrets})
+		activities.SubmitInput{Request: req, Bounds: in.Config.Bounds, SealedSecrets: in.SealedSecrets,
+			Idempotent: in.Config.IdempotentSubmit})
 	if err != nil {
 		return nil, appMessage(err)
 	}

@@ -40,6 +40,10 @@ type TaskConfig struct {
 	// Pinned routes the remote calls to the worker process that owns the
 	// stdio session (stdio servers keep task state in their subprocess).
 	Pinned bool
+	// IdempotentSubmit is set for a server of
+	// mcp_tasks.idempotent_submit_servers: a submit whose worker died after
+	// sending it is sent again with the same idempotency key.
+	IdempotentSubmit bool `json:",omitempty"`
 	// Webhook is set when notifications.webhook_url is configured: events
 	// are then delivered to it (and appended to the inbox); otherwise the
 	// inbox append is the delivery. The URL and secret are not part of the

@@ -69,8 +69,10 @@ type Main struct {
 
 	telemetry   *telemetry
 	taskServers map[string]config.Server // enabled servers with task_toolsets, frozen at start
-	secrets     *mcpflow.SecretBox       // seals request secrets of durable submits; nil without a key
-	pinned      sdkworker.Worker
+	// idempotentSubmit holds mcp_tasks.idempotent_submit_servers.
+	idempotentSubmit map[string]bool
+	secrets          *mcpflow.SecretBox // seals request secrets of durable submits; nil without a key
+	pinned           sdkworker.Worker
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -198,7 +200,7 @@ func (m *Main) Open(ctx context.Context) error {
 
 	if cfg.MCPTasks.Enabled {
 		m.Tasks = &worker.TaskClient{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Config: m.taskConfig(),
-			Servers: m.taskServers, Secrets: m.secrets, Logger: log}
+			Servers: m.taskServers, Secrets: m.secrets, Logger: log, IdempotentSubmit: m.idempotentSubmit}
 		if m.serves() {
 			m.MCP.SetSubmitter(m.Tasks.Submit)
 			m.MCP.SetBackgroundTasks(backgroundTasks{m.DB, m.Tasks})
@@ -451,10 +453,11 @@ func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.W
 // error instead of silently changing running tasks.
 func (m *Main) freezeTaskServers() error {
 	m.taskServers = map[string]config.Server{}
-	if m.Extensions == nil {
-		return nil
+	var servers []config.Server
+	if m.Extensions != nil {
+		servers = m.Extensions.Servers
 	}
-	for _, s := range m.Extensions.Servers {
+	for _, s := range servers {
 		if !s.Enabled || len(s.TaskToolsets) == 0 {
 			continue
 		}
@@ -465,6 +468,13 @@ func (m *Main) freezeTaskServers() error {
 			return fmt.Errorf("%s: mcpServers.%s: %w", m.ExtensionsPath, s.Name, err)
 		}
 		m.taskServers[s.Name] = s
+	}
+	m.idempotentSubmit = map[string]bool{}
+	for _, name := range m.Config.MCPTasks.IdempotentSubmitServers {
+		if _, ok := m.taskServers[name]; !ok {
+			return fmt.Errorf("%s: mcp_tasks.idempotent_submit_servers: '%s' is not an enabled MCP server with task_toolsets", sourceName(m.Config), name)
+		}
+		m.idempotentSubmit[name] = true
 	}
 	return nil
 }

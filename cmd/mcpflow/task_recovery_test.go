@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -436,4 +438,15 @@ func TestCancelWithoutWorker503(t *testing.T) {
 	require.Equal(t, 200, code)
 	require.Equal(t, "working", d["status"])
 	require.Equal(t, false, d["cancel_requested"], "nothing was recorded")
+}
+
+// mcp_tasks.idempotent_submit_servers may only name task servers.
+func TestIdempotentSubmitServersMustBeTaskServers(t *testing.T) {
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, idempotent_submit_servers: [demo, reports] }\n", demoTaskExt("http://127.0.0.1:1/mcp"))
+	m := &Main{Mode: ModeServe, ConfigPath: cfg, Env: noEnv, Logger: slog.New(slog.DiscardHandler)}
+	err := m.Open(t.Context())
+	_ = m.Close(t.Context())
+	var ce *ConfigError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.Contains(t, err.Error(), "mcp_tasks.idempotent_submit_servers: 'reports' is not an enabled MCP server with task_toolsets")
 }

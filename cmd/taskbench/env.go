@@ -169,6 +169,7 @@ type jobStat struct {
 	Label       string `json:"label"`
 	StatusCalls int    `json:"status_calls"`
 	CancelCalls int    `json:"cancel_calls"`
+	Submits     int    `json:"submits"` // submit calls answered with this job (a repeated idempotency key answers the same job)
 }
 
 // jobStats returns the demo's jobs by label.

@@ -122,7 +122,7 @@ func runSoak(ctx context.Context, o options, so soakOptions) error {
 temporal: { address: %q, namespace: default, task_queue: %q }
 extensions_config: %q
 workspace: { root: %q }
-mcp_tasks: { enabled: true, poll_interval_seconds: 1, max_poll_backoff_seconds: 8, lease_seconds: 15, secrets_key: %q }
+mcp_tasks: { enabled: true, poll_interval_seconds: 1, max_poll_backoff_seconds: 8, lease_seconds: 15, secrets_key: %q, idempotent_submit_servers: [demo] }
 notifications: { webhook_url: %q, webhook_secret: soak-secret }
 auth: { users: [ { id: %s, token: %q } ] }
 `, dsn, e.tAddr, queue, extPath, filepath.Join(dir, "ws"), hex.EncodeToString(key[:]), hook.url, benchUser, token)
@@ -243,11 +243,11 @@ auth: { users: [ { id: %s, token: %q } ] }
 	<-chaosDone
 	settledAt := time.Now()
 
-	jobs, err := soakJobs(ctx, e)
+	jobs, resent, err := soakJobs(ctx, e)
 	if err != nil {
 		return err
 	}
-	r := soakReport{o: so, sub: sub, counts: final, kills: kills, jobs: jobs, hook: hook, ids: sub.ids,
+	r := soakReport{o: so, sub: sub, counts: final, kills: kills, jobs: jobs, resent: resent, hook: hook, ids: sub.ids,
 		took: time.Since(start), submitTook: submittedAt.Sub(sub.start), settleTook: settledAt.Sub(submittedAt), pg: pg}
 	return r.print(ctx)
 }
@@ -310,24 +310,27 @@ func soakState(ctx context.Context, db *sql.DB) (soakCounts, error) {
 	return c, rows.Err()
 }
 
-// soakJobs counts the demo's jobs per label: one job per submit.
-func soakJobs(ctx context.Context, e *benchEnv) (map[string]int, error) {
+// soakJobs counts the demo's jobs per label (a job is a started remote
+// task) and the submit calls that were answered with an existing job (sent
+// again with the same idempotency key).
+func soakJobs(ctx context.Context, e *benchEnv) (map[string]int, int, error) {
 	res, err := e.stats.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "job_stats"}})
 	if err != nil {
-		return nil, fmt.Errorf("job_stats: %w", err)
+		return nil, 0, fmt.Errorf("job_stats: %w", err)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	var out struct {
 		Jobs map[string]jobStat `json:"jobs"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	counts := map[string]int{}
+	counts, resent := map[string]int{}, 0
 	for _, j := range out.Jobs {
 		counts[j.Label]++
+		resent += max(j.Submits-1, 0)
 	}
-	return counts, nil
+	return counts, resent, nil
 }
 
 type soakReport struct {
@@ -336,6 +339,7 @@ type soakReport struct {
 	counts           soakCounts
 	kills            int
 	jobs             map[string]int
+	resent           int // submit calls answered with an existing job
 	hook             *soakHook
 	ids              []string
 	took, submitTook time.Duration
@@ -408,6 +412,7 @@ func (r soakReport) print(ctx context.Context) error {
 	row("tasks terminal", fmt.Sprintf("%d (%s)", r.counts.terminal, fmtCounts(r.counts.byStatus)))
 	row("demo submits per task", fmt.Sprintf("exactly one: %d · none: %d · more than one: %d", oneSubmit, noSubmit, manySubmits))
 	row("demo jobs of refused submits (started, untracked)", fmt.Sprint(untracked))
+	row("submits sent again after a worker died, answered with the job they had started (same idempotency key)", fmt.Sprint(r.resent))
 	row("notification status", fmtCounts(r.counts.byNotification))
 	row("last event accepted by the receiver (by key)", fmt.Sprintf("%d of %d", delivered, len(r.ids)))
 	row("webhook POSTs / accepted / accepted again under a known key", fmt.Sprintf("%d / %d / %d", posts, accepted, redelivered))

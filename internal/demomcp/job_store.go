@@ -145,6 +145,8 @@ type stateData struct {
 	StatusCalls int                   `json:"status_calls"`
 	Cancels     int                   `json:"cancels"`
 	Jobs        map[string]*jobRecord `json:"jobs"`
+	// Keys maps a submit's idempotency key to the job it started.
+	Keys map[string]string `json:"keys,omitempty"`
 }
 
 // jobSpec is what submit_job asks for, already validated.
@@ -195,8 +197,10 @@ func openJobStore(path string, now func() time.Time) (*jobStore, error) {
 	return s, nil
 }
 
-// submit creates a job and answers the submit_job payload.
-func (s *jobStore) submit(spec jobSpec) (map[string]any, error) {
+// submit creates a job and answers the submit_job payload. A repeated
+// idempotency key (non-empty) starts nothing: it answers the job that key
+// started, counted as one more submit of that job.
+func (s *jobStore) submit(spec jobSpec, key string) (map[string]any, error) {
 	id, err := newJobID()
 	if err != nil {
 		return nil, err
@@ -204,6 +208,19 @@ func (s *jobStore) submit(spec jobSpec) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.data.Submits++
+	if j, ok := s.data.Jobs[s.data.Keys[key]]; ok && key != "" {
+		j.Submits++
+		if err := s.persistLocked(); err != nil {
+			return nil, err
+		}
+		return map[string]any{"task_id": j.ID, "status": statusRunning}, nil
+	}
+	if key != "" {
+		if s.data.Keys == nil {
+			s.data.Keys = map[string]string{}
+		}
+		s.data.Keys[key] = id
+	}
 	s.data.Jobs[id] = &jobRecord{
 		ID:               id,
 		Label:            spec.Label,

@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // submit calls submit_job and checks the §2.3 submit payload.
@@ -216,4 +219,44 @@ func TestCorruptStateFileIsAnError(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("{not json"), 0o644))
 	_, err := New(Config{StatePath: path})
 	require.ErrorContains(t, err, "decode state file")
+}
+
+// A repeated idempotency key answers the job it started, also after a
+// restart; a new key or none starts a new job.
+func TestSubmitIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.json")
+	srv, err := New(Config{StatePath: path})
+	require.NoError(t, err)
+	c := connectHTTP(t, srv, "")
+	keyed := func(c *client.Client, key string) string {
+		t.Helper()
+		req := mcp.CallToolRequest{}
+		req.Params.Name = ToolSubmitJob
+		req.Params.Arguments = map[string]any{"duration_seconds": 300, "label": key}
+		req.Params.Meta = mcp.NewMetaFromMap(map[string]any{mcpflow.SubmitKeyMeta: key})
+		res, err := c.CallTool(t.Context(), req)
+		require.NoError(t, err)
+		require.False(t, res.IsError, firstText(res))
+		got := structuredOf(t, res)
+		require.Equal(t, "running", got["status"])
+		return got["task_id"].(string)
+	}
+	a := keyed(c, "mcp-task-a")
+	require.Equal(t, a, keyed(c, "mcp-task-a"))
+	b := keyed(c, "mcp-task-b")
+	require.NotEqual(t, a, b)
+	require.NotEqual(t, submit(t, c, map[string]any{"duration_seconds": 300}), submit(t, c, map[string]any{"duration_seconds": 300}))
+
+	restarted, err := New(Config{StatePath: path})
+	require.NoError(t, err)
+	c2 := connectHTTP(t, restarted, "")
+	require.Equal(t, a, keyed(c2, "mcp-task-a"))
+
+	stats := callStructured(t, c2, ToolJobStats, nil)
+	require.EqualValues(t, 6, stats["submits"], "every submit call counts")
+	jobs := stats["jobs"].(map[string]any)
+	require.Len(t, jobs, 4)
+	require.EqualValues(t, 3, jobs[a].(map[string]any)["submits"])
+	require.EqualValues(t, 1, jobs[b].(map[string]any)["submits"])
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // Tool names served by the demo server.
@@ -359,7 +361,11 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if len(spec.Result) == 0 || bytes.Equal(bytes.TrimSpace(spec.Result), []byte("null")) {
 		spec.Result = defaultJobResult
 	}
-	payload, err := s.jobs.submit(spec)
+	var key string
+	if req.Params.Meta != nil {
+		key, _ = req.Params.Meta.AdditionalFields[mcpflow.SubmitKeyMeta].(string)
+	}
+	payload, err := s.jobs.submit(spec, key)
 	if err != nil {
 		s.log.Error("submit job", "err", err)
 		return mcp.NewToolResultErrorf("submit_job: %v", err), nil

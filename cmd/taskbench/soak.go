@@ -410,7 +410,7 @@ func (r soakReport) print(ctx context.Context) error {
 	row("submit answer p50 / p99", fmt.Sprintf("%s / %s", ms(pct(r.sub.lat, 0.5)), ms(pct(r.sub.lat, 0.99))))
 	row("workers killed with SIGKILL (and restarted)", fmt.Sprint(r.kills))
 	row("tasks terminal", fmt.Sprintf("%d (%s)", r.counts.terminal, fmtCounts(r.counts.byStatus)))
-	row("demo submits per task", fmt.Sprintf("exactly one: %d · none: %d · more than one: %d", oneSubmit, noSubmit, manySubmits))
+	row("demo jobs started per task (a job is one remote task)", fmt.Sprintf("exactly one: %d · none: %d · more than one: %d", oneSubmit, noSubmit, manySubmits))
 	row("demo jobs of refused submits (started, untracked)", fmt.Sprint(untracked))
 	row("submits sent again after a worker died, answered with the job they had started (same idempotency key)", fmt.Sprint(r.resent))
 	row("notification status", fmtCounts(r.counts.byNotification))

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -16,25 +17,26 @@ func (s *Server) getConfig(c *gin.Context) {
 }
 
 func (s *Server) putConfig(c *gin.Context) {
-	body, ok := s.configBody(c)
-	if !ok {
-		return
-	}
-	out, err := s.opts.Config.ReplaceMCPServers(c.Request.Context(), s.actor(c), body)
-	s.renderConfig(c, http.StatusOK, out, err)
+	s.writeConfig(c, http.StatusOK, s.opts.Config.ReplaceMCPServers)
 }
 
 func (s *Server) addServers(c *gin.Context) {
-	body, ok := s.configBody(c)
+	s.writeConfig(c, http.StatusCreated, s.opts.Config.AddMCPServers)
+}
+
+// writeConfig hands the request body to a config write and renders its
+// answer with code.
+func (s *Server) writeConfig(c *gin.Context, code int, write func(ctx context.Context, actor string, body []byte) ([]byte, error)) {
+	body, ok := s.readBody(c)
 	if !ok {
 		return
 	}
-	out, err := s.opts.Config.AddMCPServers(c.Request.Context(), s.actor(c), body)
-	s.renderConfig(c, http.StatusCreated, out, err)
+	out, err := write(c.Request.Context(), s.actor(c), body)
+	s.renderConfig(c, code, out, err)
 }
 
 func (s *Server) patchConfig(c *gin.Context) {
-	body, ok := s.configBody(c)
+	body, ok := s.readBody(c)
 	if !ok {
 		return
 	}
@@ -55,8 +57,6 @@ func (s *Server) patchConfig(c *gin.Context) {
 	out, err := s.opts.Config.SetMCPServerEnabled(c.Request.Context(), s.actor(c), *req.ServerName, *req.Enabled)
 	s.renderConfig(c, http.StatusOK, out, err)
 }
-
-func (s *Server) configBody(c *gin.Context) ([]byte, bool) { return s.readBody(c) }
 
 func (s *Server) renderConfig(c *gin.Context, code int, out []byte, err error) {
 	if err != nil {

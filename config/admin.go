@@ -54,7 +54,7 @@ func (a *Admin) Get(ctx context.Context) (*Object, error) {
 // top-level key other than mcpServers.
 func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object, error) {
 	return a.write(actor, "replace", func(doc *RawDocument) ([]string, error) {
-		if err := a.Policy.CheckAll(servers); err != nil {
+		if err := a.Policy.CheckAll(servers, a.Env); err != nil {
 			return nil, err
 		}
 		stored, _ := objectAt(doc.Root, "mcpServers")
@@ -86,7 +86,7 @@ func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object
 				return nil, mcpflow.Errorf(mcpflow.EConflict, "MCP server '%s' already exists", name)
 			}
 		}
-		if err := a.Policy.CheckAll(servers); err != nil {
+		if err := a.Policy.CheckAll(servers, a.Env); err != nil {
 			return nil, err
 		}
 		next := NewObject()
@@ -125,7 +125,7 @@ func (a *Admin) SetEnabled(ctx context.Context, actor, server string, enabled bo
 			return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP server '%s' not found", server)
 		}
 		if enabled {
-			if err := a.Policy.Check(server, s); err != nil {
+			if err := a.Policy.Check(server, s, a.Env); err != nil {
 				return nil, err
 			}
 		}

@@ -352,3 +352,51 @@ func TestAdminCreatesTheFile(t *testing.T) {
 	require.NoError(t, put(t, a, map[string]any{"a": map[string]any{"type": "http", "url": "http://127.0.0.1:9/mcp"}}))
 	require.NotNil(t, storedServer(t, path, "a"))
 }
+
+// The runtime resolves $VAR before it launches a server, so the policy
+// screens what a placeholder resolves to as well: a "type" or "transport"
+// that resolves to stdio, and args that resolve to an exec flag.
+func TestAdminPolicyScreensResolvedPlaceholders(t *testing.T) {
+	t.Parallel()
+	env := mapEnv(map[string]string{"FLAG": "-c", "HTTP": "http"})
+	for name, server := range map[string]map[string]any{
+		"type unset":      {"type": "$UNSET", "command": "/bin/bash", "args": []any{"-c", "id"}},
+		"transport unset": {"transport": "$UNSET", "command": "/bin/bash"},
+		"resolved flag":   {"type": "stdio", "command": "npx", "args": []any{"$FLAG", "id"}},
+	} {
+		a, path := newAdmin(t, storedDoc)
+		a.Env = env
+		before, err := os.ReadFile(path)
+		require.NoError(t, err)
+		err = put(t, a, map[string]any{"bad": server})
+		require.Error(t, err, name)
+		require.Equal(t, mcpflow.EInvalid, mcpflow.ErrorCode(err), name)
+		after, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.Equal(t, string(before), string(after), "%s: the file is untouched", name)
+	}
+	// A placeholder that resolves to a remote transport is not stdio.
+	a, _ := newAdmin(t, storedDoc)
+	a.Env = env
+	require.NoError(t, put(t, a, map[string]any{"ok": map[string]any{"type": "$HTTP", "url": "http://127.0.0.1:9/mcp"}}))
+}
+
+// Validation runs with placeholders resolved; an error names the
+// placeholder, never the value it resolved to.
+func TestAdminErrorsNameNotShowEnvValues(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-live-SECRET-123"
+	env := mapEnv(map[string]string{"OPENAI_API_KEY": secret})
+	for _, server := range []map[string]any{
+		{"type": "http", "url": "http://127.0.0.1:9/mcp", "tool_call_timeout": "$OPENAI_API_KEY"},
+		{"type": "http", "url": "http://127.0.0.1:9/mcp", "enabled": "$OPENAI_API_KEY"},
+		{"type": "$OPENAI_API_KEY", "url": "http://127.0.0.1:9/mcp"},
+	} {
+		a, _ := newAdmin(t, storedDoc)
+		a.Env = env
+		err := put(t, a, map[string]any{"x": server})
+		require.Error(t, err)
+		require.NotContains(t, err.Error(), secret)
+		require.Contains(t, mcpflow.ErrorMessage(err), "the value of $OPENAI_API_KEY")
+	}
+}

@@ -334,8 +334,18 @@ func (d *RawDocument) Decode(source string, env func(string) (string, bool)) (*E
 	if root == nil {
 		root = NewObject()
 	}
-	resolved := resolveDocument(root, env)
-	dec := &extDecoder{source: source}
+	// Values that came from the environment are named, not shown, in
+	// errors: a misplaced $SECRET must not reach an error message.
+	fromEnv := map[string]string{}
+	recording := func(k string) (string, bool) {
+		v, ok := env(k)
+		if ok && v != "" {
+			fromEnv[v] = "$" + k
+		}
+		return v, ok
+	}
+	resolved := resolveDocument(root, recording)
+	dec := &extDecoder{source: source, fromEnv: fromEnv}
 	ext, err := dec.extensions(resolved)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,9 @@ import (
 type extDecoder struct {
 	source   string
 	warnings []string
+	// fromEnv maps each value a $VAR placeholder resolved to to the
+	// placeholder, which errors show instead of the value.
+	fromEnv map[string]string
 }
 
 func (d *extDecoder) errorf(path, format string, args ...any) error {
@@ -98,7 +101,7 @@ func (r *objReader) boolean(key string, def bool) (bool, error) {
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		return false, r.d.errorf(r.p(key), "must be a boolean (got %s)", describeValue(v))
+		return false, r.d.errorf(r.p(key), "must be a boolean (got %s)", r.d.describeValue(v))
 	}
 	return b, nil
 }
@@ -136,7 +139,7 @@ func (r *objReader) enum(key, def string, allowed ...string) (string, error) {
 	if s, isStr := v.(string); isStr && slices.Contains(allowed, s) {
 		return s, nil
 	}
-	return "", r.d.errorf(r.p(key), "must be %s (got %s)", quoteAlternatives(allowed), describeValue(v))
+	return "", r.d.errorf(r.p(key), "must be %s (got %s)", quoteAlternatives(allowed), r.d.describeValue(v))
 }
 
 func (r *objReader) strList(key string) ([]string, error) {
@@ -208,7 +211,7 @@ func (r *objReader) integer(key string, def int) (int, error) {
 	}
 	n, ok := integral(v)
 	if !ok {
-		return 0, r.d.errorf(r.p(key), "must be an integer (got %s)", describeValue(v))
+		return 0, r.d.errorf(r.p(key), "must be an integer (got %s)", r.d.describeValue(v))
 	}
 	return n, nil
 }
@@ -229,7 +232,7 @@ func (r *objReader) timeout(key string, def *float64) (*float64, error) {
 			return &f, nil
 		}
 	}
-	return nil, r.d.errorf(r.p(key), "must be a finite number greater than 0 (got %s)", describeValue(v))
+	return nil, r.d.errorf(r.p(key), "must be a finite number greater than 0 (got %s)", r.d.describeValue(v))
 }
 
 // integral converts an integral JSON number that fits an int.
@@ -249,9 +252,15 @@ func integral(v any) (int, bool) {
 }
 
 // describeValue renders a value for "(got ...)": JSON scalars as written
-// (strings quoted, shortened), containers by kind. Use it only for fields
-// whose values are not secrets (timeouts, enums, numbers).
-func describeValue(v any) string {
+// (strings quoted, shortened), containers by kind, and a string that a
+// $VAR placeholder resolved to as "the value of $VAR". Use it only for
+// fields whose values are not secrets (timeouts, enums, numbers).
+func (d *extDecoder) describeValue(v any) string {
+	if s, ok := v.(string); ok {
+		if name, ok := d.fromEnv[s]; ok {
+			return "the value of " + name
+		}
+	}
 	switch t := v.(type) {
 	case nil:
 		return "null"
@@ -439,7 +448,7 @@ func (d *extDecoder) transport(r *objReader) (string, error) {
 		case string:
 			typ = t
 		default:
-			return "", d.errorf(r.p("type"), "must be a string (got %s)", describeValue(v))
+			return "", d.errorf(r.p("type"), "must be a string (got %s)", d.describeValue(v))
 		}
 	}
 	from := ""
@@ -447,7 +456,7 @@ func (d *extDecoder) transport(r *objReader) (string, error) {
 		if v, ok := r.obj.Get("transport"); ok && !falsy(v) {
 			t, isStr := v.(string)
 			if !isStr {
-				return "", d.errorf(r.p("transport"), "must be a string (got %s)", describeValue(v))
+				return "", d.errorf(r.p("transport"), "must be a string (got %s)", d.describeValue(v))
 			}
 			typ, from = t, " (from transport)"
 		}
@@ -459,7 +468,7 @@ func (d *extDecoder) transport(r *objReader) (string, error) {
 	case TransportStdio, TransportSSE, TransportHTTP:
 		return typ, nil
 	}
-	return "", d.errorf(r.p("type"), "unsupported transport type %s%s; expected \"stdio\", \"sse\" or \"http\"", describeValue(typ), from)
+	return "", d.errorf(r.p("type"), "unsupported transport type %s%s; expected \"stdio\", \"sse\" or \"http\"", d.describeValue(typ), from)
 }
 
 func (d *extDecoder) oauth(parent *objReader) (*OAuth, error) {
@@ -601,7 +610,7 @@ func (d *extDecoder) routing(v any, path string) (RoutingOverride, error) {
 		n, isNum := pv.(json.Number)
 		f, err := strconv.ParseFloat(string(n), 64)
 		if !isNum || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
-			return RoutingOverride{}, d.errorf(r.p("priority"), "must be an integer (got %s)", describeValue(pv))
+			return RoutingOverride{}, d.errorf(r.p("priority"), "must be an integer (got %s)", d.describeValue(pv))
 		}
 		var p int
 		switch {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Stdio launch policy (spec §5): screens the stdio servers that an API write
@@ -105,7 +106,7 @@ func apiTransport(server *Object) string {
 			return s
 		}
 	}
-	if t, ok := server.Get("transport"); ok && truthy(t) {
+	if t, ok := server.Get("transport"); ok && !falsy(t) {
 		if s, ok := t.(string); ok {
 			return s
 		}
@@ -113,23 +114,18 @@ func apiTransport(server *Object) string {
 	return TransportStdio
 }
 
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	}
-	return true
-}
-
 // Check screens one API server object named name; sse/http servers pass
 // untouched. It checks the command, then the args, then env, and returns
 // the first violation as a *PolicyError.
-func (p *LaunchPolicy) Check(name string, server *Object) error {
-	if !IsStdio(server) {
+//
+// The runtime resolves $VAR placeholders (with env; nil: os.LookupEnv)
+// before it launches anything, so a server is screened when it is stdio as
+// written or once resolved (a "type": "$UNSET" is stdio), and its args are
+// screened resolved too. The command must be written out (a "$" refuses
+// it). Messages never contain a resolved value.
+func (p *LaunchPolicy) Check(name string, server *Object, env func(string) (string, bool)) error {
+	resolved, _ := ResolveEnv(server, env).(*Object)
+	if !IsStdio(server) && !IsStdio(resolved) {
 		return nil
 	}
 	cmdVal, _ := server.Get("command")
@@ -137,19 +133,21 @@ func (p *LaunchPolicy) Check(name string, server *Object) error {
 	if strings.TrimSpace(command) == "" {
 		return &PolicyError{Server: name, Message: fmt.Sprintf("MCP server '%s' with stdio transport requires a command.", name)}
 	}
-	if command != strings.TrimSpace(command) || strings.ContainsAny(command, "/\\;|&`$<>\n\r") || strings.IndexFunc(command, isSpace) >= 0 {
+	if command != strings.TrimSpace(command) || strings.ContainsAny(command, "/\\;|&`$<>\n\r") || strings.ContainsFunc(command, unicode.IsSpace) {
 		return &PolicyError{Server: name, Message: fmt.Sprintf("MCP server '%s' command must be a single executable name; put parameters in args instead.", name)}
 	}
 	if !p.allow[command] {
 		return &PolicyError{Server: name, Message: fmt.Sprintf("MCP server '%s' uses disallowed stdio command '%s'. Allowed commands: %s. Configure %s to extend this list.",
 			name, command, strings.Join(p.Allowed(), ", "), EnvStdioAllowlist)}
 	}
-	var args []any
-	if v, ok := server.Get("args"); ok {
-		args, _ = v.([]any)
-	}
-	if flag := execFlag(command, args); flag != "" {
-		return &PolicyError{Server: name, Flag: flag, Message: fmt.Sprintf("MCP server '%s' passes '%s' to '%s', which would run arbitrary code. Point the server at a package or module instead.", name, flag, command)}
+	for _, obj := range []*Object{server, resolved} {
+		var args []any
+		if v, ok := obj.Get("args"); ok {
+			args, _ = v.([]any)
+		}
+		if flag := execFlag(command, args); flag != "" {
+			return &PolicyError{Server: name, Flag: flag, Message: fmt.Sprintf("MCP server '%s' passes '%s' to '%s', which would run arbitrary code. Point the server at a package or module instead.", name, flag, command)}
+		}
 	}
 	if v, ok := server.Get("env"); ok {
 		if env, ok := v.(*Object); ok {
@@ -161,11 +159,6 @@ func (p *LaunchPolicy) Check(name string, server *Object) error {
 		}
 	}
 	return nil
-}
-
-func isSpace(r rune) bool {
-	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' || r == 0x85 || r == 0xA0 ||
-		(r >= 0x2000 && r <= 0x200A) || r == 0x1680 || r == 0x2028 || r == 0x2029 || r == 0x202F || r == 0x205F || r == 0x3000
 }
 
 // execFlag returns the normalized option of args that would make command
@@ -228,11 +221,11 @@ func launcherExecFlag(args []any, exec map[string]bool, consumes func(flag strin
 
 // CheckAll screens the servers of an API payload in request order and
 // returns the first violation.
-func (p *LaunchPolicy) CheckAll(servers *Object) error {
+func (p *LaunchPolicy) CheckAll(servers *Object, env func(string) (string, bool)) error {
 	for _, name := range servers.Keys() {
 		v, _ := servers.Get(name)
 		obj, _ := v.(*Object)
-		if err := p.Check(name, obj); err != nil {
+		if err := p.Check(name, obj, env); err != nil {
 			return err
 		}
 	}

@@ -29,7 +29,7 @@ func FuzzLaunchPolicy(f *testing.F) {
 			return
 		}
 		p := NewLaunchPolicy(func(string) (string, bool) { return allowlist, true })
-		err := p.Check("fuzz", &obj)
+		err := p.Check("fuzz", &obj, noEnv)
 		if err == nil {
 			return
 		}

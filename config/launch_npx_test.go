@@ -63,7 +63,7 @@ func TestNpxVerdictsMatchTheRealLauncher(t *testing.T) {
 			a[i] = x
 		}
 		s.Set("args", a)
-		return policy.Check("s", s)
+		return policy.Check("s", s, noEnv)
 	}
 
 	// Allowed: the tokens after the package reach the server (vectors 33,

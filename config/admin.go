@@ -35,7 +35,7 @@ type Admin struct {
 // (placeholders unresolved, defaults filled in).
 func (a *Admin) Get(ctx context.Context) (*Object, error) {
 	var out *Object
-	err := WithLock(a.Path, func() error {
+	err := WithReadLock(a.Path, func() error {
 		doc, err := a.read()
 		if errors.Is(err, fs.ErrNotExist) {
 			doc, err = &RawDocument{Root: NewObject()}, nil
@@ -46,7 +46,10 @@ func (a *Admin) Get(ctx context.Context) (*Object, error) {
 		out = maskedView(doc)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, adminError(err)
+	}
+	return out, nil
 }
 
 // Put replaces the server set with servers (an API payload's mcp_servers),

@@ -400,3 +400,18 @@ func TestAdminErrorsNameNotShowEnvValues(t *testing.T) {
 		require.Contains(t, mcpflow.ErrorMessage(err), "the value of $OPENAI_API_KEY")
 	}
 }
+
+// Reads take no file lock: they work where the lock file cannot be made
+// (a read-only ConfigMap directory; here the lock path is a directory,
+// which stops root too), while writes fail with a clear error.
+func TestAdminReadsWithoutTheFileLock(t *testing.T) {
+	t.Parallel()
+	a, path := newAdmin(t, storedDoc)
+	require.NoError(t, os.Mkdir(filepath.Join(filepath.Dir(path), ".extensions_config.json.lock"), 0o700))
+	view := getView(t, a)
+	require.Contains(t, view, "gh")
+	err := put(t, a, map[string]any{"web": map[string]any{"type": "http", "url": "http://127.0.0.1:9/mcp"}})
+	require.Error(t, err)
+	require.Equal(t, mcpflow.EInternal, mcpflow.ErrorCode(err))
+	require.Contains(t, mcpflow.ErrorMessage(err), "Failed to update MCP configuration: open:")
+}

@@ -20,6 +20,33 @@ var (
 	fileLocks   = map[string]*sync.Mutex{}
 )
 
+// processLock returns the process-wide mutex of the file at abs.
+func processLock(abs string) *sync.Mutex {
+	fileLocksMu.Lock()
+	defer fileLocksMu.Unlock()
+	mu := fileLocks[abs]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		fileLocks[abs] = mu
+	}
+	return mu
+}
+
+// WithReadLock runs fn holding only path's process-wide lock. Readers need
+// no file lock: writes replace the file by rename, so another process's
+// reader sees the old file or the new one whole, and a read works where
+// the directory is read-only (a Kubernetes ConfigMap).
+func WithReadLock(path string, fn func() error) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	mu := processLock(abs)
+	mu.Lock()
+	defer mu.Unlock()
+	return fn()
+}
+
 // WithLock runs fn holding path's process-wide lock and its sidecar file
 // lock. Every writer of the file goes through it.
 func WithLock(path string, fn func() error) error {
@@ -27,13 +54,7 @@ func WithLock(path string, fn func() error) error {
 	if err != nil {
 		return err
 	}
-	fileLocksMu.Lock()
-	mu := fileLocks[abs]
-	if mu == nil {
-		mu = &sync.Mutex{}
-		fileLocks[abs] = mu
-	}
-	fileLocksMu.Unlock()
+	mu := processLock(abs)
 	mu.Lock()
 	defer mu.Unlock()
 

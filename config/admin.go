@@ -24,7 +24,7 @@ type Admin struct {
 	// first write when missing.
 	Path   string
 	Env    func(string) (string, bool) // resolves $VAR for validation; nil: os.LookupEnv
-	Policy *LaunchPolicy
+	Policy *LaunchPolicy               // nil: the default allowlist only
 	Log    *slog.Logger
 	// OnChange runs after every successful write (this process's tool cache
 	// resets; other processes converge through the file signature).
@@ -57,7 +57,7 @@ func (a *Admin) Get(ctx context.Context) (*Object, error) {
 // top-level key other than mcpServers.
 func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object, error) {
 	return a.write(actor, "replace", func(doc *RawDocument) ([]string, error) {
-		if err := a.Policy.CheckAll(servers, a.Env); err != nil {
+		if err := a.policy().CheckAll(servers, a.Env); err != nil {
 			return nil, err
 		}
 		stored, _ := objectAt(doc.Root, "mcpServers")
@@ -69,7 +69,7 @@ func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object
 				return nil, mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
 			}
 			old, _ := objectAt(stored, name)
-			merged, err := MergeServer(in.Clone(), old)
+			merged, err := mergeServer(in.Clone(), old)
 			if err != nil {
 				return nil, err
 			}
@@ -89,7 +89,7 @@ func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object
 				return nil, mcpflow.Errorf(mcpflow.EConflict, "MCP server '%s' already exists", name)
 			}
 		}
-		if err := a.Policy.CheckAll(servers, a.Env); err != nil {
+		if err := a.policy().CheckAll(servers, a.Env); err != nil {
 			return nil, err
 		}
 		next := NewObject()
@@ -102,7 +102,7 @@ func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object
 			if !ok {
 				return nil, mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
 			}
-			merged, err := MergeServer(in.Clone(), nil)
+			merged, err := mergeServer(in.Clone(), nil)
 			if err != nil {
 				return nil, err
 			}
@@ -128,7 +128,7 @@ func (a *Admin) SetEnabled(ctx context.Context, actor, server string, enabled bo
 			return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP server '%s' not found", server)
 		}
 		if enabled {
-			if err := a.Policy.Check(server, s, a.Env); err != nil {
+			if err := a.policy().Check(server, s, a.Env); err != nil {
 				return nil, err
 			}
 		}
@@ -241,6 +241,13 @@ func orEmpty(s []string) []string {
 	return s
 }
 
+func (a *Admin) policy() *LaunchPolicy {
+	if a.Policy == nil {
+		return NewLaunchPolicy(nil)
+	}
+	return a.Policy
+}
+
 func (a *Admin) log() *slog.Logger {
 	if a.Log == nil {
 		return slog.New(slog.DiscardHandler)
@@ -254,8 +261,8 @@ func maskedView(doc *RawDocument) *Object {
 	if stored, ok := objectAt(doc.Root, "mcpServers"); ok {
 		for _, name := range stored.Keys() {
 			raw, _ := objectAt(stored, name)
-			s := APIServer(raw)
-			MaskServer(s)
+			s := apiServer(raw)
+			maskServer(s)
 			servers.Set(name, s)
 		}
 	}

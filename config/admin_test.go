@@ -415,3 +415,51 @@ func TestAdminReadsWithoutTheFileLock(t *testing.T) {
 	require.Equal(t, mcpflow.EInternal, mcpflow.ErrorCode(err))
 	require.Contains(t, mcpflow.ErrorMessage(err), "Failed to update MCP configuration: open:")
 }
+
+// A PUT screens every stdio server of the body, disabled ones too, and
+// reports the first violation in request order; OnChange runs only after a
+// write that happened.
+func TestAdminScreensInRequestOrderAndNotifiesOnlyOnWrites(t *testing.T) {
+	t.Parallel()
+	a, path := newAdmin(t, storedDoc)
+	changes := 0
+	a.OnChange = func() { changes++ }
+	body := `{"mcp_servers": {
+		"first": {"type": "stdio", "command": "npx", "args": ["-e", "1"], "enabled": false},
+		"second": {"type": "stdio", "command": "bash"}}}`
+	_, err := a.ReplaceMCPServers(context.Background(), "test", []byte(body))
+	require.Error(t, err)
+	require.Equal(t, "MCP server 'first' passes '-e' to 'npx', which would run arbitrary code. Point the server at a package or module instead.", mcpflow.ErrorMessage(err))
+	_, err = a.SetMCPServerEnabled(context.Background(), "test", "missing", true)
+	require.Equal(t, mcpflow.ENotFound, mcpflow.ErrorCode(err))
+	require.Zero(t, changes, "no write, no OnChange")
+
+	_, err = a.SetMCPServerEnabled(context.Background(), "test", "web", false)
+	require.NoError(t, err)
+	require.Equal(t, 1, changes)
+	require.Equal(t, false, storedServer(t, path, "web")["enabled"])
+}
+
+// "***" where no stored secret stands behind it is refused, naming the key.
+func TestAdminRefusesAMaskedPlaceholderWithoutASecret(t *testing.T) {
+	t.Parallel()
+	a, _ := newAdmin(t, storedDoc)
+	err := put(t, a, map[string]any{"new": map[string]any{"type": "http", "url": "http://127.0.0.1:9/mcp",
+		"oauth": map[string]any{"token_url": "http://127.0.0.1:9/token", "client_id": "c", "client_secret": Masked}}})
+	require.Error(t, err)
+	require.Equal(t, mcpflow.EInvalid, mcpflow.ErrorCode(err))
+	require.Contains(t, mcpflow.ErrorMessage(err), "new.oauth.client_secret")
+}
+
+// Omitted routing and tools blocks are kept from the stored server.
+func TestAdminKeepsOmittedRoutingAndTools(t *testing.T) {
+	t.Parallel()
+	a, path := newAdmin(t, `{"mcpServers": {"web": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+		"routing": {"mode": "prefer", "priority": 5, "keywords": ["k"]},
+		"tools": {"echo": {"routing": {"mode": "prefer", "priority": 1}}}}}}`)
+	require.NoError(t, put(t, a, map[string]any{"web": map[string]any{"type": "http", "url": "http://127.0.0.1:9/other"}}))
+	s := storedServer(t, path, "web")
+	require.Equal(t, "http://127.0.0.1:9/other", s["url"])
+	require.Equal(t, map[string]any{"mode": "prefer", "priority": 5.0, "keywords": []any{"k"}}, s["routing"])
+	require.Contains(t, s["tools"], "echo")
+}

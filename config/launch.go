@@ -89,10 +89,10 @@ func (p *LaunchPolicy) Allowed() []string {
 	return out
 }
 
-// IsStdio reports whether an API server object is a stdio server: its type
+// isStdio reports whether an API server object is a stdio server: its type
 // (or, when type is absent or empty, a truthy transport) lower-cased is
 // "stdio", or neither is set.
-func IsStdio(server *Object) bool {
+func isStdio(server *Object) bool {
 	return strings.EqualFold(apiTransport(server), TransportStdio)
 }
 
@@ -125,7 +125,7 @@ func apiTransport(server *Object) string {
 // it). Messages never contain a resolved value.
 func (p *LaunchPolicy) Check(name string, server *Object, env func(string) (string, bool)) error {
 	resolved, _ := ResolveEnv(server, env).(*Object)
-	if !IsStdio(server) && !IsStdio(resolved) {
+	if !isStdio(server) && !isStdio(resolved) {
 		return nil
 	}
 	cmdVal, _ := server.Get("command")

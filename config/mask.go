@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Masked is the placeholder of a secret value in admin API answers; sending
@@ -22,19 +23,10 @@ var (
 	apiRoutingFields     = []string{"mode", "priority", "keywords"}
 )
 
-func isDeclared(fields []string, key string) bool {
-	for _, f := range fields {
-		if f == key {
-			return true
-		}
-	}
-	return false
-}
-
-// APIServer is the admin API's view of a raw server object: declared fields
+// apiServer is the admin API's view of a raw server object: declared fields
 // with defaults filled (type after the alias rule, session_init_timeout 60),
 // then the extras (a raw "transport" included). Nothing is masked.
-func APIServer(raw *Object) *Object {
+func apiServer(raw *Object) *Object {
 	if raw == nil {
 		raw = NewObject()
 	}
@@ -70,7 +62,7 @@ func APIServer(raw *Object) *Object {
 	out.Set("session_init_timeout", get("session_init_timeout", json.Number("60")))
 	out.Set("task_toolsets", get("task_toolsets", []any{}))
 	for _, k := range raw.Keys() {
-		if !isDeclared(apiServerFields, k) {
+		if !slices.Contains(apiServerFields, k) {
 			v, _ := raw.Get(k)
 			out.Set(k, cloneValue(v))
 		}
@@ -94,7 +86,7 @@ func withDefaults(v any, fields []string, defs map[string]any) any {
 		}
 	}
 	for _, k := range obj.Keys() {
-		if !isDeclared(fields, k) {
+		if !slices.Contains(fields, k) {
 			x, _ := obj.Get(k)
 			out.Set(k, cloneValue(x))
 		}
@@ -102,13 +94,13 @@ func withDefaults(v any, fields []string, defs map[string]any) any {
 	return out
 }
 
-// MaskServer masks an API server object in place (spec §4.3): env and
+// maskServer masks an API server object in place (spec §4.3): env and
 // headers values, OAuth extra_token_params values and user_auth.users values
 // become "***"; oauth.client_secret and oauth.refresh_token become null;
 // extras whose key looks secret become "***" (other extras are walked), at
 // the server level and inside oauth, user_auth, headers_from_context and
 // tools.<name>.
-func MaskServer(s *Object) {
+func maskServer(s *Object) {
 	maskValues(s, "env")
 	maskValues(s, "headers")
 	if o, ok := objectAt(s, "oauth"); ok {
@@ -161,7 +153,7 @@ func maskValues(o *Object, key string) {
 // maskExtras masks the keys of o that are not declared fields.
 func maskExtras(o *Object, declared []string) {
 	for _, k := range o.Keys() {
-		if isDeclared(declared, k) {
+		if slices.Contains(declared, k) {
 			continue
 		}
 		v, _ := o.Get(k)
@@ -201,7 +193,7 @@ func mergeErr(format string, args ...any) error {
 	return &MergeError{Message: fmt.Sprintf(format, args...)}
 }
 
-// MergeServer merges an incoming API server object with the stored raw one
+// mergeServer merges an incoming API server object with the stored raw one
 // (nil for a new server) for a bulk write (spec §4.4): "***" restores the
 // stored secret and is refused for a key that has none; OAuth secrets sent
 // as null keep the stored value and "" clears it; omitted routing, tools,
@@ -209,7 +201,7 @@ func mergeErr(format string, args ...any) error {
 // extra_token_params and extras) are kept from disk; a partial user_auth
 // inherits what it leaves out, while its users map, when given, replaces the
 // stored one. in is changed and returned.
-func MergeServer(in, stored *Object) (*Object, error) {
+func mergeServer(in, stored *Object) (*Object, error) {
 	if stored == nil {
 		stored = NewObject()
 	}
@@ -330,13 +322,13 @@ func mergeUserAuth(in, stored *Object) error {
 // holds masked secrets must equal the masked stored list (which is kept).
 func mergeExtras(in, stored *Object, declared []string, prefix string) error {
 	for _, k := range stored.Keys() {
-		if !isDeclared(declared, k) && !in.Has(k) {
+		if !slices.Contains(declared, k) && !in.Has(k) {
 			v, _ := stored.Get(k)
 			in.Set(k, cloneValue(v))
 		}
 	}
 	for _, k := range in.Keys() {
-		if isDeclared(declared, k) {
+		if slices.Contains(declared, k) {
 			continue
 		}
 		v, _ := in.Get(k)
@@ -371,7 +363,7 @@ func mergeExtraValue(path, key string, v, stored any, had bool) (any, error) {
 		}
 		return x, nil
 	case []any:
-		if !containsMasked(x) {
+		if maskedPlaceholder("value", x) == "" {
 			return x, nil
 		}
 		sl, ok := stored.([]any)
@@ -384,27 +376,6 @@ func mergeExtraValue(path, key string, v, stored any, had bool) (any, error) {
 		return nil, mergeErr("Cannot edit extra config array '%s' while masked secrets remain; provide real values for the whole array.", path)
 	}
 	return v, nil
-}
-
-func containsMasked(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return x == Masked
-	case *Object:
-		for _, k := range x.Keys() {
-			e, _ := x.Get(k)
-			if containsMasked(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if containsMasked(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func jsonEqual(a, b any) bool {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"slices"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -56,9 +55,9 @@ func (a *Admin) Get(ctx context.Context) (*Object, error) {
 // keeping stored secrets where "***" or null stand for them and every
 // top-level key other than mcpServers.
 func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object, error) {
-	return a.write(actor, "replace", func(doc *RawDocument) ([]string, error) {
+	return a.write(actor, "replace", func(doc *RawDocument) error {
 		if err := a.policy().CheckAll(servers, a.Env); err != nil {
-			return nil, err
+			return err
 		}
 		stored, _ := objectAt(doc.Root, "mcpServers")
 		next := NewObject()
@@ -66,31 +65,31 @@ func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object
 			v, _ := servers.Get(name)
 			in, ok := v.(*Object)
 			if !ok {
-				return nil, mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
+				return mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
 			}
 			old, _ := objectAt(stored, name)
 			merged, err := mergeServer(in.Clone(), old)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			next.Set(name, merged)
 		}
 		doc.Root.Set("mcpServers", next)
-		return servers.Keys(), nil
+		return nil
 	})
 }
 
 // Add adds servers; none of their names may exist yet (EConflict).
 func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object, error) {
-	return a.write(actor, "add", func(doc *RawDocument) ([]string, error) {
+	return a.write(actor, "add", func(doc *RawDocument) error {
 		stored, _ := objectAt(doc.Root, "mcpServers")
 		for _, name := range servers.Keys() {
 			if stored.Has(name) {
-				return nil, mcpflow.Errorf(mcpflow.EConflict, "MCP server '%s' already exists", name)
+				return mcpflow.Errorf(mcpflow.EConflict, "MCP server '%s' already exists", name)
 			}
 		}
 		if err := a.policy().CheckAll(servers, a.Env); err != nil {
-			return nil, err
+			return err
 		}
 		next := NewObject()
 		if stored != nil {
@@ -100,16 +99,16 @@ func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object
 			v, _ := servers.Get(name)
 			in, ok := v.(*Object)
 			if !ok {
-				return nil, mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
+				return mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
 			}
 			merged, err := mergeServer(in.Clone(), nil)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			next.Set(name, merged)
 		}
 		doc.Root.Set("mcpServers", next)
-		return servers.Keys(), nil
+		return nil
 	})
 }
 
@@ -121,25 +120,24 @@ func (a *Admin) SetEnabled(ctx context.Context, actor, server string, enabled bo
 	if enabled {
 		kind = "enable"
 	}
-	return a.write(actor, kind, func(doc *RawDocument) ([]string, error) {
+	return a.write(actor, kind, func(doc *RawDocument) error {
 		stored, _ := objectAt(doc.Root, "mcpServers")
 		s, ok := objectAt(stored, server)
 		if !ok {
-			return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP server '%s' not found", server)
+			return mcpflow.Errorf(mcpflow.ENotFound, "MCP server '%s' not found", server)
 		}
 		if enabled {
 			if err := a.policy().Check(server, s, a.Env); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		s.Set("enabled", enabled)
-		return []string{server}, nil
+		return nil
 	})
 }
 
-// write runs one read-modify-write: change edits the document and returns
-// the servers it touched.
-func (a *Admin) write(actor, kind string, change func(doc *RawDocument) ([]string, error)) (*Object, error) {
+// write runs one read-modify-write: change edits the document.
+func (a *Admin) write(actor, kind string, change func(doc *RawDocument) error) (*Object, error) {
 	var out *Object
 	err := WithLock(a.Path, func() error {
 		doc, err := a.read()
@@ -150,9 +148,8 @@ func (a *Admin) write(actor, kind string, change func(doc *RawDocument) ([]strin
 			return err
 		}
 		before, _ := objectAt(doc.Root, "mcpServers")
-		beforeNames := before.Keys()
-		touched, err := change(doc)
-		if err != nil {
+		before = before.Clone() // change may edit servers in place
+		if err := change(doc); err != nil {
 			return err
 		}
 		if err := a.validate(doc); err != nil {
@@ -166,7 +163,7 @@ func (a *Admin) write(actor, kind string, change func(doc *RawDocument) ([]strin
 			return mcpflow.Errorf(mcpflow.EInternal, "Failed to update MCP configuration: %s", ioReason(err))
 		}
 		after, _ := objectAt(doc.Root, "mcpServers")
-		a.audit(actor, kind, beforeNames, after.Keys(), touched)
+		a.audit(actor, kind, before, after)
 		out = maskedView(doc)
 		return nil
 	})
@@ -215,18 +212,22 @@ func (a *Admin) validate(doc *RawDocument) error {
 	return nil
 }
 
-// audit logs who changed which servers how; never a value.
-func (a *Admin) audit(actor, kind string, before, after, touched []string) {
+// audit logs who changed which servers how; never a value. A server is
+// changed when its stored object differs.
+func (a *Admin) audit(actor, kind string, before, after *Object) {
 	var added, removed, changed []string
-	for _, n := range after {
-		if !slices.Contains(before, n) {
+	for _, n := range after.Keys() {
+		old, had := before.Get(n)
+		now, _ := after.Get(n)
+		switch {
+		case !had:
 			added = append(added, n)
-		} else if slices.Contains(touched, n) {
+		case !jsonEqual(old, now):
 			changed = append(changed, n)
 		}
 	}
-	for _, n := range before {
-		if !slices.Contains(after, n) {
+	for _, n := range before.Keys() {
+		if !after.Has(n) {
 			removed = append(removed, n)
 		}
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -462,4 +463,27 @@ func TestAdminKeepsOmittedRoutingAndTools(t *testing.T) {
 	require.Equal(t, "http://127.0.0.1:9/other", s["url"])
 	require.Equal(t, map[string]any{"mode": "prefer", "priority": 5.0, "keywords": []any{"k"}}, s["routing"])
 	require.Contains(t, s["tools"], "echo")
+}
+
+// The audit line names what a write added, removed and changed (servers
+// whose stored object differs), and never a value.
+func TestAdminAuditNamesRealChanges(t *testing.T) {
+	t.Parallel()
+	a, _ := newAdmin(t, storedDoc)
+	logs := &strings.Builder{}
+	a.Log = slog.New(slog.NewTextHandler(logs, nil))
+	view := getView(t, a)
+	delete(view, "gh")
+	view["web"].(map[string]any)["description"] = "new text"
+	view["added"] = map[string]any{"type": "http", "url": "http://127.0.0.1:9/mcp"}
+	require.NoError(t, put(t, a, view))
+	require.Contains(t, logs.String(), "added=[added] removed=[gh] changed=[web]")
+
+	// The first round trip writes the defaults GET filled in for the new
+	// server (a real change of its stored object); the next changes nothing.
+	require.NoError(t, put(t, a, getView(t, a)))
+	logs.Reset()
+	require.NoError(t, put(t, a, getView(t, a)))
+	require.Contains(t, logs.String(), "added=[] removed=[] changed=[]", "an unchanged round trip changes nothing")
+	require.NotContains(t, logs.String(), "Bearer stored")
 }

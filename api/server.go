@@ -108,7 +108,6 @@ func New(opts Options) *Server {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/openapi.json", s.openAPI)
 	if opts.Metrics != nil {
 		e.GET("/metrics", gin.WrapH(opts.Metrics))
 	}
@@ -116,6 +115,7 @@ func New(opts Options) *Server {
 		s.engine = e
 		return s
 	}
+	e.GET("/openapi.json", s.openAPI)
 	e.GET("/api/features", s.features)
 
 	user := e.Group("/api", s.authenticate, s.requireUser)

@@ -55,6 +55,11 @@ type Service struct {
 type ServerSection struct {
 	// Addr is host:port to listen on. Default "127.0.0.1:8080".
 	Addr string `yaml:"addr"`
+	// WorkerAddr is host:port an `mcpflow worker` process serves
+	// /healthz, /readyz and /metrics on (serve and dev use Addr). Default
+	// "127.0.0.1:9090", so a serve and a worker can share a host and a
+	// config; port 0 picks a free one.
+	WorkerAddr string `yaml:"worker_addr"`
 	// ShutdownTimeoutSeconds bounds graceful shutdown, 1..600. Default 20.
 	ShutdownTimeoutSeconds int `yaml:"shutdown_timeout_seconds"`
 	// MaxBodyBytes caps a request body, 1024..67108864 (64 MiB). Default
@@ -203,7 +208,7 @@ func (s ServerSection) ShutdownTimeout() time.Duration {
 // DefaultService returns the built-in defaults.
 func DefaultService() Service {
 	return Service{
-		Server: ServerSection{Addr: "127.0.0.1:8080", ShutdownTimeoutSeconds: 20, MaxBodyBytes: 1 << 20,
+		Server: ServerSection{Addr: "127.0.0.1:8080", WorkerAddr: "127.0.0.1:9090", ShutdownTimeoutSeconds: 20, MaxBodyBytes: 1 << 20,
 			MaxConcurrentCallsPerUser: 32, ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 60,
 			WriteTimeoutSeconds: 900, IdleTimeoutSeconds: 120},
 		Database:  DatabaseSection{Backend: BackendSQLite, DSN: "mcpflow.db"},
@@ -670,8 +675,10 @@ func parentPath(p string) string {
 func (s *Service) validate(origins map[string]string) error {
 	v := validator{origins: origins}
 
-	if host, port, err := net.SplitHostPort(s.Server.Addr); err != nil || !validPort(port) || strings.ContainsAny(host, " /") {
-		return v.fail("server.addr", "must be host:port (got %q)", s.Server.Addr)
+	for _, a := range []struct{ key, val string }{{"addr", s.Server.Addr}, {"worker_addr", s.Server.WorkerAddr}} {
+		if host, port, err := net.SplitHostPort(a.val); err != nil || !validPort(port) || strings.ContainsAny(host, " /") {
+			return v.fail("server."+a.key, "must be host:port (got %q)", a.val)
+		}
 	}
 	for _, b := range []struct {
 		key      string

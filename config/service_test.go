@@ -240,6 +240,7 @@ func TestLoadServiceErrors(t *testing.T) {
 		{"empty dsn", "database: { dsn: \"\" }\n", nil, "FILE: database.dsn: must not be empty"},
 		{"addr", "server: { addr: localhost }\n", nil, `FILE: server.addr: must be host:port (got "localhost")`},
 		{"addr port", "", map[string]string{"MCPFLOW_SERVER_ADDR": "127.0.0.1:http"}, `env MCPFLOW_SERVER_ADDR: must be host:port (got "127.0.0.1:http")`},
+		{"worker addr", "server: { worker_addr: \"9090\" }\n", nil, `FILE: server.worker_addr: must be host:port (got "9090")`},
 		{"shutdown low", "server: { shutdown_timeout_seconds: 0 }\n", nil, "FILE: server.shutdown_timeout_seconds: must be between 1 and 600 (got 0)"},
 		{"shutdown high", "", map[string]string{"MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS": "601"}, "env MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS: must be between 1 and 600 (got 601)"},
 		{"max_body_bytes low", "server: { max_body_bytes: 1023 }\n", nil, "FILE: server.max_body_bytes: must be between 1024 and 67108864 (got 1023)"},
@@ -364,9 +365,10 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 33)
+	require.Len(t, keys, 34)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
+		"MCPFLOW_SERVER_WORKER_ADDR",
 		"MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS",
 		"MCPFLOW_SERVER_MAX_BODY_BYTES",
 		"MCPFLOW_SERVER_MAX_CONCURRENT_CALLS_PER_USER",

@@ -50,13 +50,13 @@ const (
 func writeConfig(t *testing.T, extra string, ext string) string {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`server: { addr: %q, shutdown_timeout_seconds: 2 }
+	cfg := fmt.Sprintf(`server: { addr: %q, worker_addr: %q, shutdown_timeout_seconds: 2 }
 database: { backend: sqlite, dsn: mcpflow.db }
 temporal: { address: %q, namespace: default, task_queue: e2e-%d }
 auth:
   admin_tokens: [%q]
   users: [ { id: alice, token: %q } ]
-%s`, testenv.FreeAddr(t), temporal.HostPort, time.Now().UnixNano(), testAdminToken, testUserToken, extra)
+%s`, testenv.FreeAddr(t), testenv.FreeAddr(t), temporal.HostPort, time.Now().UnixNano(), testAdminToken, testUserToken, extra)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600))
 	if ext != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "extensions_config.json"), []byte(ext), 0o600))
@@ -150,15 +150,9 @@ func TestServeAndWorkerModes(t *testing.T) {
 	s := startMain(t, ModeServe, cfg, nil)
 	require.NotEmpty(t, s.URL())
 	require.Nil(t, s.workerDone, "serve runs no worker")
-	// The worker's own listener (health, readiness, metrics) beside serve's.
-	w := &Main{Mode: ModeWorker, ConfigPath: cfg, Logger: slog.New(slog.DiscardHandler), Env: func(k string) (string, bool) {
-		if k == "MCPFLOW_SERVER_ADDR" {
-			return "127.0.0.1:0", true
-		}
-		return "", false
-	}}
-	require.NoError(t, w.Open(context.Background()))
-	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	// The same config on the same host: the worker's own listener (health,
+	// readiness, metrics) is on server.worker_addr, beside serve's.
+	w := startMain(t, ModeWorker, cfg, nil)
 	require.Eventually(t, func() bool {
 		code, _ := get(t, s.URL()+"/readyz", "")
 		return code == 200
@@ -167,6 +161,8 @@ func TestServeAndWorkerModes(t *testing.T) {
 	require.Equal(t, 200, code)
 	code, _ = get(t, w.URL()+"/api/threads/t1", testUserToken)
 	require.Equal(t, 404, code, "a worker serves no user API")
+	code, _ = get(t, w.URL()+"/openapi.json", "")
+	require.Equal(t, 404, code, "nor its description")
 	resp, err := http.Get(w.URL() + "/metrics")
 	require.NoError(t, err)
 	_ = resp.Body.Close()

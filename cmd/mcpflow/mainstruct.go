@@ -260,9 +260,13 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		MaxCallsPerUser:     cfg.Server.MaxConcurrentCallsPerUser,
 		Logger:              m.Logger,
 	})
-	ln, err := net.Listen("tcp", cfg.Server.Addr)
+	addr, what := cfg.Server.Addr, "API listening"
+	if !m.serves() {
+		addr, what = cfg.Server.WorkerAddr, "health and metrics listening"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Server.Addr, err)
+		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	m.listener = ln
 	baseCtx, cancel := context.WithCancel(context.Background())
@@ -280,11 +284,12 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 			m.fail(fmt.Errorf("http server: %w", err))
 		}
 	}()
-	m.Logger.Info("API listening", "url", m.URL())
+	m.Logger.Info(what, "url", m.URL())
 	return nil
 }
 
-// URL is the base URL of the HTTP API ("" when not serving).
+// URL is the base URL of this process's HTTP listener: the API, or a
+// worker's health and metrics ("" before Open).
 func (m *Main) URL() string {
 	if m.listener == nil {
 		return ""

@@ -48,7 +48,7 @@ type workerProc struct {
 func startWorkerProc(t *testing.T, cfg string) *workerProc {
 	t.Helper()
 	cmd := exec.Command(testenv.Binary(t, "./cmd/mcpflow"), "worker", "--config", cfg, "--log-format", "json")
-	cmd.Env = append(os.Environ(), "MCPFLOW_SERVER_ADDR=127.0.0.1:0") // its health listener beside the in-process API
+	cmd.Env = append(os.Environ(), "MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0") // a free port for its health listener
 	p := &workerProc{cmd: cmd, logs: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	require.NoError(t, cmd.Start())

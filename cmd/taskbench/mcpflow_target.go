@@ -89,7 +89,7 @@ auth:
 	// migration (no migration lock on SQLite), and one fails with "table
 	// threads already exists".
 	// The worker's health and metrics listener takes any free port.
-	m.worker, err = startProcEnv("mcpflow worker", filepath.Join(dir, "worker.log"), nil, []string{"MCPFLOW_SERVER_ADDR=127.0.0.1:0"},
+	m.worker, err = startProcEnv("mcpflow worker", filepath.Join(dir, "worker.log"), nil, []string{"MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0"},
 		e.opts.mcpflowBin, "worker", "--config", cfgPath, "--log-level", "warn")
 	if err != nil {
 		return nil, fmt.Errorf("%w (run `make build`)", err)

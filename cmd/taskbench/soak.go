@@ -135,7 +135,7 @@ auth: { users: [ { id: %s, token: %q } ] }
 	var wmu sync.Mutex
 	startWorker := func(i int, gen int) error {
 		p, err := startProcEnv(fmt.Sprintf("worker-%d", i), filepath.Join(dir, fmt.Sprintf("worker-%d.%d.log", i, gen)), nil,
-			[]string{"MCPFLOW_SERVER_ADDR=127.0.0.1:0"}, e.opts.mcpflowBin, "worker", "--config", cfgPath, "--log-format", "json")
+			[]string{"MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0"}, e.opts.mcpflowBin, "worker", "--config", cfgPath, "--log-format", "json")
 		if err != nil {
 			return err
 		}

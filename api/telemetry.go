@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -37,14 +38,31 @@ func (s *Server) measure(c *gin.Context) {
 	if route == "" {
 		route = "(unmatched)"
 	}
-	attrs := metric.WithAttributes(attribute.String("route", route), attribute.String("method", c.Request.Method),
+	attrs := metric.WithAttributes(attribute.String("route", route), attribute.String("method", methodLabel(c.Request.Method)),
 		attribute.String("status", strconv.Itoa(c.Writer.Status())))
 	s.metrics.requests.Add(c.Request.Context(), 1, attrs)
 	s.metrics.latency.Record(c.Request.Context(), time.Since(start).Seconds(), attrs)
 }
 
+// methodLabel keeps the method label bounded: any method but the standard
+// ones is "_OTHER" (a client must not mint series).
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
+}
+
+// untraced are the probe and scrape routes, which get no spans.
+var untraced = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
 // tracing returns the span middleware: one server span per request named
-// after the route template.
+// after the route template. Its own HTTP metrics are off: measure counts
+// requests.
 func (s *Server) tracing() gin.HandlerFunc {
-	return otelgin.Middleware("mcpflow", otelgin.WithTracerProvider(s.opts.Tracer))
+	return otelgin.Middleware("mcpflow", otelgin.WithTracerProvider(s.opts.Tracer),
+		otelgin.WithMeterProvider(noop.NewMeterProvider()),
+		otelgin.WithGinFilter(func(c *gin.Context) bool { return !untraced[c.FullPath()] }))
 }

@@ -7,10 +7,13 @@ package deployments_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,6 +27,7 @@ import (
 var otherEnv = []string{
 	"MCPFLOW_CONFIG", "MCPFLOW_EXTENSIONS_CONFIG_PATH", config.EnvStdioAllowlist,
 	"OTEL_EXPORTER_OTLP_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
 }
 
 // docs reads every YAML document of a file.
@@ -46,13 +50,23 @@ func docs(t *testing.T, path string) []map[string]any {
 	}
 }
 
-func loadServiceYAML(t *testing.T, where, content string, env map[string]string) {
+func loadServiceYAML(t *testing.T, where, content string, env map[string]string) *config.Service {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
-	_, err := config.LoadService(path, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	s, err := config.LoadService(path, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	require.NoError(t, err, "%s: config.yaml must load", where)
+	return s
+}
+
+func port(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	return n
 }
 
 func checkEnvNames(t *testing.T, where string, names []string) {
@@ -72,7 +86,8 @@ func TestKubernetesManifests(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
 	kinds := map[string]int{}
-	var secretEnv map[string]string
+	var svc *config.Service
+	ports := map[string]int{} // serve/worker → the container port its probes use
 	for _, f := range files {
 		for _, d := range docs(t, f) {
 			kind, _ := d["kind"].(string)
@@ -82,15 +97,13 @@ func TestKubernetesManifests(t *testing.T) {
 			switch kind {
 			case "ConfigMap":
 				data := d["data"].(map[string]any)
-				loadServiceYAML(t, f, data["config.yaml"].(string), nil)
+				svc = loadServiceYAML(t, f, data["config.yaml"].(string), nil)
 				_, err := config.ParseExtensions([]byte(data["extensions_config.json"].(string)), f, func(string) (string, bool) { return "Bearer x", true })
 				require.NoError(t, err, "%s: extensions_config.json must decode", f)
 			case "Secret":
-				secretEnv = map[string]string{}
 				var names []string
-				for k, v := range d["stringData"].(map[string]any) {
+				for k := range d["stringData"].(map[string]any) {
 					names = append(names, k)
-					secretEnv[k] = v.(string)
 				}
 				checkEnvNames(t, f, names)
 			case "Deployment":
@@ -107,6 +120,9 @@ func TestKubernetesManifests(t *testing.T) {
 					checkEnvNames(t, f, names)
 					args := c["args"].([]any)
 					require.Contains(t, []any{"serve", "worker"}, args[0])
+					p := c["ports"].([]any)[0].(map[string]any)
+					require.Equal(t, "http", p["name"], "%s: the probes use the port named http", f)
+					ports[args[0].(string)] = p["containerPort"].(int)
 				}
 			}
 		}
@@ -115,7 +131,9 @@ func TestKubernetesManifests(t *testing.T) {
 		require.Positive(t, kinds[k], "a %s", k)
 	}
 	require.Equal(t, 2, kinds["Deployment"], "serve and worker")
-	require.NotNil(t, secretEnv)
+	require.NotNil(t, svc)
+	require.Equal(t, port(t, svc.Server.Addr), ports["serve"], "serve listens on server.addr")
+	require.Equal(t, port(t, svc.Server.WorkerAddr), ports["worker"], "a worker listens on server.worker_addr")
 }
 
 func TestCompose(t *testing.T) {
@@ -137,7 +155,11 @@ func TestCompose(t *testing.T) {
 	}
 	cfg, err := os.ReadFile("compose/config.yaml")
 	require.NoError(t, err)
-	loadServiceYAML(t, "compose/config.yaml", string(cfg), map[string]string{"MCPFLOW_MCP_TASKS_SECRETS_KEY": "k"})
+	svc := loadServiceYAML(t, "compose/config.yaml", string(cfg), map[string]string{"MCPFLOW_MCP_TASKS_SECRETS_KEY": "k"})
+	for name, addr := range map[string]string{"serve-1": svc.Server.Addr, "worker": svc.Server.WorkerAddr} {
+		check := fmt.Sprint(services[name].(map[string]any)["healthcheck"].(map[string]any)["test"])
+		require.Contains(t, check, fmt.Sprintf("127.0.0.1:%d/readyz", port(t, addr)), "%s probes the port it listens on", name)
+	}
 	ext, err := os.ReadFile("compose/extensions_config.json")
 	require.NoError(t, err)
 	_, err = config.ParseExtensions(ext, "compose/extensions_config.json", nil)

@@ -11,7 +11,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 )
 
@@ -26,8 +25,6 @@ type Options struct {
 	StopTimeout time.Duration
 	// Register adds workflows and activities; nil registers nothing.
 	Register func(sdkworker.Registry)
-	// Interceptors are worker interceptors (tracing).
-	Interceptors []interceptor.WorkerInterceptor
 }
 
 // New builds (but does not start) a Temporal worker on the task queue.
@@ -35,7 +32,6 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 		WorkerStopTimeout:                  o.StopTimeout,
-		Interceptors:                       o.Interceptors,
 	})
 	if o.Register != nil {
 		o.Register(w)

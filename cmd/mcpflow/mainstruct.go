@@ -312,7 +312,6 @@ func (m *Main) startWorker() {
 		TaskQueue:               m.Config.Temporal.TaskQueue,
 		MaxConcurrentActivities: m.Config.MCPTasks.MaxConcurrentPolls * 32,
 		StopTimeout:             m.shutdownTimeout() / 2,
-		Interceptors:            m.telemetry.workerInterceptors(),
 		Register: func(r sdkworker.Registry) {
 			r.RegisterWorkflow(workflows.TaskWorkflow)
 			r.RegisterActivity(acts)

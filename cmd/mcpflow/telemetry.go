@@ -28,9 +28,16 @@ import (
 	"go.temporal.io/sdk/interceptor"
 )
 
-// EnvOTLPEndpoint turns tracing on: spans are exported over OTLP/HTTP to
-// this endpoint (e.g. http://collector:4318). Unset, tracing is off.
-const EnvOTLPEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT"
+// EnvOTLPEndpoint or EnvOTLPTracesEndpoint turns tracing on: spans are
+// exported over OTLP/HTTP, to the traces endpoint when it is set (a full
+// URL), else to /v1/traces under the base endpoint (e.g.
+// http://collector:4318), as OpenTelemetry's exporter rules say. Unset,
+// tracing is off. OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read
+// for the resource.
+const (
+	EnvOTLPEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvOTLPTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+)
 
 // telemetry is the process's metrics and tracing: OpenTelemetry providers
 // whose metrics are exposed in Prometheus text on /metrics (mcpflow's own
@@ -51,22 +58,24 @@ func newTelemetry(env func(string) (string, bool), mode string) (*telemetry, err
 	if err != nil {
 		return nil, fmt.Errorf("metrics exporter: %w", err)
 	}
-	res := resource.NewSchemaless(semconv.ServiceName("mcpflow"), semconv.ServiceVersion(version()), attrMode(mode))
+	// Defaults first: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
+	res, err := resource.New(context.Background(),
+		resource.WithAttributes(semconv.ServiceName("mcpflow"), semconv.ServiceVersion(version()), attrMode(mode)),
+		resource.WithFromEnv())
+	if err != nil {
+		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
 	t.meters = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
-	otel.SetMeterProvider(t.meters)
 
 	t.tracer = noop.NewTracerProvider()
-	if endpoint, ok := env(EnvOTLPEndpoint); ok && endpoint != "" {
-		// The variable is the base URL of all signals: traces go to its
-		// /v1/traces (OpenTelemetry's exporter configuration rules).
+	if endpoint, name, ok := tracesEndpoint(env); ok {
 		u, err := url.Parse(endpoint)
 		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("%s: must be a URL such as http://collector:4318", EnvOTLPEndpoint)
+			return nil, fmt.Errorf("%s: must be a URL such as http://collector:4318", name)
 		}
-		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
 		spans, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(u.String()))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvOTLPEndpoint, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		t.spans = sdktrace.NewTracerProvider(sdktrace.WithBatcher(spans), sdktrace.WithResource(res))
 		t.tracer = t.spans
@@ -76,9 +85,20 @@ func newTelemetry(env func(string) (string, bool), mode string) (*telemetry, err
 		}
 		t.temporal = ti
 	}
-	otel.SetTracerProvider(t.tracer)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return t, nil
+}
+
+// tracesEndpoint is the OTLP/HTTP traces URL from the environment and the
+// variable it came from.
+func tracesEndpoint(env func(string) (string, bool)) (endpoint, name string, ok bool) {
+	if v, _ := env(EnvOTLPTracesEndpoint); v != "" {
+		return v, EnvOTLPTracesEndpoint, true
+	}
+	if v, _ := env(EnvOTLPEndpoint); v != "" {
+		return strings.TrimSuffix(v, "/") + "/v1/traces", EnvOTLPEndpoint, true
+	}
+	return "", "", false
 }
 
 // temporalMetrics is the Temporal SDK's metrics handler on the same
@@ -91,19 +111,14 @@ func (t *telemetry) temporalMetrics() temporalotel.MetricsHandler {
 	})
 }
 
-// interceptors are the Temporal interceptors of client and worker.
+// interceptors are the Temporal client's interceptors; the SDK applies
+// them to the workers built on the client too (setting them on a worker as
+// well would double every span).
 func (t *telemetry) interceptors() []interceptor.ClientInterceptor {
 	if t.temporal == nil {
 		return nil
 	}
 	return []interceptor.ClientInterceptor{t.temporal}
-}
-
-func (t *telemetry) workerInterceptors() []interceptor.WorkerInterceptor {
-	if t.temporal == nil {
-		return nil
-	}
-	return []interceptor.WorkerInterceptor{t.temporal}
 }
 
 // handler serves /metrics.

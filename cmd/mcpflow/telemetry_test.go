@@ -48,6 +48,11 @@ func TestMetricsAfterTraffic(t *testing.T) {
 	require.Equal(t, 200, code)
 	code, _ = e.post(t, "/api/threads/m1/tools/no_such_tool/call", `{"arguments": {}}`)
 	require.Equal(t, 404, code)
+	req, err := http.NewRequest("FOO1", e.m.URL()+"/healthz", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
 
 	m := scrape(t, e.m.URL())
 	for _, want := range []string{
@@ -63,9 +68,12 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		`mcpflow_task_polls_total{outcome="changed",server="demo"}`,
 		`mcpflow_notifications_total{outcome="delivered"} 1`,
 		`mcpflow_stdio_sessions 0`,
+		`mcpflow_http_requests_total{method="_OTHER",route="(unmatched)",status="405"}`,
 	} {
 		require.Contains(t, m, want)
 	}
+	require.NotContains(t, m, "FOO1", "a client cannot mint method labels")
+	require.NotContains(t, m, "http_server_request_duration_seconds", "one set of HTTP metrics (otelgin's are off)")
 	require.Regexp(t, regexp.MustCompile(`(?m)^temporal_\w+`), m, "the Temporal SDK's worker and client metrics are exported too")
 	require.Regexp(t, regexp.MustCompile(`(?m)^go_goroutines `), m)
 	for _, secret := range []string{testUserToken, testAdminToken, e2eWebhookSecret, "m1", id} {
@@ -128,6 +136,8 @@ func TestTracingFollowsATask(t *testing.T) {
 	e := &taskEnv{m: m}
 	id := e.submit(t, "tr", "demo_submit_job", `{"duration_seconds": 0.5}`)
 	e.waitStatus(t, "tr", id, "completed")
+	code, _ := get(t, m.URL()+"/readyz", "")
+	require.Equal(t, 200, code)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, m.Close(ctx)) // flushes the spans
@@ -154,6 +164,14 @@ func TestTracingFollowsATask(t *testing.T) {
 		}
 		require.True(t, found, "span %q in the submit's trace (spans: %v)", name, keysOf(byName))
 	}
+	submits := 0
+	for _, s := range rec.spans {
+		if s.Name == "RunActivity:Submit" {
+			submits++
+		}
+		require.NotEqual(t, "GET /readyz", s.Name, "probes are not traced")
+	}
+	require.Equal(t, 1, submits, "one span per activity run (the interceptor is set once)")
 }
 
 func keysOf[V any](m map[string]V) []string {

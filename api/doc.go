@@ -1,8 +1,11 @@
 // Package api is mcpflow's HTTP API: a Gin server with bearer-token auth,
 // one error renderer, health and readiness probes, features, threads, MCP
 // tools (list, call, cache reset), durable tasks (list, detail, cancel) and
-// the thread event inbox (with long-polling), and the config admin routes
-// (GET/PUT/PATCH /api/mcp/config, POST /api/mcp/config/servers).
+// the thread event inbox (with long-polling), the config admin routes
+// (GET/PUT/PATCH /api/mcp/config, POST /api/mcp/config/servers), request
+// limits (body size 413, tool calls in flight per user 429), HTTP metrics
+// and spans, and /openapi.json. With HealthOnly (a worker process) it
+// serves /healthz, /readyz and /metrics only.
 //
 // It imports the root domain package and reaches everything else through
 // interfaces wired in cmd/ (mcpflow.ThreadStore, TaskStore, EventStore,

@@ -70,9 +70,10 @@ type ServerSection struct {
 	MaxConcurrentCallsPerUser int `yaml:"max_concurrent_calls_per_user"`
 	// HTTP server timeouts in seconds: reading a request's headers
 	// (1..300, default 10), a whole request (1..3600, default 60), writing
-	// the answer, which covers the handler and so the longest tool call
-	// (1..86400, default 900), and keeping an idle connection (1..3600,
-	// default 120).
+	// the answer (1..86400, default 900: the connection is cut this long
+	// after the request was read, while the handler is not cancelled, so
+	// keep it above the longest tool call and the 60 s events long poll),
+	// and keeping an idle connection (1..3600, default 120).
 	ReadHeaderTimeoutSeconds int `yaml:"read_header_timeout_seconds"`
 	ReadTimeoutSeconds       int `yaml:"read_timeout_seconds"`
 	WriteTimeoutSeconds      int `yaml:"write_timeout_seconds"`

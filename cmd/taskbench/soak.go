@@ -186,6 +186,7 @@ auth: { users: [ { id: %s, token: %q } ] }
 	chaosCtx, stopChaos := context.WithCancel(ctx)
 	defer stopChaos()
 	var kills int
+	var chaosErr error // a worker that did not come back
 	chaosDone := make(chan struct{})
 	go func() {
 		defer close(chaosDone)
@@ -207,6 +208,7 @@ auth: { users: [ { id: %s, token: %q } ] }
 			time.Sleep(time.Duration(mrand.Int64N(int64(2 * time.Second))))
 			if err := startWorker(i, gen); err != nil {
 				progress("soak: restart of worker-%d failed: %v", i, err)
+				chaosErr = fmt.Errorf("restart of worker-%d: %w", i, err)
 				return
 			}
 			gen++
@@ -242,6 +244,9 @@ auth: { users: [ { id: %s, token: %q } ] }
 	stopChaos()
 	<-chaosDone
 	settledAt := time.Now()
+	if chaosErr != nil {
+		return chaosErr
+	}
 
 	jobs, resent, err := soakJobs(ctx, e)
 	if err != nil {
@@ -399,7 +404,7 @@ func (r soakReport) print(ctx context.Context) error {
 	}
 	r.hook.mu.Unlock()
 
-	ok := len(r.sub.errs) == 0 && len(r.ids) == r.o.n && r.counts.terminal == r.o.n && r.counts.byStatus["completed"] == r.o.n &&
+	ok := r.kills > 0 && len(r.sub.errs) == 0 && len(r.ids) == r.o.n && r.counts.terminal == r.o.n && r.counts.byStatus["completed"] == r.o.n &&
 		oneSubmit == r.o.n && delivered == r.o.n && r.counts.byNotification["delivered"] == r.o.n
 	fmt.Printf("## make soak — %s UTC · nproc %d · %s\n\n", time.Now().UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), runtime.Version())
 	fmt.Printf("2 × `mcpflow serve` + 2 × `mcpflow worker` · one Temporal dev server · PostgreSQL · demo jobs of 1–%.0f s · one worker SIGKILLed every ~%s and restarted · webhook fails %.0f%% of POSTs\n\n",

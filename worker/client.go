@@ -96,6 +96,9 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 			// ask the workflow to cancel it (best effort).
 			c.goneCaller(taskID)
 		}
+		if c.Logger != nil {
+			c.Logger.Warn("task submit failed", "task_id", taskID, "server", tool.Server, "error", err)
+		}
 		return submitError(err, ctx)
 	}
 	b, _ := json.Marshal(res)
@@ -142,19 +145,21 @@ func (c *TaskClient) goneCaller(taskID string) {
 }
 
 // submitError maps a failed submit to what the agent sees: a refused or
-// failed remote submit is a tool error (200, is_error); a duplicate remote
-// handle is 409; a submit whose worker died after sending it (outcome
-// unknown) is a tool error too; a missing worker or Temporal is 503.
+// failed remote submit, a broken answer, a row that could not be stored and
+// a submit whose worker died after sending it (outcome unknown) are tool
+// errors (200, is_error) with their messages; a duplicate remote handle is
+// 409; any other failure inside mcpflow is a tool error with a fixed text
+// (its details are logged, not shown); a missing worker or Temporal is 503.
 func submitError(err error, ctx context.Context) (*mcpflow.ToolResult, error) {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		switch ae.Type() {
 		case workflows.ErrTypeDuplicate:
 			return nil, mcpflow.Errorf(mcpflow.EConflict, "%s", ae.Message())
-		case workflows.ErrTypeSubmit, workflows.ErrTypeProtocol, "PersistFailed":
+		case workflows.ErrTypeSubmit, workflows.ErrTypeProtocol, workflows.ErrTypePersist, workflows.ErrTypeSubmitUnknown:
 			return toolError(ae.Message()), nil
 		}
-		return toolError(ae.Message()), nil
+		return toolError("mcpflow could not run this submit (an internal error; the worker's log has the details)"), nil
 	}
 	if ctx.Err() != nil {
 		return nil, &mcpflow.Error{Code: mcpflow.ETimeout, Message: "the task submission did not finish before the request ended", Err: err}

@@ -442,3 +442,20 @@ func TestNotifySignalRetriesAWaitingDeliveryNow(t *testing.T) {
 	require.Equal(t, 2, task.NotificationAttemptCount)
 	require.Less(t, b.env.Now().Sub(ps[0].at), time.Minute, "dead-lettered before the minute-long backoff ended")
 }
+
+// A delivery activity that fails stores a fixed text as the notification
+// error (shown by the task API), not the failure's details.
+func TestNotifyActivityFailureHidesItsDetails(t *testing.T) {
+	t.Parallel()
+	d := &fakeDriver{submitID: "r1", statuses: []statusAnswer{completed()}}
+	b, _ := setupHook(t, d, answer(200))
+	b.env.OnActivity(b.acts.Deliver, mock.Anything, mock.Anything).Return(nil,
+		errors.New("read thread: failed to connect to `host=10.0.0.3 user=mcpflow database=prod`"))
+	_, err := b.run(t)
+	require.NoError(t, err)
+	task := b.task(t)
+	require.Equal(t, mcpflow.NotificationDeadLetter, task.NotificationStatus)
+	require.NotNil(t, task.NotificationError)
+	require.Contains(t, *task.NotificationError, workflows.DeliveryRunFailedMessage)
+	require.NotContains(t, *task.NotificationError, "10.0.0.3")
+}

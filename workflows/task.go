@@ -200,7 +200,9 @@ func (w *taskRun) submit(ctx workflow.Context) (*SubmitResult, error) {
 			return nil, temporal.NewNonRetryableApplicationError(ae.Message(), ErrTypeDuplicate, nil)
 		}
 		w.compensate(ctx)
-		return nil, temporal.NewNonRetryableApplicationError("persist MCP task: "+appMessage(err).Error(), "PersistFailed", nil)
+		// The agent gets a fixed text; the storage error stays the cause
+		// (in the history and the logs, not in the answer).
+		return nil, temporal.NewNonRetryableApplicationError(PersistFailedMessage, ErrTypePersist, appMessage(err))
 	}
 	w.upsertStatus(ctx)
 	return &SubmitResult{TaskID: in.TaskID, TaskName: in.TaskName, Status: w.st.Snapshot.Status, Message: SubmitMessage}, nil
@@ -457,8 +459,8 @@ func (w *taskRun) notify(ctx workflow.Context) {
 		now := workflow.Now(ctx).UTC()
 		timing := w.in.Config.Timing
 		switch {
-		case err != nil: // the activity itself failed or timed out
-			n.Failed(mcpflow.TruncateChars(appMessage(err).Error(), mcpflow.MaxErrorChars), now, timing.ErrorBackoff)
+		case err != nil: // the activity itself failed or timed out; the details are in the history
+			n.Failed(DeliveryRunFailedMessage, now, timing.ErrorBackoff)
 		case out.Outcome == mcpflow.DeliveryDelivered:
 			n.Delivered()
 		case out.Outcome == mcpflow.DeliveryBusy:

@@ -375,6 +375,10 @@ func TestPersistenceFailureCompensatesWithOneCancel(t *testing.T) {
 	b.env.OnActivity(b.acts.Persist, mock.Anything, mock.Anything).Return(nil, errors.New("database unavailable"))
 	_, err := b.run(t)
 	require.ErrorContains(t, err, "database unavailable")
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, workflows.ErrTypePersist, ae.Type())
+	require.Equal(t, workflows.PersistFailedMessage, ae.Message(), "the agent's text carries no storage detail; the cause does")
 	b.requireNoRow(t)
 	require.Equal(t, 1, d.cancels, "exactly one compensating cancel")
 	ref := d.cancelRefs[0]

@@ -26,10 +26,19 @@ const (
 	ErrTypeDuplicate     = "DuplicateRemoteTask"         // the remote handle is already tracked
 	ErrTypeSubmit        = "McpTaskSubmitFailed"         // the remote submit failed; nothing to track
 	ErrTypeSubmitUnknown = "McpTaskSubmitOutcomeUnknown" // the worker died after sending the submit
+	ErrTypePersist       = "McpTaskPersistFailed"        // the row could not be stored; the remote task was cancelled
 	ErrTypePollUnchanged = "McpTaskPollUnchanged"        // benign: retry-driven wait between polls
 	ErrTypePollError     = "McpTaskPollError"            // transient poll failure, retried with backoff
 	ErrTypeCancelPending = "McpTaskCancelNotTerminal"    // remote cancel not terminal yet
 )
+
+// PersistFailedMessage is what the agent hears when the task's row could
+// not be stored after the remote submit.
+const PersistFailedMessage = "mcpflow could not store the task after the MCP server started it, so it asked the server to cancel the remote task"
+
+// DeliveryRunFailedMessage is the notification error of a delivery whose
+// activity failed (mcpflow's database or worker, not the webhook).
+const DeliveryRunFailedMessage = "the delivery did not run to completion (mcpflow's worker or database failed); it is retried"
 
 // TaskConfig freezes the mcp_tasks numbers a task runs with.
 type TaskConfig struct {

@@ -459,3 +459,25 @@ func TestNotifyActivityFailureHidesItsDetails(t *testing.T) {
 	require.Contains(t, *task.NotificationError, workflows.DeliveryRunFailedMessage)
 	require.NotContains(t, *task.NotificationError, "10.0.0.3")
 }
+
+// A cancel that arrives after the task finished, while its notification is
+// still being delivered, changes nothing: no cancel request on the row, no
+// remote cancel.
+func TestCancelWhileDrainingIsIgnored(t *testing.T) {
+	t.Parallel()
+	d := &fakeDriver{submitID: "r1", statuses: []statusAnswer{completed()}}
+	b, rec := setupHook(t, d, answer(200))
+	b.env.OnActivity(b.acts.Deliver, mock.Anything, mock.Anything).After(2 * time.Minute).Return(b.acts.Deliver)
+	b.env.RegisterDelayedCallback(func() {
+		b.env.SignalWorkflow(workflows.SignalCancel, "too late")
+	}, time.Minute)
+	_, err := b.run(t)
+	require.NoError(t, err)
+	require.Len(t, rec.all(), 1)
+	task := b.task(t)
+	require.Equal(t, mcpflow.StatusCompleted, task.Status)
+	require.Nil(t, task.CancelRequestedAt)
+	_, cancels := d.counts()
+	require.Zero(t, cancels)
+	require.Equal(t, mcpflow.NotificationDelivered, task.NotificationStatus)
+}

@@ -45,6 +45,9 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	nativeCancel := false
 	workflow.Go(root, func(gctx workflow.Context) {
 		_ = workflow.Await(gctx, func() bool { return ctx.Err() != nil })
+		if w.st.Snapshot.Status.IsTerminal() {
+			return // finished (its notifications draining): the run ends as it is
+		}
 		nativeCancel = true
 		w.requestCancel(root)
 	})
@@ -116,9 +119,12 @@ type taskRun struct {
 	wake       bool // the notify signal arrived: retry a waiting delivery now
 }
 
+// requestCancel records a cancel request. A repeated one sends no second
+// remote cancel, and a finished task (still delivering its notifications)
+// ignores it.
 func (w *taskRun) requestCancel(ctx workflow.Context) {
-	if w.st.CancelRequestedAt != nil {
-		return // a repeated request sends no second remote cancel
+	if w.st.CancelRequestedAt != nil || w.st.Snapshot.Status.IsTerminal() {
+		return
 	}
 	now := workflow.Now(ctx).UTC()
 	w.st.CancelRequestedAt = &now

@@ -125,6 +125,14 @@ func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput,
 		if merr := beat.markerFailed(); merr != nil {
 			return nil, merr // retryable: the submit was not sent
 		}
+		if cerr := ctx.Err(); cerr != nil {
+			// This attempt was cut short (the worker is stopping, the
+			// attempt timed out or the workflow went away): that is not the
+			// server's answer. Retryable, so the next attempt decides from
+			// the sent marker (not sent: submit; sent: resend with the
+			// idempotency key, or report the submit as untracked).
+			return nil, fmt.Errorf("the submit attempt was interrupted: %w", cerr)
+		}
 		typ := errTypeSubmit
 		if mcpflow.IsProtocolError(err) {
 			typ = errTypeProtocol

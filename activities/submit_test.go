@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/activities"
@@ -88,6 +90,42 @@ func TestSubmitSentMarker(t *testing.T) {
 		require.NoError(t, submitOnce(t, &activities.Activities{Driver: d, Heartbeats: &scriptedBeats{}}, map[string]bool{"sent": false}))
 		require.Equal(t, 1, d.sent)
 	})
+}
+
+// hangingDriver sends its submit and then waits for the attempt's context,
+// like a call in flight when the worker stops.
+type hangingDriver struct{ sendingDriver }
+
+func (d *hangingDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
+	if err := mcpflow.BeforeSend(ctx); err != nil {
+		return mcpflow.Submission{}, err
+	}
+	d.sent++
+	<-ctx.Done()
+	return mcpflow.Submission{}, fmt.Errorf("transport: %w", ctx.Err())
+}
+
+// An attempt cut short (worker stopping, attempt timeout) is retryable,
+// not a failed submit: the next attempt decides from the sent marker.
+func TestSubmitInterruptedIsRetryable(t *testing.T) {
+	t.Parallel()
+	d, hb := &hangingDriver{}, &scriptedBeats{}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	stopping, stop := context.WithCancel(context.Background())
+	stop()
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: stopping})
+	a := &activities.Activities{Driver: d, Heartbeats: hb}
+	env.RegisterActivity(a)
+	_, err := env.ExecuteActivity(a.Submit, activities.SubmitInput{Request: mcpflow.SubmitRequest{
+		UserID: "u", ThreadID: "th", ServerName: "srv", TaskName: "job", LocalTaskID: mcpflow.NewTaskID()},
+		Bounds: mcpflow.DefaultBounds()})
+	require.Equal(t, 1, d.sent)
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	require.False(t, ae.NonRetryable(), "an interrupted attempt is retried: %v", err)
+	require.NotEqual(t, "McpTaskSubmitFailed", ae.Type())
+	require.Contains(t, err.Error(), "the submit attempt was interrupted: context canceled")
 }
 
 func toJSON(t *testing.T, v any) string {

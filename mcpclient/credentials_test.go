@@ -570,7 +570,8 @@ func TestCredentialsIllegalValues(t *testing.T) {
 	})
 	b3 := newRuntime(t, doc{"mcpServers": doc{"h": doc{"type": "http", "url": up.url, "oauth": oauthBlock(tok.URL, nil)}}})
 	_, err := b3.rt.CallTool(context.Background(), mcpflow.ToolCall{UserID: "u", ThreadID: "t1", Tool: "h_headers"})
-	require.Error(t, err)
+	require.Equal(t, mcpflow.EUpstream, mcpflow.ErrorCode(err), "a broken token endpoint is an upstream failure (502), like one that is down")
+	require.Equal(t, "MCP server 'h' OAuth token request failed: the returned token contains a line break or another forbidden control character", mcpflow.ErrorMessage(err))
 	require.NotContains(t, err.Error(), "X-Evil")
 
 	// A static header value that is illegal drops its server (with a

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -52,6 +54,7 @@ type oauthTokens struct {
 
 type oauthEntry struct {
 	fingerprint string
+	src         *oauthSource
 	ts          oauth2.TokenSource // cache, expiry skew and single-flight refresh
 }
 
@@ -68,11 +71,7 @@ func (o *oauthTokens) header(srv *config.Server) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v := tok.TokenType + " " + tok.AccessToken
-	if err := config.CheckHeaderValue(v); err != nil {
-		return "", fmt.Errorf("MCP server '%s' OAuth token %w", srv.Name, err)
-	}
-	return v, nil
+	return tok.TokenType + " " + tok.AccessToken, nil // checked by oauthSource.Token
 }
 
 func (o *oauthTokens) source(server string, cfg *config.OAuth) oauth2.TokenSource {
@@ -82,19 +81,26 @@ func (o *oauthTokens) source(server string, cfg *config.OAuth) oauth2.TokenSourc
 	if o.sources == nil {
 		o.sources = map[string]*oauthEntry{}
 	}
-	if e := o.sources[server]; e != nil && e.fingerprint == fp {
-		return e.ts
+	old := o.sources[server]
+	if old != nil && old.fingerprint == fp {
+		return old.ts
 	}
 	client := o.client
 	if client == nil {
 		client = oauthClient
 	}
-	src := &oauthSource{server: server, cfg: *cfg, refresh: cfg.RefreshToken, client: client}
+	src := &oauthSource{server: server, cfg: *cfg, client: client}
+	src.refresh.Store(&cfg.RefreshToken)
+	if old != nil && old.src.cfg.RefreshToken == cfg.RefreshToken {
+		// An edit elsewhere in the block keeps the rotated refresh token:
+		// the configured one may already have been spent.
+		src.refresh.Store(old.src.refresh.Load())
+	}
 	skew := time.Duration(max(cfg.RefreshSkewSeconds, 0)) * time.Second
 	if skew == 0 {
 		skew = time.Nanosecond // 0 would mean oauth2's default of 10 s
 	}
-	e := &oauthEntry{fingerprint: fp, ts: oauth2.ReuseTokenSourceWithExpiry(nil, src, skew)}
+	e := &oauthEntry{fingerprint: fp, src: src, ts: oauth2.ReuseTokenSourceWithExpiry(nil, src, skew)}
 	o.sources[server] = e
 	return e.ts
 }
@@ -118,8 +124,8 @@ type oauthSource struct {
 	cfg    config.OAuth
 	client *http.Client
 
-	mu      sync.Mutex
-	refresh string // the current refresh token: the configured one, then each rotated one (memory only)
+	mu      sync.Mutex             // one token request at a time
+	refresh atomic.Pointer[string] // the current refresh token: the configured one, then each rotated one (memory only)
 }
 
 // Token implements oauth2.TokenSource.
@@ -169,8 +175,11 @@ func (s *oauthSource) Token() (*oauth2.Token, error) {
 	if typ == "" {
 		typ = s.cfg.DefaultTokenType
 	}
+	if err := config.CheckHeaderValue(typ + " " + access); err != nil {
+		return nil, s.fail("the returned token "+err.Error(), nil)
+	}
 	if rotated, ok := fields["refresh_token"].(string); ok && rotated != "" {
-		s.refresh = rotated
+		s.refresh.Store(&rotated)
 	}
 	return &oauth2.Token{AccessToken: access, TokenType: typ,
 		Expiry: time.Now().Add(time.Duration(oauthExpiresIn(fields[s.cfg.ExpiresInField])) * time.Second)}, nil
@@ -193,10 +202,11 @@ func (s *oauthSource) form() (url.Values, error) {
 	}
 	switch c.GrantType {
 	case config.GrantRefreshToken:
-		if s.refresh == "" {
+		refresh := *s.refresh.Load()
+		if refresh == "" {
 			return nil, s.fail("the refresh_token grant needs a refresh_token", nil)
 		}
-		form.Set("refresh_token", s.refresh)
+		form.Set("refresh_token", refresh)
 		if c.ClientID != "" {
 			form.Set("client_id", c.ClientID)
 		}
@@ -220,11 +230,19 @@ func (s *oauthSource) fail(msg string, cause error) error {
 		Message: fmt.Sprintf("MCP server '%s' OAuth token request failed: %s", s.server, msg)}
 }
 
-// oauthFields decodes a token response: JSON, or a form-encoded body as some
-// older endpoints send.
+// oauthFields decodes a token response: a JSON object (whatever its
+// Content-Type says, since endpoints label JSON text/plain too), or else a
+// form-encoded body as some older endpoints send.
 func oauthFields(contentType string, body []byte) (map[string]any, error) {
+	var out map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	err := dec.Decode(&out)
+	if err == nil && out != nil {
+		return out, nil
+	}
 	if mt, _, _ := mime.ParseMediaType(contentType); mt == "application/x-www-form-urlencoded" || mt == "text/plain" {
-		if vals, err := url.ParseQuery(string(body)); err == nil && len(vals) > 0 {
+		if vals, qerr := url.ParseQuery(string(body)); qerr == nil && len(vals) > 0 {
 			out := map[string]any{}
 			for k := range vals {
 				out[k] = vals.Get(k)
@@ -232,13 +250,10 @@ func oauthFields(contentType string, body []byte) (map[string]any, error) {
 			return out, nil
 		}
 	}
-	var out map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.UseNumber()
-	if err := dec.Decode(&out); err != nil {
-		return nil, err
+	if err == nil {
+		err = errors.New("not a JSON object")
 	}
-	return out, nil
+	return nil, err
 }
 
 // oauthExpiresIn reads an expires_in value: an integer number of seconds

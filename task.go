@@ -217,7 +217,10 @@ type TaskStore interface {
 // that are *ProtocolError are permanent (the task fails); any other error
 // is transient and retried with backoff, forever.
 type Driver interface {
-	// Submit starts the remote task with the request's arguments.
+	// Submit starts the remote task with the request's arguments. It must
+	// call BeforeSend(ctx) right before the request leaves the process and
+	// send nothing when that fails: the Submit activity records there that
+	// the submit may have reached the server.
 	Submit(ctx context.Context, req SubmitRequest) (Submission, error)
 	// Status reads the remote task's state.
 	Status(ctx context.Context, ref TaskReference) (Snapshot, error)

@@ -42,7 +42,8 @@ type TaskClient struct {
 
 // Submit starts the durable task behind a submit wrapper tool and answers
 // with {task_id, task_name, status, message} only. Request-scoped secrets
-// are not passed to the workflow, so they never reach Temporal history.
+// reach the workflow only sealed (the keys the server maps, see
+// mcpflow.SecretBox), so Temporal history never holds their values.
 func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, ts config.TaskToolset) (*mcpflow.ToolResult, error) {
 	srv, ok := c.Servers[tool.Server]
 	if !ok {

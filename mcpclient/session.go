@@ -56,17 +56,16 @@ const (
 var sessInheritedEnv = []string{"PATH", "HOME", "LANG"}
 
 // sessHTTPClient is shared by every SSE and streamable HTTP session of the
-// process: plain http:// upstreams go through h1Transport, everything else
-// through Go's Transport with enough idle connections per host for
+// process: Go's Transport with enough idle connections per host for
 // concurrent callers (Go's default of 2 churns sockets, see
 // notes/perf-baselines.md §1). The client has no overall Timeout, which
 // would cut long-lived streams.
-var sessHTTPClient = &http.Client{Transport: newH1Transport(func() *http.Transport {
+var sessHTTPClient = &http.Client{Transport: func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	return t
-}())}
+}()}
 
 // errSessDisconnected marks errors caused by a lost transport.
 var errSessDisconnected = errors.New("MCP transport disconnected")

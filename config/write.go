@@ -122,15 +122,7 @@ func WriteFileAtomic(path string, data []byte, log *slog.Logger) error {
 		_ = tmp.Close()
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
+	if err := writeSyncClose(tmp, data); err != nil {
 		return err
 	}
 	beforeRenameMu.Lock()
@@ -162,13 +154,17 @@ func overwrite(target string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
+	return writeSyncClose(f, data)
+}
+
+// writeSyncClose writes data to f, fsyncs and closes it; the first error wins.
+func writeSyncClose(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return f.Close()
+	return err
 }

@@ -63,6 +63,13 @@ func setup(t *testing.T, checks ...api.Check) *testBundle {
 
 func (b *testBundle) do(t *testing.T, method, path, token, body string) (int, map[string]any) {
 	t.Helper()
+	return serveJSON(t, b.srv.Handler(), method, path, token, body)
+}
+
+// serveJSON sends one request (a JSON body when body is not empty, a bearer
+// token when token is not) and decodes the JSON answer.
+func serveJSON(t *testing.T, h http.Handler, method, path, token, body string) (int, map[string]any) {
+	t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -75,7 +82,7 @@ func (b *testBundle) do(t *testing.T, method, path, token, body string) (int, ma
 		req.Header.Set("Content-Type", "application/json")
 	}
 	w := httptest.NewRecorder()
-	b.srv.Handler().ServeHTTP(w, req)
+	h.ServeHTTP(w, req)
 	var out map[string]any
 	if w.Body.Len() > 0 {
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out), w.Body.String())

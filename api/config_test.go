@@ -3,10 +3,8 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,19 +56,9 @@ func setupConfig(t *testing.T, allowlist string) *configBundle {
 
 func (b *configBundle) do(t *testing.T, method, path, token, body string) (int, map[string]any) {
 	t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, path, r)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	w := httptest.NewRecorder()
-	b.srv.Handler().ServeHTTP(w, req)
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out), w.Body.String())
-	return w.Code, out
+	status, out := serveJSON(t, b.srv.Handler(), method, path, token, body)
+	require.NotNil(t, out, "every config answer has a JSON body")
+	return status, out
 }
 
 func (b *configBundle) file(t *testing.T) []byte {

@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -35,11 +36,24 @@ func newAdmin(t *testing.T, content string) (*Admin, string) {
 
 func getView(t *testing.T, a *Admin) map[string]any {
 	t.Helper()
-	b, err := a.MCPConfig(context.Background())
+	v, err := readView(a)
 	require.NoError(t, err)
-	var v map[string]any
-	require.NoError(t, json.Unmarshal(b, &v))
-	return v["mcp_servers"].(map[string]any)
+	return v
+}
+
+// readView is getView for goroutines (which must not call t.FailNow).
+func readView(a *Admin) (map[string]any, error) {
+	b, err := a.MCPConfig(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		Servers map[string]any `json:"mcp_servers"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	return v.Servers, nil
 }
 
 const storedDoc = `{
@@ -96,10 +110,12 @@ func TestAdminMasking(t *testing.T) {
 	}
 }
 
-func put(t *testing.T, a *Admin, servers map[string]any) error {
-	t.Helper()
+// put replaces the servers through the admin; safe in goroutines.
+func put(_ *testing.T, a *Admin, servers map[string]any) error {
 	body, err := json.Marshal(map[string]any{"mcp_servers": servers})
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	_, err = a.ReplaceMCPServers(context.Background(), "test", body)
 	return err
 }
@@ -305,8 +321,17 @@ func TestAdminConcurrentWrites(t *testing.T) {
 				errs <- err
 				return
 			}
-			v := getView(t, a)
-			v["gh"].(map[string]any)["description"] = strings.Repeat("x", i)
+			v, err := readView(a)
+			if err != nil {
+				errs <- err
+				return
+			}
+			gh, ok := v["gh"].(map[string]any)
+			if !ok {
+				errs <- fmt.Errorf("no gh server in the view: %v", v)
+				return
+			}
+			gh["description"] = strings.Repeat("x", i)
 			errs <- put(t, a, v)
 		})
 	}

@@ -54,7 +54,7 @@ func (s *Server) renderError(c *gin.Context, err error) {
 	}
 	if status >= 500 {
 		s.log.LogAttrs(c.Request.Context(), slog.LevelError, "request failed",
-			slog.String("request_id", requestID(c)), slog.String("route", c.FullPath()),
+			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)),
 			slog.String("code", code), slog.String("error", err.Error()))
 	}
 	c.AbortWithStatusJSON(status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})

@@ -196,15 +196,21 @@ func newRequestID() string {
 	return requestIDPrefix + strconv.FormatUint(requestIDSeq.Add(1)|1<<32, 16)[1:]
 }
 
+// routeOf is the request's route template, "(unmatched)" for none: the
+// only path form logs and metrics carry.
+func routeOf(c *gin.Context) string {
+	if r := c.FullPath(); r != "" {
+		return r
+	}
+	return "(unmatched)"
+}
+
 // accessLog logs one line per request: the route template (never the raw
 // query or headers, which may carry secrets), status, latency and caller.
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	route := c.FullPath()
-	if route == "" {
-		route = "(unmatched)"
-	}
+	route := routeOf(c)
 	attrs := []slog.Attr{
 		slog.String("request_id", requestID(c)),
 		slog.String("method", c.Request.Method),
@@ -232,7 +238,7 @@ func (s *Server) recovery(c *gin.Context) {
 			if r == http.ErrAbortHandler {
 				panic(r)
 			}
-			s.log.Error("panic in handler", "request_id", requestID(c), "route", c.FullPath(), "panic", r)
+			s.log.Error("panic in handler", "request_id", requestID(c), "route", routeOf(c), "panic", r)
 			s.renderError(c, mcpflow.Errorf(mcpflow.EInternal, "internal error"))
 		}
 	}()

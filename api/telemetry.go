@@ -34,10 +34,7 @@ func newHTTPMetrics(m metric.Meter) *httpMetrics {
 func (s *Server) measure(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	route := c.FullPath()
-	if route == "" {
-		route = "(unmatched)"
-	}
+	route := routeOf(c)
 	attrs := metric.WithAttributes(attribute.String("route", route), attribute.String("method", methodLabel(c.Request.Method)),
 		attribute.String("status", strconv.Itoa(c.Writer.Status())))
 	s.metrics.requests.Add(c.Request.Context(), 1, attrs)

@@ -54,10 +54,11 @@ func WithLock(path string, fn func() error) error {
 	if err != nil {
 		return err
 	}
-	mu := processLock(abs)
-	mu.Lock()
-	defer mu.Unlock()
+	return WithReadLock(abs, func() error { return withFileLock(abs, fn) })
+}
 
+// withFileLock runs fn holding the sidecar lock file of abs.
+func withFileLock(abs string, fn func() error) error {
 	lockPath := filepath.Join(filepath.Dir(abs), "."+filepath.Base(abs)+".lock")
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

@@ -91,8 +91,10 @@ type SubmitOutput struct {
 	Fingerprint  string            `json:"fingerprint,omitempty"`
 }
 
-// Submit calls the remote submit tool once. A failed call is returned as a
-// non-retryable error (a submit is not idempotent); nothing needs undoing.
+// Submit calls the remote submit tool. The server's failure answer is a
+// non-retryable error (the submit is not sent twice); nothing needs undoing.
+// An attempt cut short (worker stopping, attempt timeout) is retryable: the
+// next attempt decides from the sent marker below.
 //
 // A worker can die mid-submit. Submit heartbeats, so the server sees that
 // within the heartbeat timeout and schedules another attempt; before the

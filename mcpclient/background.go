@@ -83,7 +83,7 @@ func Neutralize(s string) string { return neutralizer.Replace(s) }
 
 // callBuiltin runs a built-in task tool; ok is false for other names.
 func (r *Runtime) callBuiltin(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.ToolResult, bool, error) {
-	if call.Tool != ToolListBackgroundTasks && call.Tool != ToolCancelBackgroundTask {
+	if !isBuiltin(call.Tool) {
 		return nil, false, nil
 	}
 	bt := r.backgroundTasks()
@@ -170,6 +170,7 @@ func cancelBackground(ctx context.Context, bt BackgroundTasks, call mcpflow.Tool
 	return map[string]any{"cancelled": t.Status == mcpflow.StatusCancelled, "task": rec, "message": cancelMessage}
 }
 
+// isBuiltin reports whether tool is one of the built-in task tools.
 func isBuiltin(tool string) bool {
 	return tool == ToolListBackgroundTasks || tool == ToolCancelBackgroundTask
 }

@@ -63,8 +63,8 @@ var drvCancelStatusMap = map[string]mcpflow.Status{
 
 // Submit calls the submit tool with the request's arguments verbatim and
 // returns the remote task id with a submitted snapshot and a copy of the
-// request's driver data. The call's _meta carries the request's local task
-// id under mcpflow.SubmitKeyMeta. The payload must be {"task_id": non-empty string,
+// request's driver data. When the request has a local task id, the call's
+// _meta carries it under mcpflow.SubmitKeyMeta (the idempotency key). The payload must be {"task_id": non-empty string,
 // "status": "running"}; other fields are ignored.
 func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
 	tool, err := drvTool(req.DriverData, mcpflow.DriverDataSubmitTool)

@@ -465,19 +465,27 @@ func TestNotifyActivityFailureHidesItsDetails(t *testing.T) {
 // remote cancel.
 func TestCancelWhileDrainingIsIgnored(t *testing.T) {
 	t.Parallel()
-	d := &fakeDriver{submitID: "r1", statuses: []statusAnswer{completed()}}
-	b, rec := setupHook(t, d, answer(200))
-	b.env.OnActivity(b.acts.Deliver, mock.Anything, mock.Anything).After(2 * time.Minute).Return(b.acts.Deliver)
-	b.env.RegisterDelayedCallback(func() {
-		b.env.SignalWorkflow(workflows.SignalCancel, "too late")
-	}, time.Minute)
-	_, err := b.run(t)
-	require.NoError(t, err)
-	require.Len(t, rec.all(), 1)
-	task := b.task(t)
-	require.Equal(t, mcpflow.StatusCompleted, task.Status)
-	require.Nil(t, task.CancelRequestedAt)
-	_, cancels := d.counts()
-	require.Zero(t, cancels)
-	require.Equal(t, mcpflow.NotificationDelivered, task.NotificationStatus)
+	for name, cancel := range map[string]func(*bundle){
+		"cancel signal":   func(b *bundle) { b.env.SignalWorkflow(workflows.SignalCancel, "too late") },
+		"Temporal cancel": func(b *bundle) { b.env.CancelWorkflow() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := &fakeDriver{submitID: "r1", statuses: []statusAnswer{completed()}}
+			b, rec := setupHook(t, d, answer(200))
+			b.env.OnActivity(b.acts.Deliver, mock.Anything, mock.Anything).After(2 * time.Minute).Return(b.acts.Deliver)
+			b.env.RegisterDelayedCallback(func() { cancel(b) }, time.Minute)
+			_, err := b.run(t)
+			require.NoError(t, err)
+			require.True(t, b.env.IsWorkflowCompleted())
+			require.NoError(t, b.env.GetWorkflowError(), "the finished run ends as completed, not as cancelled")
+			require.Len(t, rec.all(), 1)
+			task := b.task(t)
+			require.Equal(t, mcpflow.StatusCompleted, task.Status)
+			require.Nil(t, task.CancelRequestedAt)
+			_, cancels := d.counts()
+			require.Zero(t, cancels)
+			require.Equal(t, mcpflow.NotificationDelivered, task.NotificationStatus)
+		})
+	}
 }

@@ -260,13 +260,13 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		MaxCallsPerUser:     cfg.Server.MaxConcurrentCallsPerUser,
 		Logger:              m.Logger,
 	})
-	addr, what := cfg.Server.Addr, "API listening"
+	addr, what, key := cfg.Server.Addr, "API listening", "server.addr"
 	if !m.serves() {
-		addr, what = cfg.Server.WorkerAddr, "health and metrics listening"
+		addr, what, key = cfg.Server.WorkerAddr, "health and metrics listening", "server.worker_addr"
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return fmt.Errorf("listen on %s (%s): %w", addr, key, err)
 	}
 	m.listener = ln
 	baseCtx, cancel := context.WithCancel(context.Background())

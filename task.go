@@ -199,6 +199,16 @@ type TaskFilter struct {
 	ThreadID   string
 	Limit      int  // 1..100, default 50
 	ActiveOnly bool // only pollable statuses
+	// After continues a listing: only tasks that come after this one in
+	// the listing's order (newest first).
+	After *TaskCursor
+}
+
+// TaskCursor is a position in a task listing (newest first): the creation
+// time and id of the last task of the previous page.
+type TaskCursor struct {
+	CreatedAt time.Time
+	ID        string
 }
 
 // TaskStore persists task projections. Implementations translate storage

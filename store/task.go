@@ -268,8 +268,8 @@ func (db *DB) GetTask(ctx context.Context, id string) (*mcpflow.Task, error) {
 
 // ListTasks returns the user's tasks, of one thread when ThreadID is set,
 // newest first (created_at DESC, id DESC). Limit 0 means 50; other values
-// are clamped to 1..100. ActiveOnly keeps the pollable statuses. UserID is
-// required.
+// are clamped to 1..100. ActiveOnly keeps the pollable statuses; After
+// continues after a task of an earlier page. UserID is required.
 func (db *DB) ListTasks(ctx context.Context, f mcpflow.TaskFilter) ([]*mcpflow.Task, error) {
 	if f.UserID == "" {
 		return nil, invalid("user_id is required to list MCP tasks")
@@ -280,6 +280,10 @@ func (db *DB) ListTasks(ctx context.Context, f mcpflow.TaskFilter) ([]*mcpflow.T
 	}
 	if f.ActiveOnly {
 		q = q.Where("status IN ?", pollableStatuses)
+	}
+	if c := f.After; c != nil {
+		at := dbTime(c.CreatedAt)
+		q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", at, at, c.ID)
 	}
 	var rows []taskRow
 	err := q.Order("created_at DESC").Order("id DESC").Limit(taskListLimit(f.Limit)).Find(&rows).Error

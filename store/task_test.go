@@ -293,6 +293,22 @@ func TestListTasks(t *testing.T) {
 		require.Equal(t, want[:1], list(mcpflow.TaskFilter{Limit: -3}))
 		require.Equal(t, want[:7], list(mcpflow.TaskFilter{Limit: 7}))
 
+		// Paging with a cursor (the last task of a page) walks every task
+		// once, in order, ties at the same created_at included.
+		var paged []string
+		var after *mcpflow.TaskCursor
+		for range 100 {
+			page, err := db.ListTasks(testCtx, mcpflow.TaskFilter{UserID: "alice", ThreadID: "thread-1", Limit: 7, After: after})
+			require.NoError(t, err)
+			if len(page) == 0 {
+				break
+			}
+			paged = append(paged, ids(page)...)
+			last := page[len(page)-1]
+			after = &mcpflow.TaskCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		}
+		require.Equal(t, want, paged)
+
 		active, err := db.ListTasks(testCtx, mcpflow.TaskFilter{UserID: "alice", ThreadID: "thread-1", ActiveOnly: true, Limit: 100})
 		require.NoError(t, err)
 		require.Len(t, active, 73) // 110 minus the 37 terminal ones

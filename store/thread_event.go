@@ -179,3 +179,20 @@ func (db *DB) ListEvents(ctx context.Context, threadID string, after int64, limi
 	}
 	return out, nil
 }
+
+// LatestEventSeq returns the highest seq of the thread's events, of all
+// threads for "" (0 when there are none).
+func (db *DB) LatestEventSeq(ctx context.Context, threadID string) (int64, error) {
+	q := db.gorm.WithContext(ctx).Model(&eventRow{})
+	if threadID != "" {
+		q = q.Where("thread_id = ?", threadID)
+	}
+	var seq *int64
+	if err := q.Select("MAX(seq)").Scan(&seq).Error; err != nil {
+		return 0, fmt.Errorf("latest event seq: %w", err)
+	}
+	if seq == nil {
+		return 0, nil
+	}
+	return *seq, nil
+}

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+func TestMCPSessions(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "th", "alice")
+		s := &mcpflow.MCPSession{ID: "mcp-session-1", UserID: "alice", ThreadID: "th", ProtocolVersion: "2025-11-25",
+			ClientInfo:         json.RawMessage(`{"name":"inspector","version":"1.0"}`),
+			ClientCapabilities: json.RawMessage(`{"elicitation":{"form":{}}}`), CreatedAt: at(0)}
+		require.NoError(t, db.CreateMCPSession(testCtx, s))
+		require.Equal(t, normalized(at(0)), s.LastUsedAt, "last use defaults to creation")
+		requireCode(t, mcpflow.EConflict, db.CreateMCPSession(testCtx, s))
+		requireCode(t, mcpflow.ENotFound, db.CreateMCPSession(testCtx, &mcpflow.MCPSession{ID: "x", UserID: "alice", ThreadID: "missing", ProtocolVersion: "2025-11-25"}))
+		requireCode(t, mcpflow.EInvalid, db.CreateMCPSession(testCtx, &mcpflow.MCPSession{ID: "y", UserID: "alice", ThreadID: "th", ClientInfo: json.RawMessage(`{`)}))
+
+		got, err := db.GetMCPSession(testCtx, "mcp-session-1")
+		require.NoError(t, err)
+		require.Equal(t, "alice", got.UserID)
+		require.Equal(t, "th", got.ThreadID)
+		require.Equal(t, "2025-11-25", got.ProtocolVersion)
+		require.JSONEq(t, `{"name":"inspector","version":"1.0"}`, string(got.ClientInfo))
+		require.JSONEq(t, `{"elicitation":{"form":{}}}`, string(got.ClientCapabilities))
+		require.Equal(t, normalized(at(0)), got.CreatedAt)
+
+		// A session without client data stores empty objects.
+		require.NoError(t, db.CreateMCPSession(testCtx, &mcpflow.MCPSession{ID: "mcp-session-2", UserID: "alice", ThreadID: "th", ProtocolVersion: "2025-06-18", CreatedAt: at(time.Hour)}))
+		got2, err := db.GetMCPSession(testCtx, "mcp-session-2")
+		require.NoError(t, err)
+		require.JSONEq(t, `{}`, string(got2.ClientCapabilities))
+
+		require.NoError(t, db.TouchMCPSession(testCtx, "mcp-session-1", at(2*time.Hour)))
+		got, err = db.GetMCPSession(testCtx, "mcp-session-1")
+		require.NoError(t, err)
+		require.Equal(t, normalized(at(2*time.Hour)), got.LastUsedAt)
+		requireCode(t, mcpflow.ENotFound, db.TouchMCPSession(testCtx, "nope", at(0)))
+
+		// Idle sessions go: session 2 was last used at +1h, session 1 at +2h.
+		n, err := db.DeleteIdleMCPSessions(testCtx, at(90*time.Minute))
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		_, err = db.GetMCPSession(testCtx, "mcp-session-2")
+		requireCode(t, mcpflow.ENotFound, err)
+
+		require.NoError(t, db.DeleteMCPSession(testCtx, "mcp-session-1"))
+		requireCode(t, mcpflow.ENotFound, db.DeleteMCPSession(testCtx, "mcp-session-1"))
+		_, err = db.GetMCPSession(testCtx, "mcp-session-1")
+		requireCode(t, mcpflow.ENotFound, err)
+	})
+}
+
+func TestLatestEventSeq(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "a", "alice")
+		createThread(t, db, "b", "alice")
+		n, err := db.LatestEventSeq(testCtx, "")
+		require.NoError(t, err)
+		require.Zero(t, n)
+		s1, err := db.AppendEvent(testCtx, event("a", "t1", 1, mcpflow.StatusCompleted))
+		require.NoError(t, err)
+		s2, err := db.AppendEvent(testCtx, event("b", "t2", 1, mcpflow.StatusFailed))
+		require.NoError(t, err)
+		n, err = db.LatestEventSeq(testCtx, "a")
+		require.NoError(t, err)
+		require.Equal(t, s1, n)
+		n, err = db.LatestEventSeq(testCtx, "")
+		require.NoError(t, err)
+		require.Equal(t, s2, n)
+		n, err = db.LatestEventSeq(testCtx, "nobody")
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+}

@@ -31,6 +31,12 @@ type Options struct {
 	Tasks   mcpflow.TaskStore   // nil: no task routes
 	Events  mcpflow.EventStore  // nil: no thread inbox route
 	Config  mcpflow.ConfigAdmin // nil: no config admin routes
+	// MCP serves the MCP endpoint (/mcp, /mcp/threads/{thread_id}); nil:
+	// no such routes.
+	MCP mcpflow.MCPEndpoint
+	// AllowedOrigins are the browser origins the MCP endpoint accepts
+	// (server.allowed_origins); a request with another Origin is 403.
+	AllowedOrigins []string
 	// ThreadDeleted runs after a thread was deleted, so that its tasks'
 	// pending notifications dead-letter now rather than at their next
 	// retry (nil: nothing to do).
@@ -136,6 +142,13 @@ func New(opts Options) *Server {
 		admin := e.Group("/api", s.authenticate, s.requireAdmin)
 		admin.POST("/mcp/cache/reset", s.resetCache)
 	}
+	if opts.MCP != nil {
+		mcp := e.Group("/mcp", s.checkOrigin, s.authenticate, s.requireUser)
+		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+			mcp.Handle(method, "", s.serveMCP)
+			mcp.Handle(method, "/threads/:thread_id", s.serveMCP)
+		}
+	}
 	if opts.Config != nil {
 		admin := e.Group("/api", s.authenticate, s.requireAdmin)
 		admin.GET("/mcp/config", s.getConfig)
@@ -165,6 +178,7 @@ func (s *Server) User() gin.IRoutes {
 const (
 	ctxPrincipal = "mcpflow.principal"
 	ctxRequestID = "mcpflow.request_id"
+	ctxMCPMethod = "mcpflow.mcp_method"
 )
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -217,6 +231,9 @@ func (s *Server) accessLog(c *gin.Context) {
 		slog.String("route", route),
 		slog.Int("status", c.Writer.Status()),
 		slog.Duration("latency", time.Since(start)),
+	}
+	if m := c.GetString(ctxMCPMethod); m != "" {
+		attrs = append(attrs, slog.String("mcp_method", m))
 	}
 	if p, ok := principal(c); ok {
 		if p.Admin {

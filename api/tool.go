@@ -14,8 +14,12 @@ import (
 // it when the user does not have it yet (a tool call on a new thread starts
 // it). Another user's thread is 404, a deleted one 410.
 func (s *Server) threadForCall(c *gin.Context) (*mcpflow.Thread, bool) {
+	return s.threadFor(c, c.Param("thread_id"))
+}
+
+// threadFor is threadForCall for a thread id taken from elsewhere.
+func (s *Server) threadFor(c *gin.Context, id string) (*mcpflow.Thread, bool) {
 	p, _ := principal(c)
-	id := c.Param("thread_id")
 	if err := mcpflow.ValidateID("thread_id", id); err != nil {
 		s.renderError(c, err)
 		return nil, false

@@ -78,6 +78,12 @@ type ServerSection struct {
 	ReadTimeoutSeconds       int `yaml:"read_timeout_seconds"`
 	WriteTimeoutSeconds      int `yaml:"write_timeout_seconds"`
 	IdleTimeoutSeconds       int `yaml:"idle_timeout_seconds"`
+	// AllowedOrigins lists the browser origins ("https://app.example.com",
+	// scheme://host[:port]) whose requests the MCP endpoint (/mcp) accepts.
+	// A request with any other Origin header is refused with 403 (DNS
+	// rebinding protection); requests without one (every non-browser MCP
+	// client) pass. Default empty.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 
 // Seconds converts a number of seconds of the config to a duration.
@@ -698,6 +704,11 @@ func (s *Service) validate(origins map[string]string) error {
 			return v.fail("server."+b.key, "must be between %d and %d (got %d)", b.min, b.max, b.val)
 		}
 	}
+	for i, o := range s.Server.AllowedOrigins {
+		if !validOrigin(o) {
+			return v.fail(fmt.Sprintf("server.allowed_origins[%d]", i), "must be an origin like https://app.example.com (scheme://host[:port], no path) (got %q)", o)
+		}
+	}
 	if b := s.Database.Backend; b != BackendSQLite && b != BackendPostgres {
 		return v.fail("database.backend", "must be %q or %q (got %q)", BackendSQLite, BackendPostgres, b)
 	}
@@ -766,4 +777,14 @@ func (s *Service) validate(origins map[string]string) error {
 func validPort(p string) bool {
 	n, err := strconv.Atoi(p)
 	return err == nil && n >= 0 && n <= 65535 && p == strconv.Itoa(n)
+}
+
+// validOrigin reports whether o is a serialized web origin: http or https,
+// a host, an optional port, nothing else.
+func validOrigin(o string) bool {
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return false
+	}
+	return u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery && o == u.Scheme+"://"+u.Host
 }

@@ -255,6 +255,9 @@ func TestLoadServiceErrors(t *testing.T) {
 		{"write_timeout_seconds high", "", map[string]string{"MCPFLOW_SERVER_WRITE_TIMEOUT_SECONDS": "86401"}, "env MCPFLOW_SERVER_WRITE_TIMEOUT_SECONDS: must be between 1 and 86400 (got 86401)"},
 		{"idle_timeout_seconds low", "server: { idle_timeout_seconds: 0 }\n", nil, "FILE: server.idle_timeout_seconds: must be between 1 and 3600 (got 0)"},
 		{"idle_timeout_seconds high", "", map[string]string{"MCPFLOW_SERVER_IDLE_TIMEOUT_SECONDS": "3601"}, "env MCPFLOW_SERVER_IDLE_TIMEOUT_SECONDS: must be between 1 and 3600 (got 3601)"},
+		{"allowed origin with path", "server: { allowed_origins: [\"https://app.example.com/x\"] }\n", nil, `FILE: server.allowed_origins[0]: must be an origin like https://app.example.com (scheme://host[:port], no path) (got "https://app.example.com/x")`},
+		{"allowed origin without scheme", "", map[string]string{"MCPFLOW_SERVER_ALLOWED_ORIGINS": "https://ok.example,app.example.com"}, `env MCPFLOW_SERVER_ALLOWED_ORIGINS: server.allowed_origins[1]: must be an origin like https://app.example.com (scheme://host[:port], no path) (got "app.example.com")`},
+		{"allowed origin wildcard", "server: { allowed_origins: [\"*\"] }\n", nil, `FILE: server.allowed_origins[0]: must be an origin like https://app.example.com (scheme://host[:port], no path) (got "*")`},
 		{"temporal namespace", "temporal: { namespace: \"\" }\n", nil, "FILE: temporal.namespace: must not be empty"},
 		{"temporal address", "temporal: { address: \" \" }\n", nil, "FILE: temporal.address: must not be empty"},
 		{"temporal queue", "temporal: { task_queue: \"\" }\n", nil, "FILE: temporal.task_queue: must not be empty"},
@@ -365,10 +368,11 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 34)
+	require.Len(t, keys, 35)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_WORKER_ADDR",
+		"MCPFLOW_SERVER_ALLOWED_ORIGINS",
 		"MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS",
 		"MCPFLOW_SERVER_MAX_BODY_BYTES",
 		"MCPFLOW_SERVER_MAX_CONCURRENT_CALLS_PER_USER",

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpserver"
 	"github.com/mcpflow/mcpflow/store"
 	"github.com/mcpflow/mcpflow/worker"
 	"github.com/mcpflow/mcpflow/workflows"
@@ -65,6 +66,7 @@ type Main struct {
 	Temporal       client.Client
 	API            *api.Server
 	MCP            *mcpclient.Runtime
+	MCPServer      *mcpserver.Server  // the MCP endpoint; nil in a worker
 	Tasks          *worker.TaskClient // nil when mcp_tasks.enabled is false
 
 	telemetry   *telemetry
@@ -233,7 +235,18 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	if m.telemetry.spans != nil {
 		tracer = m.telemetry.spans
 	}
+	var mcpEndpoint mcpflow.MCPEndpoint
+	if m.serves() {
+		mo := mcpserver.Options{Tools: m.MCP, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger}
+		if m.Tasks != nil {
+			mo.Tasks, mo.CancelTask = m.DB, m.Tasks.CancelTask
+		}
+		m.MCPServer = mcpserver.New(mo)
+		mcpEndpoint = m.MCPServer
+	}
 	m.API = api.New(api.Options{
+		MCP:            mcpEndpoint,
+		AllowedOrigins: cfg.Server.AllowedOrigins,
 		// A worker serves only health, readiness and metrics.
 		HealthOnly: !m.serves(),
 		Meter:      m.telemetry.meter(),
@@ -278,6 +291,11 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		WriteTimeout:      config.Seconds(cfg.Server.WriteTimeoutSeconds),
 		IdleTimeout:       config.Seconds(cfg.Server.IdleTimeoutSeconds),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	if m.MCPServer != nil {
+		// Open MCP streams and waiting tasks/result calls end at once, so
+		// a graceful stop does not wait for them.
+		m.httpServer.RegisterOnShutdown(m.MCPServer.Stop)
 	}
 	go func() {
 		if err := m.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

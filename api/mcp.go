@@ -1,0 +1,62 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/mcpflow/mcpflow"
+)
+
+// HeaderThreadID names the thread of a request to /mcp (the thread-less
+// form of the MCP endpoint); without it the thread is DefaultMCPThread.
+const (
+	HeaderThreadID   = "Mcpflow-Thread-Id"
+	DefaultMCPThread = "default"
+)
+
+// checkOrigin refuses a request whose Origin header is present and not one
+// of server.allowed_origins (403): a web page must not reach the MCP
+// endpoint through a user's browser (DNS rebinding). Requests without
+// Origin (non-browser clients) pass.
+func (s *Server) checkOrigin(c *gin.Context) {
+	origin := c.GetHeader("Origin")
+	if origin == "" {
+		c.Next()
+		return
+	}
+	for _, o := range s.opts.AllowedOrigins {
+		if strings.EqualFold(o, origin) {
+			c.Next()
+			return
+		}
+	}
+	s.renderError(c, mcpflow.Errorf(mcpflow.EForbidden, "Origin not allowed: add it to server.allowed_origins to use the MCP endpoint from that web page"))
+}
+
+// serveMCP hands a request of the MCP endpoint to the MCP server, with its
+// user, its thread (from the path, else the Mcpflow-Thread-Id header, else
+// "default"; created on first use like a tool call's) and a gate on the
+// user's tool calls in flight.
+func (s *Server) serveMCP(c *gin.Context) {
+	id := c.Param("thread_id")
+	if id == "" {
+		if id = c.GetHeader(HeaderThreadID); id == "" {
+			id = DefaultMCPThread
+		}
+	}
+	t, ok := s.threadFor(c, id)
+	if !ok {
+		return
+	}
+	user := t.UserID
+	req := &mcpflow.MCPRequest{UserID: user, ThreadID: t.ID, AcquireCall: func() (func(), bool) {
+		if !s.calls.acquire(user) {
+			return nil, false
+		}
+		return func() { s.calls.release(user) }, true
+	}}
+	s.opts.MCP.ServeMCP(c.Writer, c.Request, req)
+	if req.Method != "" {
+		c.Set(ctxMCPMethod, req.Method)
+	}
+}

@@ -1,0 +1,29 @@
+// Package mcpserver is mcpflow's MCP endpoint: mcpflow as an MCP server to
+// agent hosts (protocol 2025-11-25 over streamable HTTP; 2025-06-18,
+// 2025-03-26 and 2024-11-05 are negotiated too). It serves a thread's tools
+// exactly as the REST listing shows them and runs tool calls through the
+// same runtime (mcpflow.ToolRuntime), and it exposes durable tasks as MCP
+// Tasks: a task-augmented call of a submit wrapper answers CreateTaskResult
+// with the local task id once the remote submit succeeded and the row is
+// stored, and tasks/get, tasks/list, tasks/cancel and tasks/result read the
+// task store and signal the task's workflow. notifications/tasks/status are
+// pushed on the GET stream from the thread inbox.
+//
+// Nothing here is process memory that matters: sessions live in the
+// database (mcpflow.MCPSessionStore), tasks in the task store and Temporal,
+// and stream positions are inbox sequence numbers (the SSE event ids), so
+// any replica answers any request and a restart loses nothing.
+//
+// It implements the transport and the JSON-RPC dispatch itself, with
+// mcp-go's protocol types (package mcp). mcp-go's server does not fit here:
+// it keeps tasks in a process-local map under ids of its own, runs task
+// handlers asynchronously on the request's context, and registers tools
+// statically, while mcpflow's tools are discovered per user and thread and
+// its tasks are Temporal workflows.
+//
+// The API (api/) authenticates each request, checks its Origin, applies
+// the body limit and resolves its thread before it reaches ServeMCP. This
+// package imports the root package and mcp-go's mcp package only; it must
+// not import api/, store/, mcpclient/, workflows/, activities/, worker/ or
+// config/.
+package mcpserver

@@ -1,0 +1,386 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+)
+
+// Header names of the streamable HTTP transport.
+const (
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	headerLastEventID     = "Last-Event-ID"
+)
+
+// LatestProtocolVersion is the protocol revision mcpflow speaks first.
+const LatestProtocolVersion = mcp.ProtocolVersion20251125
+
+// SupportedProtocolVersions are the revisions initialize accepts, newest
+// first. 2026-07-28 clients (which probe server/discover first) fall back
+// to initialize with 2025-11-25.
+var SupportedProtocolVersions = []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618,
+	mcp.ProtocolVersion20250326, mcp.ProtocolVersion20241105}
+
+// Options are the dependencies of the MCP endpoint.
+type Options struct {
+	Tools    mcpflow.ToolRuntime
+	Sessions mcpflow.MCPSessionStore
+	Events   mcpflow.EventStore // the thread inbox: notifications and wake-ups
+	// Tasks reads task rows; nil means no task runtime in this process
+	// (no tasks capability, tasks/* answer -32601).
+	Tasks mcpflow.TaskStore
+	// CancelTask asks a task's workflow to cancel it (the cancel signal);
+	// EUnavailable when no worker runs, EConflict when it already ended.
+	CancelTask func(ctx context.Context, t *mcpflow.Task) error
+	// PollInterval is the pollInterval tasks advertise
+	// (mcp_tasks.poll_interval_seconds).
+	PollInterval time.Duration
+	// CancelWait bounds how long tasks/cancel waits for the remote cancel
+	// to land before it answers; default 10 s.
+	CancelWait time.Duration
+	// SessionIdleTTL removes sessions unused this long; default 30 days.
+	SessionIdleTTL time.Duration
+	// KeepAlive is the interval of SSE comments on open streams; default
+	// 15 s.
+	KeepAlive time.Duration
+	// Version is serverInfo.version; default the module version.
+	Version string
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Server is the MCP endpoint.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	now      func() time.Time
+	sessions sessionCache
+	watch    *watch
+
+	inflight sync.Map // inflightKey → *inflightCall
+
+	mu       sync.Mutex
+	streams  map[string]context.CancelFunc // session id → its open GET stream here
+	stopping chan struct{}
+
+	pruneMu   sync.Mutex
+	lastPrune time.Time
+	bg        sync.WaitGroup
+}
+
+// New builds the MCP endpoint.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = 5 * time.Second
+	}
+	if opts.CancelWait <= 0 {
+		opts.CancelWait = 10 * time.Second
+	}
+	if opts.SessionIdleTTL <= 0 {
+		opts.SessionIdleTTL = DefaultSessionIdleTTL
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 15 * time.Second
+	}
+	if opts.Version == "" {
+		opts.Version = moduleVersion()
+	}
+	s := &Server{opts: opts, log: opts.Logger, now: opts.Now, streams: map[string]context.CancelFunc{},
+		stopping: make(chan struct{})}
+	s.watch = newWatch(func(ctx context.Context) (int64, error) { return opts.Events.LatestEventSeq(ctx, "") },
+		opts.Events.EventsAppended)
+	return s
+}
+
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// Stop ends open GET streams and waiting tasks/result calls so that a
+// graceful HTTP shutdown does not wait for them (clients reconnect, to
+// another replica if there is one). Safe to call more than once.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	select {
+	case <-s.stopping:
+	default:
+		close(s.stopping)
+	}
+	s.mu.Unlock()
+	s.bg.Wait()
+}
+
+func (s *Server) tasksEnabled() bool { return s.opts.Tasks != nil && s.opts.CancelTask != nil }
+
+// ServeMCP implements mcpflow.MCPEndpoint.
+func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
+	switch r.Method {
+	case http.MethodPost:
+		s.post(w, r, req)
+	case http.MethodGet:
+		s.get(w, r, req)
+	case http.MethodDelete:
+		s.delete(w, r, req)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeHTTPError(w, http.StatusMethodNotAllowed, nil, mcp.INVALID_REQUEST, "method not allowed: use POST, GET or DELETE")
+	}
+}
+
+// knownMethods are the methods the access log may name (anything else is
+// "(unknown)": method names are client text).
+var knownMethods = []string{string(mcp.MethodInitialize), string(mcp.MethodPing), string(mcp.MethodToolsList),
+	string(mcp.MethodToolsCall), string(mcp.MethodTasksGet), string(mcp.MethodTasksList), string(mcp.MethodTasksCancel),
+	string(mcp.MethodTasksResult), "notifications/initialized", "notifications/cancelled", "server/discover"}
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeHTTPError(w, http.StatusUnsupportedMediaType, nil, mcp.INVALID_REQUEST, "Content-Type must be application/json")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, nil, mcp.INVALID_REQUEST, "request body is too large (server.max_body_bytes)")
+			return
+		}
+		writeHTTPError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "request body could not be read")
+		return
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "JSON-RPC batches are not supported: send one message per request")
+		return
+	}
+	var msg message
+	if err := json.Unmarshal(body, &msg); err != nil {
+		writeHTTPError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "request body is not a JSON-RPC message")
+		return
+	}
+	if msg.JSONRPC != mcp.JSONRPC_VERSION {
+		writeHTTPError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, `"jsonrpc" must be "2.0"`)
+		return
+	}
+	if slices.Contains(knownMethods, msg.Method) {
+		req.Method = msg.Method
+	} else if msg.Method != "" {
+		req.Method = "(unknown)"
+	}
+	ctx := r.Context()
+	switch {
+	case msg.isRequest() && msg.Method == string(mcp.MethodInitialize):
+		s.initialize(w, r, req, &msg)
+		return
+	case msg.isRequest() && msg.Method == "server/discover":
+		// 2026-07-28 clients probe with it; a -32601 makes them fall
+		// back to initialize.
+		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, methodNotFound("server/discover is not supported: send initialize (protocol %s)", LatestProtocolVersion)))
+		return
+	case !msg.isRequest() && !msg.isNotification():
+		// A response to a request of ours (none are sent yet), or an
+		// empty message: accepted and ignored.
+		if msg.Method == "" && !hasID(msg.ID) && msg.Result == nil && msg.Error == nil {
+			writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "not a JSON-RPC request, notification or response")
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	sess, ok := s.requireSession(w, r, req, msg.ID)
+	if !ok {
+		return
+	}
+	if msg.isNotification() {
+		if msg.Method == "notifications/cancelled" {
+			s.cancelInflight(sess.ID, msg.Params)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	c := &call{s: s, w: w, r: r, req: req, sess: sess, msg: &msg}
+	var result any
+	var rerr *rpcError
+	switch mcp.MCPMethod(msg.Method) {
+	case mcp.MethodPing:
+		result = struct{}{}
+	case mcp.MethodToolsList:
+		result, rerr = c.listTools(ctx)
+	case mcp.MethodToolsCall:
+		ctx, done := s.track(ctx, sess.ID, msg.ID)
+		defer done()
+		result, rerr = c.callTool(ctx)
+	case mcp.MethodTasksGet, mcp.MethodTasksList, mcp.MethodTasksCancel, mcp.MethodTasksResult:
+		if !s.tasksEnabled() {
+			rerr = methodNotFound("%s: durable tasks are not enabled on this mcpflow (mcp_tasks.enabled)", msg.Method)
+			break
+		}
+		switch mcp.MCPMethod(msg.Method) {
+		case mcp.MethodTasksGet:
+			result, rerr = c.getTask(ctx)
+		case mcp.MethodTasksList:
+			result, rerr = c.listTasks(ctx)
+		case mcp.MethodTasksCancel:
+			result, rerr = c.cancelTask(ctx)
+		case mcp.MethodTasksResult:
+			ctx, done := s.track(ctx, sess.ID, msg.ID)
+			defer done()
+			c.taskResult(ctx)
+			return
+		}
+	default:
+		rerr = methodNotFound("Method not found: %s", truncate(msg.Method, 100))
+	}
+	if c.answered {
+		return
+	}
+	writeJSON(w, http.StatusOK, newResponse(msg.ID, result, rerr))
+}
+
+// requireSession checks the request's Mcp-Session-Id (400 without one, 404
+// for an unknown or foreign one) and its Mcp-Protocol-Version (400 for one
+// mcpflow does not speak).
+func (s *Server) requireSession(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest, id json.RawMessage) (*mcpflow.MCPSession, bool) {
+	sid := r.Header.Get(HeaderSessionID)
+	if sid == "" {
+		writeHTTPError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "Mcp-Session-Id header is required: send initialize first")
+		return nil, false
+	}
+	sess, err := s.session(r.Context(), sid, req)
+	if err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			writeHTTPError(w, http.StatusNotFound, id, codeSessionNotFound, "MCP session not found: initialize a new session")
+			return nil, false
+		}
+		s.log.Error("could not read an MCP session", "request_id", w.Header().Get("X-Request-ID"), "error", err)
+		writeHTTPError(w, http.StatusServiceUnavailable, id, mcp.INTERNAL_ERROR, "MCP sessions cannot be read right now; retry shortly")
+		return nil, false
+	}
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(SupportedProtocolVersions, v) {
+		writeHTTPError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "unsupported Mcp-Protocol-Version "+truncate(v, 40)+"; supported: "+strings.Join(SupportedProtocolVersions, ", "))
+		return nil, false
+	}
+	return sess, true
+}
+
+// delete ends a session (DELETE with Mcp-Session-Id): 204, then every
+// request with it answers 404.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
+	sess, ok := s.requireSession(w, r, req, nil)
+	if !ok {
+		return
+	}
+	if err := s.opts.Sessions.DeleteMCPSession(r.Context(), sess.ID); err != nil && mcpflow.ErrorCode(err) != mcpflow.ENotFound {
+		s.log.Error("could not delete an MCP session", "request_id", w.Header().Get("X-Request-ID"), "error", err)
+		writeHTTPError(w, http.StatusServiceUnavailable, nil, mcp.INTERNAL_ERROR, "the session could not be ended; retry shortly")
+		return
+	}
+	s.sessions.forget(sess.ID)
+	s.mu.Lock()
+	if cancel, ok := s.streams[sess.ID]; ok {
+		cancel()
+	}
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// inflightKey names a request of a session for notifications/cancelled.
+func inflightKey(session string, id json.RawMessage) string {
+	return session + "\x00" + string(bytes.TrimSpace(id))
+}
+
+// track makes a long request cancellable by notifications/cancelled (in
+// this process; a client that goes away cancels it anyway).
+func (s *Server) track(ctx context.Context, session string, id json.RawMessage) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key, c := inflightKey(session, id), &inflightCall{cancel: cancel}
+	s.inflight.Store(key, c)
+	return ctx, func() {
+		s.inflight.CompareAndDelete(key, c)
+		cancel()
+	}
+}
+
+type inflightCall struct{ cancel context.CancelFunc }
+
+func (s *Server) cancelInflight(session string, params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || !hasID(p.RequestID) {
+		return
+	}
+	if v, ok := s.inflight.Load(inflightKey(session, p.RequestID)); ok {
+		v.(*inflightCall).cancel()
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return mcpflow.TruncateChars(s, n)
+}
+
+// call is one JSON-RPC request being answered.
+type call struct {
+	s        *Server
+	w        http.ResponseWriter
+	r        *http.Request
+	req      *mcpflow.MCPRequest
+	sess     *mcpflow.MCPSession
+	msg      *message
+	answered bool // the handler wrote the HTTP answer itself
+}
+
+func (c *call) requestID() string { return c.w.Header().Get("X-Request-ID") }
+
+// params decodes the request's params into v; absent params decode as {}.
+func (c *call) params(v any) *rpcError {
+	p := bytes.TrimSpace(c.msg.Params)
+	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
+		return nil
+	}
+	if p[0] != '{' {
+		return invalidParams("params must be an object")
+	}
+	if err := json.Unmarshal(p, v); err != nil {
+		return invalidParams("invalid params for %s: %s", c.msg.Method, jsonErrorText(err))
+	}
+	return nil
+}
+
+// jsonErrorText describes a decoding error without echoing input values.
+func jsonErrorText(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return te.Field + " must be " + te.Type.String()
+		}
+		return "wrong type"
+	}
+	return "malformed JSON"
+}

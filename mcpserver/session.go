@@ -1,0 +1,144 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Session bounds.
+const (
+	// sessionCacheTTL bounds how long a replica trusts a session it read
+	// without reading it again: a DELETE through another replica is seen
+	// within this time.
+	sessionCacheTTL = 5 * time.Second
+	sessionCacheMax = 100_000
+	// sessionTouchEvery is how stale a session's last use may get before
+	// a request records a new one (one write per session per interval).
+	sessionTouchEvery = time.Hour
+	// DefaultSessionIdleTTL removes sessions unused this long.
+	DefaultSessionIdleTTL = 30 * 24 * time.Hour
+	// pruneEvery is how often a replica removes idle sessions.
+	pruneEvery = time.Hour
+	// maxClientFieldBytes caps the clientInfo and capabilities a session
+	// keeps.
+	maxClientFieldBytes = 64 << 10
+)
+
+// sessionIDPrefix starts every session id.
+const sessionIDPrefix = "mcp-session-"
+
+func newSessionID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return sessionIDPrefix + hex.EncodeToString(b[:])
+}
+
+func validSessionID(id string) bool {
+	if len(id) != len(sessionIDPrefix)+32 || id[:len(sessionIDPrefix)] != sessionIDPrefix {
+		return false
+	}
+	_, err := hex.DecodeString(id[len(sessionIDPrefix):])
+	return err == nil
+}
+
+// sessionCache remembers sessions read from the store for a few seconds.
+type sessionCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSession
+}
+
+type cachedSession struct {
+	s   *mcpflow.MCPSession
+	exp time.Time
+}
+
+func (c *sessionCache) get(id string, now time.Time) (*mcpflow.MCPSession, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	if !ok || now.After(e.exp) {
+		return nil, false
+	}
+	return e.s, true
+}
+
+func (c *sessionCache) put(s *mcpflow.MCPSession, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= sessionCacheMax {
+		c.m = map[string]cachedSession{} // crude but bounded
+	}
+	c.m[s.ID] = cachedSession{s: s, exp: now.Add(sessionCacheTTL)}
+}
+
+func (c *sessionCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+}
+
+// session returns the request's session when it exists and belongs to the
+// caller's user and thread; ENotFound otherwise (another user's or
+// thread's session is not revealed). It records a use at most once per
+// sessionTouchEvery.
+func (s *Server) session(ctx context.Context, id string, req *mcpflow.MCPRequest) (*mcpflow.MCPSession, error) {
+	now := s.now()
+	if !validSessionID(id) {
+		return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP session not found")
+	}
+	sess, ok := s.sessions.get(id, now)
+	if !ok {
+		var err error
+		if sess, err = s.opts.Sessions.GetMCPSession(ctx, id); err != nil {
+			return nil, err
+		}
+		if now.Sub(sess.LastUsedAt) > sessionTouchEvery {
+			if err := s.opts.Sessions.TouchMCPSession(ctx, id, now); err != nil && mcpflow.ErrorCode(err) != mcpflow.ENotFound {
+				s.log.Warn("could not record an MCP session's use", "error", err)
+			}
+			c := *sess
+			c.LastUsedAt = now
+			sess = &c
+		}
+		s.sessions.put(sess, now)
+	}
+	if sess.UserID != req.UserID || sess.ThreadID != req.ThreadID {
+		return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP session not found")
+	}
+	return sess, nil
+}
+
+// pruneSessions removes idle sessions, at most once per pruneEvery per
+// process, in the background.
+func (s *Server) pruneSessions() {
+	now := s.now()
+	s.pruneMu.Lock()
+	due := now.Sub(s.lastPrune) >= pruneEvery
+	if due {
+		s.lastPrune = now
+	}
+	s.pruneMu.Unlock()
+	if !due {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		n, err := s.opts.Sessions.DeleteIdleMCPSessions(ctx, now.Add(-s.opts.SessionIdleTTL))
+		switch {
+		case err != nil:
+			s.log.Warn("could not remove idle MCP sessions", "error", err)
+		case n > 0:
+			s.log.Info("removed idle MCP sessions", "count", n, "idle_for", s.opts.SessionIdleTTL.String())
+		}
+	}()
+}

@@ -1,0 +1,429 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+)
+
+// tasksPageSize is the page size of tasks/list.
+const tasksPageSize = 50
+
+// taskRecheck bounds how long a waiter trusts the inbox alone: it reads
+// the task row at least this often.
+const taskRecheck = 2 * time.Second
+
+// mcpStatus maps a task status to the MCP task status: submitted and
+// working are both "working".
+func mcpStatus(s mcpflow.Status) mcp.TaskStatus {
+	switch s {
+	case mcpflow.StatusInputRequired:
+		return mcp.TaskStatusInputRequired
+	case mcpflow.StatusCompleted:
+		return mcp.TaskStatusCompleted
+	case mcpflow.StatusFailed:
+		return mcp.TaskStatusFailed
+	case mcpflow.StatusCancelled:
+		return mcp.TaskStatusCancelled
+	}
+	return mcp.TaskStatusWorking
+}
+
+func isoTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// statusMessage is the task's statusMessage: the error of a failed or
+// cancelled task, the question of one that needs input, a pending cancel.
+func statusMessage(status mcpflow.Status, errText *string, input map[string]any, cancelRequested bool) string {
+	var msg string
+	switch status {
+	case mcpflow.StatusFailed, mcpflow.StatusCancelled:
+		if errText != nil {
+			msg = *errText
+		}
+	case mcpflow.StatusInputRequired:
+		msg = inputQuestion(input)
+	default:
+		if cancelRequested {
+			msg = "cancellation requested"
+		}
+	}
+	return mcpflow.TruncateChars(msg, mcpflow.MaxAPIErrorChars)
+}
+
+// inputQuestion renders what an input_required task asks: its "message"
+// (or "question", "prompt") when it has one, else the whole payload.
+func inputQuestion(input map[string]any) string {
+	for _, k := range []string{"message", "question", "prompt"} {
+		if s, ok := input[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	if len(input) == 0 {
+		return "input required"
+	}
+	b, _ := mcpflow.CanonicalJSON(input)
+	return string(b)
+}
+
+// task is a task row as an MCP Task.
+func (s *Server) task(t *mcpflow.Task) mcp.Task {
+	poll := s.opts.PollInterval.Milliseconds()
+	out := mcp.Task{TaskId: t.ID, Status: mcpStatus(t.Status), CreatedAt: isoTime(t.CreatedAt), LastUpdatedAt: isoTime(t.UpdatedAt),
+		StatusMessage: statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil)}
+	if !t.Status.IsTerminal() {
+		out.PollInterval = &poll
+	}
+	return out
+}
+
+// ownTask reads a task of the session's user and thread; any other is
+// "not found" (-32602), as if it did not exist.
+func (c *call) ownTask(ctx context.Context, id string) (*mcpflow.Task, *rpcError) {
+	if !mcpflow.ValidTaskID(id) {
+		return nil, invalidParams("Task not found: %s", truncate(id, 100))
+	}
+	t, err := c.s.opts.Tasks.GetTask(ctx, id)
+	if err == nil && (t.UserID != c.sess.UserID || t.ThreadID != c.sess.ThreadID) {
+		err = mcpflow.Errorf(mcpflow.ENotFound, "not found")
+	}
+	if err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			return nil, invalidParams("Task not found: %s", id)
+		}
+		return nil, c.domainError("read task", err)
+	}
+	return t, nil
+}
+
+func (c *call) taskIDParam() (string, *rpcError) {
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	if err := c.params(&p); err != nil {
+		return "", err
+	}
+	if p.TaskID == "" {
+		return "", invalidParams("taskId is required")
+	}
+	return p.TaskID, nil
+}
+
+// createTaskResult answers a task-augmented call of a submit wrapper: the
+// handle the submit returned, read back from the store. A submit that did
+// not create a task (refused by the server, say) is a JSON-RPC error with
+// the tool's message.
+func (c *call) createTaskResult(ctx context.Context, res *mcpflow.ToolResult) (any, *rpcError) {
+	if res.IsError {
+		return nil, &rpcError{Code: codeToolFailed, Message: contentText(res.Content, "the task could not be submitted"),
+			Data: map[string]any{"content": res.Content, "isError": true}}
+	}
+	var handle struct {
+		TaskID  string `json:"task_id"`
+		Message string `json:"message"`
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, &handle)
+	}
+	if err != nil || handle.TaskID == "" {
+		return nil, c.domainError("read the submit's handle", fmt.Errorf("submit answered without a task id: %w", err))
+	}
+	t, rerr := c.ownTask(ctx, handle.TaskID)
+	if rerr != nil {
+		return nil, rerr
+	}
+	out := map[string]any{"task": c.s.task(t)}
+	if handle.Message != "" {
+		out["_meta"] = map[string]any{metaImmediateResponse: handle.Message}
+	}
+	return out, nil
+}
+
+// contentText joins the text blocks of tool content.
+func contentText(content []json.RawMessage, fallback string) string {
+	var text string
+	for _, raw := range content {
+		var b struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(raw, &b) == nil && b.Type == "text" && b.Text != "" {
+			if text != "" {
+				text += "\n"
+			}
+			text += b.Text
+		}
+	}
+	if text == "" {
+		return fallback
+	}
+	return text
+}
+
+func (c *call) getTask(ctx context.Context) (any, *rpcError) {
+	id, rerr := c.taskIDParam()
+	if rerr != nil {
+		return nil, rerr
+	}
+	t, rerr := c.ownTask(ctx, id)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return c.s.task(t), nil
+}
+
+// cursor is the opaque tasks/list cursor: the last task of a page.
+type cursor struct {
+	CreatedAt time.Time `json:"c"`
+	ID        string    `json:"i"`
+}
+
+func encodeCursor(t *mcpflow.Task) string {
+	b, _ := json.Marshal(cursor{CreatedAt: t.CreatedAt, ID: t.ID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (*mcpflow.TaskCursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, false
+	}
+	var c cursor
+	if json.Unmarshal(b, &c) != nil || !mcpflow.ValidTaskID(c.ID) || c.CreatedAt.IsZero() {
+		return nil, false
+	}
+	return &mcpflow.TaskCursor{CreatedAt: c.CreatedAt, ID: c.ID}, true
+}
+
+func (c *call) listTasks(ctx context.Context) (any, *rpcError) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if err := c.params(&p); err != nil {
+		return nil, err
+	}
+	f := mcpflow.TaskFilter{UserID: c.sess.UserID, ThreadID: c.sess.ThreadID, Limit: tasksPageSize + 1}
+	if p.Cursor != nil {
+		after, ok := decodeCursor(*p.Cursor)
+		if !ok {
+			return nil, invalidParams("invalid cursor")
+		}
+		f.After = after
+	}
+	tasks, err := c.s.opts.Tasks.ListTasks(ctx, f)
+	if err != nil {
+		return nil, c.domainError("list tasks", err)
+	}
+	out := struct {
+		Tasks      []mcp.Task `json:"tasks"`
+		NextCursor string     `json:"nextCursor,omitempty"`
+	}{Tasks: make([]mcp.Task, 0, len(tasks))}
+	if len(tasks) > tasksPageSize {
+		tasks = tasks[:tasksPageSize]
+		out.NextCursor = encodeCursor(tasks[len(tasks)-1])
+	}
+	for _, t := range tasks {
+		out.Tasks = append(out.Tasks, c.s.task(t))
+	}
+	return out, nil
+}
+
+// cancelTask sends the task's workflow the cancel signal, then waits (up
+// to CancelWait) for the remote cancel to land, and answers the task as it
+// is then: cancelled, or completed/failed when the remote task ended
+// first, or still working with "cancellation requested" while the remote
+// cancel is retried. A task that already ended is -32602.
+func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
+	id, rerr := c.taskIDParam()
+	if rerr != nil {
+		return nil, rerr
+	}
+	t, rerr := c.ownTask(ctx, id)
+	if rerr != nil {
+		return nil, rerr
+	}
+	terminal := func(t *mcpflow.Task) *rpcError {
+		return invalidParams("Cannot cancel task: it is already in terminal status '%s'", mcpStatus(t.Status))
+	}
+	if t.Status.IsTerminal() {
+		return nil, terminal(t)
+	}
+	if err := c.s.opts.CancelTask(ctx, t); err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
+			if fresh, rerr := c.ownTask(ctx, id); rerr == nil && fresh.Status.IsTerminal() {
+				return nil, terminal(fresh)
+			}
+		}
+		return nil, c.domainError("cancel task", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.s.opts.CancelWait)
+	defer cancel()
+	t, rerr = c.waitTerminal(wctx, id, t)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if !t.Status.IsTerminal() {
+		now := c.s.now()
+		t.CancelRequestedAt = &now
+	}
+	return c.s.task(t), nil
+}
+
+// waitTerminal reads the task until it is terminal or ctx ends, woken by
+// the inbox (a terminal status always appends an event) and at least
+// every taskRecheck; it returns the last read.
+func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task) (*mcpflow.Task, *rpcError) {
+	release := c.s.watch.hold()
+	defer release()
+	tick := time.NewTicker(taskRecheck)
+	defer tick.Stop()
+	for !t.Status.IsTerminal() {
+		changed := c.s.watch.next()
+		fresh, rerr := c.ownTask(ctx, id)
+		if ctx.Err() != nil {
+			return t, nil
+		}
+		if rerr != nil {
+			return nil, rerr
+		}
+		if t = fresh; t.Status.IsTerminal() {
+			break
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+		case <-ctx.Done():
+			return t, nil
+		case <-c.s.stopping:
+			return t, nil
+		}
+	}
+	return t, nil
+}
+
+// taskResult answers tasks/result once the task is terminal: what the
+// tool call would have answered. With Accept: text/event-stream the answer
+// is an SSE stream that carries keep-alive comments while it waits.
+func (c *call) taskResult(ctx context.Context) {
+	c.answered = true
+	id, rerr := c.taskIDParam()
+	var t *mcpflow.Task
+	if rerr == nil {
+		t, rerr = c.ownTask(ctx, id)
+	}
+	if rerr != nil {
+		writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, nil, rerr))
+		return
+	}
+	if !t.Status.IsTerminal() {
+		// The wait may outlast server.write_timeout_seconds: lift it for
+		// this response.
+		_ = http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
+		sse := acceptsSSE(c.r)
+		var keep func()
+		if sse {
+			out := newSSEWriter(c.w)
+			out.start()
+			keep = out.comment
+		}
+		t, rerr = c.waitResult(ctx, id, t, keep)
+		var answer response
+		switch {
+		case rerr != nil:
+			answer = newResponse(c.msg.ID, nil, rerr)
+		case !t.Status.IsTerminal():
+			answer = newResponse(c.msg.ID, nil, internalError("mcpflow stopped before the task finished; call tasks/result again"))
+		default:
+			answer = newResponse(c.msg.ID, c.s.taskResultOf(t), nil)
+		}
+		if ctx.Err() != nil {
+			return // the client went away
+		}
+		if sse {
+			out := newSSEWriter(c.w)
+			_ = out.event("", answer)
+			return
+		}
+		writeJSON(c.w, http.StatusOK, answer)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, c.s.taskResultOf(t), nil))
+}
+
+// waitResult is waitTerminal without a deadline, sending keep-alives.
+func (c *call) waitResult(ctx context.Context, id string, t *mcpflow.Task, keep func()) (*mcpflow.Task, *rpcError) {
+	if keep == nil {
+		return c.waitTerminal(ctx, id, t)
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(c.s.opts.KeepAlive)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				keep()
+			}
+		}
+	}()
+	t, rerr := c.waitTerminal(ctx, id, t)
+	close(stop)
+	<-stopped
+	return t, rerr
+}
+
+// taskResultOf is the CallToolResult of a terminal task: a completed
+// task's result as structuredContent (an object result as it is, any other
+// value as {"result": value}) plus its JSON as text; a failed or cancelled
+// task's error as text with isError.
+func (s *Server) taskResultOf(t *mcpflow.Task) callToolResult {
+	meta := map[string]any{metaRelatedTask: map[string]string{"taskId": t.ID}}
+	switch t.Status {
+	case mcpflow.StatusCompleted:
+		out := callToolResult{Meta: meta}
+		switch {
+		case t.Result != nil:
+			if _, ok := t.Result.(map[string]any); ok {
+				out.StructuredContent = t.Result
+			} else {
+				out.StructuredContent = map[string]any{"result": t.Result}
+			}
+			b, err := mcpflow.StrictJSON(t.Result)
+			if err != nil {
+				b = []byte("(the result could not be encoded)")
+			}
+			out.Content = []json.RawMessage{textContent(string(b))}
+		case t.ResultPreview != nil || t.ResultArtifact != nil:
+			out.StructuredContent = map[string]any{"result_preview": t.ResultPreview, "result_truncated": t.ResultTruncated,
+				"result_artifact": t.ResultArtifact}
+			text := "The result was too large to keep; see result_artifact."
+			if t.ResultPreview != nil {
+				text = *t.ResultPreview
+			}
+			out.Content = []json.RawMessage{textContent(text)}
+		default:
+			out.Content = []json.RawMessage{textContent("Task completed.")}
+		}
+		return out
+	case mcpflow.StatusFailed:
+		return callToolResult{Content: []json.RawMessage{textContent(orText(t.Error, "Task failed."))}, IsError: true, Meta: meta}
+	default:
+		return callToolResult{Content: []json.RawMessage{textContent(orText(t.Error, "Task was cancelled."))}, IsError: true, Meta: meta}
+	}
+}
+
+func orText(s *string, def string) string {
+	if s == nil || *s == "" {
+		return def
+	}
+	return *s
+}

@@ -1,0 +1,281 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+)
+
+// _meta keys of a tools/call that mcpflow reads.
+const (
+	// MetaSecrets carries request-scoped secrets (headers_from_context),
+	// an object of key → string value, like the REST body's "secrets".
+	MetaSecrets = "io.mcpflow/secrets"
+	// MetaRunID and MetaToolCallID are the REST body's run_id and
+	// tool_call_id (stored with a durable task).
+	MetaRunID      = "io.mcpflow/run_id"
+	MetaToolCallID = "io.mcpflow/tool_call_id"
+	// metaRelatedTask and metaImmediateResponse are the spec's keys.
+	metaRelatedTask       = "io.modelcontextprotocol/related-task"
+	metaImmediateResponse = "io.modelcontextprotocol/model-immediate-response"
+)
+
+// serverName is serverInfo.name.
+const serverName = "mcpflow"
+
+type initializeParams struct {
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ClientInfo      json.RawMessage `json:"clientInfo"`
+}
+
+type capabilities struct {
+	Tools struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"tools"`
+	Tasks *mcp.TasksCapability `json:"tasks,omitempty"`
+}
+
+type initializeResult struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    capabilities       `json:"capabilities"`
+	ServerInfo      mcp.Implementation `json:"serverInfo"`
+	Instructions    string             `json:"instructions,omitempty"`
+}
+
+// initialize negotiates the protocol revision, creates the session in the
+// store and answers with its id in Mcp-Session-Id.
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest, msg *message) {
+	c := &call{s: s, w: w, r: r, req: req, msg: msg}
+	var p initializeParams
+	if err := c.params(&p); err != nil {
+		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, err))
+		return
+	}
+	if len(p.ClientInfo) > maxClientFieldBytes || len(p.Capabilities) > maxClientFieldBytes {
+		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, invalidParams("clientInfo and capabilities must each be at most %d bytes", maxClientFieldBytes)))
+		return
+	}
+	for _, raw := range []json.RawMessage{p.ClientInfo, p.Capabilities} {
+		if len(raw) > 0 && string(raw) != "null" && raw[0] != '{' {
+			writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, invalidParams("clientInfo and capabilities must be objects")))
+			return
+		}
+	}
+	version := LatestProtocolVersion
+	if slices.Contains(SupportedProtocolVersions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	ctx := r.Context()
+	sess := &mcpflow.MCPSession{ID: newSessionID(), UserID: req.UserID, ThreadID: req.ThreadID, ProtocolVersion: version,
+		ClientInfo: nullToEmpty(p.ClientInfo), ClientCapabilities: nullToEmpty(p.Capabilities), CreatedAt: s.now()}
+	if err := s.opts.Sessions.CreateMCPSession(ctx, sess); err != nil {
+		s.log.Error("could not create an MCP session", "request_id", c.requestID(), "error", err)
+		writeHTTPError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the MCP session could not be created; retry shortly")
+		return
+	}
+	s.sessions.put(sess, s.now())
+	s.pruneSessions()
+
+	res := initializeResult{ProtocolVersion: version, ServerInfo: mcp.Implementation{Name: serverName, Version: s.opts.Version}}
+	if s.tasksEnabled() {
+		res.Capabilities.Tasks = mcp.NewTasksCapability()
+	}
+	// The routing hints of the thread's tools are the server's
+	// instructions; a listing that fails now fails again at tools/list,
+	// where the client sees why.
+	if tools, err := s.opts.Tools.ListTools(ctx, req.UserID, req.ThreadID); err == nil {
+		res.Instructions = s.opts.Tools.RoutingHints(tools)
+	} else {
+		s.log.Warn("MCP initialize: could not list the thread's tools for the instructions", "request_id", c.requestID(), "error", err)
+	}
+	w.Header().Set(HeaderSessionID, sess.ID)
+	writeJSON(w, http.StatusOK, newResponse(msg.ID, res, nil))
+}
+
+func nullToEmpty(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
+// toolJSON is a tool as tools/list shows it.
+type toolJSON struct {
+	Name        string             `json:"name"`
+	Description string             `json:"description,omitempty"`
+	InputSchema json.RawMessage    `json:"inputSchema"`
+	Execution   *mcp.ToolExecution `json:"execution,omitempty"`
+}
+
+// emptySchema stands in for a tool without an input schema: MCP requires
+// an object schema.
+var emptySchema = json.RawMessage(`{"type":"object"}`)
+
+func (c *call) listTools(ctx context.Context) (any, *rpcError) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if err := c.params(&p); err != nil {
+		return nil, err
+	}
+	if p.Cursor != nil {
+		// The listing is one page: no cursor was ever handed out.
+		return nil, invalidParams("invalid cursor: tools/list answers in one page")
+	}
+	tools, err := c.s.opts.Tools.ListTools(ctx, c.req.UserID, c.req.ThreadID)
+	if err != nil {
+		return nil, c.domainError("list tools", err)
+	}
+	out := make([]toolJSON, 0, len(tools))
+	for _, t := range tools {
+		tj := toolJSON{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+		if len(tj.InputSchema) == 0 || string(tj.InputSchema) == "null" {
+			tj.InputSchema = emptySchema
+		}
+		if t.TaskToolset != nil && c.s.tasksEnabled() {
+			tj.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+		}
+		out = append(out, tj)
+	}
+	return map[string]any{"tools": out}, nil
+}
+
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Task      *mcp.TaskParams `json:"task"`
+	Meta      map[string]any  `json:"_meta"`
+}
+
+// callToolResult is a CallToolResult on the wire.
+type callToolResult struct {
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent any               `json:"structuredContent,omitempty"`
+	IsError           bool              `json:"isError"`
+	Meta              map[string]any    `json:"_meta,omitempty"`
+}
+
+func textContent(text string) json.RawMessage {
+	b, _ := json.Marshal(mcp.NewTextContent(text))
+	return b
+}
+
+func (c *call) callTool(ctx context.Context) (any, *rpcError) {
+	var p callParams
+	if err := c.params(&p); err != nil {
+		return nil, err
+	}
+	if p.Name == "" {
+		return nil, invalidParams("name is required")
+	}
+	tc := mcpflow.ToolCall{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Tool: p.Name}
+	if a := p.Arguments; len(a) > 0 && string(a) != "null" {
+		if a[0] != '{' || json.Unmarshal(a, &tc.Arguments) != nil {
+			return nil, invalidParams("arguments must be an object")
+		}
+	}
+	if err := readMeta(p.Meta, &tc); err != nil {
+		return nil, err
+	}
+	var tool *mcpflow.Tool
+	if p.Task != nil {
+		if !c.s.tasksEnabled() {
+			return nil, methodNotFound("task augmentation is not supported: durable tasks are not enabled on this mcpflow")
+		}
+		tools, err := c.s.opts.Tools.ListTools(ctx, c.req.UserID, c.req.ThreadID)
+		if err != nil {
+			return nil, c.domainError("list tools", err)
+		}
+		i := slices.IndexFunc(tools, func(t mcpflow.Tool) bool { return t.Name == p.Name })
+		if i < 0 {
+			return nil, invalidParams("Unknown tool: %s", truncate(p.Name, 200))
+		}
+		if tools[i].TaskToolset == nil {
+			return nil, methodNotFound("Tool '%s' does not support task augmentation: only durable task tools (execution.taskSupport \"optional\") do", p.Name)
+		}
+		tool = &tools[i]
+	}
+	release, ok := c.req.AcquireCall()
+	if !ok {
+		c.w.Header().Set("Retry-After", "1")
+		writeHTTPError(c.w, http.StatusTooManyRequests, c.msg.ID, codeTooManyCalls, "too many tool calls in flight for this user (server.max_concurrent_calls_per_user); retry shortly")
+		c.answered = true
+		return nil, nil
+	}
+	res, err := c.s.opts.Tools.CallTool(ctx, tc)
+	release()
+	if err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			return nil, invalidParams("Unknown tool: %s", truncate(p.Name, 200))
+		}
+		msg := c.failureText("call tool", err)
+		if tool != nil {
+			return nil, &rpcError{Code: codeToolFailed, Message: msg}
+		}
+		return callToolResult{Content: []json.RawMessage{textContent(msg)}, IsError: true}, nil
+	}
+	if tool != nil {
+		return c.createTaskResult(ctx, res)
+	}
+	out := callToolResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}
+	if out.Content == nil {
+		out.Content = []json.RawMessage{}
+	}
+	return out, nil
+}
+
+// readMeta takes mcpflow's keys from a tools/call's _meta.
+func readMeta(meta map[string]any, tc *mcpflow.ToolCall) *rpcError {
+	if v, ok := meta[MetaSecrets]; ok && v != nil {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return invalidParams("_meta[%q] must be an object of string values", MetaSecrets)
+		}
+		tc.Secrets = make(map[string]string, len(obj))
+		for k, val := range obj {
+			str, ok := val.(string)
+			if !ok {
+				return invalidParams("_meta[%q].%s must be a string", MetaSecrets, truncate(k, 100))
+			}
+			tc.Secrets[k] = str
+		}
+	}
+	for _, f := range []struct {
+		key string
+		max int
+		dst **string
+	}{{MetaRunID, 64, &tc.RunID}, {MetaToolCallID, 128, &tc.ToolCallID}} {
+		v, ok := meta[f.key]
+		if !ok || v == nil {
+			continue
+		}
+		str, ok := v.(string)
+		if !ok || str == "" || utf8.RuneCountInString(str) > f.max {
+			return invalidParams("_meta[%q] must be a string of 1 to %d characters", f.key, f.max)
+		}
+		*f.dst = &str
+	}
+	return nil
+}
+
+// failureText is what the client sees of a failed call: the domain
+// error's caller-safe message; internal errors are logged and shown as a
+// fixed text.
+func (c *call) failureText(what string, err error) string {
+	if mcpflow.ErrorCode(err) == mcpflow.EInternal {
+		c.s.log.Error("MCP endpoint: "+what+" failed", "request_id", c.requestID(), "method", c.msg.Method, "error", err)
+		return "mcpflow could not complete this call (an internal error; the server's log has the details)"
+	}
+	return mcpflow.ErrorMessage(err)
+}
+
+// domainError turns a domain error into a JSON-RPC error.
+func (c *call) domainError(what string, err error) *rpcError {
+	return internalError("%s", c.failureText(what, err))
+}

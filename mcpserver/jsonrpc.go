@@ -21,6 +21,9 @@ const (
 	// codeTooManyCalls answers a tool call over the user's limit (with HTTP
 	// 429).
 	codeTooManyCalls = -32002
+	// codeRequestCancelled answers a request that notifications/cancelled
+	// ended (the transport needs an answer; clients ignore it).
+	codeRequestCancelled = -32800
 )
 
 // message is one incoming JSON-RPC message: a request (id and method), a

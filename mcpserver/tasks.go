@@ -335,15 +335,16 @@ func (c *call) taskResult(ctx context.Context) {
 		t, rerr = c.waitResult(ctx, id, t, keep)
 		var answer response
 		switch {
+		case ctx.Err() != nil:
+			// notifications/cancelled, or the client went away (then
+			// nobody reads this).
+			answer = newResponse(c.msg.ID, nil, &rpcError{Code: codeRequestCancelled, Message: "request cancelled"})
 		case rerr != nil:
 			answer = newResponse(c.msg.ID, nil, rerr)
 		case !t.Status.IsTerminal():
 			answer = newResponse(c.msg.ID, nil, internalError("mcpflow stopped before the task finished; call tasks/result again"))
 		default:
 			answer = newResponse(c.msg.ID, c.s.taskResultOf(t), nil)
-		}
-		if ctx.Err() != nil {
-			return // the client went away
 		}
 		if sse {
 			out := newSSEWriter(c.w)

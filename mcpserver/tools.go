@@ -210,6 +210,10 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 	}
 	res, err := c.s.opts.Tools.CallTool(ctx, tc)
 	release()
+	if err != nil && ctx.Err() == context.Canceled {
+		// notifications/cancelled, or the client went away.
+		return nil, &rpcError{Code: codeRequestCancelled, Message: "request cancelled"}
+	}
 	if err != nil {
 		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
 			return nil, invalidParams("Unknown tool: %s", truncate(p.Name, 200))

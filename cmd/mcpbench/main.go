@@ -1,12 +1,16 @@
 // Command mcpbench compares ordinary MCP tool calls through mcpflow's HTTP
-// API with direct mcp-go calls on the same upstream, side by side in one run
-// (make bench):
+// API and its MCP endpoint with direct mcp-go calls on the same upstream,
+// side by side in one run (make bench):
 //
 //   - direct-http:   an mcp-go client → demo-mcp over streamable HTTP
 //   - mcpflow-http:  HTTP API → mcpflow runtime (shared session) → the same demo-mcp
+//   - mcpflow-mcp-http: an mcp-go client → mcpflow's MCP endpoint
+//     (/mcp/threads/…) → the same runtime → the same demo-mcp
 //   - direct-stdio:  an mcp-go client → a demo-mcp stdio child
 //   - direct-*-default: the same with mcp-go's default protocol (2026-07-28)
+//   - floor-*:       a bare net/http handler in front of the direct client
 //   - mcpflow-stdio: HTTP API → mcpflow runtime (pooled stdio session) → a demo-mcp child
+//   - mcpflow-mcp-stdio: MCP endpoint → mcpflow runtime (pooled stdio session) → a demo-mcp child
 //
 // Every round runs every target back to back, rotating the order; ratios are
 // taken within a round and the median over rounds is printed. Direct
@@ -39,6 +43,7 @@ import (
 	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpserver"
 	"github.com/mcpflow/mcpflow/store"
 )
 
@@ -91,7 +96,8 @@ func run(rounds, n, warmup int, demoBin string) error {
 	}
 	defer stopUpstream()
 
-	// mcpflow: store + runtime + API on a loopback listener.
+	// mcpflow: store + runtime + API (REST and MCP endpoint) on a loopback
+	// listener.
 	ext := fmt.Sprintf(`{"mcpServers": {
   "demo": {"type": "http", "url": %q},
   "demostdio": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"]}
@@ -117,7 +123,9 @@ func run(rounds, n, warmup int, demoBin string) error {
 	if err != nil {
 		return err
 	}
-	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: rt, Logger: quiet})
+	mcpSrv := mcpserver.New(mcpserver.Options{Tools: rt, Sessions: db, Events: db, Logger: quiet})
+	defer mcpSrv.Stop()
+	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: rt, MCP: mcpSrv, Logger: quiet})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -165,16 +173,40 @@ func run(rounds, n, warmup int, demoBin string) error {
 	}
 	defer defaultStdio.Close()
 
+	// mcpflow's MCP endpoint: an mcp-go client pinned to 2025-11-25 like
+	// the direct ones, with the user's token, on the REST calls' thread.
+	// One client (one MCP session) per target.
+	viaMCP := func() (*client.Client, error) {
+		tr, err := transport.NewStreamableHTTP(base+"/mcp/threads/bench-thread", transport.WithHTTPBasicClient(hc),
+			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + benchToken}))
+		if err != nil {
+			return nil, err
+		}
+		c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+		return c, initialize(ctx, c)
+	}
+	mcpHTTP, err := viaMCP()
+	if err != nil {
+		return fmt.Errorf("mcp endpoint http: %w", err)
+	}
+	defer mcpHTTP.Close()
+	mcpStdio, err := viaMCP()
+	if err != nil {
+		return fmt.Errorf("mcp endpoint stdio: %w", err)
+	}
+	defer mcpStdio.Close()
+
 	args := map[string]any{"message": "hello"}
-	direct := func(c *client.Client) func(context.Context) error {
+	callTool := func(c *client.Client, tool string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "echo", Arguments: args}})
+			res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
 			if err == nil && res.IsError {
 				err = fmt.Errorf("tool error")
 			}
 			return err
 		}
 	}
+	direct := func(c *client.Client) func(context.Context) error { return callTool(c, "echo") }
 	// post is an agent's call: one POST of the call body, answered 200 with
 	// is_error false.
 	post := func(url, token string) func(context.Context) error {
@@ -233,10 +265,12 @@ func run(rounds, n, warmup int, demoBin string) error {
 		{"direct-http-default", direct(defaultHTTP)},
 		{"floor-http", viaFloor("http")},
 		{"mcpflow-http", viaAPI("demo_echo")},
+		{"mcpflow-mcp-http", callTool(mcpHTTP, "demo_echo")},
 		{"direct-stdio", direct(directStdio)},
 		{"direct-stdio-default", direct(defaultStdio)},
 		{"floor-stdio", viaFloor("stdio")},
 		{"mcpflow-stdio", viaAPI("demostdio_echo")},
+		{"mcpflow-mcp-stdio", callTool(mcpStdio, "demostdio_echo")},
 	}
 
 	if only != "" {
@@ -282,20 +316,36 @@ func run(rounds, n, warmup int, demoBin string) error {
 		fmt.Printf("| %s | %s | %s | %s |\n", t.name,
 			stat(perRound(lat[t.name], 0.50)), stat(perRound(lat[t.name], 0.99)), statF(rps[t.name]))
 	}
+	// ratios returns the per-round p50 and p99 ratios a / b; ok is false
+	// when either was not run (-only).
+	ratios := func(a, b string) (r50, r99 []float64, ok bool) {
+		if len(lat[a]) == 0 || len(lat[b]) == 0 {
+			return nil, nil, false
+		}
+		for i := range lat[a] {
+			r50 = append(r50, float64(pct(lat[a][i], 0.50))/float64(pct(lat[b][i], 0.50)))
+			r99 = append(r99, float64(pct(lat[a][i], 0.99))/float64(pct(lat[b][i], 0.99)))
+		}
+		return r50, r99, true
+	}
 	fmt.Printf("\n| ratio (mcpflow / direct, per round) | p50 | p99 |\n|---|---|---|\n")
 	for _, pair := range [][2]string{{"mcpflow-http", "direct-http"}, {"mcpflow-http", "direct-http-default"},
 		{"floor-http", "direct-http"}, {"mcpflow-http", "floor-http"},
+		{"mcpflow-mcp-http", "direct-http"}, {"mcpflow-mcp-http", "mcpflow-http"},
 		{"mcpflow-stdio", "direct-stdio"}, {"mcpflow-stdio", "direct-stdio-default"},
-		{"floor-stdio", "direct-stdio"}, {"mcpflow-stdio", "floor-stdio"}} {
-		if len(lat[pair[0]]) == 0 || len(lat[pair[1]]) == 0 {
-			continue // not run (-only)
+		{"floor-stdio", "direct-stdio"}, {"mcpflow-stdio", "floor-stdio"},
+		{"mcpflow-mcp-stdio", "direct-stdio"}, {"mcpflow-mcp-stdio", "mcpflow-stdio"}} {
+		if r50, r99, ok := ratios(pair[0], pair[1]); ok {
+			fmt.Printf("| %s / %s | %s | %s |\n", pair[0], pair[1], statR(r50), statR(r99))
 		}
-		var r50, r99 []float64
-		for i := range lat[pair[0]] {
-			r50 = append(r50, float64(pct(lat[pair[0]][i], 0.50))/float64(pct(lat[pair[1]][i], 0.50)))
-			r99 = append(r99, float64(pct(lat[pair[0]][i], 0.99))/float64(pct(lat[pair[1]][i], 0.99)))
+	}
+	// The MCP endpoint's budget: within 1.1× of the REST call at p50.
+	sep := "\n"
+	for _, tr := range []string{"http", "stdio"} {
+		if r50, _, ok := ratios("mcpflow-mcp-"+tr, "mcpflow-"+tr); ok {
+			fmt.Printf("%sMCP endpoint / REST (%s), p50 median over rounds: %s (target ≤ 1.10)\n", sep, tr, statR(r50))
+			sep = ""
 		}
-		fmt.Printf("| %s / %s | %s | %s |\n", pair[0], pair[1], statR(r50), statR(r99))
 	}
 	return nil
 }

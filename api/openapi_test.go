@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpserver"
 	"github.com/mcpflow/mcpflow/store"
 )
 
@@ -30,6 +31,7 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	auth, err := api.NewAuthenticator(api.AuthConfig{})
 	require.NoError(t, err)
 	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: &blockingTools{}, Tasks: db, Events: db,
+		MCP: mcpserver.New(mcpserver.Options{Tools: &blockingTools{}, Sessions: db, Events: db}),
 		Config: &config.Admin{Path: filepath.Join(t.TempDir(), "x.json")}, Metrics: http.NotFoundHandler(),
 		Logger: slog.New(slog.DiscardHandler)})
 
@@ -62,5 +64,5 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	slices.Sort(registered)
 	slices.Sort(documented)
 	require.Equal(t, registered, documented)
-	require.Len(t, registered, 19)
+	require.Len(t, registered, 25)
 }

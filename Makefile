@@ -26,11 +26,12 @@ $(BIN)/temporal:
 	@echo "building the Temporal CLI $(TEMPORAL_CLI_VERSION) with go install (takes a few minutes once)"
 	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
-testdeps: ## Install the reference MCP servers the tests use (npm; skipped when npm is missing)
+testdeps: ## Install the reference MCP server and the TypeScript SDK client the tests use (npm; skipped when npm is missing)
 	@if command -v npm >/dev/null; then \
-	  [ -d internal/testdata/npm/node_modules/@modelcontextprotocol/server-everything ] || \
+	  { [ -d internal/testdata/npm/node_modules/@modelcontextprotocol/server-everything ] && \
+	    [ -d internal/testdata/npm/node_modules/@modelcontextprotocol/sdk ]; } || \
 	    npm ci --prefix internal/testdata/npm --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: tests against @modelcontextprotocol/server-everything will be skipped"; fi
+	else echo "npm not found: tests against @modelcontextprotocol/server-everything and the TypeScript SDK client will be skipped"; fi
 
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

@@ -2,7 +2,10 @@ package mcpflow
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -64,4 +67,26 @@ type EventStore interface {
 	GetEvent(ctx context.Context, taskID string, version int) (*ThreadEvent, error)
 	EventsAppended() <-chan struct{}
 	LatestEventSeq(ctx context.Context, threadID string) (int64, error)
+}
+
+// defaultThreadPrefix starts the id of a user's default thread.
+const defaultThreadPrefix = "default@"
+
+// DefaultThreadID is the id of a user's default thread, the thread of a
+// request to the MCP endpoint's /mcp that names none: "default@<user id>"
+// (thread ids are one namespace across users), or "default@" and 32 hex
+// digits of the user id's SHA-256 when that would be longer than 64
+// characters.
+func DefaultThreadID(userID string) string {
+	if id := defaultThreadPrefix + userID; len(id) <= 64 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(userID))
+	return defaultThreadPrefix + hex.EncodeToString(sum[:16])
+}
+
+// ReservedThreadID reports whether id is another user's default thread,
+// which nobody else may create.
+func ReservedThreadID(id, userID string) bool {
+	return strings.HasPrefix(id, defaultThreadPrefix) && id != DefaultThreadID(userID)
 }

@@ -8,11 +8,9 @@ import (
 )
 
 // HeaderThreadID names the thread of a request to /mcp (the thread-less
-// form of the MCP endpoint); without it the thread is DefaultMCPThread.
-const (
-	HeaderThreadID   = "Mcpflow-Thread-Id"
-	DefaultMCPThread = "default"
-)
+// form of the MCP endpoint); without it the thread is the user's default
+// thread (mcpflow.DefaultThreadID).
+const HeaderThreadID = "Mcpflow-Thread-Id"
 
 // checkOrigin refuses a request whose Origin header is present and not one
 // of server.allowed_origins (403): a web page must not reach the MCP
@@ -35,13 +33,14 @@ func (s *Server) checkOrigin(c *gin.Context) {
 
 // serveMCP hands a request of the MCP endpoint to the MCP server, with its
 // user, its thread (from the path, else the Mcpflow-Thread-Id header, else
-// "default"; created on first use like a tool call's) and a gate on the
-// user's tool calls in flight.
+// the user's default thread "default@<user id>"; created on first use like
+// a tool call's) and a gate on the user's tool calls in flight.
 func (s *Server) serveMCP(c *gin.Context) {
 	id := c.Param("thread_id")
 	if id == "" {
 		if id = c.GetHeader(HeaderThreadID); id == "" {
-			id = DefaultMCPThread
+			p, _ := principal(c)
+			id = mcpflow.DefaultThreadID(p.UserID)
 		}
 	}
 	t, ok := s.threadFor(c, id)

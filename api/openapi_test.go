@@ -31,7 +31,7 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	auth, err := api.NewAuthenticator(api.AuthConfig{})
 	require.NoError(t, err)
 	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: &blockingTools{}, Tasks: db, Events: db,
-		MCP: mcpserver.New(mcpserver.Options{Tools: &blockingTools{}, Sessions: db, Events: db}),
+		MCP:    mcpserver.New(mcpserver.Options{Tools: &blockingTools{}, Sessions: db, Events: db}),
 		Config: &config.Admin{Path: filepath.Join(t.TempDir(), "x.json")}, Metrics: http.NotFoundHandler(),
 		Logger: slog.New(slog.DiscardHandler)})
 

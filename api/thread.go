@@ -37,7 +37,7 @@ func (s *Server) createThread(c *gin.Context) {
 	if req.ThreadID != nil {
 		id = *req.ThreadID
 	}
-	if err := mcpflow.ValidateID("thread_id", id); err != nil {
+	if err := checkThreadID(id, p.UserID); err != nil {
 		s.renderError(c, err)
 		return
 	}
@@ -51,6 +51,18 @@ func (s *Server) createThread(c *gin.Context) {
 		code = http.StatusCreated
 	}
 	c.JSON(code, threadJSON(t))
+}
+
+// checkThreadID checks a thread id a user may create: a valid id, and not
+// another user's default thread ("default@<user>").
+func checkThreadID(id, userID string) error {
+	if err := mcpflow.ValidateID("thread_id", id); err != nil {
+		return err
+	}
+	if mcpflow.ReservedThreadID(id, userID) {
+		return mcpflow.Errorf(mcpflow.EInvalid, "thread ids starting with 'default@' are reserved: each user's default thread is default@<user id>")
+	}
+	return nil
 }
 
 // ownedThread loads the thread of the route for the calling user: another

@@ -20,7 +20,7 @@ func (s *Server) threadForCall(c *gin.Context) (*mcpflow.Thread, bool) {
 // threadFor is threadForCall for a thread id taken from elsewhere.
 func (s *Server) threadFor(c *gin.Context, id string) (*mcpflow.Thread, bool) {
 	p, _ := principal(c)
-	if err := mcpflow.ValidateID("thread_id", id); err != nil {
+	if err := checkThreadID(id, p.UserID); err != nil {
 		s.renderError(c, err)
 		return nil, false
 	}

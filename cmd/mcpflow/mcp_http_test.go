@@ -171,10 +171,18 @@ func TestMCPEndpointHTTP(t *testing.T) {
 		a = doRPC(t, base, "POST", rpc{path: "/mcp/threads/doomed", token: testUserToken, session: sid, body: `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`})
 		require.Equal(t, 410, a.status, "a deleted thread is gone")
 
-		// /mcp without the header is the user's thread "default".
+		// /mcp without the header is the user's default thread, one per
+		// user (thread ids are one namespace), which nobody else may take.
 		initSession(t, base, "/mcp", testUserToken, nil)
-		code, _ := get(t, base+"/api/threads/default", testUserToken)
+		initSession(t, base, "/mcp", testBobToken, nil)
+		code, _ := get(t, base+"/api/threads/default@alice", testUserToken)
 		require.Equal(t, 200, code)
+		code, _ = get(t, base+"/api/threads/default@bob", testBobToken)
+		require.Equal(t, 200, code)
+		a = doRPC(t, base, "POST", rpc{path: "/mcp/threads/default@carol", token: testBobToken, body: initBody})
+		require.Equal(t, 400, a.status, "another user's default thread is reserved")
+		a = doRPC(t, base, "POST", rpc{path: "/api/threads", token: testBobToken, body: `{"thread_id": "default@carol"}`})
+		require.Equal(t, 400, a.status, a.raw)
 	})
 
 	t.Run("sessions", func(t *testing.T) {

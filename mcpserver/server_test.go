@@ -1,0 +1,181 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/store"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestStatusMapping(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   mcpflow.Status
+		want mcp.TaskStatus
+	}{
+		{mcpflow.StatusSubmitted, mcp.TaskStatusWorking},
+		{mcpflow.StatusWorking, mcp.TaskStatusWorking},
+		{mcpflow.StatusInputRequired, mcp.TaskStatusInputRequired},
+		{mcpflow.StatusCompleted, mcp.TaskStatusCompleted},
+		{mcpflow.StatusFailed, mcp.TaskStatusFailed},
+		{mcpflow.StatusCancelled, mcp.TaskStatusCancelled},
+	} {
+		require.Equal(t, tc.want, mcpStatus(tc.in), tc.in)
+	}
+	require.Len(t, mcpflow.Statuses, 6, "a new status needs a mapping")
+}
+
+func TestStatusMessage(t *testing.T) {
+	t.Parallel()
+	long := ""
+	for range 600 {
+		long += "é"
+	}
+	require.Equal(t, "boom", statusMessage(mcpflow.StatusFailed, ptr("boom"), nil, false))
+	require.Equal(t, "", statusMessage(mcpflow.StatusCancelled, nil, nil, true), "a finished task has no pending cancel")
+	require.Equal(t, "cancellation requested", statusMessage(mcpflow.StatusWorking, nil, nil, true))
+	require.Equal(t, "", statusMessage(mcpflow.StatusWorking, ptr("old error"), nil, false))
+	require.Equal(t, "Which year?", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"message": "Which year?", "x": 1}, false))
+	require.Equal(t, "Pick one", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"question": "Pick one"}, false))
+	require.Equal(t, `{"choices":[1,2],"ü":true}`, statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"ü": true, "choices": []any{1, 2}}, false))
+	require.Equal(t, "input required", statusMessage(mcpflow.StatusInputRequired, nil, nil, false))
+	require.Len(t, []rune(statusMessage(mcpflow.StatusFailed, &long, nil, false)), mcpflow.MaxAPIErrorChars)
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 3, 8, 0, 0, 123456000, time.UTC)
+	task := &mcpflow.Task{ID: "mcp-task-0123456789abcdef0123456789abcdef", CreatedAt: at}
+	c, ok := decodeCursor(encodeCursor(task))
+	require.True(t, ok)
+	require.Equal(t, task.ID, c.ID)
+	require.True(t, at.Equal(c.CreatedAt))
+	for _, bad := range []string{"", "!!", "e30", "eyJjIjoiMjAyNi0xMi0wM1QwODowMDowMFoiLCJpIjoiLi4vLi4ifQ"} {
+		_, ok := decodeCursor(bad)
+		require.False(t, ok, bad)
+	}
+}
+
+func TestSessionIDs(t *testing.T) {
+	t.Parallel()
+	id := newSessionID()
+	require.True(t, validSessionID(id))
+	require.NotEqual(t, id, newSessionID())
+	for _, bad := range []string{"", "mcp-session-", "mcp-session-zz23456789abcdef0123456789abcdef", "x" + id[1:], id + "0"} {
+		require.False(t, validSessionID(bad), bad)
+	}
+}
+
+func TestAcceptsSSE(t *testing.T) {
+	t.Parallel()
+	for accept, want := range map[string]bool{
+		"application/json, text/event-stream": true,
+		"text/event-stream;q=0.9":             true,
+		"*/*":                                 true,
+		"application/json":                    false,
+		"":                                    false,
+	} {
+		r := httptest.NewRequest("GET", "/mcp", nil)
+		if accept != "" {
+			r.Header.Set("Accept", accept)
+		}
+		require.Equal(t, want, acceptsSSE(r), accept)
+	}
+}
+
+func TestTaskResultOf(t *testing.T) {
+	t.Parallel()
+	s := New(Options{Events: nopEvents{}})
+	id := "mcp-task-0123456789abcdef0123456789abcdef"
+	related := map[string]any{metaRelatedTask: map[string]string{"taskId": id}}
+
+	obj := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, Result: map[string]any{"answer": 42.0}})
+	require.Equal(t, map[string]any{"answer": 42.0}, obj.StructuredContent)
+	require.JSONEq(t, `{"type":"text","text":"{\"answer\":42}"}`, string(obj.Content[0]))
+	require.False(t, obj.IsError)
+	require.Equal(t, related, obj.Meta)
+
+	list := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, Result: []any{"a"}})
+	require.Equal(t, map[string]any{"result": []any{"a"}}, list.StructuredContent, "structuredContent is always an object")
+
+	cut := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, ResultPreview: ptr("abc…"), ResultTruncated: true,
+		ResultArtifact: map[string]string{"uri": "file:///r.json"}})
+	require.Equal(t, map[string]any{"result_preview": ptr("abc…"), "result_truncated": true, "result_artifact": map[string]string{"uri": "file:///r.json"}}, cut.StructuredContent)
+	require.JSONEq(t, `{"type":"text","text":"abc…"}`, string(cut.Content[0]))
+
+	empty := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted})
+	require.Nil(t, empty.StructuredContent)
+	require.Len(t, empty.Content, 1)
+
+	failed := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusFailed, Error: ptr("disk full")})
+	require.True(t, failed.IsError)
+	require.JSONEq(t, `{"type":"text","text":"disk full"}`, string(failed.Content[0]))
+	cancelled := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCancelled})
+	require.True(t, cancelled.IsError)
+	require.JSONEq(t, `{"type":"text","text":"Task was cancelled."}`, string(cancelled.Content[0]))
+}
+
+func TestTaskJSON(t *testing.T) {
+	t.Parallel()
+	s := New(Options{Events: nopEvents{}, PollInterval: 3 * time.Second})
+	at := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	b, err := json.Marshal(s.task(&mcpflow.Task{ID: "mcp-task-0123456789abcdef0123456789abcdef", Status: mcpflow.StatusSubmitted,
+		CreatedAt: at, UpdatedAt: at.Add(time.Second)}))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"taskId":"mcp-task-0123456789abcdef0123456789abcdef","status":"working","createdAt":"2026-12-03T08:00:00Z",
+		"lastUpdatedAt":"2026-12-03T08:00:01Z","ttl":null,"pollInterval":3000}`, string(b))
+	b, err = json.Marshal(s.task(&mcpflow.Task{ID: "mcp-task-0123456789abcdef0123456789abcdef", Status: mcpflow.StatusCompleted, CreatedAt: at, UpdatedAt: at}))
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "pollInterval", "a finished task is not polled")
+}
+
+// The watch wakes waiters for appends of this process at once, and for
+// appends of another process (another store on the same database) by its
+// poll.
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "w.db")
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.BackendSQLite, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	other, err := store.Open(ctx, store.BackendSQLite, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	_, _, err = db.CreateThread(ctx, &mcpflow.Thread{ID: "th", UserID: "u"})
+	require.NoError(t, err)
+
+	w := newWatch(func(ctx context.Context) (int64, error) { return db.LatestEventSeq(ctx, "") }, db.EventsAppended)
+	release := w.hold()
+	defer release()
+	for i, s := range []*store.DB{db, other} {
+		changed := w.next()
+		_, err := s.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: "th", TaskID: "t", EventVersion: i + 1,
+			Status: mcpflow.StatusCompleted, Payload: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		select {
+		case <-changed:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no wake-up for the append of store %d", i)
+		}
+	}
+	release()
+	release() // idempotent
+	require.Zero(t, w.holders)
+}
+
+// nopEvents is an empty inbox, for tests that never wait on it.
+type nopEvents struct{ mcpflow.EventStore }
+
+func (nopEvents) EventsAppended() <-chan struct{}                       { return nil }
+func (nopEvents) LatestEventSeq(context.Context, string) (int64, error) { return 0, nil }

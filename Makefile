@@ -44,7 +44,7 @@ dev: build tools ## Run Temporal dev server + Web UI, the demo MCP server and mc
 
 test: build tools testdeps ## Unit, store (SQLite + PostgreSQL when TEST_DATABASE_URL is set) and integration tests
 	@echo "go test $(GO_TEST_FLAGS) ./...  (full output in .test.log)"
-	@$(GO) test $(GO_TEST_FLAGS) -v ./... > .test.log 2>&1; rc=$$?; \
+	@rc=0; $(GO) test $(GO_TEST_FLAGS) -v ./... > .test.log 2>&1 || rc=$$?; \
 	  grep -E '^(ok|FAIL|panic:|store:|--- FAIL|--- SKIP)|^ +--- (FAIL|SKIP)|^\s+testenv\.go|PostgreSQL' .test.log || true; \
 	  if [ $$rc -ne 0 ]; then echo "--- failing test output ---"; grep -E -B60 '^(\s*)--- FAIL' .test.log | tail -300; fi; \
 	  pass=$$(grep -cE '^\s*--- PASS' .test.log || true); fail=$$(grep -cE '^\s*--- FAIL' .test.log || true); skip=$$(grep -cE '^\s*--- SKIP' .test.log || true); \

@@ -3,8 +3,11 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,3 +182,90 @@ type nopEvents struct{ mcpflow.EventStore }
 
 func (nopEvents) EventsAppended() <-chan struct{}                       { return nil }
 func (nopEvents) LatestEventSeq(context.Context, string) (int64, error) { return 0, nil }
+
+// noTools is a thread without tools (tasks/list needs none).
+type noTools struct{ mcpflow.ToolRuntime }
+
+func (noTools) ListTools(context.Context, string, string) ([]mcpflow.Tool, error) { return nil, nil }
+func (noTools) RoutingHints([]mcpflow.Tool) string                                { return "" }
+
+// tasks/list pages through a thread's tasks newest first, 50 a page, with
+// nextCursor; other threads' tasks never show.
+func TestListTasksPaging(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.BackendSQLite, filepath.Join(t.TempDir(), "p.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	for _, th := range []string{"mine", "other"} {
+		_, _, err := db.CreateThread(ctx, &mcpflow.Thread{ID: th, UserID: "u"})
+		require.NoError(t, err)
+	}
+	base := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	var want []string
+	for i := range 120 {
+		task := &mcpflow.Task{ID: mcpflow.NewTaskID(), UserID: "u", ThreadID: "mine", ServerName: "s", DriverName: mcpflow.DriverOrdinary,
+			RemoteTaskID: fmt.Sprintf("r%d", i), TaskName: "job", Status: mcpflow.StatusWorking, CreatedAt: base.Add(time.Duration(i/3) * time.Second)}
+		if i == 7 {
+			task.ThreadID = "other"
+		} else {
+			want = append(want, task.ID)
+		}
+		require.NoError(t, db.CreateTask(ctx, task))
+	}
+	s := New(Options{Tools: noTools{}, Sessions: db, Events: db, Tasks: db, CancelTask: func(context.Context, *mcpflow.Task) error { return nil }})
+	req := &mcpflow.MCPRequest{UserID: "u", ThreadID: "mine"}
+	post := func(session, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		if session != "" {
+			r.Header.Set(HeaderSessionID, session)
+		}
+		w := httptest.NewRecorder()
+		s.ServeMCP(w, r, req)
+		return w
+	}
+	init := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
+	require.Equal(t, 200, init.Code, init.Body.String())
+	sid := init.Header().Get(HeaderSessionID)
+
+	var got []string
+	cursor := `""`
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 4, "too many pages")
+		w := post(sid, `{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":{"cursor":`+cursor+`}}`)
+		require.Equal(t, 200, w.Code)
+		var out struct {
+			Result struct {
+				Tasks []struct {
+					TaskID    string `json:"taskId"`
+					CreatedAt string `json:"createdAt"`
+				} `json:"tasks"`
+				NextCursor string `json:"nextCursor"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out), w.Body.String())
+		require.LessOrEqual(t, len(out.Result.Tasks), tasksPageSize)
+		for _, task := range out.Result.Tasks {
+			got = append(got, task.TaskID)
+		}
+		if out.Result.NextCursor == "" {
+			break
+		}
+		cursor = strconv.Quote(out.Result.NextCursor)
+	}
+	list, err := db.ListTasks(ctx, mcpflow.TaskFilter{UserID: "u", ThreadID: "mine", Limit: 100})
+	require.NoError(t, err)
+	rest, err := db.ListTasks(ctx, mcpflow.TaskFilter{UserID: "u", ThreadID: "mine", Limit: 100, After: &mcpflow.TaskCursor{CreatedAt: list[99].CreatedAt, ID: list[99].ID}})
+	require.NoError(t, err)
+	var order []string
+	for _, task := range append(list, rest...) {
+		order = append(order, task.ID)
+	}
+	require.Len(t, got, 119)
+	require.Equal(t, order, got, "every task of the thread once, newest first")
+	require.ElementsMatch(t, want, got)
+
+	w := post(sid, `{"jsonrpc":"2.0","id":3,"method":"tasks/list","params":{"cursor":"bm9wZQ"}}`)
+	require.Contains(t, w.Body.String(), `"code":-32602`)
+}

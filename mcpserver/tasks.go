@@ -209,7 +209,7 @@ func (c *call) listTasks(ctx context.Context) (any, *rpcError) {
 		return nil, err
 	}
 	f := mcpflow.TaskFilter{UserID: c.sess.UserID, ThreadID: c.sess.ThreadID, Limit: tasksPageSize + 1}
-	if p.Cursor != nil {
+	if p.Cursor != nil && *p.Cursor != "" {
 		after, ok := decodeCursor(*p.Cursor)
 		if !ok {
 			return nil, invalidParams("invalid cursor")

@@ -124,7 +124,7 @@ func (c *call) listTools(ctx context.Context) (any, *rpcError) {
 	if err := c.params(&p); err != nil {
 		return nil, err
 	}
-	if p.Cursor != nil {
+	if p.Cursor != nil && *p.Cursor != "" {
 		// The listing is one page: no cursor was ever handed out.
 		return nil, invalidParams("invalid cursor: tools/list answers in one page")
 	}

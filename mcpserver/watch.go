@@ -35,8 +35,12 @@ func (w *watch) hold() (release func()) {
 	w.mu.Lock()
 	w.holders++
 	if w.holders == 1 {
+		// Subscribe and read the baseline before anyone waits, so that no
+		// append after hold returns goes unseen.
+		appended := w.appended()
+		last, _ := w.read()
 		w.stop = make(chan struct{})
-		go w.loop(w.stop)
+		go w.loop(w.stop, appended, last)
 	}
 	w.mu.Unlock()
 	var once sync.Once
@@ -66,15 +70,17 @@ func (w *watch) fire() {
 	w.changed = make(chan struct{})
 }
 
-func (w *watch) loop(stop chan struct{}) {
+func (w *watch) loop(stop chan struct{}, appended <-chan struct{}, last int64) {
 	tick := time.NewTicker(inboxRecheck)
 	defer tick.Stop()
-	last, _ := w.read()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-w.appended():
+		case <-appended:
+			// An append between the close and this new subscription is
+			// caught by the next tick (the seq differs from last).
+			appended = w.appended()
 			w.fire()
 		case <-tick.C:
 			if seq, err := w.read(); err == nil && seq != last {

@@ -21,7 +21,7 @@ func TestOpenMigrations(t *testing.T) {
 
 		v, err := b.db.schemaVersion(ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(1), v)
+		require.Equal(t, int64(2), v)
 
 		// Opening the migrated database again applies nothing and records
 		// nothing new.
@@ -30,11 +30,13 @@ func TestOpenMigrations(t *testing.T) {
 		defer func() { require.NoError(t, again.Close()) }()
 		v, err = again.schemaVersion(ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(1), v)
-		var applied int64
-		require.NoError(t, again.sql.QueryRowContext(ctx,
-			"SELECT count(*) FROM goose_db_version WHERE version_id = 1").Scan(&applied))
-		require.Equal(t, int64(1), applied)
+		require.Equal(t, int64(2), v)
+		for _, version := range []int{1, 2} {
+			var applied int64
+			require.NoError(t, again.sql.QueryRowContext(ctx,
+				"SELECT count(*) FROM goose_db_version WHERE version_id = $1", version).Scan(&applied))
+			require.Equal(t, int64(1), applied, "migration %d", version)
+		}
 
 		// The schema is usable from both handles.
 		createThread(t, b.db, "t-1", "alice")
@@ -47,6 +49,7 @@ func TestOpenMigrations(t *testing.T) {
 			"ix_mcp_tasks_user_id", "ix_mcp_tasks_thread_id", "ix_mcp_tasks_status",
 			"ix_mcp_tasks_notification_status", "ix_mcp_tasks_thread_created",
 			"ix_thread_events_thread_seq", "ix_threads_user_id",
+			"ix_mcp_tasks_user_thread_created", "ix_mcp_sessions_last_used_at",
 		} {
 			require.True(t, indexExists(t, b.db, name), name)
 		}

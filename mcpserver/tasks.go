@@ -101,17 +101,19 @@ func (c *call) ownTask(ctx context.Context, id string) (*mcpflow.Task, *rpcError
 	return t, nil
 }
 
-func (c *call) taskIDParam() (string, *rpcError) {
+// paramTask reads the task the request's params.taskId names (of the
+// session's user and thread).
+func (c *call) paramTask(ctx context.Context) (*mcpflow.Task, *rpcError) {
 	var p struct {
 		TaskID string `json:"taskId"`
 	}
 	if err := c.params(&p); err != nil {
-		return "", err
+		return nil, err
 	}
 	if p.TaskID == "" {
-		return "", invalidParams("taskId is required")
+		return nil, invalidParams("taskId is required")
 	}
-	return p.TaskID, nil
+	return c.ownTask(ctx, p.TaskID)
 }
 
 // createTaskResult answers a task-augmented call of a submit wrapper: the
@@ -167,11 +169,7 @@ func contentText(content []json.RawMessage, fallback string) string {
 }
 
 func (c *call) getTask(ctx context.Context) (any, *rpcError) {
-	id, rerr := c.taskIDParam()
-	if rerr != nil {
-		return nil, rerr
-	}
-	t, rerr := c.ownTask(ctx, id)
+	t, rerr := c.paramTask(ctx)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -240,14 +238,11 @@ func (c *call) listTasks(ctx context.Context) (any, *rpcError) {
 // first, or still working with "cancellation requested" while the remote
 // cancel is retried. A task that already ended is -32602.
 func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
-	id, rerr := c.taskIDParam()
+	t, rerr := c.paramTask(ctx)
 	if rerr != nil {
 		return nil, rerr
 	}
-	t, rerr := c.ownTask(ctx, id)
-	if rerr != nil {
-		return nil, rerr
-	}
+	id := t.ID
 	terminal := func(t *mcpflow.Task) *rpcError {
 		return invalidParams("Cannot cancel task: it is already in terminal status '%s'", mcpStatus(t.Status))
 	}
@@ -312,11 +307,7 @@ func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task) (*m
 // is an SSE stream that carries keep-alive comments while it waits.
 func (c *call) taskResult(ctx context.Context) {
 	c.answered = true
-	id, rerr := c.taskIDParam()
-	var t *mcpflow.Task
-	if rerr == nil {
-		t, rerr = c.ownTask(ctx, id)
-	}
+	t, rerr := c.paramTask(ctx)
 	if rerr != nil {
 		writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, nil, rerr))
 		return
@@ -332,7 +323,7 @@ func (c *call) taskResult(ctx context.Context) {
 			out.start()
 			keep = out.comment
 		}
-		t, rerr = c.waitResult(ctx, id, t, keep)
+		t, rerr = c.waitResult(ctx, t.ID, t, keep)
 		var answer response
 		switch {
 		case ctx.Err() != nil:

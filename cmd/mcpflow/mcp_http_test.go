@@ -51,9 +51,7 @@ func startMCPEnv(t *testing.T) *taskEnv {
 	cfg := filepath.Join(dir, "config.yaml")
 	queue := fmt.Sprintf("e2e-mcp-%d", time.Now().UnixNano())
 	require.NoError(t, os.WriteFile(cfg, []byte(mcpServiceConfig(testenv.FreeAddr(t), testenv.FreeAddr(t), queue, "")), 0o600))
-	m := startMain(t, ModeDev, cfg, nil)
-	require.Eventually(t, func() bool { return m.worker != nil }, 30*time.Second, 50*time.Millisecond)
-	return &taskEnv{m: m}
+	return &taskEnv{m: waitReady(t, startMain(t, ModeDev, cfg, nil))}
 }
 
 // rpc is a raw request to the MCP endpoint.
@@ -505,8 +503,10 @@ func TestMCPEndpointTwoServeProcesses(t *testing.T) {
 	require.Len(t, mains, 3)
 	require.Eventually(t, func() bool { return mains["worker"].worker != nil }, 30*time.Second, 50*time.Millisecond)
 
-	// Client A creates a task through serve A.
-	a, _ := mcpGoClient(t, mains["serve-a"].URL()+"/mcp/threads/two", nil)
+	// Client A creates a task through serve A (the thread is new on every
+	// run: with TEST_DATABASE_URL the database outlives the test).
+	thread := fmt.Sprintf("two-%d", time.Now().UnixNano())
+	a, _ := mcpGoClient(t, mains["serve-a"].URL()+"/mcp/threads/"+thread, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	created, rpcErr, err := taskCall(ctx, a, "demo_submit_job", map[string]any{"duration_seconds": 600})
@@ -517,7 +517,7 @@ func TestMCPEndpointTwoServeProcesses(t *testing.T) {
 	require.NotEmpty(t, sid)
 
 	// Client B continues the same session through serve B.
-	b, err := mcpclient.NewStreamableHttpClient(mains["serve-b"].URL()+"/mcp/threads/two",
+	b, err := mcpclient.NewStreamableHttpClient(mains["serve-b"].URL()+"/mcp/threads/"+thread,
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}), transport.WithSession(sid))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })

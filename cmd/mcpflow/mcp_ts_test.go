@@ -162,13 +162,7 @@ auth:
 // and its worker runs.
 func (e *tsEnv) start(t *testing.T) *taskEnv {
 	t.Helper()
-	m := startMain(t, ModeDev, e.cfg, e.logs)
-	require.Eventually(t, func() bool {
-		code, _ := get(t, m.URL()+"/readyz", "")
-		return code == 200
-	}, 30*time.Second, 100*time.Millisecond)
-	require.Eventually(t, func() bool { return m.worker != nil }, 30*time.Second, 50*time.Millisecond)
-	return &taskEnv{m: m}
+	return &taskEnv{m: waitReady(t, startMain(t, ModeDev, e.cfg, e.logs))}
 }
 
 func (e *tsEnv) thread(id string) string { return e.m.URL() + "/mcp/threads/" + id }

@@ -40,13 +40,18 @@ func startTaskEnv(t *testing.T) *taskEnv {
   "local": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"], %s}
 }}`, url, toolset, bin, toolset)
 	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1, input_required_poll_interval_seconds: 5 }\nworkspace: { root: ws }\n", ext)
-	m := startMain(t, ModeDev, cfg, nil)
+	return &taskEnv{m: waitReady(t, startMain(t, ModeDev, cfg, nil))}
+}
+
+// waitReady waits until m answers /readyz and its worker runs.
+func waitReady(t *testing.T, m *Main) *Main {
+	t.Helper()
 	require.Eventually(t, func() bool {
 		code, _ := get(t, m.URL()+"/readyz", "")
 		return code == 200
 	}, 30*time.Second, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return m.worker != nil }, 30*time.Second, 50*time.Millisecond)
-	return &taskEnv{m: m}
+	return m
 }
 
 func (e *taskEnv) post(t *testing.T, path, body string) (int, map[string]any) {

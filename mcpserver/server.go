@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -157,7 +158,7 @@ var knownMethods = []string{string(mcp.MethodInitialize), string(mcp.MethodPing)
 	string(mcp.MethodTasksResult), "notifications/initialized", "notifications/cancelled", "server/discover"}
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !isJSON(r.Header.Get("Content-Type")) {
 		writeHTTPError(w, http.StatusUnsupportedMediaType, nil, mcp.INVALID_REQUEST, "Content-Type must be application/json")
 		return
 	}
@@ -258,6 +259,16 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 		return
 	}
 	writeJSON(w, http.StatusOK, newResponse(msg.ID, result, rerr))
+}
+
+// isJSON reports whether a Content-Type is application/json (with or
+// without parameters).
+func isJSON(ct string) bool {
+	if ct == "application/json" {
+		return true // the common case, without parsing
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
 }
 
 // requireSession checks the request's Mcp-Session-Id (400 without one, 404
@@ -378,9 +389,28 @@ func jsonErrorText(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field != "" {
-			return te.Field + " must be " + te.Type.String()
+			return te.Field + " must be " + jsonKind(te.Type)
 		}
 		return "wrong type"
 	}
 	return "malformed JSON"
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Interface:
+		return "a JSON value"
+	}
+	return "a number"
 }

@@ -269,3 +269,21 @@ func TestListTasksPaging(t *testing.T) {
 	w := post(sid, `{"jsonrpc":"2.0","id":3,"method":"tasks/list","params":{"cursor":"bm9wZQ"}}`)
 	require.Contains(t, w.Body.String(), `"code":-32602`)
 }
+
+func TestParamsErrors(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]string{
+		`{"name":"x","arguments":[1]}`:      "invalid params for tools/call: arguments must be an object",
+		`{"name":7}`:                        "invalid params for tools/call: name must be a string",
+		`{"name":"x","task":{"ttl":"1"}}`:   "invalid params for tools/call: task.ttl must be a number",
+		`{"name":"x","_meta":"secret-xyz"}`: "invalid params for tools/call: _meta must be an object",
+		`[1]`:                               "params must be an object",
+	} {
+		c := &call{msg: &message{Method: "tools/call", Params: json.RawMessage(body)}}
+		var p callParams
+		err := c.params(&p)
+		require.NotNil(t, err, body)
+		require.Equal(t, want, err.Message, body)
+		require.NotContains(t, err.Message, "secret-xyz", "input values are never echoed")
+	}
+}

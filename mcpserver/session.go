@@ -44,8 +44,12 @@ func validSessionID(id string) bool {
 	if len(id) != len(sessionIDPrefix)+32 || id[:len(sessionIDPrefix)] != sessionIDPrefix {
 		return false
 	}
-	_, err := hex.DecodeString(id[len(sessionIDPrefix):])
-	return err == nil
+	for _, c := range id[len(sessionIDPrefix):] {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // sessionCache remembers sessions read from the store for a few seconds.

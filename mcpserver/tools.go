@@ -148,7 +148,7 @@ func (c *call) listTools(ctx context.Context) (any, *rpcError) {
 
 type callParams struct {
 	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+	Arguments map[string]any  `json:"arguments"` // a non-object fails the decoding: -32602
 	Task      *mcp.TaskParams `json:"task"`
 	Meta      map[string]any  `json:"_meta"`
 }
@@ -174,12 +174,7 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 	if p.Name == "" {
 		return nil, invalidParams("name is required")
 	}
-	tc := mcpflow.ToolCall{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Tool: p.Name}
-	if a := p.Arguments; len(a) > 0 && string(a) != "null" {
-		if a[0] != '{' || json.Unmarshal(a, &tc.Arguments) != nil {
-			return nil, invalidParams("arguments must be an object")
-		}
-	}
+	tc := mcpflow.ToolCall{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Tool: p.Name, Arguments: p.Arguments}
 	if err := readMeta(p.Meta, &tc); err != nil {
 		return nil, err
 	}

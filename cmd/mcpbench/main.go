@@ -6,6 +6,9 @@
 //   - mcpflow-http:  HTTP API → mcpflow runtime (shared session) → the same demo-mcp
 //   - mcpflow-mcp-http: an mcp-go client → mcpflow's MCP endpoint
 //     (/mcp/threads/…) → the same runtime → the same demo-mcp
+//   - mcpflow-mcp-raw-http: the same endpoint and session, called with one
+//     plain POST per call as mcpflow-http is (no client library): the
+//     server side of the MCP path alone
 //   - direct-stdio:  an mcp-go client → a demo-mcp stdio child
 //   - direct-*-default: the same with mcp-go's default protocol (2026-07-28)
 //   - floor-*:       a bare net/http handler in front of the direct client
@@ -232,6 +235,31 @@ func run(rounds, n, warmup int, demoBin string) error {
 	viaAPI := func(tool string) func(context.Context) error {
 		return post(base+"/api/threads/bench-thread/tools/"+tool+"/call", benchToken)
 	}
+	// viaMCPRaw is the MCP endpoint called the way post calls the REST
+	// API: one POST of a tools/call message on the mcp-go client's session,
+	// without a client library, so that mcp/REST of the raw pair is the
+	// server side alone.
+	viaMCPRaw := func(session *client.Client, tool string) func(context.Context) error {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"message":"hello"}}}`)
+		return func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, "POST", base+"/mcp/threads/bench-thread", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+benchToken)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Session-Id", session.GetSessionId())
+			req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"isError":false`)) {
+				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+			}
+			return nil
+		}
+	}
 	// The floor of any proxy built from net/http: a bare net/http handler
 	// that calls the direct client. floor − direct is what one HTTP hop in
 	// front of a blocking upstream call costs on this machine.
@@ -266,6 +294,7 @@ func run(rounds, n, warmup int, demoBin string) error {
 		{"floor-http", viaFloor("http")},
 		{"mcpflow-http", viaAPI("demo_echo")},
 		{"mcpflow-mcp-http", callTool(mcpHTTP, "demo_echo")},
+		{"mcpflow-mcp-raw-http", viaMCPRaw(mcpHTTP, "demo_echo")},
 		{"direct-stdio", direct(directStdio)},
 		{"direct-stdio-default", direct(defaultStdio)},
 		{"floor-stdio", viaFloor("stdio")},
@@ -331,7 +360,7 @@ func run(rounds, n, warmup int, demoBin string) error {
 	fmt.Printf("\n| ratio (mcpflow / direct, per round) | p50 | p99 |\n|---|---|---|\n")
 	for _, pair := range [][2]string{{"mcpflow-http", "direct-http"}, {"mcpflow-http", "direct-http-default"},
 		{"floor-http", "direct-http"}, {"mcpflow-http", "floor-http"},
-		{"mcpflow-mcp-http", "direct-http"}, {"mcpflow-mcp-http", "mcpflow-http"},
+		{"mcpflow-mcp-http", "direct-http"}, {"mcpflow-mcp-http", "mcpflow-http"}, {"mcpflow-mcp-raw-http", "mcpflow-http"},
 		{"mcpflow-stdio", "direct-stdio"}, {"mcpflow-stdio", "direct-stdio-default"},
 		{"floor-stdio", "direct-stdio"}, {"mcpflow-stdio", "floor-stdio"},
 		{"mcpflow-mcp-stdio", "direct-stdio"}, {"mcpflow-mcp-stdio", "mcpflow-stdio"}} {

@@ -6,8 +6,8 @@
 //   - mcpflow-http:  HTTP API → mcpflow runtime (shared session) → the same demo-mcp
 //   - mcpflow-mcp-http: an mcp-go client → mcpflow's MCP endpoint
 //     (/mcp/threads/…) → the same runtime → the same demo-mcp
-//   - mcpflow-mcp-raw-http: the same endpoint and session, called with one
-//     plain POST per call as mcpflow-http is (no client library): the
+//   - mcpflow-mcp-raw-*: the same endpoint and session, called with one
+//     plain POST per call as mcpflow-* are (no client library): the
 //     server side of the MCP path alone
 //   - direct-stdio:  an mcp-go client → a demo-mcp stdio child
 //   - direct-*-default: the same with mcp-go's default protocol (2026-07-28)
@@ -300,6 +300,7 @@ func run(rounds, n, warmup int, demoBin string) error {
 		{"floor-stdio", viaFloor("stdio")},
 		{"mcpflow-stdio", viaAPI("demostdio_echo")},
 		{"mcpflow-mcp-stdio", callTool(mcpStdio, "demostdio_echo")},
+		{"mcpflow-mcp-raw-stdio", viaMCPRaw(mcpStdio, "demostdio_echo")},
 	}
 
 	if only != "" {
@@ -363,7 +364,7 @@ func run(rounds, n, warmup int, demoBin string) error {
 		{"mcpflow-mcp-http", "direct-http"}, {"mcpflow-mcp-http", "mcpflow-http"}, {"mcpflow-mcp-raw-http", "mcpflow-http"},
 		{"mcpflow-stdio", "direct-stdio"}, {"mcpflow-stdio", "direct-stdio-default"},
 		{"floor-stdio", "direct-stdio"}, {"mcpflow-stdio", "floor-stdio"},
-		{"mcpflow-mcp-stdio", "direct-stdio"}, {"mcpflow-mcp-stdio", "mcpflow-stdio"}} {
+		{"mcpflow-mcp-stdio", "direct-stdio"}, {"mcpflow-mcp-stdio", "mcpflow-stdio"}, {"mcpflow-mcp-raw-stdio", "mcpflow-stdio"}} {
 		if r50, r99, ok := ratios(pair[0], pair[1]); ok {
 			fmt.Printf("| %s / %s | %s | %s |\n", pair[0], pair[1], statR(r50), statR(r99))
 		}

@@ -1,0 +1,77 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/api"
+	"github.com/mcpflow/mcpflow/mcpserver"
+	"github.com/mcpflow/mcpflow/store"
+)
+
+// echoTools answers every call at once: the benchmark measures the API's
+// own work per call, not an upstream.
+type echoTools struct{}
+
+func (echoTools) ListTools(context.Context, string, string) ([]mcpflow.Tool, error) { return nil, nil }
+func (echoTools) CallTool(_ context.Context, c mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
+	text, _ := json.Marshal(map[string]any{"type": "text", "text": c.Arguments["message"]})
+	return &mcpflow.ToolResult{Content: []json.RawMessage{text}}, nil
+}
+func (echoTools) RoutingHints([]mcpflow.Tool) string { return "" }
+func (echoTools) ResetCache()                        {}
+
+// BenchmarkToolCallHandler compares the handler work of one tool call
+// through the REST route and through the MCP endpoint (the same runtime
+// stand-in, no network), side by side: go test -bench ToolCallHandler
+// -benchmem ./api/. The latency of a real call is dominated by wake-ups
+// (cmd/mcpbench); this is the CPU and allocations mcpflow adds.
+func BenchmarkToolCallHandler(b *testing.B) {
+	db, err := store.Open(context.Background(), store.BackendSQLite, filepath.Join(b.TempDir(), "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	auth, _ := api.NewAuthenticator(api.AuthConfig{Users: []api.UserToken{{UserID: "alice", Token: aliceToken}}})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: echoTools{}, Logger: quiet,
+		MCP: mcpserver.New(mcpserver.Options{Tools: echoTools{}, Sessions: db, Events: db, Logger: quiet})})
+	h := srv.Handler()
+	do := func(path, session, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", path, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+aliceToken)
+		r.Header.Set("Content-Type", "application/json")
+		if session != "" {
+			r.Header.Set("Mcp-Session-Id", session)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	init := do("/mcp/threads/bench", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
+	session := init.Header().Get("Mcp-Session-Id")
+	if session == "" {
+		b.Fatal(init.Body.String())
+	}
+	b.Run("rest", func(b *testing.B) {
+		for b.Loop() {
+			if w := do("/api/threads/bench/tools/echo/call", "", `{"arguments":{"message":"hello"}}`); w.Code != 200 {
+				b.Fatal(w.Body.String())
+			}
+		}
+	})
+	b.Run("mcp", func(b *testing.B) {
+		for b.Loop() {
+			if w := do("/mcp/threads/bench", session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}`); w.Code != 200 {
+				b.Fatal(w.Body.String())
+			}
+		}
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -80,6 +81,7 @@ type Main struct {
 	listener   net.Listener
 	baseCancel context.CancelFunc
 	worker     sdkworker.Worker
+	polling    atomic.Bool // the worker started (m.worker is set)
 	workerCtx  context.CancelFunc
 	workerDone chan struct{}
 	failed     chan error
@@ -87,6 +89,10 @@ type Main struct {
 }
 
 func (m *Main) serves() bool { return m.Mode == ModeServe || m.Mode == ModeDev }
+
+// WorkerPolling reports whether this process's Temporal worker has started
+// (safe from any goroutine).
+func (m *Main) WorkerPolling() bool { return m.polling.Load() }
 func (m *Main) works() bool  { return m.Mode == ModeWorker || m.Mode == ModeDev }
 
 // Failed delivers the first fatal error of a background component.
@@ -367,6 +373,7 @@ func (m *Main) startWorker() {
 			return
 		}
 		m.worker = w
+		m.polling.Store(true)
 		m.Logger.Info("worker polling", "task_queue", m.Config.Temporal.TaskQueue)
 	}()
 }

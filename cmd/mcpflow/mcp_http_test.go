@@ -501,7 +501,7 @@ func TestMCPEndpointTwoServeProcesses(t *testing.T) {
 		}
 	})
 	require.Len(t, mains, 3)
-	require.Eventually(t, func() bool { return mains["worker"].worker != nil }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return mains["worker"].WorkerPolling() }, 30*time.Second, 50*time.Millisecond)
 
 	// Client A creates a task through serve A (the thread is new on every
 	// run: with TEST_DATABASE_URL the database outlives the test).

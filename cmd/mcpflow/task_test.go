@@ -50,7 +50,7 @@ func waitReady(t *testing.T, m *Main) *Main {
 		code, _ := get(t, m.URL()+"/readyz", "")
 		return code == 200
 	}, 30*time.Second, 100*time.Millisecond)
-	require.Eventually(t, func() bool { return m.worker != nil }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return m.WorkerPolling() }, 30*time.Second, 50*time.Millisecond)
 	return m
 }
 

@@ -93,7 +93,7 @@ func (m *Main) serves() bool { return m.Mode == ModeServe || m.Mode == ModeDev }
 // WorkerPolling reports whether this process's Temporal worker has started
 // (safe from any goroutine).
 func (m *Main) WorkerPolling() bool { return m.polling.Load() }
-func (m *Main) works() bool  { return m.Mode == ModeWorker || m.Mode == ModeDev }
+func (m *Main) works() bool         { return m.Mode == ModeWorker || m.Mode == ModeDev }
 
 // Failed delivers the first fatal error of a background component.
 func (m *Main) Failed() <-chan error {

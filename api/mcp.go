@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -15,7 +16,8 @@ const HeaderThreadID = "Mcpflow-Thread-Id"
 // checkOrigin refuses a request whose Origin header is present and not one
 // of server.allowed_origins (403): a web page must not reach the MCP
 // endpoint through a user's browser (DNS rebinding). Requests without
-// Origin (non-browser clients) pass.
+// Origin (non-browser clients) pass; an allowed origin gets the CORS
+// headers a browser needs to read the answer and its Mcp-Session-Id.
 func (s *Server) checkOrigin(c *gin.Context) {
 	origin := c.GetHeader("Origin")
 	if origin == "" {
@@ -24,11 +26,28 @@ func (s *Server) checkOrigin(c *gin.Context) {
 	}
 	for _, o := range s.opts.AllowedOrigins {
 		if strings.EqualFold(o, origin) {
+			h := c.Writer.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After, X-Request-ID")
 			c.Next()
 			return
 		}
 	}
 	s.renderError(c, mcpflow.Errorf(mcpflow.EForbidden, "Origin not allowed: add it to server.allowed_origins to use the MCP endpoint from that web page"))
+}
+
+// mcpPreflight answers a CORS preflight of the MCP endpoint (its origin
+// was checked by checkOrigin).
+func (s *Server) mcpPreflight(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("Allow", "GET, POST, DELETE, OPTIONS")
+	if c.GetHeader("Origin") != "" {
+		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcpflow-Thread-Id")
+		h.Set("Access-Control-Max-Age", "600")
+	}
+	c.Status(http.StatusNoContent)
 }
 
 // serveMCP hands a request of the MCP endpoint to the MCP server, with its

@@ -143,10 +143,14 @@ func New(opts Options) *Server {
 		admin.POST("/mcp/cache/reset", s.resetCache)
 	}
 	if opts.MCP != nil {
-		mcp := e.Group("/mcp", s.checkOrigin, s.authenticate, s.requireUser)
+		mcp := e.Group("/mcp", s.checkOrigin)
+		// CORS preflights carry no token.
+		mcp.OPTIONS("", s.mcpPreflight)
+		mcp.OPTIONS("/threads/:thread_id", s.mcpPreflight)
+		authed := mcp.Group("", s.authenticate, s.requireUser)
 		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-			mcp.Handle(method, "", s.serveMCP)
-			mcp.Handle(method, "/threads/:thread_id", s.serveMCP)
+			authed.Handle(method, "", s.serveMCP)
+			authed.Handle(method, "/threads/:thread_id", s.serveMCP)
 		}
 	}
 	if opts.Config != nil {

@@ -148,6 +148,19 @@ func TestMCPEndpointHTTP(t *testing.T) {
 		require.Equal(t, 403, a.status)
 		a = doRPC(t, base, "POST", rpc{path: "/mcp", token: testUserToken, headers: map[string]string{"Origin": "https://agent.example.com"}, body: initBody})
 		require.Equal(t, 200, a.status, a.raw)
+		require.Equal(t, "https://agent.example.com", a.header.Get("Access-Control-Allow-Origin"))
+		require.Contains(t, a.header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id", "a browser may read the session id")
+
+		// CORS preflights need no token; a foreign origin is refused.
+		a = doRPC(t, base, "OPTIONS", rpc{path: "/mcp/threads/web", headers: map[string]string{"Origin": "https://agent.example.com",
+			"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization, content-type, mcp-session-id"}})
+		require.Equal(t, 204, a.status)
+		require.Equal(t, "https://agent.example.com", a.header.Get("Access-Control-Allow-Origin"))
+		require.Contains(t, a.header.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id")
+		require.Contains(t, a.header.Get("Access-Control-Allow-Methods"), "DELETE")
+		a = doRPC(t, base, "OPTIONS", rpc{path: "/mcp", headers: map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}})
+		require.Equal(t, 403, a.status)
+		require.Empty(t, a.header.Get("Access-Control-Allow-Origin"))
 	})
 
 	t.Run("threads", func(t *testing.T) {

@@ -210,27 +210,32 @@ func run(rounds, n, warmup int, demoBin string) error {
 		}
 	}
 	direct := func(c *client.Client) func(context.Context) error { return callTool(c, "echo") }
-	// post is an agent's call: one POST of the call body, answered 200 with
-	// is_error false.
-	post := func(url, token string) func(context.Context) error {
-		body := []byte(`{"arguments":{"message":"hello"}}`)
+	// postRaw is an agent's call without a client library: one POST of
+	// body with headers, answered 200 with ok in the body.
+	postRaw := func(url string, body, ok []byte, headers func(http.Header)) func(context.Context) error {
 		return func(ctx context.Context) error {
 			req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
 			req.Header.Set("Content-Type", "application/json")
+			headers(req.Header)
 			resp, err := hc.Do(req)
 			if err != nil {
 				return err
 			}
 			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"is_error":false`)) {
+			if resp.StatusCode != 200 || !bytes.Contains(b, ok) {
 				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
 			}
 			return nil
 		}
+	}
+	// post is a REST call: the call body, answered with is_error false.
+	post := func(url, token string) func(context.Context) error {
+		return postRaw(url, []byte(`{"arguments":{"message":"hello"}}`), []byte(`"is_error":false`), func(h http.Header) {
+			if token != "" {
+				h.Set("Authorization", "Bearer "+token)
+			}
+		})
 	}
 	viaAPI := func(tool string) func(context.Context) error {
 		return post(base+"/api/threads/bench-thread/tools/"+tool+"/call", benchToken)
@@ -241,24 +246,12 @@ func run(rounds, n, warmup int, demoBin string) error {
 	// server side alone.
 	viaMCPRaw := func(session *client.Client, tool string) func(context.Context) error {
 		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"message":"hello"}}}`)
-		return func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, "POST", base+"/mcp/threads/bench-thread", bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+benchToken)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Session-Id", session.GetSessionId())
-			req.Header.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"isError":false`)) {
-				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
-			}
-			return nil
-		}
+		return postRaw(base+"/mcp/threads/bench-thread", body, []byte(`"isError":false`), func(h http.Header) {
+			h.Set("Authorization", "Bearer "+benchToken)
+			h.Set("Accept", "application/json, text/event-stream")
+			h.Set("Mcp-Session-Id", session.GetSessionId())
+			h.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
+		})
 	}
 	// The floor of any proxy built from net/http: a bare net/http handler
 	// that calls the direct client. floor − direct is what one HTTP hop in

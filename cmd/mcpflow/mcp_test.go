@@ -23,6 +23,7 @@ func mcpGoClient(t *testing.T, url string, headers map[string]string) (*mcpclien
 	for k, v := range headers {
 		h[k] = v
 	}
+	//lint:ignore SA1019 the GET stream is how 2025-11-25, the revision mcpflow speaks, pushes notifications
 	c, err := mcpclient.NewStreamableHttpClient(url, transport.WithHTTPHeaders(h), transport.WithContinuousListening())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })

@@ -42,9 +42,13 @@ $(BIN)/workflowcheck:
 dev: build tools ## Run Temporal dev server + Web UI, the demo MCP server and mcpflow (Ctrl-C stops all)
 	@deployments/dev/run.sh
 
-test: build tools testdeps ## Unit, store (SQLite + PostgreSQL when TEST_DATABASE_URL is set) and integration tests
-	@echo "go test $(GO_TEST_FLAGS) ./...  (full output in .test.log)"
-	@rc=0; $(GO) test $(GO_TEST_FLAGS) -v ./... > .test.log 2>&1 || rc=$$?; \
+# The concurrency-heavy packages run under the race detector in make test.
+RACE_PKGS := ./mcpclient/ ./config/ ./api/ ./activities/ ./mcpserver/
+
+test: build tools testdeps ## Unit, store (SQLite + PostgreSQL when TEST_DATABASE_URL is set) and integration tests; -race on RACE_PKGS
+	@echo "go test $(GO_TEST_FLAGS) ./...  (with -race for $(RACE_PKGS); full output in .test.log)"
+	@race=$$($(GO) list $(RACE_PKGS)); plain=$$($(GO) list ./... | grep -vxF "$$race"); rc=0; \
+	  { $(GO) test $(GO_TEST_FLAGS) -v $$plain || rc=$$?; $(GO) test -race $(GO_TEST_FLAGS) -v $$race || rc=$$?; } > .test.log 2>&1; \
 	  grep -E '^(ok|FAIL|panic:|store:|--- FAIL|--- SKIP)|^ +--- (FAIL|SKIP)|^\s+testenv\.go|PostgreSQL' .test.log || true; \
 	  if [ $$rc -ne 0 ]; then echo "--- failing test output ---"; grep -E -B60 '^(\s*)--- FAIL' .test.log | tail -300; fi; \
 	  pass=$$(grep -cE '^\s*--- PASS' .test.log || true); fail=$$(grep -cE '^\s*--- FAIL' .test.log || true); skip=$$(grep -cE '^\s*--- SKIP' .test.log || true); \

@@ -103,6 +103,9 @@ func Open(ctx context.Context, backend, dsn string, opts ...Option) (*DB, error)
 	if err != nil {
 		return nil, fmt.Errorf("open %s store: %w", backend, err)
 	}
+	if err := registerUnavailable(gdb); err != nil {
+		return nil, fmt.Errorf("open %s store: %w", backend, err)
+	}
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		return nil, fmt.Errorf("open %s store: %w", backend, err)
@@ -129,7 +132,7 @@ func (db *DB) Backend() string { return db.backend }
 // Ping checks that the database answers (for readiness probes).
 func (db *DB) Ping(ctx context.Context) error {
 	if err := db.sql.PingContext(ctx); err != nil {
-		return fmt.Errorf("ping %s store: %w", db.backend, err)
+		return fmt.Errorf("ping %s store: %w", db.backend, asUnavailable(err))
 	}
 	return nil
 }

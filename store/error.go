@@ -1,8 +1,12 @@
 package store
 
 import (
+	"database/sql/driver"
 	"errors"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
@@ -56,4 +60,58 @@ func gone(format string, args ...any) error {
 
 func invalid(format string, args ...any) error {
 	return mcpflow.Errorf(mcpflow.EInvalid, format, args...)
+}
+
+// asUnavailable turns an error that means the database cannot be reached
+// right now (a connection refused, dropped or timed out, a server starting
+// up or shutting down) into an mcpflow.EUnavailable error, so callers answer
+// 503 instead of 500; any other error is returned as it is.
+func asUnavailable(err error) error {
+	if err == nil || mcpflow.ErrorCode(err) != mcpflow.EInternal || !isUnavailable(err) {
+		return err
+	}
+	return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "the database is unavailable; retry shortly", Err: err}
+}
+
+func isUnavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01..57P03: admin shutdown,
+		// crash shutdown, cannot connect now.
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var ne *net.OpError
+	return errors.As(err, &ne) || pgconn.SafeToRetry(err)
+}
+
+// registerUnavailable makes every GORM operation report an unreachable
+// database as mcpflow.EUnavailable.
+func registerUnavailable(gdb *gorm.DB) error {
+	mark := func(tx *gorm.DB) {
+		if tx.Error != nil {
+			tx.Error = asUnavailable(tx.Error)
+		}
+	}
+	cb := gdb.Callback()
+	for _, err := range []error{
+		cb.Create().After("gorm:create").Register("mcpflow:unavailable", mark),
+		cb.Query().After("gorm:query").Register("mcpflow:unavailable", mark),
+		cb.Update().After("gorm:update").Register("mcpflow:unavailable", mark),
+		cb.Delete().After("gorm:delete").Register("mcpflow:unavailable", mark),
+		cb.Row().After("gorm:row").Register("mcpflow:unavailable", mark),
+		cb.Raw().After("gorm:raw").Register("mcpflow:unavailable", mark),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

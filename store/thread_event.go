@@ -109,7 +109,7 @@ func (db *DB) AppendEvent(ctx context.Context, e *mcpflow.ThreadEvent) (int64, e
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("append event of task %s version %d: %w", e.TaskID, e.EventVersion, err)
+		return 0, fmt.Errorf("append event of task %s version %d: %w", e.TaskID, e.EventVersion, asUnavailable(err))
 	}
 	e.Seq = stored.Seq
 	e.CreatedAt = stored.CreatedAt.UTC()

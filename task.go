@@ -112,7 +112,7 @@ type SubmitRequest struct {
 	ToolCallID  *string           `json:"tool_call_id,omitempty"`
 	ServerName  string            `json:"server_name"`
 	TaskName    string            `json:"task_name"`
-	Arguments   map[string]any    `json:"arguments"`
+	Arguments   Arguments         `json:"arguments"` // numbers as json.Number: exact through Temporal
 	DriverData  map[string]string `json:"driver_data"`
 	LocalTaskID string            `json:"local_task_id,omitempty"`
 	// Secrets are the request's secrets for headers_from_context. They are

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -50,29 +51,58 @@ func (s *Server) listEvents(c *gin.Context) {
 		wait = time.Duration(sec * float64(time.Second))
 	}
 	ctx := c.Request.Context()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(eventRecheck)
-	defer tick.Stop()
-	for {
-		woken := s.opts.Events.EventsAppended() // taken before the read: no append is missed
+	if wait == 0 {
 		evs, err := s.opts.Events.ListEvents(ctx, t.ID, after, int(limit))
 		if err != nil {
 			s.renderError(c, err)
 			return
 		}
-		if len(evs) > 0 || wait == 0 {
-			s.renderEvents(c, evs, after)
-			return
+		s.renderEvents(c, evs, after)
+		return
+	}
+	// A long poll holds one of the user's wait slots while it runs, so one
+	// user cannot hold unbounded connections (and the database reads
+	// behind them) open.
+	if !s.calls.acquireWait(t.UserID) {
+		c.Header("Retry-After", "1")
+		s.renderError(c, mcpflow.Errorf(mcpflow.ETooMany, "too many event long-polls (wait=) open for this user (at most %d); retry shortly", s.calls.max))
+		return
+	}
+	evs, err := func() ([]*mcpflow.ThreadEvent, error) {
+		// Freed before the answer is written: a client that got its
+		// answer may poll again at once.
+		defer s.calls.releaseWait(t.UserID)
+		return s.waitEvents(ctx, t.ID, after, int(limit), wait)
+	}()
+	if err != nil {
+		s.renderError(c, err)
+		return
+	}
+	s.renderEvents(c, evs, after)
+}
+
+// waitEvents reads the events after after, waiting up to wait for the
+// first one; it answers none when the wait runs out or ctx ends (the
+// client left or the server is stopping).
+func (s *Server) waitEvents(ctx context.Context, threadID string, after int64, limit int, wait time.Duration) ([]*mcpflow.ThreadEvent, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(eventRecheck)
+	defer tick.Stop()
+	last := false
+	for {
+		woken := s.opts.Events.EventsAppended() // taken before the read: no append is missed
+		evs, err := s.opts.Events.ListEvents(ctx, threadID, after, limit)
+		if err != nil || len(evs) > 0 || last {
+			return evs, err
 		}
 		select {
 		case <-woken:
 		case <-tick.C:
 		case <-deadline.C:
-			wait = 0 // one last read, then answer
-		case <-ctx.Done(): // the client left or the server is stopping
-			s.renderEvents(c, nil, after)
-			return
+			last = true // one last read, then answer
+		case <-ctx.Done():
+			return nil, nil
 		}
 	}
 }

@@ -47,30 +47,43 @@ func (s *Server) readBody(c *gin.Context) ([]byte, bool) {
 	return body, true
 }
 
-// userSlots counts each user's tool calls in flight.
+// userSlots counts each user's tool calls in flight and, apart from them,
+// each user's open event long-polls; both are capped at max
+// (server.max_concurrent_calls_per_user), so a user waiting on its inbox
+// keeps every call slot.
 type userSlots struct {
-	max int
-	mu  sync.Mutex
-	n   map[string]int
+	max   int
+	mu    sync.Mutex
+	n     map[string]int // tool calls
+	waits map[string]int // event long-polls
 }
 
-func (u *userSlots) acquire(user string) bool {
+func (u *userSlots) acquire(user string) bool { return u.take(&u.n, user) }
+
+func (u *userSlots) release(user string) { u.give(&u.n, user) }
+
+// acquireWait takes one of the user's long-poll slots.
+func (u *userSlots) acquireWait(user string) bool { return u.take(&u.waits, user) }
+
+func (u *userSlots) releaseWait(user string) { u.give(&u.waits, user) }
+
+func (u *userSlots) take(m *map[string]int, user string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.n == nil {
-		u.n = map[string]int{}
+	if *m == nil {
+		*m = map[string]int{}
 	}
-	if u.n[user] >= u.max {
+	if (*m)[user] >= u.max {
 		return false
 	}
-	u.n[user]++
+	(*m)[user]++
 	return true
 }
 
-func (u *userSlots) release(user string) {
+func (u *userSlots) give(m *map[string]int, user string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.n[user]--; u.n[user] <= 0 {
-		delete(u.n, user)
+	if (*m)[user]--; (*m)[user] <= 0 {
+		delete(*m, user)
 	}
 }

@@ -95,12 +95,12 @@ func (s *Server) callTool(c *gin.Context) {
 			return
 		}
 	}
-	var args map[string]any
-	if len(req.Arguments) > 0 && string(req.Arguments) != "null" {
-		if err := json.Unmarshal(req.Arguments, &args); err != nil {
-			s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object"))
-			return
-		}
+	// Numbers stay json.Number: an integer beyond 2^53 reaches the server
+	// as the agent wrote it.
+	args, err := mcpflow.DecodeArguments(req.Arguments)
+	if err != nil {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object"))
+		return
 	}
 	if req.RunID != nil && (*req.RunID == "" || utf8.RuneCountInString(*req.RunID) > 64) {
 		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "run_id must be 1 to 64 characters"))

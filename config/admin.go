@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -72,6 +73,9 @@ func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object
 			if err != nil {
 				return err
 			}
+			if err := checkLiteralHeaders(name, merged); err != nil {
+				return err
+			}
 			next.Set(name, merged)
 		}
 		doc.Root.Set("mcpServers", next)
@@ -105,6 +109,9 @@ func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object
 			if err != nil {
 				return err
 			}
+			if err := checkLiteralHeaders(name, merged); err != nil {
+				return err
+			}
 			next.Set(name, merged)
 		}
 		doc.Root.Set("mcpServers", next)
@@ -130,10 +137,39 @@ func (a *Admin) SetEnabled(ctx context.Context, actor, server string, enabled bo
 			if err := a.policy().Check(server, s, a.Env); err != nil {
 				return err
 			}
+			if err := checkLiteralHeaders(server, s); err != nil {
+				return err
+			}
 		}
 		s.Set("enabled", enabled)
 		return nil
 	})
+}
+
+// checkLiteralHeaders refuses (EInvalid) a server whose static headers
+// hold a literal value that fails CheckHeaderValue (spec §3.5: a line
+// break, NUL, VT, FF, a character outside ASCII, leading or trailing
+// whitespace). The message names the server and the header, never the
+// value. A "$VAR" placeholder is not checked here: what it resolves to is
+// checked when the server connects (ConnectionProblem), where a failing
+// server is skipped with a logged reason, as it is for a file edited by
+// hand.
+func checkLiteralHeaders(name string, server *Object) error {
+	headers, ok := objectAt(server, "headers")
+	if !ok {
+		return nil
+	}
+	for _, key := range headers.Keys() {
+		v, _ := headers.Get(key)
+		value, ok := v.(string)
+		if !ok || strings.HasPrefix(value, "$") {
+			continue // a non-string fails the decoding, naming the field
+		}
+		if err := CheckHeaderValue(value); err != nil {
+			return mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: MCP server '%s' header '%s' %s", name, singleLine(key), err.Error())
+		}
+	}
+	return nil
 }
 
 // write runs one read-modify-write: change edits the document.

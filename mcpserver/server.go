@@ -370,6 +370,8 @@ type call struct {
 func (c *call) requestID() string { return c.w.Header().Get("X-Request-ID") }
 
 // params decodes the request's params into v; absent params decode as {}.
+// Numbers in untyped places (tools/call arguments) decode as json.Number,
+// so an integer beyond 2^53 reaches the MCP server as the client wrote it.
 func (c *call) params(v any) *rpcError {
 	p := bytes.TrimSpace(c.msg.Params)
 	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
@@ -378,7 +380,9 @@ func (c *call) params(v any) *rpcError {
 	if p[0] != '{' {
 		return invalidParams("params must be an object")
 	}
-	if err := json.Unmarshal(p, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(p))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
 		return invalidParams("invalid params for %s: %s", c.msg.Method, jsonErrorText(err))
 	}
 	return nil

@@ -148,7 +148,7 @@ func (c *call) listTools(ctx context.Context) (any, *rpcError) {
 
 type callParams struct {
 	Name      string          `json:"name"`
-	Arguments map[string]any  `json:"arguments"` // a non-object fails the decoding: -32602
+	Arguments map[string]any  `json:"arguments"` // numbers are json.Number (c.params); a non-object fails the decoding: -32602
 	Task      *mcp.TaskParams `json:"task"`
 	Meta      map[string]any  `json:"_meta"`
 }

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -360,7 +361,7 @@ func TestSubmitPersistsBeforeReturning(t *testing.T) {
 
 	require.Len(t, d.submitReqs, 1)
 	require.Equal(t, b.in.TaskID, d.submitReqs[0].LocalTaskID, "the driver saw the local id")
-	require.Equal(t, map[string]any{"x": 1.0}, d.submitReqs[0].Arguments)
+	require.Equal(t, mcpflow.Arguments{"x": json.Number("1")}, d.submitReqs[0].Arguments, "numbers arrive as written")
 	polls := only(*starts, "Poll")
 	require.NotEmpty(t, polls)
 	require.Equal(t, 9*time.Second, polls[0].at.Sub(start), "first poll after the submission's 9 s hint")

@@ -62,6 +62,13 @@ type TaskConfig struct {
 
 // TaskInput starts a task workflow. Arguments are the agent's submit
 // arguments; request-scoped secrets are never part of it.
+//
+// Arguments decode with their numbers as json.Number (mcpflow.Arguments),
+// so the submit sends them exactly as the agent wrote them. The JSON is the
+// same object as when the field was a map[string]any decoded to float64:
+// histories recorded before decode unchanged (testdata/
+// task_arguments_before_usenumber.json replays), and the workflow never
+// reads an argument, so its commands do not depend on their Go types.
 type TaskInput struct {
 	TaskID     string            `json:"task_id"`
 	UserID     string            `json:"user_id"`
@@ -72,7 +79,7 @@ type TaskInput struct {
 	TaskName   string            `json:"task_name"`
 	DriverName string            `json:"driver_name"`
 	DriverData map[string]string `json:"driver_data"`
-	Arguments  map[string]any    `json:"arguments"`
+	Arguments  mcpflow.Arguments `json:"arguments"`
 	// SealedSecrets are the request's secrets for headers_from_context,
 	// sealed with the mcp_tasks.secrets_key box (ciphertext only: the plain
 	// values never enter history).

@@ -2,6 +2,7 @@ package demomcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,8 +52,9 @@ type Config struct {
 	// Now is the wall clock used for job progress. Default: time.Now.
 	Now func() time.Time
 	// RecordCalls keeps, in memory, the credentials every tool call arrived
-	// with (HTTP headers and _meta headers) for the headers tool's history:
-	// a test server's view of what a client sent. Never for production.
+	// with (HTTP headers and _meta headers) and its arguments as sent, for
+	// the headers tool's history: a test server's view of what a client
+	// sent. Never for production.
 	RecordCalls bool
 }
 
@@ -83,6 +85,9 @@ type RecordedCall struct {
 	Tool        string      `json:"tool"`
 	Headers     http.Header `json:"headers,omitempty"`      // sse/http request headers
 	MetaHeaders any         `json:"meta_headers,omitempty"` // _meta.headers of the call
+	// Arguments is the call's arguments as the JSON text that arrived (a
+	// string, so that numbers keep every digit on their way back).
+	Arguments string `json:"arguments,omitempty"`
 }
 
 // New builds a Server, loading the state file when Config.StatePath is set.
@@ -138,6 +143,11 @@ func (s *Server) recordCall(next server.ToolHandlerFunc) server.ToolHandlerFunc 
 		c.Headers, _ = ctx.Value(requestHeadersKey{}).(http.Header)
 		if req.Params.Meta != nil {
 			c.MetaHeaders = req.Params.Meta.AdditionalFields["headers"]
+		}
+		c.Arguments = string(req.Params.RawArguments)
+		if c.Arguments == "" && req.Params.Arguments != nil { // an in-process call: no wire bytes
+			b, _ := json.Marshal(req.Params.Arguments)
+			c.Arguments = string(b)
 		}
 		s.callsMu.Lock()
 		s.calls = append(s.calls, c)

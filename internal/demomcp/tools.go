@@ -77,7 +77,7 @@ func (s *Server) registerTools() {
 	s.mcp.AddTool(mcp.NewTool(ToolHeaders,
 		mcp.WithDescription("Report the credentials this call arrived with, as structuredContent: the HTTP request headers "+
 			"{\"headers\": {name: [values]}} over sse/http, and {\"meta_headers\": {...}} from the call's _meta over any transport; "+
-			"with history=true also every earlier recorded call (servers started with --record-calls)."),
+			"with history=true also every earlier recorded call with its arguments as sent (servers started with --record-calls)."),
 		mcp.WithBoolean("history"),
 		mcp.WithReadOnlyHintAnnotation(true),
 	), s.headers)

@@ -34,7 +34,7 @@ func run(args []string, stderr io.Writer) int {
 	addr := fs.String("addr", envOr("DEMO_MCP_ADDR", demomcp.DefaultAddr), "listen address for sse/http (port 0 picks a free port; env DEMO_MCP_ADDR)")
 	state := fs.String("state", os.Getenv("DEMO_MCP_STATE"), "JSON file that persists jobs and counters across restarts (env DEMO_MCP_STATE)")
 	workdir := fs.String("workdir", "", "directory write_file writes into (default: the working directory)")
-	record := fs.Bool("record-calls", false, "keep the credentials of every tool call in memory for the headers tool's history (tests only)")
+	record := fs.Bool("record-calls", false, "keep the credentials and the raw arguments of every tool call in memory for the headers tool's history (tests only)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -45,10 +45,14 @@ type ToolResult struct {
 
 // ToolRuntime lists and calls MCP tools. Errors are domain errors: ENotFound
 // for an unknown tool, EInvalid for arguments the server rejected,
-// EUpstream for an unreachable or failing server, ETimeout for a call or
-// session start that ran out of time.
+// EUpstream for an unreachable or failing server, EUnavailable for a tool
+// of a server that is down (or no free stdio session), ETimeout for a call
+// or session start that ran out of time.
 type ToolRuntime interface {
 	ListTools(ctx context.Context, userID, threadID string) ([]Tool, error)
+	// UnavailableServers names the enabled servers whose tools are missing
+	// from ListTools, and why.
+	UnavailableServers(ctx context.Context) ([]UnavailableServer, error)
 	CallTool(ctx context.Context, call ToolCall) (*ToolResult, error)
 	// RoutingHints renders the <mcp_routing_hints> prompt section for tools.
 	RoutingHints(tools []Tool) string
@@ -66,4 +70,12 @@ type ConfigAdmin interface {
 	ReplaceMCPServers(ctx context.Context, actor string, body []byte) ([]byte, error)
 	AddMCPServers(ctx context.Context, actor string, body []byte) ([]byte, error)
 	SetMCPServerEnabled(ctx context.Context, actor, server string, enabled bool) ([]byte, error)
+}
+
+// UnavailableServer is an enabled MCP server whose tools are missing from
+// the listing: its connection settings are missing or invalid, or its tool
+// discovery failed (then it is retried). Reason never holds a secret.
+type UnavailableServer struct {
+	Server string `json:"server"`
+	Reason string `json:"reason"`
 }

@@ -37,6 +37,9 @@ func (b *blockingTools) CallTool(ctx context.Context, c mcpflow.ToolCall) (*mcpf
 	}
 	return &mcpflow.ToolResult{}, nil
 }
+func (b *blockingTools) UnavailableServers(context.Context) ([]mcpflow.UnavailableServer, error) {
+	return nil, nil
+}
 func (b *blockingTools) RoutingHints([]mcpflow.Tool) string { return "" }
 func (b *blockingTools) ResetCache()                        {}
 

@@ -53,9 +53,13 @@ func (s *Server) threadFor(c *gin.Context, id string) (*mcpflow.Thread, bool) {
 	return t, true
 }
 
+// toolsBody is the tools listing. UnavailableServers is present only when
+// some enabled server's tools are missing (mcpflow retries those whose
+// discovery failed).
 type toolsBody struct {
-	Tools        []mcpflow.Tool `json:"tools"`
-	RoutingHints string         `json:"routing_hints"`
+	Tools              []mcpflow.Tool              `json:"tools"`
+	RoutingHints       string                      `json:"routing_hints"`
+	UnavailableServers []mcpflow.UnavailableServer `json:"unavailable_servers,omitempty"`
 }
 
 func (s *Server) listTools(c *gin.Context) {
@@ -71,7 +75,12 @@ func (s *Server) listTools(c *gin.Context) {
 	if tools == nil {
 		tools = []mcpflow.Tool{}
 	}
-	c.JSON(http.StatusOK, toolsBody{Tools: tools, RoutingHints: s.opts.Tools.RoutingHints(tools)})
+	down, err := s.opts.Tools.UnavailableServers(c.Request.Context())
+	if err != nil {
+		s.renderError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toolsBody{Tools: tools, RoutingHints: s.opts.Tools.RoutingHints(tools), UnavailableServers: down})
 }
 
 type callBody struct {

@@ -110,7 +110,14 @@ func (r *Runtime) callBuiltin(ctx context.Context, call mcpflow.ToolCall) (*mcpf
 func listBackground(ctx context.Context, bt BackgroundTasks, call mcpflow.ToolCall) (any, error) {
 	active, _ := call.Arguments["active_only"].(bool)
 	limit := 20
-	if v, ok := call.Arguments["limit"].(float64); ok {
+	// Arguments decode numbers as json.Number (mcpflow.DecodeArguments);
+	// a float64 still comes from callers that build the map themselves.
+	switch v := call.Arguments["limit"].(type) {
+	case json.Number:
+		if f, err := v.Float64(); err == nil {
+			limit = min(max(int(f), 1), 50)
+		}
+	case float64:
 		limit = min(max(int(v), 1), 50)
 	}
 	tasks, err := bt.ListTasks(ctx, mcpflow.TaskFilter{UserID: call.UserID, ThreadID: call.ThreadID, Limit: limit, ActiveOnly: active})

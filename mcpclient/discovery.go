@@ -23,17 +23,33 @@ import (
 	"github.com/mcpflow/mcpflow/config"
 )
 
-// toolState is one published discovery result.
+// toolState is one published discovery result. It is not changed once
+// published: a retry that brings a server back publishes a new one.
 type toolState struct {
-	ext     *config.Extensions
-	sig     config.Signature // of ExtensionsPath when ext was read (zero if missing)
-	slice   string           // fingerprint of the effective MCP slice
-	tools   []mcpflow.Tool
-	byName  map[string]*toolEntry
-	skipped map[string]string // server → reason
-	loadErr error             // a hard tool-load error (missing task tools)
-	hashed  atomic.Int64      // unix nanos of the last full signature check
-	statted atomic.Int64      // unix nanos of the last stat of the file
+	ext      *config.Extensions
+	sig      config.Signature  // of ExtensionsPath when ext was read (zero if missing)
+	slice    string            // fingerprint of the effective MCP slice
+	fps      map[string]string // enabled server → connFingerprint
+	raw      map[string][]mcp.Tool
+	down     map[string]*serverRetry // servers whose discovery failed: retried
+	drifted  map[string]bool         // task servers changed since start-up
+	driftMsg string
+	tools    []mcpflow.Tool
+	byName   map[string]*toolEntry
+	skipped  map[string]string // server → why it cannot be used as configured (not retried)
+	loadErr  error             // a hard tool-load error (missing task tools)
+	hashed   atomic.Int64      // unix nanos of the last full signature check
+	statted  atomic.Int64      // unix nanos of the last stat of the file
+}
+
+// clone returns a copy of st to publish with changes; maps are shared, so
+// the caller replaces (never edits) those it changes.
+func (st *toolState) clone() *toolState {
+	cp := &toolState{ext: st.ext, sig: st.sig, slice: st.slice, fps: st.fps, raw: st.raw, down: st.down,
+		drifted: st.drifted, driftMsg: st.driftMsg, tools: st.tools, byName: st.byName, skipped: st.skipped, loadErr: st.loadErr}
+	cp.hashed.Store(st.hashed.Load())
+	cp.statted.Store(st.statted.Load())
+	return cp
 }
 
 // statEvery throttles the freshness check on the call path: a config edit
@@ -44,13 +60,24 @@ const statEvery = 250 * time.Millisecond
 type toolEntry struct {
 	tool    mcpflow.Tool
 	server  *config.Server
+	config  string              // connFingerprint of server
 	toolset *config.TaskToolset // set for a submit wrapper
 	drift   string              // set when the server's task configuration changed since start-up
 }
 
 type discovery struct {
+	gen   uint64 // Runtime.gen when it started: a reset since makes it obsolete
 	done  chan struct{}
 	state *toolState
+}
+
+// startDiscoveryLocked starts a discovery of the current configuration.
+func (r *Runtime) startDiscoveryLocked() *discovery {
+	d := &discovery{gen: r.gen, done: make(chan struct{})}
+	r.inflight = d
+	r.bg.Add(1)
+	go r.discover(d)
+	return d
 }
 
 // tools returns the current tool state, discovering when there is none or
@@ -75,22 +102,20 @@ func (r *Runtime) tools(ctx context.Context) (*toolState, error) {
 				}
 				return st, nil
 			}
+			// Rediscover; sessions of the servers whose configuration
+			// changed are retired by the discovery, the others kept.
 			r.mu.Lock()
 			if r.state == st {
-				r.retireLocked()
+				r.state = nil
 			}
 			r.mu.Unlock()
 			continue
 		}
 		d := r.inflight
 		if d == nil {
-			d = &discovery{done: make(chan struct{})}
-			r.inflight = d
-			r.mu.Unlock()
-			go r.discover(d)
-		} else {
-			r.mu.Unlock()
+			d = r.startDiscoveryLocked()
 		}
+		r.mu.Unlock()
 		select {
 		case <-d.done:
 		case <-ctx.Done():
@@ -103,22 +128,12 @@ func (r *Runtime) tools(ctx context.Context) (*toolState, error) {
 	}
 }
 
-// retireLocked drops the published state and its sessions.
-func (r *Runtime) retireLocked() {
-	r.state = nil
-	shared := r.shared
-	r.shared = map[string]*sharedSession{}
-	old := r.swapPoolLocked()
-	go func() {
-		closeShared(shared)
-		_ = old.CloseAll()
-	}()
-}
-
 // checkFresh compares the config file with what st was built from. A file
 // that is missing now (or was missing then and still is) keeps serving the
-// last-known-good tools; a changed signature whose effective MCP slice is
-// unchanged adopts the new signature and keeps tools and sessions.
+// last-known-good tools, and so does a file that cannot be loaded (an edit
+// in progress, a typo: logged once per version of the file); a changed
+// signature whose effective MCP slice is unchanged adopts the new
+// signature and keeps tools and sessions.
 func (r *Runtime) checkFresh(st *toolState) (bool, error) {
 	path := r.opts.ExtensionsPath
 	if path == "" {
@@ -150,16 +165,16 @@ func (r *Runtime) checkFresh(st *toolState) (bool, error) {
 	}
 	ext, err := config.LoadExtensions(path, r.opts.Env)
 	if err != nil {
-		r.log.Error("MCP configuration changed but cannot be loaded; keeping no tools until it is fixed", "path", path, "error", err)
-		return false, nil
-	}
-	if sliceFingerprint(ext) != st.slice {
+		r.log.Error("MCP configuration changed but cannot be loaded; keeping the last good tools and sessions until it is fixed", "path", path, "error", err)
+		ext = st.ext // this version of the file is not read again
+	} else if sliceFingerprint(ext) != st.slice {
 		r.log.Info("MCP configuration changed; rediscovering tools", "path", path)
 		return false, nil
 	}
 	r.mu.Lock()
-	if r.state == st {
-		cp := &toolState{ext: ext, sig: sig, slice: st.slice, tools: st.tools, byName: st.byName, skipped: st.skipped, loadErr: st.loadErr}
+	if cur := r.state; cur != nil && cur.slice == st.slice {
+		cp := cur.clone()
+		cp.ext, cp.sig = ext, sig
 		cp.hashed.Store(time.Now().UnixNano())
 		r.state = cp
 	}
@@ -202,17 +217,39 @@ func sliceFingerprint(ext *config.Extensions) string {
 	return hex.EncodeToString(h[:])
 }
 
-// discover loads the config if needed, lists every enabled server's tools
-// concurrently (each bounded by its session_init_timeout) and publishes the
-// result if the config did not change meanwhile.
+// connFingerprint identifies what a session of s is started with: every
+// setting but the presentation fields (description, routing, tools,
+// tool_name_prefix), task_toolsets and unknown keys, with empty lists and
+// maps counted as absent. Sessions of a server whose fingerprint did not
+// change survive a configuration change.
+func connFingerprint(s config.Server) string {
+	s.Enabled = true
+	s.Description, s.Routing, s.Tools, s.ToolNamePrefix = "", config.Routing{}, nil, false
+	s.TaskToolsets, s.Extra = nil, nil
+	b, _ := json.Marshal(s)
+	var v any
+	if json.Unmarshal(b, &v) == nil {
+		b, _ = json.Marshal(pruneEmpty(v))
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// discover loads the config if needed, retires the sessions of servers
+// whose connection settings changed, lists every enabled server's tools
+// concurrently (each bounded by its session_init_timeout, or by
+// DiscoveryTimeout when that is null) and publishes the result. Servers
+// whose discovery failed are published as down and retried later.
 func (r *Runtime) discover(d *discovery) {
-	st := &toolState{byName: map[string]*toolEntry{}, skipped: map[string]string{}}
+	defer r.bg.Done()
+	st := &toolState{byName: map[string]*toolEntry{}, skipped: map[string]string{},
+		fps: map[string]string{}, raw: map[string][]mcp.Tool{}, down: map[string]*serverRetry{}}
 	defer func() {
 		r.mu.Lock()
 		if r.inflight == d {
 			r.inflight = nil
 		}
-		if !r.closed {
+		if !r.closed && d.gen == r.gen {
 			r.state = st
 		}
 		r.mu.Unlock()
@@ -225,6 +262,7 @@ func (r *Runtime) discover(d *discovery) {
 	if r.opts.ExtensionsPath != "" {
 		r.opts.Initial = nil // used once
 	}
+	last := r.lastExt
 	r.mu.Unlock()
 	if r.opts.ExtensionsPath != "" && ext == nil {
 		s, err := config.FileSignature(r.opts.ExtensionsPath)
@@ -237,6 +275,9 @@ func (r *Runtime) discover(d *discovery) {
 			ext = loaded
 		case errors.Is(err, os.ErrNotExist):
 			ext = nil
+		case last != nil:
+			r.log.Error("MCP configuration cannot be loaded; keeping the last good configuration until it is fixed", "path", r.opts.ExtensionsPath, "error", err)
+			ext = last
 		default:
 			r.log.Error("cannot load the MCP configuration; serving no MCP tools", "path", r.opts.ExtensionsPath, "error", err)
 			ext = nil
@@ -251,6 +292,18 @@ func (r *Runtime) discover(d *discovery) {
 	}
 	st.ext, st.sig, st.slice = ext, sig, sliceFingerprint(ext)
 	st.hashed.Store(time.Now().UnixNano())
+	for i := range ext.Servers {
+		if srv := &ext.Servers[i]; srv.Enabled {
+			st.fps[srv.Name] = connFingerprint(*srv)
+		}
+	}
+	r.mu.Lock()
+	if d.gen == r.gen && !r.closed { // an obsolete discovery retires nothing
+		r.lastExt = ext
+		r.pool.retire(st.fps)
+		r.retireStaleSharedLocked(st.fps)
+	}
+	r.mu.Unlock()
 
 	type found struct {
 		tools []mcp.Tool
@@ -285,10 +338,12 @@ func (r *Runtime) discover(d *discovery) {
 	}
 	wg.Wait()
 
-	drifted, driftMsg := r.taskDrift(ext)
-	if driftMsg != "" {
-		r.log.Error(driftMsg)
+	st.drifted, st.driftMsg = r.taskDrift(ext)
+	if st.driftMsg != "" {
+		r.log.Error(st.driftMsg)
 	}
+	now := time.Now()
+	r.mu.Lock()
 	for i := range ext.Servers {
 		srv := &ext.Servers[i]
 		if !srv.Enabled || st.skipped[srv.Name] != "" {
@@ -296,29 +351,49 @@ func (r *Runtime) discover(d *discovery) {
 		}
 		res := results[i]
 		if res.err != nil {
-			var reason string
-			if mcpflow.ErrorCode(res.err) == mcpflow.ETimeout {
-				d, _ := srv.SessionInitTimeoutDuration()
-				reason = fmt.Sprintf("Skipping MCP server '%s' after tool discovery timed out (%.1fs)", srv.Name, d.Seconds())
-			} else {
-				reason = fmt.Sprintf("Skipping MCP server '%s' after tool discovery failed: %s", srv.Name, mcpflow.ErrorMessage(res.err))
-			}
-			st.skipped[srv.Name] = reason
-			r.log.Warn(reason, "server", srv.Name, "error", res.err)
+			sr := &serverRetry{srv: srv, attempts: 1, next: now.Add(r.backoff(1)), cause: r.discoveryCause(srv, res.err)}
+			st.down[srv.Name] = sr
+			reason := "Skipping MCP server '" + srv.Name + "' after " + sr.cause
+			r.log.Warn(reason, "server", srv.Name, "error", res.err, "retry_in", r.backoff(1))
 			continue
 		}
-		if err := r.addServerTools(st, srv, res.tools); err != nil {
+		st.raw[srv.Name] = res.tools
+		r.known[srv.Name] = toolNames(res.tools)
+	}
+	r.mu.Unlock()
+	r.assemble(st)
+}
+
+// assemble builds the tools of st from the raw tools of its available
+// servers, in configuration order.
+func (r *Runtime) assemble(st *toolState) {
+	st.tools, st.byName, st.loadErr = nil, map[string]*toolEntry{}, nil
+	for i := range st.ext.Servers {
+		srv := &st.ext.Servers[i]
+		tools, ok := st.raw[srv.Name]
+		if !ok {
+			continue
+		}
+		if err := r.addServerTools(st, srv, tools); err != nil {
 			st.loadErr = err
 			r.log.Error("MCP tool loading failed", "server", srv.Name, "error", err)
 		}
-		if drifted[srv.Name] {
+		if st.drifted[srv.Name] {
 			for _, e := range st.byName {
 				if e.server == srv {
-					e.drift = driftMsg
+					e.drift = st.driftMsg
 				}
 			}
 		}
 	}
+}
+
+func toolNames(tools []mcp.Tool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	return out
 }
 
 // taskDrift compares the task servers of ext with those frozen at start-up
@@ -472,7 +547,7 @@ func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.
 		if rt := srv.EffectiveRouting(t.Name); rt.Mode != "" && rt.Mode != config.RoutingOff {
 			tool.Routing = &mcpflow.Routing{Mode: rt.Mode, Priority: rt.Priority, Keywords: append([]string{}, rt.Keywords...)}
 		}
-		entry := &toolEntry{server: srv}
+		entry := &toolEntry{server: srv, config: st.fps[srv.Name]}
 		if ts := submit[t.Name]; ts != nil {
 			n := ts.Name
 			tool.TaskToolset = &n
@@ -497,13 +572,20 @@ func submitDescription(orig, name string) string {
 
 // discoverServer lists one server's tools: stdio through a short-lived
 // process in a discovery directory, SSE/HTTP through the shared session.
+// It is bounded by discoveryBound and ends at Close.
 func (r *Runtime) discoverServer(srv *config.Server) ([]mcp.Tool, error) {
-	ctx := context.Background()
-	if d, ok := srv.SessionInitTimeoutDuration(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
+	bound := r.discoveryBound(srv)
+	ctx, cancel := context.WithTimeout(r.ctx, bound)
+	defer cancel()
+	tools, err := r.listServer(ctx, srv)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, &mcpflow.Error{Code: mcpflow.ETimeout, Err: err,
+			Message: fmt.Sprintf("MCP tool discovery for server '%s' timed out after %.1fs", srv.Name, bound.Seconds())}
 	}
+	return tools, err
+}
+
+func (r *Runtime) listServer(ctx context.Context, srv *config.Server) ([]mcp.Tool, error) {
 	if srv.Type == config.TransportStdio {
 		dir, env, err := r.discoveryDir()
 		if err != nil {
@@ -514,26 +596,37 @@ func (r *Runtime) discoverServer(srv *config.Server) ([]mcp.Tool, error) {
 			return nil, err
 		}
 		defer sess.Close()
-		return r.listWithin(ctx, srv, sess)
+		return sess.ListTools(ctx)
 	}
-	sess, err := r.sharedSession(ctx, srv)
+	s, err := r.acquireShared(ctx, srv, connFingerprint(*srv))
 	if err != nil {
 		return nil, err
 	}
-	tools, err := r.listWithin(ctx, srv, sess)
+	defer r.releaseShared(s)
+	tools, err := s.sess.ListTools(ctx)
 	if err != nil && sharedBroken(err) {
-		r.dropShared(srv.Name, sess)
+		r.dropShared(srv.Name, s)
 	}
 	return tools, err
 }
 
-func (r *Runtime) listWithin(ctx context.Context, srv *config.Server, sess *Session) ([]mcp.Tool, error) {
-	tools, err := sess.ListTools(ctx)
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		d, _ := srv.SessionInitTimeoutDuration()
-		return nil, mcpflow.Errorf(mcpflow.ETimeout, "MCP tool discovery for server '%s' timed out after %.1fs", srv.Name, d.Seconds())
+// discoveryBound is how long the discovery of srv may take: its
+// session_init_timeout, or DiscoveryTimeout when that is null.
+func (r *Runtime) discoveryBound(srv *config.Server) time.Duration {
+	if d, ok := srv.SessionInitTimeoutDuration(); ok {
+		return d
 	}
-	return tools, err
+	return r.opts.DiscoveryTimeout
+}
+
+// discoveryCause says why the discovery of srv failed, for the listing, the
+// log and the EUnavailable of its calls: domain messages only, which never
+// hold a header, environment or URL value.
+func (r *Runtime) discoveryCause(srv *config.Server, err error) string {
+	if mcpflow.ErrorCode(err) == mcpflow.ETimeout {
+		return fmt.Sprintf("tool discovery timed out (%.1fs)", r.discoveryBound(srv).Seconds())
+	}
+	return "tool discovery failed: " + mcpflow.ErrorMessage(err)
 }
 
 func (r *Runtime) discoveryDir() (string, map[string]string, error) {

@@ -24,6 +24,11 @@ type ToolCaller func(ctx context.Context, server, tool, userID, threadID string,
 // data. It reads only structuredContent; text content is never parsed as
 // protocol.
 //
+// When Call goes through Runtime.Call to a stdio server, the pooled session
+// of the task's thread is pinned while the remote task runs: from a
+// successful submit (and every status that is not terminal) until a
+// terminal status, a terminal cancel or a protocol error; see Pool.Pin.
+//
 // Errors: a contract violation (missing driver data, absent or invalid
 // structuredContent, a mismatched task id) is a *mcpflow.ProtocolError; an
 // isError result is a plain, retryable error
@@ -81,6 +86,8 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 	if req.LocalTaskID != "" {
 		ctx = WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
 	}
+	ctx, pin := withTaskPin(ctx)
+	defer pin.release()
 	p, err := d.call(WithSecrets(ctx, req.Secrets), req.ServerName, tool, req.UserID, req.ThreadID, args)
 	if err != nil {
 		return mcpflow.Submission{}, err
@@ -101,13 +108,17 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 	if data == nil {
 		data = map[string]string{}
 	}
+	pin.task(taskID, true)
 	return mcpflow.Submission{RemoteTaskID: taskID, Snapshot: snap, DriverData: data}, nil
 }
 
 // Status calls the status tool with exactly {"task_id": <remote id>} and
 // maps its payload: running becomes working, the other statuses stay; an
 // error_code "task_not_found" makes the task failed whatever its status.
-func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (mcpflow.Snapshot, error) {
+func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	ctx, pin := withTaskPin(ctx)
+	defer pin.release()
+	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
 	p, c, err := d.callRef(ctx, ref, mcpflow.DriverDataStatusTool, drvStatusMap, "running, input_required, completed, failed, cancelled")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
@@ -152,7 +163,10 @@ func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) 
 // actual terminal status it reports (cancelled, completed or failed) with its
 // result, result_artifact and error. A non-terminal status is a protocol
 // error; error_code, input_required and poll hints are ignored.
-func (d *OrdinaryDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (mcpflow.Snapshot, error) {
+func (d *OrdinaryDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	ctx, pin := withTaskPin(ctx)
+	defer pin.release()
+	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
 	p, c, err := d.callRef(ctx, ref, mcpflow.DriverDataCancelTool, drvCancelStatusMap, "cancelled, completed, failed")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
@@ -161,6 +175,18 @@ func (d *OrdinaryDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) 
 		return mcpflow.Snapshot{}, err
 	}
 	return p.snapshot(mcpflow.Snapshot{Status: c.status, Result: c.result, ResultArtifact: c.artifact, Error: c.errText})
+}
+
+// pinOutcome keeps the task's session pinned while the remote task runs:
+// a snapshot that is not terminal renews the pin, a terminal one or a
+// protocol error (the task fails) ends it; other errors change nothing.
+func pinOutcome(pin *taskPin, remoteID string, snap mcpflow.Snapshot, err error) {
+	switch {
+	case err == nil:
+		pin.task(remoteID, !snap.Status.IsTerminal())
+	case mcpflow.IsProtocolError(err):
+		pin.task(remoteID, false)
+	}
 }
 
 // drvCommon holds the fields the status and cancel payloads share.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -63,6 +64,48 @@ func poolKey(server, scope string) mcpclient.PoolKey {
 	return mcpclient.PoolKey{Server: server, Scope: scope}
 }
 
+// poolSent returns a context whose tool call closes sent right before it
+// is sent to the server: from then on the call is in flight.
+func poolSent(ctx context.Context) (context.Context, <-chan struct{}) {
+	sent := make(chan struct{})
+	var once sync.Once
+	return mcpflow.WithBeforeSend(ctx, func(context.Context) error {
+		once.Do(func() { close(sent) })
+		return nil
+	}), sent
+}
+
+// poolAwait waits for sent, failing the test with the call's outcome if
+// the call ends first.
+func poolAwait(t *testing.T, sent <-chan struct{}, errc <-chan error) {
+	t.Helper()
+	select {
+	case <-sent:
+	case err := <-errc:
+		t.Fatalf("the call ended before it was sent: %v", err)
+	case <-time.After(sessWait):
+		t.Fatal("the call was never sent")
+	}
+}
+
+// poolUntil polls cond until it holds. abort, when not nil, is checked on
+// every round and fails the test with its message when it returns one.
+func poolUntil(t *testing.T, what string, cond func() bool, abort func() string) {
+	t.Helper()
+	deadline := time.Now().Add(sessWait)
+	for !cond() {
+		if abort != nil {
+			if msg := abort(); msg != "" {
+				t.Fatalf("while waiting until %s: %s", what, msg)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestPoolScopes(t *testing.T) {
 	t.Parallel()
 	b := poolSetup(t, 0, sessStdioServer(t, "demo"))
@@ -83,21 +126,28 @@ func TestPoolSingleFlight(t *testing.T) {
 	b := poolSetup(t, 0, sessStdioServer(t, "demo"))
 	key := poolKey("demo", "u:t")
 	ctx := sessCtx(t)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	open := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(open)
+	gated := func(ctx context.Context) (*mcpclient.Session, error) {
+		<-release // held until every caller is in
+		return b.dial(nil)(ctx)
+	}
 	errs := make(chan error, 8)
 	for range 8 {
-		wg.Go(func() {
-			<-start
-			_, err := b.pool.Call(ctx, key, b.dial(nil), "echo", map[string]any{"message": "hi"}, nil)
+		go func() {
+			_, err := b.pool.Call(ctx, key, gated, "echo", map[string]any{"message": "hi"}, nil)
 			errs <- err
-		})
+		}()
 	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
+	poolUntil(t, "seven callers wait for the one dial", func() bool {
+		s := b.pool.Stats()
+		return s.Dialing == 1 && s.Waiting == 7
+	}, nil)
+	open()
+	for range 8 {
+		require.NoError(t, <-errs)
 	}
 	require.EqualValues(t, 1, b.dials.Load())
 	require.Equal(t, 1, b.pool.Len())
@@ -109,6 +159,9 @@ func TestPoolDialFailureSharedAndNotRegistered(t *testing.T) {
 	key := poolKey("demo", "u:t")
 	boom := errors.New("boom")
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	open := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(open) // before the pool's cleanup, also when the test fails
 	var dials atomic.Int32
 	failing := func(context.Context) (*mcpclient.Session, error) {
 		dials.Add(1)
@@ -123,8 +176,11 @@ func TestPoolDialFailureSharedAndNotRegistered(t *testing.T) {
 			errs <- err
 		}()
 	}
-	time.Sleep(200 * time.Millisecond) // let every caller join the dial
-	close(release)
+	// Every caller joins the one dial: one dials, four wait for it.
+	poolUntil(t, "four callers wait for the dial", func() bool {
+		return dials.Load() == 1 && b.pool.Stats().Waiting == 4
+	}, nil)
+	open()
 	for range 5 {
 		require.ErrorIs(t, <-errs, boom)
 	}
@@ -159,7 +215,7 @@ func TestPoolWaiterRedialsWhenOwnerGivesUp(t *testing.T) {
 		s, err = b.pool.Session(ctx, key, b.dial(nil))
 		waiterErr <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // the waiter joins the owner's dial
+	poolUntil(t, "the waiter joins the owner's dial", func() bool { return b.pool.Stats().Waiting == 1 }, nil)
 	cancelOwner()
 	require.ErrorIs(t, <-ownerErr, context.Canceled)
 	require.NoError(t, <-waiterErr)
@@ -175,13 +231,13 @@ func TestPoolDisconnectEvicts(t *testing.T) {
 	b.echo(t, other)
 	crashed, kept := b.session(t, crash), b.session(t, other)
 
-	ctx := sessCtx(t)
+	ctx, sent := poolSent(sessCtx(t))
 	errc := make(chan error, 1)
 	go func() {
-		_, err := b.pool.Call(ctx, crash, b.dial(nil), "slow", map[string]any{"seconds": 10}, nil)
+		_, err := b.pool.Call(ctx, crash, b.dial(nil), "slow", map[string]any{"seconds": 60}, nil)
 		errc <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // the call is in flight
+	poolAwait(t, sent, errc)
 	require.NoError(t, syscall.Kill(crashed.PID(), syscall.SIGKILL))
 	err := <-errc
 	require.True(t, mcpclient.IsDisconnect(err), "error: %v", err)
@@ -345,4 +401,105 @@ func TestPoolCloseAllCancelsDial(t *testing.T) {
 	require.False(t, sessAlive(pid), "CloseAll waits for the dial to be torn down")
 	sessRequireError(t, <-errc, mcpflow.EUnavailable, "MCP session of server 'silent' was closed while it was being created")
 	require.Zero(t, b.pool.Len())
+}
+
+// TestPoolEvictionSparesBusySessions pins that a session with a call in
+// flight is never closed to make room: at capacity the new key waits for
+// a slot, and gets it once the call ended.
+func TestPoolEvictionSparesBusySessions(t *testing.T) {
+	t.Parallel()
+	b := poolSetup(t, 1, sessStdioServer(t, "demo"))
+	b.pool.SetSlotWait(sessWait)
+	busy, next := poolKey("demo", "busy:t"), poolKey("demo", "next:t")
+	b.echo(t, busy)
+	held := b.session(t, busy)
+
+	busyCtx, cancelBusy := context.WithCancel(sessCtx(t))
+	defer cancelBusy()
+	busyCtx, sent := poolSent(busyCtx)
+	busyErr := make(chan error, 1)
+	go func() {
+		res, err := b.pool.Call(busyCtx, busy, b.dial(nil), "slow", map[string]any{"seconds": 120}, nil)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error %q", sessText(res))
+		}
+		busyErr <- err
+	}()
+	poolAwait(t, sent, busyErr)
+
+	nextErr := make(chan error, 1)
+	go func() {
+		_, err := b.pool.Call(sessCtx(t), next, b.dial(nil), "echo", map[string]any{"message": "next"}, nil)
+		nextErr <- err
+	}()
+	poolUntil(t, "the new key waits for a slot", func() bool { return b.pool.Stats().Waiting == 1 }, func() string {
+		select {
+		case err := <-busyErr:
+			return fmt.Sprintf("the call in flight ended while another key took its slot: %v", err)
+		case err := <-nextErr:
+			return fmt.Sprintf("the new key did not wait for the busy session: %v", err)
+		default:
+			return ""
+		}
+	})
+	require.True(t, sessAlive(held.PID()), "the busy session is kept")
+	require.EqualValues(t, 1, b.dials.Load())
+
+	cancelBusy()
+	err := <-busyErr
+	require.ErrorIs(t, err, context.Canceled, "the call ends by its own context")
+	require.False(t, mcpclient.IsDisconnect(err), "the call in flight was not cut: %v", err)
+	require.NoError(t, <-nextErr, "the waiting key gets the slot freed by the call")
+	require.Eventually(t, func() bool { return !sessAlive(held.PID()) }, sessWait, 10*time.Millisecond, "the idle session made room")
+	require.EqualValues(t, 2, b.dials.Load())
+	require.Equal(t, 1, b.pool.Len())
+}
+
+// TestPoolPinnedSessionsAreNotEvicted pins that a session pinned by a
+// running durable task is not evicted for capacity, that a new key then
+// answers 503 naming the limit once the slot wait is over, and that the
+// slot is free again once the task unpins.
+func TestPoolPinnedSessionsAreNotEvicted(t *testing.T) {
+	t.Parallel()
+	b := poolSetup(t, 1, sessStdioServer(t, "demo"))
+	b.pool.SetSlotWait(time.Millisecond)
+	task, other := poolKey("demo", "task:t"), poolKey("demo", "other:t")
+	b.echo(t, task)
+	pinned := b.session(t, task)
+	b.pool.Pin(task, "job-1")
+	b.pool.Pin(task, "job-2")
+	b.pool.Unpin(task, "job-2") // one task still runs
+
+	_, err := b.pool.Call(sessCtx(t), other, b.dial(nil), "echo", map[string]any{"message": "x"}, nil)
+	sessRequireError(t, err, mcpflow.EUnavailable,
+		"all 1 stdio MCP sessions are in use (0 with a call in flight, 1 backing a running durable task); MCP server 'demo' cannot start another one now, retry shortly")
+	require.True(t, sessAlive(pinned.PID()), "the pinned session is kept")
+	require.Equal(t, mcpclient.PoolStats{Sessions: 1, Pinned: 1}, b.pool.Stats())
+	require.Same(t, pinned, b.session(t, task))
+	b.echo(t, task)
+	require.EqualValues(t, 1, b.dials.Load())
+
+	b.pool.Unpin(task, "job-1")
+	b.echo(t, other)
+	require.Eventually(t, func() bool { return !sessAlive(pinned.PID()) }, sessWait, 10*time.Millisecond, "the unpinned session made room")
+	require.Equal(t, mcpclient.PoolStats{Sessions: 1}, b.pool.Stats())
+}
+
+// TestPoolPinOutlivesItsProcess pins that a pin belongs to the key: a
+// pinned session that died is replaced, and the new one is pinned too.
+func TestPoolPinOutlivesItsProcess(t *testing.T) {
+	t.Parallel()
+	b := poolSetup(t, 1, sessStdioServer(t, "demo"))
+	b.pool.SetSlotWait(time.Millisecond)
+	task, other := poolKey("demo", "task:t"), poolKey("demo", "other:t")
+	old := b.session(t, task)
+	b.pool.Pin(task, "job")
+	require.NoError(t, syscall.Kill(old.PID(), syscall.SIGKILL))
+	<-old.Done()
+
+	fresh := b.session(t, task)
+	require.NotEqual(t, old.PID(), fresh.PID())
+	_, err := b.pool.Call(sessCtx(t), other, b.dial(nil), "echo", map[string]any{"message": "x"}, nil)
+	sessRequireError(t, err, mcpflow.EUnavailable, "")
+	require.True(t, sessAlive(fresh.PID()))
 }

@@ -35,6 +35,22 @@ type Options struct {
 	WorkspaceRoot string
 	// MaxSessions caps pooled stdio sessions (default 256).
 	MaxSessions int
+	// SessionSlotWait is how long a call that needs a new stdio session
+	// waits for a slot when all MaxSessions hold a call in flight or back a
+	// running durable task, before it fails with EUnavailable (default
+	// 10 s; negative: no wait).
+	SessionSlotWait time.Duration
+	// DiscoveryRetry is the delay before a server whose tool discovery
+	// failed is tried again (default 1 s); it doubles after each failure up
+	// to DiscoveryRetryMax (default 1 minute). A retry runs in the
+	// background when tools are listed, or at once for a call of one of the
+	// server's tools, one at a time per server.
+	DiscoveryRetry    time.Duration
+	DiscoveryRetryMax time.Duration
+	// DiscoveryTimeout bounds the tool discovery of a server whose
+	// session_init_timeout is null (default 5 minutes); other servers are
+	// bounded by their session_init_timeout.
+	DiscoveryTimeout time.Duration
 	// FrozenTaskServers, when the task runtime runs (non-nil), are the
 	// enabled servers with task_toolsets as mcpflow started with them, and
 	// FrozenInterceptors the mcpInterceptors of that time (spec §4.6): a
@@ -49,14 +65,49 @@ type Options struct {
 	Tracer trace.Tracer
 }
 
+// Option defaults.
+const (
+	defaultSessionSlotWait   = poolDefaultSlotWait
+	defaultDiscoveryRetry    = time.Second
+	defaultDiscoveryRetryMax = time.Minute
+	defaultDiscoveryTimeout  = 5 * time.Minute
+)
+
+// withDefaults returns o with its documented defaults filled in.
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Env == nil {
+		o.Env = os.LookupEnv
+	}
+	if o.SessionSlotWait == 0 {
+		o.SessionSlotWait = defaultSessionSlotWait
+	}
+	if o.DiscoveryRetry <= 0 {
+		o.DiscoveryRetry = defaultDiscoveryRetry
+	}
+	if o.DiscoveryRetryMax <= 0 {
+		o.DiscoveryRetryMax = defaultDiscoveryRetryMax
+	}
+	o.DiscoveryRetryMax = max(o.DiscoveryRetryMax, o.DiscoveryRetry)
+	if o.DiscoveryTimeout <= 0 {
+		o.DiscoveryTimeout = defaultDiscoveryTimeout
+	}
+	return o
+}
+
 // Submitter runs the submit wrapper of a task toolset: it starts the
 // durable task and returns its handle. The task runtime installs one.
 type Submitter func(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, toolset config.TaskToolset) (*mcpflow.ToolResult, error)
 
 // Runtime is the MCP client runtime of one process: lazy, single-flight
-// discovery with a tool cache keyed by the config file's content signature,
-// a pool of stdio sessions per (server, user:thread), and one shared
-// session per SSE/HTTP server. It implements mcpflow.ToolRuntime.
+// discovery with a tool cache keyed by the config file's content signature
+// (servers whose discovery failed are retried by themselves), a pool of
+// stdio sessions per (server, user:thread), and one shared session per
+// SSE/HTTP server. A configuration change retires only the sessions of the
+// servers whose effective configuration changed, and never under a call in
+// flight. It implements mcpflow.ToolRuntime.
 type Runtime struct {
 	opts Options
 	log  *slog.Logger
@@ -64,13 +115,25 @@ type Runtime struct {
 
 	oauth oauthTokens
 
+	// ctx ends at Close: background discovery, retries and shared dials
+	// run under it, counted by bg; closers counts shared sessions being
+	// closed.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	bg      sync.WaitGroup
+	closers sync.WaitGroup
+
 	mu         sync.Mutex
 	state      *toolState
 	inflight   *discovery
-	shared     map[string]*sharedSession // by server name
+	lastExt    *config.Extensions          // the last configuration that loaded
+	known      map[string][]string         // server → raw tool names of its last good discovery
+	shared     map[string]*sharedSession   // by server name
+	sharedAll  map[*sharedSession]struct{} // every shared session not closed yet
 	submitter  Submitter
 	background BackgroundTasks
 	closed     bool
+	gen        uint64 // counts ResetCache calls
 	metrics    *runtimeMetrics
 }
 
@@ -78,18 +141,17 @@ var _ mcpflow.ToolRuntime = (*Runtime)(nil)
 
 // NewRuntime returns a runtime; nothing connects until the first use.
 func NewRuntime(o Options) *Runtime {
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Env == nil {
-		o.Env = os.LookupEnv
-	}
+	o = o.withDefaults()
 	r := &Runtime{
-		opts:   o,
-		log:    o.Logger,
-		pool:   NewPool(o.MaxSessions, o.Logger),
-		shared: map[string]*sharedSession{},
+		opts:      o,
+		log:       o.Logger,
+		pool:      NewPool(o.MaxSessions, o.Logger),
+		known:     map[string][]string{},
+		shared:    map[string]*sharedSession{},
+		sharedAll: map[*sharedSession]struct{}{},
 	}
+	r.pool.SetSlotWait(o.SessionSlotWait)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.metrics = newRuntimeMetrics(r, o.Meter, o.Tracer)
 	return r
 }
@@ -105,27 +167,17 @@ func (r *Runtime) SetSubmitter(s Submitter) {
 }
 
 // Pool returns the stdio session pool (for tests and metrics).
-func (r *Runtime) Pool() *Pool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pool
-}
+func (r *Runtime) Pool() *Pool { return r.pool }
 
-// swapPoolLocked installs a fresh pool and returns the old one, which the
-// caller closes after unlocking: sessions created after a retirement live
-// in the new pool, so closing the old one can never kill them.
-func (r *Runtime) swapPoolLocked() *Pool {
-	old := r.pool
-	r.pool = NewPool(r.opts.MaxSessions, r.log)
-	return old
-}
-
-// ListTools returns the tools of every enabled, reachable server.
+// ListTools returns the tools of every enabled, reachable server. Servers
+// whose discovery failed and whose retry is due are tried again in the
+// background; their tools appear in a later listing once they answer.
 func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcpflow.Tool, error) {
 	st, err := r.tools(ctx)
 	if err != nil {
 		return nil, err
 	}
+	r.retryDue(st)
 	tools := append([]mcpflow.Tool(nil), st.tools...)
 	if r.backgroundTasks() != nil {
 		tools = append(tools, builtinTools()...)
@@ -133,7 +185,9 @@ func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcp
 	return tools, nil
 }
 
-// Skipped returns the servers left out of the last discovery and why.
+// Skipped returns the servers left out of the listing and why: those that
+// cannot be connected to as configured, and those whose discovery failed
+// (retried).
 func (r *Runtime) Skipped(ctx context.Context) (map[string]string, error) {
 	st, err := r.tools(ctx)
 	if err != nil {
@@ -143,42 +197,83 @@ func (r *Runtime) Skipped(ctx context.Context) (map[string]string, error) {
 	for k, v := range st.skipped {
 		out[k] = v
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, sr := range st.down {
+		out[name] = "Skipping MCP server '" + name + "' after " + sr.cause
+	}
 	return out, nil
 }
 
-// ResetCache drops the discovered tools and closes every pooled and shared
-// session of this process; the next use discovers again.
+// UnavailableServers returns the enabled servers whose tools are missing
+// from the listing, in configuration order, with the reason: a connection
+// setting that is missing or invalid, or a failed tool discovery (those
+// are retried). Reasons never contain header, environment or URL values.
+func (r *Runtime) UnavailableServers(ctx context.Context) ([]mcpflow.UnavailableServer, error) {
+	st, err := r.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []mcpflow.UnavailableServer{}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range st.ext.Servers {
+		name := st.ext.Servers[i].Name
+		if reason, ok := st.skipped[name]; ok {
+			out = append(out, mcpflow.UnavailableServer{Server: name, Reason: reason})
+		} else if sr := st.down[name]; sr != nil {
+			out = append(out, mcpflow.UnavailableServer{Server: name, Reason: sr.cause})
+		}
+	}
+	return out, nil
+}
+
+// ResetCache drops the discovered tools and starts discovering again in
+// the background: the configuration file is read again and every server is
+// discovered at once (failed servers too, whatever their backoff); the
+// next use waits for it. Sessions of servers whose effective configuration
+// did not change are kept; the others are retired as on any configuration
+// change (closed when idle, after their calls otherwise, never while they
+// back a running durable task). Every admin configuration write calls it.
 func (r *Runtime) ResetCache() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.state = nil
 	if r.opts.ExtensionsPath != "" {
 		r.opts.Initial = nil // a reset reads the file again
 	}
-	shared := r.shared
-	r.shared = map[string]*sharedSession{}
-	old := r.swapPoolLocked()
-	r.mu.Unlock()
-	closeShared(shared)
-	_ = old.CloseAll()
+	r.gen++ // a discovery in flight read the file before the reset
+	if !r.closed {
+		r.startDiscoveryLocked()
+	}
 }
 
-// Close ends every session and kills every stdio child.
+// Close ends every session and kills every stdio child, even those with
+// calls in flight (shutdown); it returns once they are closed and the
+// background discovery is over. It is idempotent.
 func (r *Runtime) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.state = nil
+	r.mu.Unlock()
 	if r.metrics.reg != nil {
 		_ = r.metrics.reg.Unregister()
 	}
-	r.mu.Lock()
-	r.closed = true
-	r.state = nil
-	shared := r.shared
-	r.shared = map[string]*sharedSession{}
-	pool := r.pool
-	r.mu.Unlock()
-	closeShared(shared)
-	return pool.CloseAll()
+	r.cancel()
+	r.bg.Wait()
+	r.closeAllShared()
+	return r.pool.shutdown()
 }
 
-// CallTool routes a call to the server that produced the tool.
+// CallTool routes a call to the server that produced the tool. A tool of a
+// server whose discovery failed (one it listed before, one its
+// configuration names, or "<server>_..." for a prefixed server never
+// reached) waits for that server's due retry and answers EUnavailable
+// naming the server while it is down.
 func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
 	st, err := r.tools(ctx)
 	if err != nil {
@@ -189,6 +284,9 @@ func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow
 		server = e.server.Name
 	} else if !isBuiltin(call.Tool) {
 		server = "(unknown)"
+		if sr := r.ownerDown(st, call.Tool); sr != nil {
+			server = sr.srv.Name
+		}
 	}
 	return r.metrics.observe(ctx, server, call.Tool, func(ctx context.Context) (*mcpflow.ToolResult, error) {
 		return r.callTool(ctx, st, call)
@@ -196,7 +294,10 @@ func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow
 }
 
 func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
-	e := st.byName[call.Tool]
+	e, err := r.resolve(ctx, st, call.Tool)
+	if err != nil {
+		return nil, err
+	}
 	if e == nil {
 		if res, ok, err := r.callBuiltin(ctx, call); ok {
 			return res, err
@@ -220,7 +321,7 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 		call.Arguments = args
 		return sub(ctx, call, e.tool, *e.toolset)
 	}
-	res, err := r.Call(WithSecrets(ctx, call.Secrets), e.server, e.tool.OriginalName, call.UserID, call.ThreadID, args)
+	res, err := r.call(WithSecrets(ctx, call.Secrets), e.server, e.config, e.tool.OriginalName, call.UserID, call.ThreadID, args)
 	var ce *CredentialError
 	if errors.As(err, &ce) {
 		return ToolError(ce.Message), nil
@@ -238,6 +339,11 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 // from a request-scoped ctx, see WithSecrets). Task activities use it for
 // submit/status/cancel. A refused credential is a *CredentialError.
 func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
+	return r.call(ctx, srv, connFingerprint(*srv), tool, userID, threadID, args)
+}
+
+// call is Call with the fingerprint of srv's connection settings.
+func (r *Runtime) call(ctx context.Context, srv *config.Server, fp, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
 	if srv.Type == config.TransportStdio {
 		meta, err := r.stdioMeta(srv)
 		if err != nil {
@@ -252,7 +358,10 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 		dial := func(dctx context.Context) (*Session, error) {
 			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log})
 		}
-		res, err := r.Pool().Call(ctx, key, dial, tool, args, meta)
+		if tp := taskPinFrom(ctx); tp != nil {
+			tp.hold(r.pool, key)
+		}
+		res, err := r.pool.call(ctx, key, fp, dial, tool, args, meta)
 		if err != nil {
 			return nil, err
 		}
@@ -271,13 +380,14 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 	if err != nil {
 		return nil, err
 	}
-	sess, err := r.sharedSession(ctx, srv)
+	s, err := r.acquireShared(ctx, srv, fp)
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.CallTool(context.WithValue(ctx, callHeadersKey{}, headers), tool, args, nil)
+	defer r.releaseShared(s)
+	res, err := s.sess.CallTool(context.WithValue(ctx, callHeadersKey{}, headers), tool, args, nil)
 	if err != nil && sharedBroken(err) {
-		r.dropShared(srv.Name, sess)
+		r.dropShared(srv.Name, s)
 	}
 	return res, err
 }

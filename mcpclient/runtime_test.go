@@ -559,11 +559,10 @@ func TestRuntimeCacheInvalidation(t *testing.T) {
 		return ok && tl.Routing != nil && slices.Equal([]string{"bbbb"}, tl.Routing.Keywords)
 	}, generous, 100*time.Millisecond, "same-size same-mtime rewrite detected")
 	require.Equal(t, "c", text(t, b.call(t, "demo_echo", map[string]any{"message": "c"})))
-	pid2 := b.sessionPID(t, "demo", "alice", "t1")
-	require.NotEqual(t, pid1, pid2, "a server edit replaces the session")
-	require.Eventually(t, func() bool { return !alive(pid1) }, generous, 50*time.Millisecond, "old session closed")
+	require.Equal(t, pid1, b.sessionPID(t, "demo", "alice", "t1"), "a routing edit (presentation only) keeps the session")
 
-	// A server edit rediscovers: names follow tool_name_prefix.
+	// A server edit rediscovers: names follow tool_name_prefix, and the
+	// session, whose connection settings did not change, is kept.
 	require.NoError(t, json.Unmarshal(after, &cfg))
 	cfg["mcpServers"].(map[string]any)["demo"].(map[string]any)["tool_name_prefix"] = false
 	b.write(t, cfg)
@@ -573,11 +572,21 @@ func TestRuntimeCacheInvalidation(t *testing.T) {
 		_, prefixed := tools["demo_echo"]
 		return raw && !prefixed
 	}, generous, 50*time.Millisecond, "the server edit is picked up")
-	tools := b.list(t)
 	require.Equal(t, "d", text(t, b.call(t, "echo", map[string]any{"message": "d"})))
-	pid3 := b.sessionPID(t, "demo", "alice", "t1")
-	require.NotEqual(t, pid2, pid3)
+	require.Equal(t, pid1, b.sessionPID(t, "demo", "alice", "t1"))
 	require.Contains(t, b.logs.String(), "rediscovering")
+
+	// An edit of what the process is started with replaces the session.
+	cfg["mcpServers"].(map[string]any)["demo"].(map[string]any)["env"] = map[string]any{"EDITED": "1"}
+	b.write(t, cfg)
+	require.Eventually(t, func() bool {
+		res, err := b.rt.CallTool(context.Background(), mcpflow.ToolCall{UserID: "alice", ThreadID: "t1", Tool: "env", Arguments: map[string]any{"name": "EDITED"}})
+		return err == nil && strings.Contains(string(res.Content[0]), "1 environment variable")
+	}, generous, 50*time.Millisecond, "the env edit is picked up")
+	tools := b.list(t)
+	pid3 := b.sessionPID(t, "demo", "alice", "t1")
+	require.NotEqual(t, pid1, pid3, "a connection edit replaces the session")
+	require.Eventually(t, func() bool { return !alive(pid1) }, generous, 50*time.Millisecond, "old session closed")
 
 	// Deleting the config keeps serving the last-known-good tools and
 	// sessions.
@@ -608,19 +617,28 @@ func TestRuntimeConfigAppears(t *testing.T) {
 	require.Eventually(t, func() bool { _, ok := b.tryList()["demo_echo"]; return ok }, generous, 50*time.Millisecond)
 }
 
-// TestRuntimeResetCache pins that ResetCache closes the pooled sessions and
-// the next use discovers again.
+// TestRuntimeResetCache pins that ResetCache makes the next use discover
+// again, and keeps the sessions of servers whose configuration did not
+// change.
 func TestRuntimeResetCache(t *testing.T) {
 	t.Parallel()
-	b := newRuntime(t, doc{"mcpServers": doc{"demo": stdioDemo(t, nil)}})
+	spawns := filepath.Join(t.TempDir(), "spawns")
+	counting := doc{"type": "stdio", "command": "sh", "args": []string{"-c", `echo x >> "$SPAWNS"; exec "$0"`, demoBinary(t)}, "env": doc{"SPAWNS": spawns}}
+	b := newRuntime(t, doc{"mcpServers": doc{"demo": counting}})
+	count := func() int {
+		data, err := os.ReadFile(spawns)
+		require.NoError(t, err)
+		return strings.Count(string(data), "x")
+	}
 	require.Equal(t, "a", text(t, b.call(t, "demo_echo", map[string]any{"message": "a"})))
+	require.Equal(t, 2, count(), "one discovery, one session")
 	pid1 := b.sessionPID(t, "demo", "alice", "t1")
 	b.rt.ResetCache()
-	require.Zero(t, b.rt.Pool().Len(), "ResetCache empties the pool")
-	require.Eventually(t, func() bool { return !alive(pid1) }, generous, 50*time.Millisecond, "ResetCache closes sessions")
 	require.Len(t, b.list(t), len(demoTools))
+	require.Equal(t, 3, count(), "the tools were discovered again")
 	require.Equal(t, "b", text(t, b.call(t, "demo_echo", map[string]any{"message": "b"})))
-	require.NotEqual(t, pid1, b.sessionPID(t, "demo", "alice", "t1"))
+	require.Equal(t, pid1, b.sessionPID(t, "demo", "alice", "t1"), "the unchanged server keeps its session")
+	require.Equal(t, 1, b.rt.Pool().Len())
 }
 
 // TestRuntimeTaskToolsets pins the submit wrapper (visible, task_toolset

@@ -40,24 +40,70 @@ var wsThreadDirs = []string{"workspace", "uploads", "outputs"}
 // (symlinks followed) inside the root.
 func PrepareWorkspace(root, userID, threadID string) (*Workspace, error) {
 	key := root + "\x00" + userID + "\x00" + threadID
-	if v, ok := wsPrepared.Load(key); ok {
-		c := v.(*wsCacheEntry)
-		if time.Since(c.at) < wsRecheckEvery && c.w.stillIntact() {
-			return c.w, nil
-		}
+	if w := wsPrepared.get(key); w != nil && w.stillIntact() {
+		return w, nil
 	}
 	w, err := prepareWorkspace(root, userID, threadID)
 	if err != nil {
 		return nil, err
 	}
-	wsPrepared.Store(key, &wsCacheEntry{w: w, at: time.Now()})
+	wsPrepared.put(key, w)
 	return w, nil
 }
 
 // wsPrepared caches prepared workspaces: a call on a known thread checks
-// three directories instead of redoing every mkdir, symlink resolution and
-// chmod; the full preparation still runs every wsRecheckEvery.
-var wsPrepared sync.Map // key → *wsCacheEntry
+// one directory instead of redoing every mkdir, symlink resolution and
+// chmod; the full preparation still runs every wsRecheckEvery. Only
+// entries younger than that are useful, so older ones are swept, and the
+// cache holds at most wsCacheMax of them.
+var wsPrepared = &wsCache{m: map[string]*wsCacheEntry{}}
+
+// wsCacheMax bounds the cache of prepared workspaces.
+const wsCacheMax = 1024
+
+type wsCache struct {
+	mu        sync.Mutex
+	m         map[string]*wsCacheEntry
+	nextSweep time.Time
+}
+
+// get returns the cached workspace of key if it was prepared less than
+// wsRecheckEvery ago.
+func (c *wsCache) get(key string) *Workspace {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[key]; e != nil && time.Since(e.at) < wsRecheckEvery {
+		return e.w
+	}
+	return nil
+}
+
+// put caches w under key, sweeping expired entries every wsRecheckEvery
+// and whenever the cache is full; when it is still full, w is not cached.
+func (c *wsCache) put(key string, w *Workspace) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if _, ok := c.m[key]; !ok && (len(c.m) >= wsCacheMax || !now.Before(c.nextSweep)) {
+		for k, e := range c.m {
+			if now.Sub(e.at) >= wsRecheckEvery {
+				delete(c.m, k)
+			}
+		}
+		c.nextSweep = now.Add(wsRecheckEvery)
+		if len(c.m) >= wsCacheMax {
+			return
+		}
+	}
+	c.m[key] = &wsCacheEntry{w: w, at: now}
+}
+
+// len returns the number of cached workspaces.
+func (c *wsCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
 
 // fsClockSlack covers the lag of file timestamps behind time.Now (one
 // kernel tick; measured: a file written after time.Now() was stamped

@@ -354,7 +354,7 @@ func (r *Runtime) discover(d *discovery) {
 			sr := &serverRetry{srv: srv, attempts: 1, next: now.Add(r.backoff(1)), cause: r.discoveryCause(srv, res.err)}
 			st.down[srv.Name] = sr
 			reason := "Skipping MCP server '" + srv.Name + "' after " + sr.cause
-			r.log.Warn(reason, "server", srv.Name, "error", res.err, "retry_in", r.backoff(1))
+			r.log.Warn(reason, "server", srv.Name, "error", withoutURL(res.err), "retry_in", r.backoff(1))
 			continue
 		}
 		st.raw[srv.Name] = res.tools

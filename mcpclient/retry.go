@@ -2,7 +2,10 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
+	"net/url"
 	"strings"
 	"time"
 
@@ -192,4 +195,15 @@ func (r *Runtime) ownerDown(st *toolState, name string) *serverRetry {
 		}
 	}
 	return nil
+}
+
+// withoutURL drops the URL from an HTTP client error (a *url.Error says
+// `Post "https://host/mcp?token=…": …`), for logs: a server URL may carry
+// credentials in its query.
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s %s: %w", ue.Op, "(server url)", ue.Err)
+	}
+	return err
 }

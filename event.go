@@ -13,17 +13,21 @@ import (
 // attention (input_required or a terminal status) or its tracking is
 // degraded (spec §2.5). Every change of its content is a new version.
 type Event struct {
-	TaskID           string            `json:"task_id"`
-	TaskName         string            `json:"task_name"`
-	Status           Status            `json:"status"`
-	Result           any               `json:"result"`
-	ResultPreview    *string           `json:"result_preview"`
-	ResultTruncated  bool              `json:"result_truncated"`
-	ResultArtifact   map[string]string `json:"result_artifact"`
-	Error            *string           `json:"error"`
-	InputRequired    map[string]any    `json:"input_required"`
-	TrackingDegraded bool              `json:"tracking_degraded"`
-	LastPollError    *string           `json:"last_poll_error"` // set only while tracking is degraded
+	TaskID          string            `json:"task_id"`
+	TaskName        string            `json:"task_name"`
+	Status          Status            `json:"status"`
+	Result          any               `json:"result"`
+	ResultPreview   *string           `json:"result_preview"`
+	ResultTruncated bool              `json:"result_truncated"`
+	ResultArtifact  map[string]string `json:"result_artifact"`
+	Error           *string           `json:"error"`
+	InputRequired   map[string]any    `json:"input_required"`
+	// InputAnswerable is present (true) when the question in InputRequired
+	// can be answered through mcpflow; absent otherwise, so events of tasks
+	// that cannot be answered keep the fingerprints they had.
+	InputAnswerable  bool    `json:"input_answerable,omitempty"`
+	TrackingDegraded bool    `json:"tracking_degraded"`
+	LastPollError    *string `json:"last_poll_error"` // set only while tracking is degraded
 }
 
 // BuildEvent returns the event of a task in the state s, with tracking
@@ -37,7 +41,7 @@ func BuildEvent(taskID, taskName string, s Snapshot, degraded bool, lastPollErro
 	e := Event{
 		TaskID: taskID, TaskName: taskName, Status: s.Status,
 		Result: s.Result, ResultPreview: s.ResultPreview, ResultTruncated: s.ResultTruncated,
-		ResultArtifact: s.ResultArtifact, Error: s.Error, InputRequired: s.InputRequired,
+		ResultArtifact: s.ResultArtifact, Error: s.Error, InputRequired: s.InputRequired, InputAnswerable: s.InputAnswerable,
 		TrackingDegraded: degraded,
 	}
 	if degraded {

@@ -9,14 +9,18 @@ import (
 // (spec §2.1). Build one with NewSnapshot, which checks the invariants, and
 // bound it with Normalize before it is stored.
 type Snapshot struct {
-	Status           Status            `json:"status"`
-	Result           any               `json:"result,omitempty"`
-	ResultPreview    *string           `json:"result_preview,omitempty"`
-	ResultTruncated  bool              `json:"result_truncated,omitempty"`
-	ResultArtifact   map[string]string `json:"result_artifact,omitzero"`
-	Error            *string           `json:"error,omitempty"`
-	InputRequired    map[string]any    `json:"input_required,omitzero"`
-	PollAfterSeconds *float64          `json:"poll_after_seconds,omitempty"`
+	Status          Status            `json:"status"`
+	Result          any               `json:"result,omitempty"`
+	ResultPreview   *string           `json:"result_preview,omitempty"`
+	ResultTruncated bool              `json:"result_truncated,omitempty"`
+	ResultArtifact  map[string]string `json:"result_artifact,omitzero"`
+	Error           *string           `json:"error,omitempty"`
+	InputRequired   map[string]any    `json:"input_required,omitzero"`
+	// InputAnswerable says the question in InputRequired can be answered
+	// through mcpflow (POST …/mcp-tasks/{id}/input): the driver can deliver
+	// an answer (mcpflow.InputDriver).
+	InputAnswerable  bool     `json:"input_answerable,omitempty"`
+	PollAfterSeconds *float64 `json:"poll_after_seconds,omitempty"`
 }
 
 // NewSnapshot returns s after checking its invariants: a known status, a

@@ -39,9 +39,16 @@ const (
 	NotificationDeadLetter = "dead_letter"
 )
 
-// DriverOrdinary is the name of the only task driver: the ordinary
-// submit/status/cancel tool triple.
-const DriverOrdinary = "ordinary-tools"
+// Task driver names, stored in a task's row (Task.DriverName).
+const (
+	// DriverOrdinary drives a task through the ordinary
+	// submit/status/cancel tool triple of a task toolset.
+	DriverOrdinary = "ordinary-tools"
+	// DriverNative drives a task through native MCP Tasks (protocol
+	// 2025-11-25): a task-augmented tools/call, then tasks/get,
+	// tasks/result and tasks/cancel.
+	DriverNative = "native-mcp-tasks"
+)
 
 // Task is the projection of one durable task: the row the API reads. The
 // task's workflow is its single writer.
@@ -62,6 +69,7 @@ type Task struct {
 	ResultArtifact            map[string]string
 	Error                     *string
 	InputRequired             map[string]any
+	InputAnswerable           bool
 	DriverData                map[string]string
 	NotificationStatus        string
 	NotificationError         *string
@@ -92,6 +100,7 @@ func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {
 	t.ResultArtifact = s.ResultArtifact
 	t.Error = s.Error
 	t.InputRequired = s.InputRequired
+	t.InputAnswerable = s.InputAnswerable
 	if s.Status.IsTerminal() && t.CompletedAt == nil {
 		c := at
 		t.CompletedAt = &c
@@ -101,7 +110,7 @@ func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {
 // Snapshot returns the snapshot fields of t (without a poll hint).
 func (t *Task) Snapshot() Snapshot {
 	return Snapshot{Status: t.Status, Result: t.Result, ResultPreview: t.ResultPreview, ResultTruncated: t.ResultTruncated,
-		ResultArtifact: t.ResultArtifact, Error: t.Error, InputRequired: t.InputRequired}
+		ResultArtifact: t.ResultArtifact, Error: t.Error, InputRequired: t.InputRequired, InputAnswerable: t.InputAnswerable}
 }
 
 // SubmitRequest asks a driver to start a remote task (spec §2.1).
@@ -245,3 +254,8 @@ const (
 	DriverDataStatusTool = "status_tool"
 	DriverDataCancelTool = "cancel_tool"
 )
+
+// DriverDataNativeTool is the driver data key of a native MCP task: the
+// raw name of the tool its task-augmented tools/call ran. Its presence
+// selects the native driver (DriverNative) for the task.
+const DriverDataNativeTool = "native_tool"

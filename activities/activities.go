@@ -285,6 +285,10 @@ type PollOutput struct {
 	PollError         *string           `json:"poll_error,omitempty"`
 	PolledAt          time.Time         `json:"polled_at"`
 	Polls             int               `json:"polls"` // remote calls made, this one included
+	// InputQueue is this worker's own queue when the snapshot's question is
+	// held in its memory (mcpflow.InputDriver.HoldsQuestion): answers must
+	// be delivered here.
+	InputQueue string `json:"input_queue,omitempty"`
 }
 
 // pollProgress survives between attempts of one Poll activity in its
@@ -357,7 +361,11 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 			Category:       temporal.ApplicationErrorCategoryBenign,
 		})
 	}
-	return &PollOutput{Snapshot: &snap, Fingerprint: fp, PolledAt: polledAt, Polls: polls}, nil
+	out := &PollOutput{Snapshot: &snap, Fingerprint: fp, PolledAt: polledAt, Polls: polls}
+	if d, ok := a.Driver.(mcpflow.InputDriver); ok && snap.InputAnswerable && d.HoldsQuestion(in.Ref) {
+		out.InputQueue = a.PinnedQueue
+	}
+	return out, nil
 }
 
 // CancelInput asks the remote side to cancel a task.

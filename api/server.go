@@ -44,6 +44,11 @@ type Options struct {
 	// CancelTask asks the task's workflow to cancel it; EUnavailable when
 	// no worker runs. Nil: cancel answers 503.
 	CancelTask func(ctx context.Context, t *mcpflow.Task) error
+	// AnswerInput delivers an answer to a task's question (the workflow's
+	// input update) and returns once it was delivered upstream: EConflict
+	// when the task no longer takes it, EUnavailable when no worker runs.
+	// Nil: the input route answers 503.
+	AnswerInput func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error
 	// DegradedAfterErrors is mcp_tasks.tracking_degraded_after_errors.
 	DegradedAfterErrors int
 	Readiness           []Check
@@ -135,6 +140,7 @@ func New(opts Options) *Server {
 		user.GET("/threads/:thread_id/mcp-tasks", s.listTasks)
 		user.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
 		user.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
+		user.POST("/threads/:thread_id/mcp-tasks/:task_id/input", s.answerInput)
 	}
 	if opts.Tools != nil {
 		user.GET("/threads/:thread_id/tools", s.listTools)

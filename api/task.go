@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,6 +40,8 @@ type taskDetail struct {
 	ResultTruncated          bool              `json:"result_truncated"`
 	ResultArtifact           map[string]string `json:"result_artifact"`
 	InputRequired            map[string]any    `json:"input_required"`
+	// InputAnswerable says POST …/input can answer input_required.
+	InputAnswerable bool `json:"input_answerable"`
 }
 
 func cut(s *string) *string {
@@ -64,6 +68,7 @@ func (s *Server) detail(t *mcpflow.Task) taskDetail {
 		NotificationStatus: t.NotificationStatus, NotificationError: cut(t.NotificationError),
 		NotificationAttemptCount: t.NotificationAttemptCount, Result: t.Result, ResultPreview: t.ResultPreview,
 		ResultTruncated: t.ResultTruncated, ResultArtifact: t.ResultArtifact, InputRequired: t.InputRequired,
+		InputAnswerable: t.InputAnswerable && t.Status == mcpflow.StatusInputRequired,
 	}
 	if d.NotificationStatus == "" {
 		d.NotificationStatus = mcpflow.NotificationNone
@@ -161,4 +166,55 @@ func (s *Server) cancelTask(c *gin.Context) {
 	d := s.detail(task)
 	d.CancelRequested = true
 	c.JSON(http.StatusAccepted, d)
+}
+
+// answerInput answers a task's question: 202 with the detail once the
+// answer reached the MCP server; 400 for a bad action or content that does
+// not match the requested schema; 409 with the detail when the task does
+// not take an answer now (working, finished, or its question cannot be
+// answered through mcpflow).
+func (s *Server) answerInput(c *gin.Context) {
+	body, ok := s.readBody(c)
+	if !ok {
+		return
+	}
+	task, ok := s.ownedTask(c)
+	if !ok {
+		return
+	}
+	var ans mcpflow.InputAnswer
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&ans); err != nil {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, `request body must be {"action": "accept"|"decline"|"cancel", "content"?: {...}}`))
+		return
+	}
+	if task.Status != mcpflow.StatusInputRequired || !task.InputAnswerable {
+		c.JSON(http.StatusConflict, s.detail(task))
+		return
+	}
+	if err := ans.Validate(task.InputRequired); err != nil {
+		s.renderError(c, err)
+		return
+	}
+	if s.opts.AnswerInput == nil {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task service not available"))
+		return
+	}
+	if err := s.opts.AnswerInput(c.Request.Context(), task, ans); err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
+			if fresh, gerr := s.opts.Tasks.GetTask(c.Request.Context(), task.ID); gerr == nil {
+				c.JSON(http.StatusConflict, s.detail(fresh))
+				return
+			}
+		}
+		s.renderError(c, err)
+		return
+	}
+	fresh, err := s.opts.Tasks.GetTask(c.Request.Context(), task.ID)
+	if err != nil {
+		fresh = task
+	}
+	c.JSON(http.StatusAccepted, s.detail(fresh))
 }

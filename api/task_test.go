@@ -28,7 +28,7 @@ var (
 	detailFields = append(append([]string{}, listFields...),
 		"last_polled_at", "last_poll_error", "last_cancel_error", "cancel_attempt_count",
 		"notification_status", "notification_error", "notification_attempt_count",
-		"result", "result_preview", "result_truncated", "result_artifact", "input_required")
+		"result", "result_preview", "result_truncated", "result_artifact", "input_required", "input_answerable")
 	// hiddenFields never leave the server.
 	hiddenFields = []string{"remote_task_id", "driver_data", "server_name"}
 )
@@ -231,8 +231,9 @@ func TestTaskDetailShape(t *testing.T) {
 		"last_cancel_error": "cancel refused", "cancel_attempt_count": 2.0,
 		"notification_status": "retry", "notification_error": "webhook 500", "notification_attempt_count": 4.0,
 		"result": map[string]any{"rows": []any{1.0, 2.0}}, "result_preview": "preview", "result_truncated": true,
-		"result_artifact": map[string]any{"uri": "file:///tmp/r.pdf", "mime_type": "application/pdf"},
-		"input_required":  map[string]any{"question": "Which format?"},
+		"result_artifact":  map[string]any{"uri": "file:///tmp/r.pdf", "mime_type": "application/pdf"},
+		"input_required":   map[string]any{"question": "Which format?"},
+		"input_answerable": false,
 	}, d)
 
 	status, d = b.do(t, "GET", "/api/threads/t1/mcp-tasks/"+bare.ID, aliceToken, "")

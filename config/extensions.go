@@ -113,6 +113,11 @@ type Server struct {
 	Cwd string
 	// TaskToolsets are the durable submit/status/cancel groups.
 	TaskToolsets []TaskToolset
+	// NativeTasks (key "native_tasks", an mcpflow extension; default false)
+	// makes the server's tools whose execution.taskSupport is "optional"
+	// durable native MCP tasks. Tools whose taskSupport is "required" are
+	// durable whatever it says.
+	NativeTasks bool
 	// Extra holds unknown keys in order, including a raw "transport".
 	Extra *Object
 }
@@ -183,6 +188,10 @@ type TaskToolset struct {
 	SubmitTool string
 	StatusTool string
 	CancelTool string
+	// Native marks the toolset the runtime makes up for a tool run as a
+	// native MCP task (never configured): Name and SubmitTool are the raw
+	// tool name, StatusTool and CancelTool are empty.
+	Native bool `json:"-"`
 }
 
 // Lookup returns the server called name.

@@ -433,6 +433,9 @@ func (d *extDecoder) server(name string, v any, path string) (Server, error) {
 	if s.TaskToolsets, err = d.taskToolsets(r); err != nil {
 		return Server{}, err
 	}
+	if s.NativeTasks, err = r.boolean("native_tasks", false); err != nil {
+		return Server{}, err
+	}
 	s.Extra = r.extras()
 	return s, nil
 }

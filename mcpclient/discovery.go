@@ -34,6 +34,7 @@ type toolState struct {
 	down     map[string]*serverRetry // servers whose discovery failed: retried
 	drifted  map[string]bool         // task servers changed since start-up
 	driftMsg string
+	native   bool // assembled with a task submitter: native MCP task tools are durable
 	tools    []mcpflow.Tool
 	byName   map[string]*toolEntry
 	skipped  map[string]string // server → why it cannot be used as configured (not retried)
@@ -46,7 +47,7 @@ type toolState struct {
 // the caller replaces (never edits) those it changes.
 func (st *toolState) clone() *toolState {
 	cp := &toolState{ext: st.ext, sig: st.sig, slice: st.slice, fps: st.fps, raw: st.raw, down: st.down,
-		drifted: st.drifted, driftMsg: st.driftMsg, tools: st.tools, byName: st.byName, skipped: st.skipped, loadErr: st.loadErr}
+		drifted: st.drifted, driftMsg: st.driftMsg, native: st.native, tools: st.tools, byName: st.byName, skipped: st.skipped, loadErr: st.loadErr}
 	cp.hashed.Store(st.hashed.Load())
 	cp.statted.Store(st.statted.Load())
 	return cp
@@ -61,8 +62,12 @@ type toolEntry struct {
 	tool    mcpflow.Tool
 	server  *config.Server
 	config  string              // connFingerprint of server
-	toolset *config.TaskToolset // set for a submit wrapper
+	toolset *config.TaskToolset // set for a submit wrapper, and for a native MCP task tool (Native) while tasks run
 	drift   string              // set when the server's task configuration changed since start-up
+	// needsTasks is set for a tool whose taskSupport is "required" while
+	// no task submitter is installed: calling it plainly would fail
+	// upstream, so the call answers this tool error.
+	needsTasks string
 }
 
 type discovery struct {
@@ -83,6 +88,15 @@ func (r *Runtime) startDiscoveryLocked() *discovery {
 // tools returns the current tool state, discovering when there is none or
 // when the config's effective MCP slice changed (spec §3.2 [newer]).
 func (r *Runtime) tools(ctx context.Context) (*toolState, error) {
+	st, err := r.current(ctx)
+	if err == nil && st.loadErr != nil {
+		return nil, st.loadErr
+	}
+	return st, err
+}
+
+// current is tools, whose state may hold a tool-load error.
+func (r *Runtime) current(ctx context.Context) (*toolState, error) {
 	for {
 		r.mu.Lock()
 		if r.closed {
@@ -97,9 +111,6 @@ func (r *Runtime) tools(ctx context.Context) (*toolState, error) {
 				return nil, err
 			}
 			if fresh {
-				if st.loadErr != nil {
-					return nil, st.loadErr
-				}
 				return st, nil
 			}
 			// Rediscover; sessions of the servers whose configuration
@@ -120,9 +131,6 @@ func (r *Runtime) tools(ctx context.Context) (*toolState, error) {
 		case <-d.done:
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		}
-		if d.state.loadErr != nil {
-			return nil, d.state.loadErr
 		}
 		return d.state, nil
 	}
@@ -250,6 +258,11 @@ func (r *Runtime) discover(d *discovery) {
 			r.inflight = nil
 		}
 		if !r.closed && d.gen == r.gen {
+			if native := r.submitter != nil; st.native != native {
+				// SetSubmitter ran while this discovery assembled.
+				st.native = native
+				r.assemble(st)
+			}
 			r.state = st
 		}
 		r.mu.Unlock()
@@ -360,6 +373,7 @@ func (r *Runtime) discover(d *discovery) {
 		st.raw[srv.Name] = res.tools
 		r.known[srv.Name] = toolNames(res.tools)
 	}
+	st.native = r.submitter != nil
 	r.mu.Unlock()
 	r.assemble(st)
 }
@@ -399,8 +413,8 @@ func toolNames(tools []mcp.Tool) []string {
 // taskDrift compares the task servers of ext with those frozen at start-up
 // (spec §4.6) and returns the servers whose tools must fail, with the
 // restart error. Presentation fields (description, routing, tools,
-// tool_name_prefix) may change freely; servers without task toolsets and
-// servers disabled both times are not task servers.
+// tool_name_prefix) may change freely; servers without task toolsets or
+// native_tasks, and servers disabled both times, are not task servers.
 func (r *Runtime) taskDrift(ext *config.Extensions) (map[string]bool, string) {
 	frozen := r.opts.FrozenTaskServers
 	if frozen == nil {
@@ -408,7 +422,7 @@ func (r *Runtime) taskDrift(ext *config.Extensions) (map[string]bool, string) {
 	}
 	current := map[string]*config.Server{}
 	for i := range ext.Servers {
-		if s := &ext.Servers[i]; s.Enabled && len(s.TaskToolsets) > 0 {
+		if s := &ext.Servers[i]; IsTaskServer(s) {
 			current[s.Name] = s
 		}
 	}
@@ -436,6 +450,14 @@ func (r *Runtime) taskDrift(ext *config.Extensions) (map[string]bool, string) {
 		names = append(names, "mcpInterceptors")
 	}
 	return drifted, fmt.Sprintf("MCP task-enabled server configuration changed after mcpflow startup (%s); restart mcpflow before using durable task tools", strings.Join(names, ", "))
+}
+
+// IsTaskServer reports whether srv is a task server, frozen at start-up
+// (spec §4.6): enabled, with task_toolsets or native_tasks. A server whose
+// only durable tools are native tools with taskSupport "required" is not
+// one.
+func IsTaskServer(srv *config.Server) bool {
+	return srv.Enabled && (len(srv.TaskToolsets) > 0 || srv.NativeTasks)
 }
 
 // taskServerFingerprint identifies the runtime configuration of a task
@@ -491,9 +513,9 @@ func pruneEmpty(v any) any {
 
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
-// addServerTools applies prefixing, name validation, routing and the task
-// toolset rules (submit wrapped, status and cancel hidden) to one server's
-// tools.
+// addServerTools applies prefixing, name validation, routing, the task
+// toolset rules (submit wrapped, status and cancel hidden) and the native
+// MCP task rules (nativeToolMode) to one server's tools.
 func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.Tool) error {
 	raw := map[string]bool{}
 	for _, t := range tools {
@@ -553,12 +575,35 @@ func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.
 			tool.TaskToolset = &n
 			tool.Description = submitDescription(t.Description, ts.Name)
 			entry.toolset = ts
+		} else if durable, required := nativeToolMode(srv, t); durable && st.native {
+			n := t.Name
+			tool.TaskToolset = &n
+			tool.Description = submitDescription(t.Description, t.Name)
+			entry.toolset = &config.TaskToolset{Name: t.Name, SubmitTool: t.Name, Native: true}
+		} else if required {
+			entry.needsTasks = fmt.Sprintf("MCP tool '%s' of server '%s' runs only as a task (execution.taskSupport \"required\"): enable mcpflow's durable tasks (mcp_tasks.enabled=true, with a running worker) to use it.", t.Name, srv.Name)
 		}
 		entry.tool = tool
 		st.byName[name] = entry
 		st.tools = append(st.tools, tool)
 	}
 	return nil
+}
+
+// nativeToolMode reports whether t runs as a durable native MCP task while the
+// task runtime runs: its execution.taskSupport is "required", or
+// "optional" on a server with native_tasks. required reports the former.
+func nativeToolMode(srv *config.Server, t mcp.Tool) (durable, required bool) {
+	if t.Execution == nil {
+		return false, false
+	}
+	switch t.Execution.TaskSupport {
+	case mcp.TaskSupportRequired:
+		return true, true
+	case mcp.TaskSupportOptional:
+		return srv.NativeTasks, false
+	}
+	return false, false
 }
 
 // submitDescription appends the durable-task sentence of spec §2.9.

@@ -149,16 +149,30 @@ func (p *Pool) Call(ctx context.Context, key PoolKey, dial func(context.Context)
 // fingerprint is config: a registered session of another configuration
 // is replaced (unless its key is pinned).
 func (p *Pool) call(ctx context.Context, key PoolKey, config string, dial func(context.Context) (*Session, error), name string, args, meta map[string]any) (*mcp.CallToolResult, error) {
+	var res *mcp.CallToolResult
+	err := p.run(ctx, key, config, dial, func(s *Session) error {
+		var err error
+		res, err = s.CallTool(ctx, name, args, meta)
+		return err
+	})
+	return res, err
+}
+
+// run runs op on the session of key (dialing it when needed), counted as
+// in flight until op returns, like call: after a real disconnect
+// (IsDisconnect) of op's error the session is evicted if it is still the
+// registered one.
+func (p *Pool) run(ctx context.Context, key PoolKey, config string, dial func(context.Context) (*Session, error), op func(*Session) error) error {
 	e, err := p.acquire(ctx, key, config, dial, true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer p.release(e)
-	res, err := e.sess.CallTool(ctx, name, args, meta)
+	err = op(e.sess)
 	if err != nil && IsDisconnect(err) {
 		p.evict(e)
 	}
-	return res, err
+	return err
 }
 
 // acquire returns the ready entry of key, with one more call counted on it

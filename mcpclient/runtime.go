@@ -52,7 +52,8 @@ type Options struct {
 	// bounded by their session_init_timeout.
 	DiscoveryTimeout time.Duration
 	// FrozenTaskServers, when the task runtime runs (non-nil), are the
-	// enabled servers with task_toolsets as mcpflow started with them, and
+	// task servers (IsTaskServer: enabled, with task_toolsets or
+	// native_tasks) as mcpflow started with them, and
 	// FrozenInterceptors the mcpInterceptors of that time (spec §4.6): a
 	// task server whose runtime configuration differs later, or one added
 	// since, has its tools fail with a restart error.
@@ -159,11 +160,38 @@ func NewRuntime(o Options) *Runtime {
 // ExtensionsPath returns the extensions_config.json the runtime watches.
 func (r *Runtime) ExtensionsPath() string { return r.opts.ExtensionsPath }
 
-// SetSubmitter installs (or, with nil, removes) the task submitter.
+// SetSubmitter installs (or, with nil, removes) the task submitter. While
+// one is installed, tools that run as native MCP tasks (execution.taskSupport
+// "required", or "optional" on a server with native_tasks) are listed and
+// called as durable task tools.
 func (r *Runtime) SetSubmitter(s Submitter) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.submitter = s
-	r.mu.Unlock()
+	if cur := r.state; cur != nil && cur.native != (s != nil) {
+		next := cur.clone()
+		next.native = s != nil
+		r.assemble(next)
+		r.state = next
+	}
+}
+
+// Server returns the current configuration of the enabled server name, as
+// the runtime loaded it last (the configuration file is checked for
+// changes as on every use); ENotFound when no enabled server has that
+// name. Durable tasks of a server that is not frozen at start-up (native
+// MCP task tools with taskSupport "required" on a server without
+// native_tasks) run with it.
+func (r *Runtime) Server(ctx context.Context, name string) (*config.Server, error) {
+	st, err := r.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if srv, ok := st.ext.Lookup(name); ok && srv.Enabled {
+		cp := *srv
+		return &cp, nil
+	}
+	return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP server '%s' is not an enabled server of the current configuration", name)
 }
 
 // Pool returns the stdio session pool (for tests and metrics).
@@ -307,6 +335,9 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 	if e.drift != "" {
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "%s", e.drift)
 	}
+	if e.needsTasks != "" {
+		return ToolError(e.needsTasks), nil
+	}
 	args := call.Arguments
 	if args == nil {
 		args = map[string]any{}
@@ -332,83 +363,11 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 	return ConvertResult(res)
 }
 
-// Call invokes a raw tool on srv for a user's thread: stdio through the
-// pooled session of (server, user:thread) in the thread's workspace with
-// path translation, SSE/HTTP through the shared session with the call's
-// credential headers (OAuth, user_auth for userID, headers_from_context
-// from a request-scoped ctx, see WithSecrets). Task activities use it for
-// submit/status/cancel. A refused credential is a *CredentialError.
-func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
-	return r.call(ctx, srv, connFingerprint(*srv), tool, userID, threadID, args)
-}
-
-// call is Call with the fingerprint of srv's connection settings.
-func (r *Runtime) call(ctx context.Context, srv *config.Server, fp, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
-	if srv.Type == config.TransportStdio {
-		meta, err := r.stdioMeta(srv)
-		if err != nil {
-			return nil, err
-		}
-		ws, err := PrepareWorkspace(r.workspaceRoot(), userID, threadID)
-		if err != nil {
-			return nil, err
-		}
-		started := time.Now() // files this call writes are stamped after it
-		key := PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
-		dial := func(dctx context.Context) (*Session, error) {
-			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log})
-		}
-		if tp := taskPinFrom(ctx); tp != nil {
-			tp.hold(r.pool, key)
-		}
-		res, err := r.pool.call(ctx, key, fp, dial, tool, args, meta)
-		if err != nil {
-			return nil, err
-		}
-		serverCwd := ws.Dir
-		if srv.Cwd != "" {
-			serverCwd = srv.Cwd
-		}
-		var changed []string
-		if hasText(res) {
-			changed = ws.ChangedSince(started)
-		}
-		ws.TranslateResult(res, serverCwd, changed)
-		return res, nil
-	}
-	headers, err := r.credentialHeaders(ctx, srv, userID)
-	if err != nil {
-		return nil, err
-	}
-	s, err := r.acquireShared(ctx, srv, fp)
-	if err != nil {
-		return nil, err
-	}
-	defer r.releaseShared(s)
-	res, err := s.sess.CallTool(context.WithValue(ctx, callHeadersKey{}, headers), tool, args, nil)
-	if err != nil && sharedBroken(err) {
-		r.dropShared(srv.Name, s)
-	}
-	return res, err
-}
-
 func (r *Runtime) workspaceRoot() string {
 	if r.opts.WorkspaceRoot != "" {
 		return r.opts.WorkspaceRoot
 	}
 	return filepath.Join(".mcpflow", "workspace")
-}
-
-func hasText(res *mcp.CallToolResult) bool {
-	for _, c := range res.Content {
-		if _, ok := c.(mcp.TextContent); ok {
-			return true
-		}
-		if _, ok := c.(*mcp.TextContent); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // ToolError is a tool-level error result with one text block: what a

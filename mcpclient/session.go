@@ -262,7 +262,7 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 	res, err := s.client.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
-		return nil, s.classify(ctx, ctx, "", err)
+		return nil, s.classify(ctx, ctx, s.listingRequest(), err)
 	}
 	return res.Tools, nil
 }
@@ -291,28 +291,34 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 		callCtx, cancel = context.WithTimeout(ctx, s.callTimeout)
 		defer cancel()
 	}
+	req := mcp.CallToolRequest{}
+	req.Params = callParams(ctx, name, args, meta)
+	if err := mcpflow.BeforeSend(ctx); err != nil {
+		return nil, err
+	}
+	res, err := s.client.CallTool(callCtx, req)
+	if err != nil {
+		return nil, s.classify(ctx, callCtx, s.toolRequest(name), err)
+	}
+	return res, nil
+}
+
+// callParams returns the params of a tools/call of name with args and
+// meta merged over the WithCallMeta keys of ctx (meta's keys win).
+func callParams(ctx context.Context, name string, args, meta map[string]any) mcp.CallToolParams {
 	if args == nil {
 		args = map[string]any{}
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
+	p := mcp.CallToolParams{Name: name, Arguments: args}
 	if extra, ok := ctx.Value(callMetaKey{}).(map[string]any); ok && len(extra) > 0 {
 		merged := maps.Clone(extra)
 		maps.Copy(merged, meta)
 		meta = merged
 	}
 	if len(meta) > 0 {
-		req.Params.Meta = mcp.NewMetaFromMap(maps.Clone(meta))
+		p.Meta = mcp.NewMetaFromMap(maps.Clone(meta))
 	}
-	if err := mcpflow.BeforeSend(ctx); err != nil {
-		return nil, err
-	}
-	res, err := s.client.CallTool(callCtx, req)
-	if err != nil {
-		return nil, s.classify(ctx, callCtx, name, err)
-	}
-	return res, nil
+	return p
 }
 
 // Close ends the session. It is idempotent. For stdio it closes the
@@ -353,14 +359,28 @@ func (s *Session) markLost() {
 	s.lostOnce.Do(func() { close(s.done) })
 }
 
-// classify turns an mcp-go error into a domain error. ctx is the caller's
-// context, opCtx the one bounded by tool_call_timeout; tool is "" for
-// tools/list.
-func (s *Session) classify(ctx, opCtx context.Context, tool string, err error) error {
-	what := fmt.Sprintf("MCP tool '%s' on server '%s'", tool, s.server)
-	if tool == "" {
-		what = fmt.Sprintf("MCP tool listing of server '%s'", s.server)
-	}
+// sessRequest names one request of a session for the errors classify
+// makes of its failures.
+type sessRequest struct {
+	what     string // "MCP tool 'x' on server 'y'"
+	tool     string // the tool of a tools/call, "" otherwise
+	notFound string // the ENotFound message of a -32601 answer
+}
+
+func (s *Session) listingRequest() sessRequest {
+	return sessRequest{what: fmt.Sprintf("MCP tool listing of server '%s'", s.server),
+		notFound: fmt.Sprintf("MCP server '%s' does not list tools", s.server)}
+}
+
+func (s *Session) toolRequest(tool string) sessRequest {
+	return sessRequest{what: fmt.Sprintf("MCP tool '%s' on server '%s'", tool, s.server), tool: tool,
+		notFound: fmt.Sprintf("MCP tool '%s' not found on server '%s'", tool, s.server)}
+}
+
+// classify turns an mcp-go error of req into a domain error. ctx is the
+// caller's context, opCtx the one bounded by tool_call_timeout.
+func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err error) error {
+	what, tool := req.what, req.tool
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", what, ctx.Err())
 	}
@@ -374,12 +394,7 @@ func (s *Session) classify(ctx, opCtx context.Context, tool string, err error) e
 	}
 	switch {
 	case errors.Is(err, mcp.ErrMethodNotFound):
-		if tool == "" {
-			return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err,
-				Message: fmt.Sprintf("MCP server '%s' does not list tools", s.server)}
-		}
-		return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err,
-			Message: fmt.Sprintf("MCP tool '%s' not found on server '%s'", tool, s.server)}
+		return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err, Message: req.notFound}
 	case errors.Is(err, mcp.ErrInvalidParams):
 		msg := sessRPCMessage(err, mcp.ErrInvalidParams)
 		if tool != "" && sessUnknownTool(msg, tool) {

@@ -47,6 +47,9 @@ type Options struct {
 	// CancelTask asks a task's workflow to cancel it (the cancel signal);
 	// EUnavailable when no worker runs, EConflict when it already ended.
 	CancelTask func(ctx context.Context, t *mcpflow.Task) error
+	// AnswerInput delivers an answer to a task's question (the workflow's
+	// input update); nil: questions are not relayed to MCP clients.
+	AnswerInput func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error
 	// PollInterval is the pollInterval tasks advertise
 	// (mcp_tasks.poll_interval_seconds).
 	PollInterval time.Duration
@@ -202,11 +205,19 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, methodNotFound("server/discover is not supported: send initialize (protocol %s)", LatestProtocolVersion)))
 		return
 	case !msg.isRequest() && !msg.isNotification():
-		// A response to a request of ours (none are sent yet), or an
-		// empty message: accepted and ignored.
+		// A response to a request of ours (an elicitation of a task's
+		// question), or an empty message.
 		if msg.Method == "" && !hasID(msg.ID) && msg.Result == nil && msg.Error == nil {
 			writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "not a JSON-RPC request, notification or response")
 			return
+		}
+		if task := elicitationTask(msg.ID); task != "" {
+			sess, ok := s.requireSession(w, r, req, nil)
+			if !ok {
+				return
+			}
+			req.Method = "elicitation response"
+			s.answerElicitation(ctx, sess, task, &msg, w.Header().Get("X-Request-ID"))
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return

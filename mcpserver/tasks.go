@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -259,7 +260,7 @@ func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, c.s.opts.CancelWait)
 	defer cancel()
-	t, rerr = c.waitTerminal(wctx, id, t)
+	t, rerr = c.waitTerminal(wctx, id, t, nil)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -273,7 +274,7 @@ func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 // waitTerminal reads the task until it is terminal or ctx ends, woken by
 // the inbox (a terminal status always appends an event) and at least
 // every taskRecheck; it returns the last read.
-func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task) (*mcpflow.Task, *rpcError) {
+func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task, ask func(*mcpflow.Task)) (*mcpflow.Task, *rpcError) {
 	release := c.s.watch.hold()
 	defer release()
 	tick := time.NewTicker(taskRecheck)
@@ -290,6 +291,9 @@ func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task) (*m
 		if t = fresh; t.Status.IsTerminal() {
 			break
 		}
+		if ask != nil && t.Status == mcpflow.StatusInputRequired && t.InputAnswerable {
+			ask(t)
+		}
 		select {
 		case <-changed:
 		case <-tick.C:
@@ -304,7 +308,11 @@ func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task) (*m
 
 // taskResult answers tasks/result once the task is terminal: what the
 // tool call would have answered. With Accept: text/event-stream the answer
-// is an SSE stream that carries keep-alive comments while it waits.
+// is an SSE stream that carries keep-alive comments while it waits, and,
+// to a client that can elicit, the question of a task that requires input
+// as an elicitation/create related to the task (its answer, POSTed back as
+// the JSON-RPC response, goes to the task's workflow like the REST input
+// route's).
 func (c *call) taskResult(ctx context.Context) {
 	c.answered = true
 	t, rerr := c.paramTask(ctx)
@@ -312,46 +320,63 @@ func (c *call) taskResult(ctx context.Context) {
 		writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, nil, rerr))
 		return
 	}
-	if !t.Status.IsTerminal() {
-		// The wait may outlast server.write_timeout_seconds: lift it for
-		// this response.
-		_ = http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
-		sse := acceptsSSE(c.r)
-		var keep func()
-		if sse {
-			out := newSSEWriter(c.w)
-			out.start()
-			keep = out.comment
-		}
-		t, rerr = c.waitResult(ctx, t.ID, t, keep)
-		var answer response
-		switch {
-		case ctx.Err() != nil:
-			// notifications/cancelled, or the client went away (then
-			// nobody reads this).
-			answer = newResponse(c.msg.ID, nil, &rpcError{Code: codeRequestCancelled, Message: "request cancelled"})
-		case rerr != nil:
-			answer = newResponse(c.msg.ID, nil, rerr)
-		case !t.Status.IsTerminal():
-			answer = newResponse(c.msg.ID, nil, internalError("mcpflow stopped before the task finished; call tasks/result again"))
-		default:
-			answer = newResponse(c.msg.ID, c.s.taskResultOf(t), nil)
-		}
-		if sse {
-			out := newSSEWriter(c.w)
-			_ = out.event("", answer)
-			return
-		}
-		writeJSON(c.w, http.StatusOK, answer)
+	if t.Status.IsTerminal() {
+		writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, c.s.taskResultOf(t), nil))
 		return
 	}
-	writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, c.s.taskResultOf(t), nil))
+	// The wait may outlast server.write_timeout_seconds: lift it for this
+	// response.
+	_ = http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
+	var out *lockedSSE
+	if acceptsSSE(c.r) {
+		out = &lockedSSE{w: newSSEWriter(c.w)}
+		out.w.start()
+	}
+	t, rerr = c.waitResult(ctx, t, out)
+	var answer response
+	switch {
+	case ctx.Err() != nil:
+		// notifications/cancelled, or the client went away (then nobody
+		// reads this).
+		answer = newResponse(c.msg.ID, nil, &rpcError{Code: codeRequestCancelled, Message: "request cancelled"})
+	case rerr != nil:
+		answer = newResponse(c.msg.ID, nil, rerr)
+	case !t.Status.IsTerminal():
+		answer = newResponse(c.msg.ID, nil, internalError("mcpflow stopped before the task finished; call tasks/result again"))
+	default:
+		answer = newResponse(c.msg.ID, c.s.taskResultOf(t), nil)
+	}
+	if out != nil {
+		out.event("", answer)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, answer)
 }
 
-// waitResult is waitTerminal without a deadline, sending keep-alives.
-func (c *call) waitResult(ctx context.Context, id string, t *mcpflow.Task, keep func()) (*mcpflow.Task, *rpcError) {
-	if keep == nil {
-		return c.waitTerminal(ctx, id, t)
+// lockedSSE serializes the writes of a waiting tasks/result stream
+// (keep-alives, elicitations, the answer).
+type lockedSSE struct {
+	mu sync.Mutex
+	w  *sseWriter
+}
+
+func (l *lockedSSE) comment() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.w.comment()
+}
+
+func (l *lockedSSE) event(id string, v any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_ = l.w.event(id, v)
+}
+
+// waitResult is waitTerminal without a deadline; on an SSE stream it sends
+// keep-alives and asks each answerable question of the task once.
+func (c *call) waitResult(ctx context.Context, t *mcpflow.Task, out *lockedSSE) (*mcpflow.Task, *rpcError) {
+	if out == nil {
+		return c.waitTerminal(ctx, t.ID, t, nil)
 	}
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -363,11 +388,23 @@ func (c *call) waitResult(ctx context.Context, id string, t *mcpflow.Task, keep 
 			case <-stop:
 				return
 			case <-tick.C:
-				keep()
+				out.comment()
 			}
 		}
 	}()
-	t, rerr := c.waitTerminal(ctx, id, t)
+	var ask func(*mcpflow.Task)
+	if c.s.opts.AnswerInput != nil && clientElicits(c.sess) {
+		asked := ""
+		ask = func(t *mcpflow.Task) {
+			id := elicitationID(t)
+			if id == asked {
+				return
+			}
+			asked = id
+			out.event("", elicitationRequest(id, t))
+		}
+	}
+	t, rerr := c.waitTerminal(ctx, t.ID, t, ask)
 	close(stop)
 	<-stopped
 	return t, rerr

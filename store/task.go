@@ -36,6 +36,7 @@ type taskRow struct {
 	ResultArtifact            *string    `gorm:"column:result_artifact"`
 	Error                     *string    `gorm:"column:error"`
 	InputRequired             *string    `gorm:"column:input_required"`
+	InputAnswerable           bool       `gorm:"column:input_answerable"`
 	DriverData                string     `gorm:"column:driver_data"`
 	NotificationStatus        string     `gorm:"column:notification_status"`
 	NotificationError         *string    `gorm:"column:notification_error"`
@@ -88,6 +89,7 @@ func newTaskRow(t *mcpflow.Task) (*taskRow, error) {
 		ResultPreview:             t.ResultPreview,
 		ResultTruncated:           t.ResultTruncated,
 		Error:                     t.Error,
+		InputAnswerable:           t.InputAnswerable,
 		NotificationStatus:        t.NotificationStatus,
 		NotificationError:         t.NotificationError,
 		NotificationAttemptCount:  t.NotificationAttemptCount,
@@ -147,6 +149,7 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 		ResultPreview:             r.ResultPreview,
 		ResultTruncated:           r.ResultTruncated,
 		Error:                     r.Error,
+		InputAnswerable:           r.InputAnswerable,
 		NotificationStatus:        r.NotificationStatus,
 		NotificationError:         r.NotificationError,
 		NotificationAttemptCount:  r.NotificationAttemptCount,

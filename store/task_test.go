@@ -23,6 +23,7 @@ func fullTask(user, thread, remote string, result any) *mcpflow.Task {
 	t.ResultArtifact = map[string]string{"uri": "file:///tmp/report.pdf", "mime_type": "application/pdf"}
 	t.Error = ptr("boom")
 	t.InputRequired = map[string]any{"question": "Which year?", "choices": []any{"2025", "2026"}, "n": 2.5, "ok": true, "none": nil}
+	t.InputAnswerable = true
 	t.NotificationStatus = mcpflow.NotificationPending
 	t.NotificationError = ptr("webhook said 500")
 	t.NotificationAttemptCount = 2

@@ -28,8 +28,14 @@ type TaskClient struct {
 	// Config is the frozen mcp_tasks configuration every task runs with
 	// (Pinned is set per task from its server's transport).
 	Config workflows.TaskConfig
-	// Servers are the servers with task toolsets as frozen at start-up.
+	// Servers are the task servers (task_toolsets or native_tasks) as
+	// frozen at start-up.
 	Servers map[string]config.Server
+	// CurrentServer returns the current configuration of a server that is
+	// not frozen (nil: none). Native MCP task tools whose taskSupport is
+	// "required" are durable on any server; on a server that is not frozen
+	// their tasks run with its configuration at submit time.
+	CurrentServer func(ctx context.Context, name string) (*config.Server, error)
 	// Secrets seals the request secrets a submit needs (the keys its
 	// server's headers_from_context maps), so they reach the worker's submit
 	// without entering Temporal history in plain text.
@@ -40,19 +46,33 @@ type TaskClient struct {
 	Logger           *slog.Logger
 }
 
-// Submit starts the durable task behind a submit wrapper tool and answers
-// with {task_id, task_name, status, message} only. Request-scoped secrets
-// reach the workflow only sealed (the keys the server maps, see
-// mcpflow.SecretBox), so Temporal history never holds their values.
+// Submit starts the durable task behind a submit wrapper tool, or behind a
+// native MCP task tool (ts.Native: driver mcpflow.DriverNative, driver data
+// {native_tool}), and answers with {task_id, task_name, status, message}
+// only. Request-scoped secrets reach the workflow only sealed (the keys the
+// server maps, see mcpflow.SecretBox), so Temporal history never holds
+// their values.
 func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, ts config.TaskToolset) (*mcpflow.ToolResult, error) {
 	srv, ok := c.Servers[tool.Server]
+	if !ok && ts.Native && c.CurrentServer != nil {
+		cur, err := c.CurrentServer(ctx, tool.Server)
+		if err != nil {
+			return nil, err
+		}
+		srv, ok = *cur, true
+	}
 	if !ok {
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task-enabled server configuration changed after mcpflow started (%s); restart mcpflow before using durable task tools", tool.Server)
 	}
 	taskID := mcpflow.NewTaskID()
+	driver := mcpflow.DriverOrdinary
+	data := map[string]string{mcpflow.DriverDataSubmitTool: ts.SubmitTool, mcpflow.DriverDataStatusTool: ts.StatusTool, mcpflow.DriverDataCancelTool: ts.CancelTool}
+	if ts.Native {
+		driver = mcpflow.DriverNative
+		data = map[string]string{mcpflow.DriverDataNativeTool: ts.SubmitTool}
+	}
 	req := mcpflow.SubmitRequest{UserID: call.UserID, ThreadID: call.ThreadID, RunID: call.RunID, ToolCallID: call.ToolCallID,
-		ServerName: tool.Server, TaskName: ts.Name, Arguments: call.Arguments, LocalTaskID: taskID,
-		DriverData: map[string]string{mcpflow.DriverDataSubmitTool: ts.SubmitTool, mcpflow.DriverDataStatusTool: ts.StatusTool, mcpflow.DriverDataCancelTool: ts.CancelTool}}
+		ServerName: tool.Server, TaskName: ts.Name, Arguments: call.Arguments, LocalTaskID: taskID, DriverData: data}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -64,7 +84,7 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 		return nil, err
 	}
 	in := workflows.TaskInput{TaskID: taskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
-		ServerName: req.ServerName, TaskName: req.TaskName, DriverName: mcpflow.DriverOrdinary, DriverData: req.DriverData,
+		ServerName: req.ServerName, TaskName: req.TaskName, DriverName: driver, DriverData: req.DriverData,
 		Arguments: req.Arguments, SealedSecrets: sealed, Config: cfg}
 	op := c.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       taskID,

@@ -70,6 +70,9 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	if err := workflow.SetQueryHandler(root, QueryState, func() (TaskState, error) { return w.st, nil }); err != nil {
 		return nil, err
 	}
+	if err := w.setInputHandler(root); err != nil {
+		return nil, err
+	}
 
 	if !w.st.Submitted {
 		out, done := w.awaitSubmit(root)
@@ -117,6 +120,8 @@ type taskRun struct {
 	rowMu      workflow.Mutex
 	delivering bool // a delivery attempt is under way (dispatched, POSTed, outcome not yet stored)
 	wake       bool // the notify signal arrived: retry a waiting delivery now
+
+	answer *pendingAnswer // an accepted answer to the task's question (input update)
 }
 
 // requestCancel records a cancel request. A repeated one sends no second
@@ -241,11 +246,18 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 		if w.cancelled {
 			return w.cancel(ctx)
 		}
+		if w.answerDue() {
+			if err := w.deliverAnswer(ctx); err != nil {
+				return nil, err
+			}
+			delay = 0
+			continue
+		}
 		if delay > 0 {
 			wctx, stopTimer := workflow.WithCancel(ctx)
-			_, _ = workflow.AwaitWithTimeout(wctx, delay, func() bool { return w.cancelled })
+			_, _ = workflow.AwaitWithTimeout(wctx, delay, func() bool { return w.cancelled || w.answerDue() })
 			stopTimer()
-			if w.cancelled {
+			if w.cancelled || w.answerDue() {
 				continue
 			}
 		}
@@ -255,9 +267,9 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 			Ref: w.ref(), Timing: cfg.Timing, Bounds: cfg.Bounds, LastFingerprint: w.st.Fingerprint,
 			ConsecutiveErrors: w.st.ConsecutiveErrors, LastPollError: w.st.LastPollError,
 		})
-		_ = workflow.Await(ctx, func() bool { return fut.IsReady() || w.cancelled })
-		if w.cancelled {
-			stopPoll() // an in-flight poll's result is discarded once cancel was requested
+		_ = workflow.Await(ctx, func() bool { return fut.IsReady() || w.cancelled || w.answerDue() })
+		if w.cancelled || w.answerDue() {
+			stopPoll() // an in-flight poll's result is discarded once cancel was requested or an answer arrived
 			continue
 		}
 		err := fut.Get(ctx, &out)
@@ -309,6 +321,7 @@ func (w *taskRun) apply(out activities.PollOutput) {
 	w.st.Fingerprint = out.Fingerprint
 	w.st.ConsecutiveErrors = 0
 	w.st.LastPollError = nil
+	w.st.InputQueue = out.InputQueue
 	if w.st.Snapshot.Status.IsTerminal() && w.st.CompletedAt == nil {
 		w.st.CompletedAt = &at
 	}

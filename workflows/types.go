@@ -18,6 +18,9 @@ const (
 	// fixing a receiver).
 	SignalNotify = "notify"
 	QueryState   = "state"
+	// UpdateInput answers the task's question (mcpflow.InputAnswer); the
+	// API sends it for POST …/mcp-tasks/{id}/input.
+	UpdateInput = "input"
 )
 
 // Application error types the task workflow and its activities use.
@@ -30,6 +33,7 @@ const (
 	ErrTypePollUnchanged = "McpTaskPollUnchanged"        // benign: retry-driven wait between polls
 	ErrTypePollError     = "McpTaskPollError"            // transient poll failure, retried with backoff
 	ErrTypeCancelPending = "McpTaskCancelNotTerminal"    // remote cancel not terminal yet
+	ErrTypeInputGone     = "McpTaskInputGone"            // the question can no longer be answered
 )
 
 // PersistFailedMessage is what the agent hears when the task's row could
@@ -104,9 +108,13 @@ type TaskState struct {
 	CancelAttempts    int              `json:"cancel_attempts"`
 	LastCancelError   *string          `json:"last_cancel_error,omitempty"`
 	PinnedQueue       string           `json:"pinned_queue,omitempty"`
-	CreatedAt         time.Time        `json:"created_at"`
-	CompletedAt       *time.Time       `json:"completed_at,omitempty"`
-	Runs              int              `json:"runs"` // continue-as-new count
+	// InputQueue is the task queue of the worker process that holds the
+	// task's question in memory (a native task's pending elicitation);
+	// answers are delivered there. "" when the question is not held.
+	InputQueue  string     `json:"input_queue,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	Runs        int        `json:"runs"` // continue-as-new count
 	// Notification is the event and delivery state (spec §2.5, §2.8).
 	Notification mcpflow.Notification `json:"notification"`
 }

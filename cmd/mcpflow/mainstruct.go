@@ -71,7 +71,7 @@ type Main struct {
 	Tasks          *worker.TaskClient // nil when mcp_tasks.enabled is false
 
 	telemetry   *telemetry
-	taskServers map[string]config.Server // enabled servers with task_toolsets, frozen at start
+	taskServers map[string]config.Server // enabled servers with task_toolsets or native_tasks, frozen at start
 	// idempotentSubmit holds mcp_tasks.idempotent_submit_servers.
 	idempotentSubmit map[string]bool
 	secrets          *mcpflow.SecretBox // seals request secrets of durable submits; nil without a key
@@ -208,7 +208,7 @@ func (m *Main) Open(ctx context.Context) error {
 
 	if cfg.MCPTasks.Enabled {
 		m.Tasks = &worker.TaskClient{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Config: m.taskConfig(),
-			Servers: m.taskServers, Secrets: m.secrets, Logger: log, IdempotentSubmit: m.idempotentSubmit}
+			Servers: m.taskServers, CurrentServer: m.MCP.Server, Secrets: m.secrets, Logger: log, IdempotentSubmit: m.idempotentSubmit}
 		if m.serves() {
 			m.MCP.SetSubmitter(m.Tasks.Submit)
 			m.MCP.SetBackgroundTasks(backgroundTasks{m.DB, m.Tasks})
@@ -227,9 +227,11 @@ func (m *Main) Open(ctx context.Context) error {
 func (m *Main) startHTTP(auth *api.Authenticator) error {
 	cfg := m.Config
 	var cancelTask func(context.Context, *mcpflow.Task) error
+	var answerInput func(context.Context, *mcpflow.Task, mcpflow.InputAnswer) error
 	var threadDeleted func(context.Context, *mcpflow.Thread)
 	if m.Tasks != nil {
 		cancelTask = m.Tasks.CancelTask
+		answerInput = m.Tasks.AnswerInput
 		threadDeleted = m.threadDeleted
 	}
 	admin := &config.Admin{Path: m.MCP.ExtensionsPath(), Env: m.Env, Policy: config.NewLaunchPolicy(m.Env),
@@ -245,7 +247,7 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	if m.serves() {
 		mo := mcpserver.Options{Tools: m.MCP, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger}
 		if m.Tasks != nil {
-			mo.Tasks, mo.CancelTask = m.DB, m.Tasks.CancelTask
+			mo.Tasks, mo.CancelTask, mo.AnswerInput = m.DB, m.Tasks.CancelTask, m.Tasks.AnswerInput
 		}
 		m.MCPServer = mcpserver.New(mo)
 		mcpEndpoint = m.MCPServer
@@ -254,15 +256,16 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		MCP:            mcpEndpoint,
 		AllowedOrigins: cfg.Server.AllowedOrigins,
 		// A worker serves only health, readiness and metrics.
-		HealthOnly: !m.serves(),
-		Meter:      m.telemetry.meter(),
-		Metrics:    m.telemetry.handler(),
-		Tracer:     tracer,
-		Config:     admin,
-		CancelTask: cancelTask,
-		Auth:       auth,
-		Threads:    m.DB,
-		Tools:      m.MCP,
+		HealthOnly:  !m.serves(),
+		Meter:       m.telemetry.meter(),
+		Metrics:     m.telemetry.handler(),
+		Tracer:      tracer,
+		Config:      admin,
+		CancelTask:  cancelTask,
+		AnswerInput: answerInput,
+		Auth:        auth,
+		Threads:     m.DB,
+		Tools:       m.MCP,
 		Readiness: []api.Check{
 			{Name: "database", Check: m.DB.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {
@@ -329,7 +332,11 @@ func (m *Main) startWorker() {
 	m.workerCtx = cancel
 	m.workerDone = make(chan struct{})
 	pinnedQueue := m.Config.Temporal.TaskQueue + "@" + processID()
-	acts := &activities.Activities{Driver: &mcpclient.OrdinaryDriver{Call: m.callTaskTool}, Tasks: m.DB, Threads: m.DB, Events: m.DB,
+	drivers := &mcpclient.Drivers{
+		Ordinary: &mcpclient.OrdinaryDriver{Call: m.callTaskTool},
+		Native:   &mcpclient.NativeDriver{Run: m.runTaskSession},
+	}
+	acts := &activities.Activities{Driver: drivers, Tasks: m.DB, Threads: m.DB, Events: m.DB,
 		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue, Heartbeats: m.Temporal}
 	acts.Meter = m.telemetry.meter()
 	opts := worker.Options{
@@ -476,10 +483,13 @@ func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
 
-// freezeTaskServers applies the start-up rules of spec §2.11: task toolsets
-// need mcp_tasks.enabled, and every task server's connection must build.
-// The servers are frozen: later edits make their tools fail with a restart
-// error instead of silently changing running tasks.
+// freezeTaskServers applies the start-up rules of spec §2.11 to the task
+// servers (enabled, with task_toolsets or native_tasks): they need
+// mcp_tasks.enabled, and every task server's connection must build. The
+// servers are frozen: later edits make their tools fail with a restart
+// error instead of silently changing running tasks. A server whose only
+// durable tools are native tools with taskSupport "required" is not frozen
+// (see runTaskSession).
 func (m *Main) freezeTaskServers() error {
 	m.taskServers = map[string]config.Server{}
 	var servers []config.Server
@@ -487,10 +497,13 @@ func (m *Main) freezeTaskServers() error {
 		servers = m.Extensions.Servers
 	}
 	for _, s := range servers {
-		if !s.Enabled || len(s.TaskToolsets) == 0 {
+		if !mcpclient.IsTaskServer(&s) {
 			continue
 		}
 		if !m.Config.MCPTasks.Enabled {
+			if len(s.TaskToolsets) == 0 {
+				return fmt.Errorf("%s: mcpServers.%s.native_tasks: native MCP tasks are enabled for this server, so mcp_tasks.enabled=true is required; mcpflow will not silently expose these tools as synchronous calls", m.ExtensionsPath, s.Name)
+			}
 			return fmt.Errorf("%s: mcpServers.%s.task_toolsets: MCP task_toolsets are configured, so mcp_tasks.enabled=true is required; mcpflow will not silently expose these tools as synchronous calls", m.ExtensionsPath, s.Name)
 		}
 		if err := s.ConnectionProblem(); err != nil {
@@ -501,7 +514,7 @@ func (m *Main) freezeTaskServers() error {
 	m.idempotentSubmit = map[string]bool{}
 	for _, name := range m.Config.MCPTasks.IdempotentSubmitServers {
 		if _, ok := m.taskServers[name]; !ok {
-			return fmt.Errorf("%s: mcp_tasks.idempotent_submit_servers: '%s' is not an enabled MCP server with task_toolsets", sourceName(m.Config), name)
+			return fmt.Errorf("%s: mcp_tasks.idempotent_submit_servers: '%s' is not an enabled MCP server with task_toolsets (or native_tasks)", sourceName(m.Config), name)
 		}
 		m.idempotentSubmit[name] = true
 	}
@@ -519,7 +532,7 @@ func (m *Main) openSecretBox() error {
 		s := m.taskServers[name]
 		if s.HeadersFromContext != nil && s.HeadersFromContext.Enabled && s.Type != config.TransportStdio {
 			needs = append(needs, name)
-			m.Logger.Warn("MCP server has both headers_from_context and task_toolsets: the submit carries the request's credentials, while status and cancel polls run later without them and use its static, OAuth and user_auth credentials", "server", name)
+			m.Logger.Warn("MCP server has both headers_from_context and task_toolsets (or native_tasks): the submit carries the request's credentials, while status and cancel polls run later without them and use its static, OAuth and user_auth credentials", "server", name)
 		}
 	}
 	switch key := m.Config.MCPTasks.SecretsKey; {
@@ -545,6 +558,23 @@ func (m *Main) callTaskTool(ctx context.Context, server, tool, userID, threadID 
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP server '%s' has no task toolsets in the configuration mcpflow started with; restart mcpflow", server)
 	}
 	return m.MCP.Call(ctx, &srv, tool, userID, threadID, args)
+}
+
+// runTaskSession is the native driver's way to the sessions: through the
+// runtime, with the server configuration frozen at start-up when the
+// server is a task server (native_tasks), else with its current
+// configuration (a tool whose taskSupport is "required" is durable on any
+// server; set native_tasks: true to freeze such a server too).
+func (m *Main) runTaskSession(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {
+	srv, ok := m.taskServers[server]
+	if !ok {
+		cur, err := m.MCP.Server(ctx, server)
+		if err != nil {
+			return err
+		}
+		srv = *cur
+	}
+	return m.MCP.Run(ctx, &srv, userID, threadID, op)
 }
 
 // countTasks reports the tasks by status as a gauge, read from the

@@ -1,0 +1,136 @@
+package mcpflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Actions of an answer to a task's question (the actions of an MCP
+// elicitation result).
+const (
+	InputAccept  = "accept"
+	InputDecline = "decline"
+	InputCancel  = "cancel"
+)
+
+// InputAnswer is a user's answer to the question of a task that requires
+// input: "accept" with the requested content, "decline" or "cancel".
+type InputAnswer struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// InputDriver is a Driver that can deliver an answer to the question of a
+// remote task that requires input. A question it can answer is reported
+// with Snapshot.InputAnswerable.
+type InputDriver interface {
+	// Answer delivers the answer upstream once. ErrInputGone says the
+	// question is no longer waiting for an answer (it expired upstream, or
+	// the process that held it is gone).
+	Answer(ctx context.Context, ref TaskReference, answer InputAnswer) error
+	// HoldsQuestion reports whether the task's current question is held in
+	// this process's memory, so that its answer must be delivered by this
+	// process.
+	HoldsQuestion(ref TaskReference) bool
+}
+
+// ErrInputGone is InputDriver.Answer's error for a question that can no
+// longer be answered.
+var ErrInputGone = errors.New("the task's question is no longer waiting for an answer")
+
+// maxRequestedSchemaBytes caps the schema an answer is checked against.
+const maxRequestedSchemaBytes = 64 << 10
+
+// Validate checks an answer against the question it answers: a known
+// action; content only with "accept"; and, when the question carries a
+// requested schema (input_required.requested_schema), content that matches
+// it. Errors are EInvalid and name the failing field, never a value.
+func (a InputAnswer) Validate(question map[string]any) error {
+	switch a.Action {
+	case InputAccept:
+	case InputDecline, InputCancel:
+		if a.Content != nil {
+			return Errorf(EInvalid, "content is only sent with action \"accept\"")
+		}
+		return nil
+	default:
+		return Errorf(EInvalid, "action must be \"accept\", \"decline\" or \"cancel\"")
+	}
+	schema, ok := question["requested_schema"].(map[string]any)
+	if !ok {
+		return nil // the server asked in a form of its own: nothing to check
+	}
+	content := a.Content
+	if content == nil {
+		content = map[string]any{}
+	}
+	return validateRequested(schema, content)
+}
+
+// validateRequested checks content against an MCP elicitation's requested
+// schema (a flat JSON Schema object). No reference is ever loaded.
+func validateRequested(schema, content map[string]any) error {
+	sb, err := json.Marshal(schema)
+	if err != nil || len(sb) > maxRequestedSchemaBytes {
+		return Errorf(EInvalid, "the task's requested schema cannot be used to check the answer")
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(sb))
+	if err != nil {
+		return Errorf(EInvalid, "the task's requested schema cannot be used to check the answer")
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(jsonschema.SchemeURLLoader{}) // no file or network reference
+	c.DefaultDraft(jsonschema.Draft2020)
+	const url = "mem:///requested_schema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return Errorf(EInvalid, "the task's requested schema cannot be used to check the answer")
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return Errorf(EInvalid, "the task's requested schema cannot be used to check the answer")
+	}
+	cb, err := json.Marshal(content)
+	if err != nil {
+		return Errorf(EInvalid, "content must be a JSON object")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(cb))
+	if err != nil {
+		return Errorf(EInvalid, "content must be a JSON object")
+	}
+	if err := sch.Validate(inst); err != nil {
+		return Errorf(EInvalid, "content does not match the requested schema: %s", schemaErrorText(err))
+	}
+	return nil
+}
+
+// schemaErrorText names where content failed, without quoting its values.
+func schemaErrorText(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return "invalid"
+	}
+	// The schema keywords that failed directly under the root (a oneOf
+	// rather than each of its branches).
+	causes := ve.Causes
+	if len(causes) == 0 {
+		causes = []*jsonschema.ValidationError{ve}
+	}
+	var where []string
+	for _, e := range causes {
+		w := fmt.Sprintf("/%s (%s)", strings.Join(e.InstanceLocation, "/"), strings.Join(e.ErrorKind.KeywordPath(), "/"))
+		if !slices.Contains(where, w) {
+			where = append(where, w)
+		}
+	}
+	if len(where) > 5 {
+		where = append(where[:5], "…")
+	}
+	return strings.Join(where, ", ")
+}

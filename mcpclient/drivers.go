@@ -1,0 +1,63 @@
+package mcpclient
+
+import (
+	"context"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Drivers is the mcpflow.Driver of the task activities: it hands each
+// task to its driver by the task's driver data, which the workflow passes
+// to every call. A task whose driver data names a native tool
+// (mcpflow.DriverDataNativeTool) goes to Native, every other one to
+// Ordinary, so workflows and activities stay driver-agnostic.
+type Drivers struct {
+	// Ordinary drives task toolsets (OrdinaryDriver).
+	Ordinary mcpflow.Driver
+	// Native drives native MCP tasks (NativeDriver).
+	Native mcpflow.Driver
+}
+
+var _ mcpflow.Driver = (*Drivers)(nil)
+
+// Submit implements mcpflow.Driver.
+func (d *Drivers) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
+	drv, err := d.pick(req.DriverData)
+	if err != nil {
+		return mcpflow.Submission{}, err
+	}
+	return drv.Submit(ctx, req)
+}
+
+// Status implements mcpflow.Driver.
+func (d *Drivers) Status(ctx context.Context, ref mcpflow.TaskReference) (mcpflow.Snapshot, error) {
+	drv, err := d.pick(ref.DriverData)
+	if err != nil {
+		return mcpflow.Snapshot{}, err
+	}
+	return drv.Status(ctx, ref)
+}
+
+// Cancel implements mcpflow.Driver.
+func (d *Drivers) Cancel(ctx context.Context, ref mcpflow.TaskReference) (mcpflow.Snapshot, error) {
+	drv, err := d.pick(ref.DriverData)
+	if err != nil {
+		return mcpflow.Snapshot{}, err
+	}
+	return drv.Cancel(ctx, ref)
+}
+
+// pick returns the driver of a task's driver data; a missing driver is a
+// protocol error (the task fails).
+func (d *Drivers) pick(data map[string]string) (mcpflow.Driver, error) {
+	if _, native := data[mcpflow.DriverDataNativeTool]; native {
+		if d.Native == nil {
+			return nil, mcpflow.NewProtocolError("this mcpflow worker has no native MCP task driver")
+		}
+		return d.Native, nil
+	}
+	if d.Ordinary == nil {
+		return nil, mcpflow.NewProtocolError("this mcpflow worker has no ordinary MCP task driver")
+	}
+	return d.Ordinary, nil
+}

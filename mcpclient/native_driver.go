@@ -1,0 +1,433 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// SessionRunner runs op on the session that a server's requests for a
+// user's thread go to: Runtime.Run with the task's server configuration.
+type SessionRunner func(ctx context.Context, server, userID, threadID string, op SessionOp) error
+
+// NativeDriver implements mcpflow.Driver over native MCP Tasks (protocol
+// 2025-11-25): Submit is a task-augmented tools/call of the tool named by
+// the task's driver data (mcpflow.DriverDataNativeTool) and its remote id
+// is the upstream taskId; Status is tasks/get, followed by tasks/result
+// once the task is terminal; Cancel is tasks/cancel.
+//
+// Statuses map one to one (working, input_required, completed, failed,
+// cancelled); input_required carries {"message": statusMessage}. The
+// server's pollInterval (ms) is the snapshot's poll hint. A completed task
+// whose result has isError is failed (mcp-go's servers store such results
+// as completed), with the result's text as its error; a failed task's
+// error is the JSON-RPC error tasks/result answers with (or the result's
+// text). A completed result is its structuredContent when present, else
+// its content blocks, with workspace paths translated on stdio routes as
+// for ordinary tool results.
+//
+// Errors: an upstream task that is gone (a -32602 answer: unknown id, or
+// its ttl expired) makes the task failed (task_not_found); a malformed
+// answer (no taskId, an unknown status, a result that is not a tool
+// result) is a *mcpflow.ProtocolError; transport failures and other
+// JSON-RPC errors are plain, retryable errors.
+//
+// Like OrdinaryDriver, the stdio session a task runs on is pinned from a
+// successful submit until the task is terminal (see taskPin).
+type NativeDriver struct {
+	// Run reaches the sessions; it is required.
+	Run SessionRunner
+}
+
+var _ mcpflow.Driver = (*NativeDriver)(nil)
+
+// nativeFailed is the error of a failed task that says nothing else.
+const nativeFailed = "Remote MCP task failed"
+
+// nativeStatuses are the statuses of the protocol.
+var nativeStatuses = map[mcp.TaskStatus]mcpflow.Status{
+	mcp.TaskStatusWorking:       mcpflow.StatusWorking,
+	mcp.TaskStatusInputRequired: mcpflow.StatusInputRequired,
+	mcp.TaskStatusCompleted:     mcpflow.StatusCompleted,
+	mcp.TaskStatusFailed:        mcpflow.StatusFailed,
+	mcp.TaskStatusCancelled:     mcpflow.StatusCancelled,
+}
+
+// nativeRef is the remote task a request is about.
+type nativeRef struct {
+	server, userID, threadID string
+	taskID                   string // "" before the submit answered
+}
+
+// nativeAnswer is one answer of the server: a result or a JSON-RPC error,
+// and the route it came by.
+type nativeAnswer struct {
+	raw   json.RawMessage
+	rpc   *mcp.JSONRPCErrorDetails
+	route *Route
+}
+
+// nativeSend sends one request on a session with the route's _meta.
+type nativeSend func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error)
+
+// Submit sends the task-augmented tools/call with the request's arguments
+// verbatim and, when the request has a local task id, the idempotency key
+// in its _meta (mcpflow.SubmitKeyMeta), like OrdinaryDriver. It returns
+// the upstream taskId as remote id (the activity validates it with
+// Submission.Validate) with the task's snapshot (working as a rule) and a
+// copy of the request's driver data.
+func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
+	tool := req.DriverData[mcpflow.DriverDataNativeTool]
+	if strings.TrimSpace(tool) == "" {
+		return mcpflow.Submission{}, mcpflow.NewProtocolError("Task driver_data is missing required '%s'", mcpflow.DriverDataNativeTool)
+	}
+	args := maps.Clone(map[string]any(req.Arguments))
+	if args == nil {
+		args = map[string]any{}
+	}
+	if req.LocalTaskID != "" {
+		ctx = WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
+	}
+	ctx, pin := withTaskPin(ctx)
+	defer pin.release()
+	ref := nativeRef{server: req.ServerName, userID: req.UserID, threadID: req.ThreadID}
+	a, err := d.request(WithSecrets(ctx, req.Secrets), ref, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		return s.CallToolTask(ctx, tool, args, meta)
+	})
+	if err != nil {
+		return mcpflow.Submission{}, err
+	}
+	if a.rpc != nil {
+		return mcpflow.Submission{}, fmt.Errorf("MCP tool '%s' on server '%s' refused the task-augmented call: %s", tool, req.ServerName, rpcText(a.rpc))
+	}
+	var created struct {
+		Task json.RawMessage `json:"task"`
+	}
+	if err := json.Unmarshal(a.raw, &created); err != nil || len(created.Task) == 0 || string(created.Task) == "null" {
+		return mcpflow.Submission{}, mcpflow.NewProtocolError("MCP tool '%s' on server '%s' answered a task-augmented tools/call without a task (CreateTaskResult)", tool, req.ServerName)
+	}
+	t, err := parseNativeTask(created.Task, "tools/call", req.ServerName)
+	if err != nil {
+		return mcpflow.Submission{}, err
+	}
+	ref.taskID = t.id
+	snap, err := d.snapshot(ctx, ref, t)
+	if err != nil {
+		if mcpflow.IsProtocolError(err) {
+			return mcpflow.Submission{}, err
+		}
+		// The task exists: its first poll reads what could not be read now.
+		snap = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
+	}
+	pin.task(t.id, !snap.Status.IsTerminal())
+	data := maps.Clone(req.DriverData)
+	return mcpflow.Submission{RemoteTaskID: t.id, Snapshot: snap, DriverData: data}, nil
+}
+
+// Status sends tasks/get and maps the task; a terminal one is read with
+// tasks/result.
+func (d *NativeDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	ctx, pin := withTaskPin(ctx)
+	defer pin.release()
+	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
+	r := refOf(ref)
+	t, gone, err := d.get(ctx, r)
+	if err != nil || gone != nil {
+		return derefSnap(gone), err
+	}
+	return d.snapshot(ctx, r, t)
+}
+
+// Cancel sends tasks/cancel and returns the task's terminal state. A
+// -32602 answer (the task is terminal already, or unknown) is followed by
+// tasks/get, which reports the actual terminal status (and tasks/result its
+// outcome); an unknown task is failed (task_not_found).
+func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	ctx, pin := withTaskPin(ctx)
+	defer pin.release()
+	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
+	r := refOf(ref)
+	a, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		return s.CancelTask(ctx, r.taskID, meta)
+	})
+	if err != nil {
+		return mcpflow.Snapshot{}, err
+	}
+	var t nativeTask
+	switch {
+	case a.rpc != nil && a.rpc.Code == mcp.INVALID_PARAMS:
+		var gone *mcpflow.Snapshot
+		t, gone, err = d.get(ctx, r)
+		if err != nil || gone != nil {
+			return derefSnap(gone), err
+		}
+	case a.rpc != nil:
+		return mcpflow.Snapshot{}, fmt.Errorf("MCP tasks/cancel on server '%s' failed: %s", r.server, rpcText(a.rpc))
+	default:
+		if t, err = parseNativeTask(a.raw, "tasks/cancel", r.server); err != nil {
+			return mcpflow.Snapshot{}, err
+		}
+		if err := t.matches(r.taskID); err != nil {
+			return mcpflow.Snapshot{}, err
+		}
+	}
+	if !t.status.IsTerminal() {
+		return mcpflow.Snapshot{}, fmt.Errorf("MCP task on server '%s' is still %s after tasks/cancel", r.server, t.status)
+	}
+	return d.snapshot(ctx, r, t)
+}
+
+func refOf(ref mcpflow.TaskReference) nativeRef {
+	return nativeRef{server: ref.ServerName, userID: ref.UserID, threadID: ref.ThreadID, taskID: ref.RemoteTaskID}
+}
+
+func derefSnap(s *mcpflow.Snapshot) mcpflow.Snapshot {
+	if s == nil {
+		return mcpflow.Snapshot{}
+	}
+	return *s
+}
+
+// get sends tasks/get: the task, or the failed snapshot of a task that is
+// gone.
+func (d *NativeDriver) get(ctx context.Context, r nativeRef) (nativeTask, *mcpflow.Snapshot, error) {
+	a, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		return s.GetTask(ctx, r.taskID, meta)
+	})
+	if err != nil {
+		return nativeTask{}, nil, err
+	}
+	if a.rpc != nil {
+		if a.rpc.Code == mcp.INVALID_PARAMS {
+			gone := goneSnapshot(r, a.rpc)
+			return nativeTask{}, &gone, nil
+		}
+		return nativeTask{}, nil, fmt.Errorf("MCP tasks/get on server '%s' failed: %s", r.server, rpcText(a.rpc))
+	}
+	t, err := parseNativeTask(a.raw, "tasks/get", r.server)
+	if err == nil {
+		err = t.matches(r.taskID)
+	}
+	return t, nil, err
+}
+
+// snapshot maps t; a completed or failed task is read with tasks/result.
+func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) (mcpflow.Snapshot, error) {
+	s := mcpflow.Snapshot{Status: nativeStatuses[t.status]}
+	switch t.status {
+	case mcp.TaskStatusWorking:
+		s.PollAfterSeconds = t.pollAfter
+	case mcp.TaskStatusInputRequired:
+		s.PollAfterSeconds = t.pollAfter
+		s.InputRequired = map[string]any{"message": t.message}
+	case mcp.TaskStatusCancelled:
+		if t.message != "" {
+			msg := t.message
+			s.Error = &msg
+		}
+	default:
+		var err error
+		if s, err = d.result(ctx, r, t); err != nil {
+			return mcpflow.Snapshot{}, err
+		}
+	}
+	out, err := mcpflow.NewSnapshot(s)
+	if err != nil {
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP task of server '%s': %v", r.server, err)
+	}
+	return out, nil
+}
+
+// result reads the outcome of a completed or failed task with
+// tasks/result.
+func (d *NativeDriver) result(ctx context.Context, r nativeRef, t nativeTask) (mcpflow.Snapshot, error) {
+	a, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		return s.TaskResult(ctx, r.taskID, meta)
+	})
+	if err != nil {
+		return mcpflow.Snapshot{}, err
+	}
+	if a.rpc != nil {
+		if a.rpc.Code == mcp.INVALID_PARAMS {
+			return goneSnapshot(r, a.rpc), nil
+		}
+		// tasks/result answers what the request itself would have: this
+		// error is the task's outcome.
+		return failedSnapshot(a.rpc.Message, t.message), nil
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(a.raw, &res); err != nil {
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP tasks/result answer of server '%s' is not a tool result: %v", r.server, err)
+	}
+	a.route.Translate(&res, t.createdAt)
+	if t.status == mcp.TaskStatusFailed || res.IsError {
+		return failedSnapshot(resultText(res.Content), t.message), nil
+	}
+	result, err := resultValue(&res)
+	if err != nil {
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP tasks/result answer of server '%s': %v", r.server, err)
+	}
+	return mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: result}, nil
+}
+
+// request runs send on the session of r. A JSON-RPC error the server
+// answered with is part of the answer (it never retires the session).
+func (d *NativeDriver) request(ctx context.Context, r nativeRef, send nativeSend) (nativeAnswer, error) {
+	if d == nil || d.Run == nil {
+		return nativeAnswer{}, errors.New("native MCP task driver has no session runner")
+	}
+	var a nativeAnswer
+	err := d.Run(ctx, r.server, r.userID, r.threadID, func(ctx context.Context, s *Session, rt *Route) error {
+		raw, rpc, err := send(ctx, s, rt.Meta())
+		a = nativeAnswer{raw: raw, rpc: rpc, route: rt}
+		return err
+	})
+	if err != nil {
+		return nativeAnswer{}, err
+	}
+	return a, nil
+}
+
+// goneSnapshot is the failed snapshot of an upstream task the server no
+// longer knows (task_not_found).
+func goneSnapshot(r nativeRef, rpc *mcp.JSONRPCErrorDetails) mcpflow.Snapshot {
+	msg := fmt.Sprintf("Remote MCP task was not found on MCP server '%s' (%s): its ttl expired or the server no longer knows it", r.server, drvErrorCodeTaskNotFound)
+	if detail := strings.TrimSpace(rpc.Message); detail != "" {
+		msg += ": " + mcpflow.TruncateChars(detail, drvErrorDetailChars)
+	}
+	return mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg}
+}
+
+// failedSnapshot is a failed snapshot with the first non-blank text.
+func failedSnapshot(texts ...string) mcpflow.Snapshot {
+	msg := nativeFailed
+	for _, t := range texts {
+		if t = strings.TrimSpace(t); t != "" {
+			msg = t
+			break
+		}
+	}
+	return mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg}
+}
+
+// resultText joins the text blocks of content.
+func resultText(content []mcp.Content) string {
+	var parts []string
+	for _, c := range content {
+		switch tc := c.(type) {
+		case mcp.TextContent:
+			parts = append(parts, tc.Text)
+		case *mcp.TextContent:
+			if tc != nil {
+				parts = append(parts, tc.Text)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// resultValue is a completed task's result: its structuredContent when
+// present, else its content blocks; numbers stay exact (json.Number).
+func resultValue(res *mcp.CallToolResult) (any, error) {
+	raw := bytes.TrimSpace(res.RawStructuredContent)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		blocks := res.Content
+		if blocks == nil {
+			blocks = []mcp.Content{}
+		}
+		enc, err := json.Marshal(blocks)
+		if err != nil {
+			return nil, fmt.Errorf("encode content: %w", err)
+		}
+		raw = enc
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("structuredContent is not valid JSON: %w", err)
+	}
+	return v, nil
+}
+
+// rpcText renders a JSON-RPC error the server answered with.
+func rpcText(e *mcp.JSONRPCErrorDetails) string {
+	msg := strings.TrimSpace(e.Message)
+	if msg == "" {
+		msg = "(no message)"
+	}
+	return fmt.Sprintf("%s (JSON-RPC error %d)", mcpflow.TruncateChars(msg, drvErrorDetailChars), e.Code)
+}
+
+// nativeTask is a Task object of the protocol as the driver reads it.
+type nativeTask struct {
+	id, method, server string
+	status             mcp.TaskStatus
+	message            string
+	createdAt          time.Time // zero when absent or unreadable
+	pollAfter          *float64  // pollInterval in seconds
+}
+
+// parseNativeTask reads a Task object from method's answer. taskId and
+// status are required (a known status); statusMessage, createdAt and
+// pollInterval are read when well-formed and ignored otherwise.
+func parseNativeTask(raw json.RawMessage, method, server string) (nativeTask, error) {
+	t := nativeTask{method: method, server: server}
+	malformed := func(format string, args ...any) error {
+		return mcpflow.NewProtocolError("Malformed MCP task from %s on server '%s': %s", method, server, fmt.Sprintf(format, args...))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return t, malformed("the task is not a JSON object")
+	}
+	str := func(key string) (string, bool) {
+		var s string
+		v, ok := fields[key]
+		if !ok || json.Unmarshal(v, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	id, ok := str("taskId")
+	if !ok || id == "" {
+		return t, malformed("taskId must be a non-empty string")
+	}
+	t.id = id
+	status, _ := str("status")
+	if _, known := nativeStatuses[mcp.TaskStatus(status)]; !known {
+		return t, malformed("unknown status %s", strconv.Quote(mcpflow.TruncateChars(status, 50)))
+	}
+	t.status = mcp.TaskStatus(status)
+	t.message, _ = str("statusMessage")
+	if at, ok := str("createdAt"); ok {
+		if ts, err := time.Parse(time.RFC3339Nano, at); err == nil {
+			t.createdAt = ts
+		}
+	}
+	var ms json.Number
+	if v, ok := fields["pollInterval"]; ok && json.Unmarshal(v, &ms) == nil {
+		if f, err := ms.Float64(); err == nil && mcpflow.ValidatePollAfter(f/1000) == nil {
+			secs := f / 1000
+			t.pollAfter = &secs
+		}
+	}
+	return t, nil
+}
+
+// matches checks the task's id against the persisted remote id.
+func (t nativeTask) matches(want string) error {
+	if t.id != want {
+		return mcpflow.NewProtocolError("MCP task from %s on server '%s' does not match the persisted remote task: expected '%s', got '%s'", t.method, t.server, want, t.id)
+	}
+	return nil
+}

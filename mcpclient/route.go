@@ -1,0 +1,152 @@
+package mcpclient
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow/config"
+)
+
+// Route is how one operation reached its session: the pooled stdio session
+// of (server, user:thread), running in the thread's workspace, or the
+// shared session of an SSE/HTTP server with the call's credential headers.
+// It carries what requests on that route add and what their results need.
+type Route struct {
+	meta      map[string]any // _meta of a stdio request (the OAuth header); nil otherwise
+	ws        *Workspace     // the thread's workspace (stdio only)
+	serverCwd string         // the stdio server's working directory
+	started   time.Time      // when the operation was routed
+}
+
+// Meta returns the _meta every request on the route carries: on a stdio
+// route of a server with an oauth block {"headers": {"Authorization": …}},
+// nil otherwise. The caller may change the copy.
+func (rt *Route) Meta() map[string]any {
+	if rt == nil || rt.meta == nil {
+		return nil
+	}
+	return maps.Clone(rt.meta)
+}
+
+// Started returns when the operation was routed (zero for a nil route).
+func (rt *Route) Started() time.Time {
+	if rt == nil {
+		return time.Time{}
+	}
+	return rt.started
+}
+
+// Translate rewrites, in place, the workspace paths in res's content to
+// what the agent sees (/mnt/user-data/…, see Workspace.TranslateResult) on
+// a stdio route; on other routes it does nothing. Files written since
+// since count as the result's new files for the bare-filename rule (a zero
+// since disables that rule).
+func (rt *Route) Translate(res *mcp.CallToolResult, since time.Time) {
+	if rt == nil || rt.ws == nil || res == nil {
+		return
+	}
+	var changed []string
+	if !since.IsZero() && hasText(res) {
+		changed = rt.ws.ChangedSince(since)
+	}
+	rt.ws.TranslateResult(res, rt.serverCwd, changed)
+}
+
+// SessionOp is one operation on the session a call was routed to. ctx
+// carries the route's per-request credentials; an error it returns decides
+// what happens to the session (a disconnect evicts a pooled session, an
+// upstream failure retires a shared one), so an answer the server gave
+// (a JSON-RPC error, a malformed result) must be handed back otherwise.
+type SessionOp func(ctx context.Context, s *Session, rt *Route) error
+
+// Run runs op on the session srv's requests for a user's thread go to:
+// stdio through the pooled session of (server, user:thread) in the
+// thread's workspace (pinned for a durable task's remote calls, see
+// taskPin), SSE/HTTP through the shared session with the call's credential
+// headers (OAuth, user_auth for userID, headers_from_context from a
+// request-scoped ctx, see WithSecrets). A refused credential is a
+// *CredentialError and op does not run.
+func (r *Runtime) Run(ctx context.Context, srv *config.Server, userID, threadID string, op SessionOp) error {
+	return r.run(ctx, srv, connFingerprint(*srv), userID, threadID, op)
+}
+
+// Call invokes a raw tool on srv for a user's thread through Run, and
+// translates workspace paths in a stdio result. Task activities use it for
+// submit/status/cancel. A refused credential is a *CredentialError.
+func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
+	return r.call(ctx, srv, connFingerprint(*srv), tool, userID, threadID, args)
+}
+
+// call is Call with the fingerprint of srv's connection settings.
+func (r *Runtime) call(ctx context.Context, srv *config.Server, fp, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
+	var res *mcp.CallToolResult
+	var route *Route
+	err := r.run(ctx, srv, fp, userID, threadID, func(ctx context.Context, s *Session, rt *Route) error {
+		var err error
+		res, err = s.CallTool(ctx, tool, args, rt.Meta())
+		route = rt
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Files this call wrote are stamped after it started.
+	route.Translate(res, route.Started())
+	return res, nil
+}
+
+// run is Run with the fingerprint of srv's connection settings.
+func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threadID string, op SessionOp) error {
+	if srv.Type == config.TransportStdio {
+		meta, err := r.stdioMeta(srv)
+		if err != nil {
+			return err
+		}
+		ws, err := PrepareWorkspace(r.workspaceRoot(), userID, threadID)
+		if err != nil {
+			return err
+		}
+		rt := &Route{meta: meta, ws: ws, serverCwd: ws.Dir, started: time.Now()}
+		if srv.Cwd != "" {
+			rt.serverCwd = srv.Cwd
+		}
+		key := PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
+		dial := func(dctx context.Context) (*Session, error) {
+			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log})
+		}
+		if tp := taskPinFrom(ctx); tp != nil {
+			tp.hold(r.pool, key)
+		}
+		return r.pool.run(ctx, key, fp, dial, func(s *Session) error { return op(ctx, s, rt) })
+	}
+	headers, err := r.credentialHeaders(ctx, srv, userID)
+	if err != nil {
+		return err
+	}
+	rt := &Route{started: time.Now()}
+	s, err := r.acquireShared(ctx, srv, fp)
+	if err != nil {
+		return err
+	}
+	defer r.releaseShared(s)
+	err = op(context.WithValue(ctx, callHeadersKey{}, headers), s.sess, rt)
+	if err != nil && sharedBroken(err) {
+		r.dropShared(srv.Name, s)
+	}
+	return err
+}
+
+func hasText(res *mcp.CallToolResult) bool {
+	for _, c := range res.Content {
+		if _, ok := c.(mcp.TextContent); ok {
+			return true
+		}
+		if _, ok := c.(*mcp.TextContent); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,110 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Native MCP Tasks requests of a session (protocol 2025-11-25). They are
+// sent as JSON-RPC requests of their own rather than through mcp-go's
+// typed calls: mcp-go has none for a task-augmented tools/call, and its
+// typed tasks calls keep neither the JSON-RPC code of an error the server
+// answered (unknown codes become plain errors, indistinguishable from a
+// transport failure) nor the exact bytes of a result (structuredContent
+// numbers become float64; one unknown content block fails the whole
+// answer). The answer comes back raw, and a JSON-RPC error the server
+// answered with comes back as such, never as a Go error: it is an answer,
+// not a failure of the session.
+
+// sessTaskSeq numbers the requests a session sends itself. Their ids are
+// strings, which never collide with the integer ids of mcp-go's client.
+var sessTaskSeq atomic.Uint64
+
+// CallToolTask sends a task-augmented tools/call of the tool name with
+// args (params.task = {}, no ttl requested) and meta as its _meta, merged
+// over the WithCallMeta keys of ctx like CallTool. A function set with
+// mcpflow.WithBeforeSend runs right before the request leaves; when it
+// fails nothing is sent. It returns the raw result (a CreateTaskResult
+// from a server that follows the protocol) or the JSON-RPC error the
+// server answered with. Bounds and errors are those of CallTool.
+func (s *Session) CallToolTask(ctx context.Context, name string, args, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	p := callParams(ctx, name, args, meta)
+	p.Task = &mcp.TaskParams{}
+	return s.taskRequest(ctx, s.toolRequest(name), mcp.MethodToolsCall, p, true)
+}
+
+// GetTask sends tasks/get for taskID; see TaskResult.
+func (s *Session) GetTask(ctx context.Context, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	return s.taskMethod(ctx, mcp.MethodTasksGet, taskID, meta)
+}
+
+// TaskResult sends tasks/result for taskID with meta (nil: none) as its
+// _meta, and returns the raw result or the JSON-RPC error the server
+// answered with. The request is bounded by the server's tool_call_timeout
+// and by ctx (a server blocks tasks/result until the task is terminal).
+// Errors are classified like CallTool's: a lost transport is EUpstream
+// for which IsDisconnect is true, an expired tool_call_timeout ETimeout;
+// when ctx ends the error wraps ctx.Err().
+func (s *Session) TaskResult(ctx context.Context, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	return s.taskMethod(ctx, mcp.MethodTasksResult, taskID, meta)
+}
+
+// CancelTask sends tasks/cancel for taskID; see TaskResult.
+func (s *Session) CancelTask(ctx context.Context, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	return s.taskMethod(ctx, mcp.MethodTasksCancel, taskID, meta)
+}
+
+// taskMethod sends one of the tasks/* requests that take {"taskId"}.
+func (s *Session) taskMethod(ctx context.Context, method mcp.MCPMethod, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	params := map[string]any{"taskId": taskID}
+	if len(meta) > 0 {
+		params["_meta"] = maps.Clone(meta)
+	}
+	req := sessRequest{what: fmt.Sprintf("MCP %s on server '%s'", method, s.server),
+		notFound: fmt.Sprintf("MCP server '%s' does not support %s (native MCP tasks)", s.server, method)}
+	return s.taskRequest(ctx, req, method, params, false)
+}
+
+// taskRequest sends method with params, bounded by tool_call_timeout and
+// ctx; beforeSend runs mcpflow.BeforeSend first.
+func (s *Session) taskRequest(ctx context.Context, req sessRequest, method mcp.MCPMethod, params any, beforeSend bool) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	opCtx := ctx
+	if s.callTimeout > 0 {
+		var cancel context.CancelFunc
+		opCtx, cancel = context.WithTimeout(ctx, s.callTimeout)
+		defer cancel()
+	}
+	if err := opCtx.Err(); err != nil {
+		return nil, nil, s.classify(ctx, opCtx, req, err)
+	}
+	if beforeSend {
+		if err := mcpflow.BeforeSend(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	resp, err := s.client.GetTransport().SendRequest(opCtx, transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId("mcpflow-" + strconv.FormatUint(sessTaskSeq.Add(1), 10)),
+		Method:  string(method),
+		Params:  params,
+	})
+	if err == nil && resp == nil {
+		err = fmt.Errorf("no answer to %s", method)
+	}
+	if err != nil {
+		return nil, nil, s.classify(ctx, opCtx, req, err)
+	}
+	if resp.Error != nil {
+		return nil, resp.Error, nil
+	}
+	return resp.Result, nil, nil
+}

@@ -1,0 +1,97 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/activities"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Rejections of the input update (the API answers them with 409).
+var (
+	errInputNotRequired = errors.New("the task does not require input that mcpflow can deliver")
+	errInputPending     = errors.New("an answer to this question is already being delivered")
+	errInputCancelling  = errors.New("the task is being cancelled")
+)
+
+// pendingAnswer is an accepted answer on its way upstream.
+type pendingAnswer struct {
+	answer mcpflow.InputAnswer
+	done   bool
+	err    error
+}
+
+// setInputHandler registers the input update: a user's answer to the
+// task's question. Its validator admits an answer only while the task
+// requires input that its driver can deliver and no other answer is on its
+// way; the tracking loop delivers it (answerDue) and the update completes
+// with the delivery's outcome.
+//
+// Replay: the handler adds no command until an input update arrives, so
+// histories recorded before it existed replay unchanged.
+func (w *taskRun) setInputHandler(ctx workflow.Context) error {
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateInput,
+		func(ctx workflow.Context, ans mcpflow.InputAnswer) error {
+			p := &pendingAnswer{answer: ans}
+			w.answer = p
+			if err := workflow.Await(ctx, func() bool { return p.done }); err != nil {
+				return err
+			}
+			return p.err
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ans mcpflow.InputAnswer) error {
+			switch {
+			case w.cancelled:
+				return errInputCancelling
+			case w.st.Snapshot.Status != mcpflow.StatusInputRequired || !w.st.Snapshot.InputAnswerable:
+				return errInputNotRequired
+			case w.answer != nil:
+				return errInputPending
+			}
+			return nil
+		}})
+}
+
+// answerDue reports whether an accepted answer waits for delivery.
+func (w *taskRun) answerDue() bool { return w.answer != nil && !w.answer.done }
+
+// deliverAnswer runs the driver's answer delivery: on the worker that holds
+// the question when the driver keeps it in process memory (st.InputQueue),
+// else where the task's calls run. A delivered answer moves the task back to
+// working (the server resumes; the next poll says how it goes); a question
+// that is gone is no longer answerable. The update completes with the
+// outcome either way.
+func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
+	p := w.answer
+	opts := workflow.ActivityOptions{RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3,
+		NonRetryableErrorTypes: []string{ErrTypeInputGone}}}
+	if w.st.InputQueue != "" {
+		opts.TaskQueue = w.st.InputQueue
+		opts.ScheduleToStartTimeout = pinnedScheduleToStart
+	}
+	err := w.exec(ctx, "deliver answer to the task's question", opts, a.Answer, nil,
+		activities.AnswerInput{Ref: w.ref(), Answer: p.answer})
+	switch {
+	case err == nil:
+		w.st.Snapshot = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
+		w.st.Fingerprint = ""
+	default:
+		// Gone, or the worker that held it never picked the delivery up:
+		// the question cannot be answered any more; polling goes on.
+		w.st.Snapshot.InputAnswerable = false
+		w.st.Fingerprint = ""
+		err = errors.New(appMessage(err).Error())
+	}
+	w.st.InputQueue = ""
+	p.err, p.done = err, true
+	w.answer = nil
+	if perr := w.persist(ctx, false, 0); perr != nil {
+		return perr
+	}
+	w.upsertStatus(ctx)
+	return nil
+}

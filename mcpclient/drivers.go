@@ -18,7 +18,10 @@ type Drivers struct {
 	Native mcpflow.Driver
 }
 
-var _ mcpflow.Driver = (*Drivers)(nil)
+var (
+	_ mcpflow.Driver      = (*Drivers)(nil)
+	_ mcpflow.InputDriver = (*Drivers)(nil)
+)
 
 // Submit implements mcpflow.Driver.
 func (d *Drivers) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
@@ -45,6 +48,30 @@ func (d *Drivers) Cancel(ctx context.Context, ref mcpflow.TaskReference) (mcpflo
 		return mcpflow.Snapshot{}, err
 	}
 	return drv.Cancel(ctx, ref)
+}
+
+// Answer implements mcpflow.InputDriver: the task's driver delivers the
+// answer; a driver that cannot is mcpflow.ErrInputGone.
+func (d *Drivers) Answer(ctx context.Context, ref mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
+	drv, err := d.pick(ref.DriverData)
+	if err != nil {
+		return err
+	}
+	in, ok := drv.(mcpflow.InputDriver)
+	if !ok {
+		return mcpflow.ErrInputGone
+	}
+	return in.Answer(ctx, ref, answer)
+}
+
+// HoldsQuestion implements mcpflow.InputDriver.
+func (d *Drivers) HoldsQuestion(ref mcpflow.TaskReference) bool {
+	drv, err := d.pick(ref.DriverData)
+	if err != nil {
+		return false
+	}
+	in, ok := drv.(mcpflow.InputDriver)
+	return ok && in.HoldsQuestion(ref)
 }
 
 // pick returns the driver of a task's driver data; a missing driver is a

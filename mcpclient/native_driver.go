@@ -47,9 +47,15 @@ type SessionRunner func(ctx context.Context, server, userID, threadID string, op
 type NativeDriver struct {
 	// Run reaches the sessions; it is required.
 	Run SessionRunner
+	// Questions holds the questions of input_required tasks
+	// (Runtime.Questions); nil: questions are reported, never answerable.
+	Questions *Questions
 }
 
-var _ mcpflow.Driver = (*NativeDriver)(nil)
+var (
+	_ mcpflow.Driver      = (*NativeDriver)(nil)
+	_ mcpflow.InputDriver = (*NativeDriver)(nil)
+)
 
 // nativeFailed is the error of a failed task that says nothing else.
 const nativeFailed = "Remote MCP task failed"
@@ -187,6 +193,34 @@ func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (s
 	return d.snapshot(ctx, r, t)
 }
 
+// question returns the waiting question of an input_required task, and
+// keeps a tasks/result request of the task open in this process (a reader)
+// on which the server sends it (see Questions).
+func (d *NativeDriver) question(ctx context.Context, r nativeRef) *heldQuestion {
+	if d.Questions == nil || r.taskID == "" {
+		return nil
+	}
+	return d.Questions.ask(ctx, questionKey{server: r.server, taskID: r.taskID}, func(rctx context.Context) error {
+		_, err := d.request(rctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+			return s.AwaitTaskResult(ctx, r.taskID, meta)
+		})
+		return err
+	})
+}
+
+// Answer implements mcpflow.InputDriver: it sends the answer as the
+// response to the server's elicitation/create request of the task, once.
+// A question that no longer waits in this process is mcpflow.ErrInputGone.
+func (d *NativeDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
+	return d.Questions.answer(ctx, questionKey{server: ref.ServerName, taskID: ref.RemoteTaskID}, answer)
+}
+
+// HoldsQuestion implements mcpflow.InputDriver: a native task's question
+// waits in the memory of the process whose reader received it.
+func (d *NativeDriver) HoldsQuestion(ref mcpflow.TaskReference) bool {
+	return d.Questions.waiting(questionKey{server: ref.ServerName, taskID: ref.RemoteTaskID}) != nil
+}
+
 func refOf(ref mcpflow.TaskReference) nativeRef {
 	return nativeRef{server: ref.ServerName, userID: ref.UserID, threadID: ref.ThreadID, taskID: ref.RemoteTaskID}
 }
@@ -230,6 +264,13 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 	case mcp.TaskStatusInputRequired:
 		s.PollAfterSeconds = t.pollAfter
 		s.InputRequired = map[string]any{"message": t.message}
+		if hq := d.question(ctx, r); hq != nil {
+			s.InputRequired = map[string]any{"message": hq.message}
+			if hq.schema != nil {
+				s.InputRequired["requested_schema"] = hq.schema
+			}
+			s.InputAnswerable = true
+		}
 	case mcp.TaskStatusCancelled:
 		if t.message != "" {
 			msg := t.message

@@ -115,7 +115,7 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		}
 		key := PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
 		dial := func(dctx context.Context) (*Session, error) {
-			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log})
+			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions})
 		}
 		if tp := taskPinFrom(ctx); tp != nil {
 			tp.hold(r.pool, key)

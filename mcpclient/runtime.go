@@ -110,9 +110,10 @@ type Submitter func(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Too
 // servers whose effective configuration changed, and never under a call in
 // flight. It implements mcpflow.ToolRuntime.
 type Runtime struct {
-	opts Options
-	log  *slog.Logger
-	pool *Pool
+	opts      Options
+	log       *slog.Logger
+	pool      *Pool
+	questions *Questions
 
 	oauth oauthTokens
 
@@ -152,10 +153,16 @@ func NewRuntime(o Options) *Runtime {
 		sharedAll: map[*sharedSession]struct{}{},
 	}
 	r.pool.SetSlotWait(o.SessionSlotWait)
+	r.questions = newQuestions()
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.metrics = newRuntimeMetrics(r, o.Meter, o.Tracer)
 	return r
 }
+
+// Questions returns the runtime's questions of native MCP tasks: its
+// sessions hand them the elicitations servers send, NativeDriver reads and
+// answers them.
+func (r *Runtime) Questions() *Questions { return r.questions }
 
 // ExtensionsPath returns the extensions_config.json the runtime watches.
 func (r *Runtime) ExtensionsPath() string { return r.opts.ExtensionsPath }
@@ -292,6 +299,7 @@ func (r *Runtime) Close() error {
 		_ = r.metrics.reg.Unregister()
 	}
 	r.cancel()
+	r.questions.close()
 	r.bg.Wait()
 	r.closeAllShared()
 	return r.pool.shutdown()

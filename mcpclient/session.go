@@ -85,6 +85,10 @@ type DialOptions struct {
 	// Logger receives connection logs and, at debug level, a stdio
 	// server's stderr. Nil discards them.
 	Logger *slog.Logger
+	// Questions, when set, makes a stdio or streamable HTTP session declare
+	// the elicitation capability and hand the questions servers ask about
+	// native tasks to it (see Questions).
+	Questions *Questions
 }
 
 // Session is one initialized MCP client session to one server. It is safe
@@ -176,7 +180,12 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 // session under initCtx.
 func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, o DialOptions) error {
 	opts := []client.ClientOption{client.WithProtocolVersion(sessProtocolVersion)}
+	if o.Questions != nil && srv.Type != config.TransportSSE {
+		// Declares the capability; serverRequests answers the requests.
+		opts = append(opts, client.WithElicitationHandler(sessNoElicit{}))
+	}
 	headers := sessHeaderFunc(srv.Headers, o.Headers)
+	var post func(context.Context, *transport.JSONRPCResponse) error
 	switch srv.Type {
 	case config.TransportStdio:
 		proc, tr, err := sessStartProcess(sessCtx, srv, o, s.log, s.markLost)
@@ -214,6 +223,7 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		if err != nil {
 			return err
 		}
+		post = httpResponder(srv.URL, tr, headers)
 		s.client = client.NewClient(tr, opts...)
 	default:
 		return fmt.Errorf("unsupported transport type '%s'", srv.Type)
@@ -228,6 +238,7 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		if err != nil {
 			return err
 		}
+		s.serverRequests(s.client.GetTransport(), o.Questions, post)
 	case <-initCtx.Done():
 		s.abort()
 		<-started

@@ -39,7 +39,7 @@ var sessTaskSeq atomic.Uint64
 func (s *Session) CallToolTask(ctx context.Context, name string, args, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	p := callParams(ctx, name, args, meta)
 	p.Task = &mcp.TaskParams{}
-	return s.taskRequest(ctx, s.toolRequest(name), mcp.MethodToolsCall, p, true)
+	return s.taskRequest(ctx, s.toolRequest(name), mcp.MethodToolsCall, p, true, true)
 }
 
 // GetTask sends tasks/get for taskID; see TaskResult.
@@ -58,6 +58,15 @@ func (s *Session) TaskResult(ctx context.Context, taskID string, meta map[string
 	return s.taskMethod(ctx, mcp.MethodTasksResult, taskID, meta)
 }
 
+// AwaitTaskResult is TaskResult without the tool_call_timeout bound: a
+// request that stays open while the task runs, for the requests the server
+// sends on its stream (the questions of an input_required task). ctx bounds
+// it.
+func (s *Session) AwaitTaskResult(ctx context.Context, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	params, req := s.taskParams(mcp.MethodTasksResult, taskID, meta)
+	return s.taskRequest(ctx, req, mcp.MethodTasksResult, params, false, false)
+}
+
 // CancelTask sends tasks/cancel for taskID; see TaskResult.
 func (s *Session) CancelTask(ctx context.Context, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	return s.taskMethod(ctx, mcp.MethodTasksCancel, taskID, meta)
@@ -65,20 +74,26 @@ func (s *Session) CancelTask(ctx context.Context, taskID string, meta map[string
 
 // taskMethod sends one of the tasks/* requests that take {"taskId"}.
 func (s *Session) taskMethod(ctx context.Context, method mcp.MCPMethod, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	params, req := s.taskParams(method, taskID, meta)
+	return s.taskRequest(ctx, req, method, params, false, true)
+}
+
+// taskParams are the params {"taskId", "_meta"} of a tasks/* request and
+// how its errors are named.
+func (s *Session) taskParams(method mcp.MCPMethod, taskID string, meta map[string]any) (map[string]any, sessRequest) {
 	params := map[string]any{"taskId": taskID}
 	if len(meta) > 0 {
 		params["_meta"] = maps.Clone(meta)
 	}
-	req := sessRequest{what: fmt.Sprintf("MCP %s on server '%s'", method, s.server),
+	return params, sessRequest{what: fmt.Sprintf("MCP %s on server '%s'", method, s.server),
 		notFound: fmt.Sprintf("MCP server '%s' does not support %s (native MCP tasks)", s.server, method)}
-	return s.taskRequest(ctx, req, method, params, false)
 }
 
-// taskRequest sends method with params, bounded by tool_call_timeout and
-// ctx; beforeSend runs mcpflow.BeforeSend first.
-func (s *Session) taskRequest(ctx context.Context, req sessRequest, method mcp.MCPMethod, params any, beforeSend bool) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+// taskRequest sends method with params, bounded by ctx and, when bounded,
+// by tool_call_timeout; beforeSend runs mcpflow.BeforeSend first.
+func (s *Session) taskRequest(ctx context.Context, req sessRequest, method mcp.MCPMethod, params any, beforeSend, bounded bool) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	opCtx := ctx
-	if s.callTimeout > 0 {
+	if bounded && s.callTimeout > 0 {
 		var cancel context.CancelFunc
 		opCtx, cancel = context.WithTimeout(ctx, s.callTimeout)
 		defer cancel()

@@ -109,7 +109,7 @@ func (r *Runtime) dialSharedLocked(srv *config.Server, config string) *sharedSes
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		sess, err := Dial(dctx, srv, DialOptions{Headers: r.connHeaders(srv), Logger: r.log})
+		sess, err := Dial(dctx, srv, DialOptions{Headers: r.connHeaders(srv), Logger: r.log, Questions: r.questions})
 		cancel()
 		r.mu.Lock()
 		defer r.mu.Unlock()

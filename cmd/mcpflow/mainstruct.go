@@ -334,7 +334,7 @@ func (m *Main) startWorker() {
 	pinnedQueue := m.Config.Temporal.TaskQueue + "@" + processID()
 	drivers := &mcpclient.Drivers{
 		Ordinary: &mcpclient.OrdinaryDriver{Call: m.callTaskTool},
-		Native:   &mcpclient.NativeDriver{Run: m.runTaskSession},
+		Native:   &mcpclient.NativeDriver{Run: m.runTaskSession, Questions: m.MCP.Questions()},
 	}
 	acts := &activities.Activities{Driver: drivers, Tasks: m.DB, Threads: m.DB, Events: m.DB,
 		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue, Heartbeats: m.Temporal}

@@ -53,6 +53,7 @@ type tsInput struct {
 	TaskID    string            `json:"taskId,omitempty"`
 	SessionID string            `json:"sessionId,omitempty"`
 	Headers   map[string]string `json:"headers,omitempty"`
+	Answer    map[string]any    `json:"answer,omitempty"` // the elicitation result to answer with
 }
 
 // runTS runs one scenario of mcp_client.mjs against url as the user with

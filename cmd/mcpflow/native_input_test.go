@@ -76,3 +76,41 @@ func TestNativeTaskQuestionsAnswered(t *testing.T) {
 		require.Contains(t, reportText(t, d["result"]), "User declined - using default interpretation")
 	})
 }
+
+// TestNativeTaskQuestionThroughMCPEndpoint: an MCP host (the official
+// TypeScript SDK client, declaring elicitation) creates server-everything's
+// ambiguous research as an MCP task on mcpflow's endpoint and reads its
+// result; the upstream question reaches it as an elicitation/create related
+// to its task on the tasks/result stream, its answer goes back through
+// mcpflow to the server, and the result uses it.
+func TestNativeTaskQuestionThroughMCPEndpoint(t *testing.T) {
+	e, _ := startNativeEnv(t)
+	out := runTS[struct {
+		TaskID       string `json:"taskId"`
+		Elicitations []struct {
+			Message         string         `json:"message"`
+			RequestedSchema map[string]any `json:"requestedSchema"`
+			Meta            map[string]any `json:"_meta"`
+		} `json:"elicitations"`
+		Result       tsAttempt[tsToolResult] `json:"result"`
+		Task         tsAttempt[tsTask]       `json:"task"`
+		ClientErrors []string                `json:"clientErrors"`
+	}](t, "task_elicit", e.m.URL()+"/mcp/threads/q-mcp", testUserToken, tsInput{
+		Tool:      "everhttp_" + researchTool,
+		Arguments: map[string]any{"topic": "python", "ambiguous": true},
+		Answer:    map[string]any{"action": "accept", "content": map[string]any{"interpretation": "snake"}},
+	})
+	require.Len(t, out.Elicitations, 1, "one question: %+v", out)
+	el := out.Elicitations[0]
+	require.Contains(t, el.Message, `The research query "python" could have multiple interpretations`)
+	require.Equal(t, []any{"interpretation"}, el.RequestedSchema["required"])
+	require.Equal(t, map[string]any{"taskId": out.TaskID}, el.Meta["io.modelcontextprotocol/related-task"], "the question is related to the host's task")
+	require.Nil(t, out.Result.Error, "%+v", out.Result.Error)
+	require.NotEmpty(t, out.Result.Result.Content)
+	require.Contains(t, out.Result.Result.Content[0].Text, "# Research Report: python (snake)")
+	require.Equal(t, "completed", out.Task.Result.Status)
+	require.Empty(t, out.ClientErrors)
+
+	_, d := get(t, e.m.URL()+"/api/threads/q-mcp/mcp-tasks/"+out.TaskID, testUserToken)
+	require.Equal(t, "completed", d["status"], "the REST detail is the same task: %v", d)
+}

@@ -5,7 +5,8 @@
 //
 // MCP_INPUT is a JSON object of the scenario's inputs: tool, arguments,
 // meta (a tools/call's _meta), taskId, sessionId (resume that session),
-// headers (extra HTTP headers).
+// headers (extra HTTP headers), answer (the elicitation result a client
+// declaring elicitation answers with).
 //
 // Each run plays one scenario and prints one JSON line with what it
 // observed; errors are reported as data ({"error": {...}}) so that the Go
@@ -13,7 +14,7 @@
 // crashes.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ElicitRequestSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const scenario = process.argv[2];
 const url = process.env.MCP_URL;
@@ -52,11 +53,22 @@ function newTransport(sessionId) {
 const notifications = [];
 const clientErrors = [];
 
+// elicitations collects the elicitation/create requests the client got
+// (when input.answer is set, it declares elicitation and answers them so).
+const elicitations = [];
+
 // connect initializes a new session, or resumes input.sessionId when given
 // (the SDK's Client skips initialize when the transport has a session id).
 async function connect() {
   const transport = newTransport(input.sessionId);
-  const client = new Client({ name: 'mcpflow-ts-e2e', version: '1.0.0' });
+  const options = input.answer ? { capabilities: { elicitation: { form: {} } } } : undefined;
+  const client = new Client({ name: 'mcpflow-ts-e2e', version: '1.0.0' }, options);
+  if (input.answer) {
+    client.setRequestHandler(ElicitRequestSchema, req => {
+      elicitations.push(req.params);
+      return input.answer;
+    });
+  }
   client.setNotificationHandler(TaskStatusNotificationSchema, n => { notifications.push(n.params); });
   client.onerror = err => { clientErrors.push(String(err?.message ?? err)); };
   await client.connect(transport);
@@ -187,6 +199,23 @@ const scenarios = {
     const out = await attempt(() => client.experimental.tasks.getTask(input.taskId));
     await client.close();
     return out;
+  },
+
+  // A client that declares elicitation creates a task and reads its result
+  // with tasks/result, answering the questions it gets on the way with
+  // input.answer.
+  async task_elicit() {
+    const { client } = await connect();
+    const created = await attempt(() => createTask(client));
+    if (created.error) {
+      await client.close();
+      return { created };
+    }
+    const id = created.result.taskId;
+    const result = await attempt(() => client.experimental.tasks.getTaskResult(id, CallToolResultSchema));
+    const task = await attempt(() => client.experimental.tasks.getTask(id));
+    await client.close();
+    return { taskId: id, elicitations, result, task, clientErrors };
   },
 
   // tasks/result; with input.sessionId it resumes that session instead of

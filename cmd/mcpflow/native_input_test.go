@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testenv"
 
 	"testing"
 
@@ -113,4 +117,56 @@ func TestNativeTaskQuestionThroughMCPEndpoint(t *testing.T) {
 
 	_, d := get(t, e.m.URL()+"/api/threads/q-mcp/mcp-tasks/"+out.TaskID, testUserToken)
 	require.Equal(t, "completed", d["status"], "the REST detail is the same task: %v", d)
+}
+
+// TestNativeQuestionDurability runs mcpflow's API and a separate worker
+// process against server-everything over streamable HTTP:
+//   - the API restarts between the question and the answer: the question is
+//     in the task's row and the worker still holds it, so the answer sent
+//     to the new API process reaches the server and the report uses it;
+//   - the worker holding a question is killed (SIGKILL): the question was
+//     in its memory and on its tasks/result stream, so an answer now gets
+//     409 (no delivery, never two), and the new worker tracks the task to
+//     its end, which the server decides (server-everything binds its tasks
+//     to the MCP session that created them: task_not_found).
+func TestNativeQuestionDurability(t *testing.T) {
+	entry := testenv.EverythingEntry(t)
+	httpURL := testenv.StartEverythingHTTP(t, entry)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1, lease_seconds: 5 }\n",
+		fmt.Sprintf(`{"mcpServers": {"everhttp": {"type": "http", "url": %q}}}`, httpURL))
+	api := startMain(t, ModeServe, cfg, nil)
+	e := &taskEnv{m: api}
+	first := startWorkerProc(t, cfg)
+	outer := t
+
+	t.Run("API restarted before the answer", func(t *testing.T) {
+		id := e.submitNative(t, "q-dur", "everhttp_"+researchTool, researchTool, `{"topic": "python", "ambiguous": true}`)
+		e.waitQuestion(t, "q-dur", id)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, api.Close(ctx))
+		e.m = startMain(outer, ModeServe, cfg, nil) // it serves the next subtest too
+		d := e.waitQuestion(t, "q-dur", id)
+		require.Contains(t, d["input_required"].(map[string]any)["message"], "multiple interpretations")
+		code, out := e.post(t, "/api/threads/q-dur/mcp-tasks/"+id+"/input", `{"action": "accept", "content": {"interpretation": "programming"}}`)
+		require.Equal(t, 202, code, out)
+		d = e.waitStatus(t, "q-dur", id, "completed")
+		require.Contains(t, reportText(t, d["result"]), "# Research Report: python (programming)")
+	})
+
+	t.Run("holder killed", func(t *testing.T) {
+		id := e.submitNative(t, "q-die", "everhttp_"+researchTool, researchTool, `{"topic": "python", "ambiguous": true}`)
+		e.waitQuestion(t, "q-die", id)
+		first.kill9(t)
+		startWorkerProc(outer, cfg)
+		// The row may still say answerable: the workflow admits the answer
+		// and its delivery, bound to the dead worker, never starts (409
+		// after a minute); or the new worker's poll said otherwise (409 at
+		// once).
+		code, out := e.post(t, "/api/threads/q-die/mcp-tasks/"+id+"/input", `{"action": "accept", "content": {"interpretation": "snake"}}`)
+		require.Equal(t, 409, code, out)
+		d := e.waitStatus(t, "q-die", id, "failed")
+		require.Contains(t, d["error"], "(task_not_found)")
+		require.Equal(t, false, d["input_answerable"])
+	})
 }

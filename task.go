@@ -249,10 +249,13 @@ type Driver interface {
 }
 
 // Driver data keys of the ordinary driver: the raw tool names of a toolset.
+// DriverDataInputTool is present only when the toolset names an input_tool;
+// the driver then delivers answers to an input_required task's question.
 const (
 	DriverDataSubmitTool = "submit_tool"
 	DriverDataStatusTool = "status_tool"
 	DriverDataCancelTool = "cancel_tool"
+	DriverDataInputTool  = "input_tool"
 )
 
 // DriverDataNativeTool is the driver data key of a native MCP task: the

@@ -188,10 +188,30 @@ type TaskToolset struct {
 	SubmitTool string
 	StatusTool string
 	CancelTool string
+	// InputTool is the optional input_tool: the raw name of the tool that
+	// receives a user's answer to the question of a task in input_required
+	// (an mcpflow extension; "" when not configured, and then such a
+	// question cannot be answered through mcpflow).
+	InputTool string
 	// Native marks the toolset the runtime makes up for a tool run as a
 	// native MCP task (never configured): Name and SubmitTool are the raw
 	// tool name, StatusTool and CancelTool are empty.
 	Native bool `json:"-"`
+}
+
+// HiddenTools returns the raw names of the toolset's tools that agents do
+// not see: the status and cancel tools, and the input tool when set.
+func (ts TaskToolset) HiddenTools() []string {
+	out := []string{ts.StatusTool, ts.CancelTool}
+	if ts.InputTool != "" {
+		out = append(out, ts.InputTool)
+	}
+	return out
+}
+
+// Tools returns the raw names of all of the toolset's configured tools.
+func (ts TaskToolset) Tools() []string {
+	return append([]string{ts.SubmitTool}, ts.HiddenTools()...)
 }
 
 // Lookup returns the server called name.

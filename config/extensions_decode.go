@@ -726,7 +726,21 @@ func (d *extDecoder) taskToolsets(parent *objReader) ([]TaskToolset, error) {
 				return nil, d.errorf(r.p(role.key), "must not be empty")
 			}
 		}
-		if err := r.forbidExtras("task_toolsets entries allow only name, submit_tool, status_tool and cancel_tool"); err != nil {
+		// input_tool (an mcpflow extension) is optional; when present it is
+		// a role like the others.
+		if r.obj.Has("input_tool") {
+			if ts.InputTool, err = r.str("input_tool", "", false); err != nil {
+				return nil, err
+			}
+			if strings.TrimSpace(ts.InputTool) == "" {
+				return nil, d.errorf(r.p("input_tool"), "must not be empty")
+			}
+			roles = append(roles, struct {
+				key string
+				dst *string
+			}{"input_tool", &ts.InputTool})
+		}
+		if err := r.forbidExtras("task_toolsets entries allow only name, submit_tool, status_tool, cancel_tool and input_tool"); err != nil {
 			return nil, err
 		}
 		for _, role := range roles {

@@ -291,8 +291,20 @@ func TestTaskToolsets(t *testing.T) {
 		{"empty role", doc("s", toolset("a", "a", "", "c")), "mcpServers.s.task_toolsets[0].status_tool: must not be empty"},
 		{"missing role", doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b"}`), "mcpServers.s.task_toolsets[0].cancel_tool: is required"},
 		{"extra key", doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "poll": 5}`),
-			"mcpServers.s.task_toolsets[0].poll: unknown key (task_toolsets entries allow only name, submit_tool, status_tool and cancel_tool)"},
+			"mcpServers.s.task_toolsets[0].poll: unknown key (task_toolsets entries allow only name, submit_tool, status_tool, cancel_tool and input_tool)"},
 		{"not a list", `{"mcpServers": {"s": {"task_toolsets": {}}}}`, "mcpServers.s.task_toolsets: must be a list of objects (got an object)"},
+		{"empty input tool", doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "input_tool": ""}`),
+			"mcpServers.s.task_toolsets[0].input_tool: must not be empty"},
+		{"blank input tool", doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "input_tool": "  "}`),
+			"mcpServers.s.task_toolsets[0].input_tool: must not be empty"},
+		{"null input tool", doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "input_tool": null}`),
+			"mcpServers.s.task_toolsets[0].input_tool: must be a string (got null)"},
+		{"input tool not a string", doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "input_tool": 5}`),
+			"mcpServers.s.task_toolsets[0].input_tool: must be a string (got a number)"},
+		{"input tool in another role", doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "input_tool": "b"}`),
+			"mcpServers.s.task_toolsets[0].input_tool: MCP task tool 'b' must be unique across task_toolsets and roles; it is configured as both a.status_tool and a.input_tool"},
+		{"input tool across toolsets", doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "input_tool": "i"}`, toolset("b", "i", "e", "f")),
+			"mcpServers.s.task_toolsets[1].submit_tool: MCP task tool 'i' must be unique across task_toolsets and roles; it is configured as both a.input_tool and b.submit_tool"},
 		{"blank server name", doc("  ", toolset("a", "a", "b", "c")), "mcpServers.  : MCP task server name must contain 1 to 128 characters"},
 		{"long server name", doc(strings.Repeat("s", 129), toolset("a", "a", "b", "c")), "mcpServers." + strings.Repeat("s", 129) + ": MCP task server name must contain 1 to 128 characters"},
 	}
@@ -307,6 +319,17 @@ func TestTaskToolsets(t *testing.T) {
 	ext, _, err := loadJSON(t, doc(strings.Repeat("s", 128), toolset(strings.Repeat("n", 255), "a", "b", "c"), toolset("é", "d", "e", "f")), noEnv)
 	require.NoError(t, err)
 	require.Len(t, ext.Servers[0].TaskToolsets, 2)
+	require.Empty(t, ext.Servers[0].TaskToolsets[0].InputTool, "input_tool is optional")
+	require.Equal(t, []string{"b", "c"}, ext.Servers[0].TaskToolsets[0].HiddenTools())
+
+	// input_tool (an mcpflow extension) names the tool that takes answers;
+	// it is hidden from agents like the status and cancel tools.
+	ext, _, err = loadJSON(t, doc("s", `{"name": "a", "submit_tool": "a", "status_tool": "b", "cancel_tool": "c", "input_tool": "answer"}`), noEnv)
+	require.NoError(t, err)
+	ts := ext.Servers[0].TaskToolsets[0]
+	require.Equal(t, TaskToolset{Name: "a", SubmitTool: "a", StatusTool: "b", CancelTool: "c", InputTool: "answer"}, ts)
+	require.Equal(t, []string{"b", "c", "answer"}, ts.HiddenTools())
+	require.Equal(t, []string{"a", "b", "c", "answer"}, ts.Tools())
 	// A blank name is fine without toolsets.
 	_, _, err = loadJSON(t, `{"mcpServers": {" ": {"command": "x"}}}`, noEnv)
 	require.NoError(t, err)

@@ -514,7 +514,7 @@ func pruneEmpty(v any) any {
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // addServerTools applies prefixing, name validation, routing, the task
-// toolset rules (submit wrapped, status and cancel hidden) and the native
+// toolset rules (submit wrapped, status, cancel and input hidden) and the native
 // MCP task rules (nativeToolMode) to one server's tools.
 func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.Tool) error {
 	raw := map[string]bool{}
@@ -526,14 +526,15 @@ func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.
 	var missing []string
 	for i := range srv.TaskToolsets {
 		ts := &srv.TaskToolsets[i]
-		for _, n := range []string{ts.SubmitTool, ts.StatusTool, ts.CancelTool} {
+		for _, n := range ts.Tools() {
 			if !raw[n] {
 				missing = append(missing, n)
 			}
 		}
 		submit[ts.SubmitTool] = ts
-		hidden[ts.StatusTool] = true
-		hidden[ts.CancelTool] = true
+		for _, n := range ts.HiddenTools() {
+			hidden[n] = true
+		}
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)

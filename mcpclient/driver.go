@@ -22,7 +22,9 @@ type ToolCaller func(ctx context.Context, server, tool, userID, threadID string,
 // OrdinaryDriver implements mcpflow.Driver over a server's submit, status
 // and cancel tools (spec §2.3), whose raw names come from the task's driver
 // data. It reads only structuredContent; text content is never parsed as
-// protocol.
+// protocol. When the driver data also names an input tool (the toolset's
+// input_tool), it implements mcpflow.InputDriver too: an input_required
+// status is answerable and Answer delivers the user's answer to that tool.
 //
 // When Call goes through Runtime.Call to a stdio server, the pooled session
 // of the task's thread is pinned while the remote task runs: from a
@@ -39,13 +41,20 @@ type OrdinaryDriver struct {
 	Call ToolCaller
 }
 
-var _ mcpflow.Driver = (*OrdinaryDriver)(nil)
+var (
+	_ mcpflow.Driver      = (*OrdinaryDriver)(nil)
+	_ mcpflow.InputDriver = (*OrdinaryDriver)(nil)
+)
 
 // drvErrorDetailChars bounds the isError text appended to the error message.
 const drvErrorDetailChars = 500
 
 // drvErrorCodeTaskNotFound is the status error_code of an unknown remote task.
 const drvErrorCodeTaskNotFound = "task_not_found"
+
+// drvErrorCodeInputNotRequired is the input tool's error_code for a task
+// that does not wait for an answer (any more).
+const drvErrorCodeInputNotRequired = "input_not_required"
 
 // drvTaskNotFound is the error of a task_not_found status without its own.
 const drvTaskNotFound = "Remote MCP task was not found"
@@ -115,6 +124,8 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 // Status calls the status tool with exactly {"task_id": <remote id>} and
 // maps its payload: running becomes working, the other statuses stay; an
 // error_code "task_not_found" makes the task failed whatever its status.
+// An input_required status is answerable (Snapshot.InputAnswerable) when
+// the driver data names an input tool.
 func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
 	ctx, pin := withTaskPin(ctx)
 	defer pin.release()
@@ -155,9 +166,84 @@ func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) 
 		ResultArtifact:   artifact,
 		Error:            errText,
 		InputRequired:    input,
+		InputAnswerable:  status == mcpflow.StatusInputRequired && hasInputTool(ref.DriverData),
 		PollAfterSeconds: hint,
 	})
 }
+
+// hasInputTool reports whether driver data names an input tool.
+func hasInputTool(data map[string]string) bool {
+	return strings.TrimSpace(data[mcpflow.DriverDataInputTool]) != ""
+}
+
+// Answer implements mcpflow.InputDriver: it calls the input tool with
+// exactly {"task_id": <remote id>, "action": <action>} plus "content" (an
+// object, {} when none) for "accept". The payload must carry the same
+// task_id; an optional status must be one the status tool may report and
+// is otherwise ignored (the next poll reads the task's state). An
+// error_code "input_not_required" or "task_not_found" is
+// mcpflow.ErrInputGone, as is driver data without an input tool; any other
+// error_code is a plain (retryable) error. isError results and call
+// failures are retryable errors as for the other tools; a contract
+// violation is a *mcpflow.ProtocolError.
+func (d *OrdinaryDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
+	if !hasInputTool(ref.DriverData) {
+		return fmt.Errorf("the task's toolset has no input_tool: %w", mcpflow.ErrInputGone)
+	}
+	tool := ref.DriverData[mcpflow.DriverDataInputTool]
+	args := map[string]any{"task_id": ref.RemoteTaskID, "action": answer.Action}
+	if answer.Action == mcpflow.InputAccept {
+		content := answer.Content
+		if content == nil {
+			content = map[string]any{}
+		}
+		args["content"] = content
+	}
+	ctx, pin := withTaskPin(ctx)
+	defer pin.release()
+	p, err := d.call(ctx, ref.ServerName, tool, ref.UserID, ref.ThreadID, args)
+	if err != nil {
+		return err
+	}
+	taskID, err := p.taskID(true)
+	if err != nil {
+		return err
+	}
+	if err := p.matches(taskID, ref.RemoteTaskID); err != nil {
+		return err
+	}
+	errCode, err := p.optString("error_code")
+	if err != nil {
+		return err
+	}
+	errText, err := p.optString("error")
+	if err != nil {
+		return err
+	}
+	if _, ok := p.fields["status"]; ok && p.fields["status"] != nil {
+		if _, err := p.status(drvStatusMap, "running, input_required, completed, failed, cancelled"); err != nil {
+			return err
+		}
+	}
+	if errCode != nil {
+		detail := ""
+		if errText != nil && strings.TrimSpace(*errText) != "" {
+			detail = ": " + mcpflow.TruncateChars(strings.TrimSpace(*errText), drvErrorDetailChars)
+		}
+		switch *errCode {
+		case drvErrorCodeInputNotRequired, drvErrorCodeTaskNotFound:
+			return fmt.Errorf("MCP task tool '%s' answered error_code '%s'%s: %w", tool, *errCode, detail, mcpflow.ErrInputGone)
+		}
+		return fmt.Errorf("MCP task tool '%s' refused the answer with error_code '%s'%s", tool, mcpflow.TruncateChars(*errCode, 100), detail)
+	}
+	// The answer was taken: the remote task runs on.
+	pin.task(ref.RemoteTaskID, true)
+	return nil
+}
+
+// HoldsQuestion implements mcpflow.InputDriver: the question lives on the
+// MCP server, so any worker can deliver the answer.
+func (d *OrdinaryDriver) HoldsQuestion(mcpflow.TaskReference) bool { return false }
 
 // Cancel calls the cancel tool with {"task_id": <remote id>} and returns the
 // actual terminal status it reports (cancelled, completed or failed) with its

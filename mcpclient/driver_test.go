@@ -657,3 +657,201 @@ func TestOrdinaryDriverSubmitIdempotencyKey(t *testing.T) {
 	require.Equal(t, first, submit(a), "the same key answers the same job")
 	require.NotEqual(t, first, submit(b))
 }
+
+// drvInputRef is drvRef with an input tool in its driver data.
+func drvInputRef() mcpflow.TaskReference {
+	ref := drvRef()
+	ref.DriverData = map[string]string{
+		mcpflow.DriverDataSubmitTool: "start_report",
+		mcpflow.DriverDataStatusTool: "status_report",
+		mcpflow.DriverDataCancelTool: "cancel_report",
+		mcpflow.DriverDataInputTool:  "answer_report",
+	}
+	return ref
+}
+
+func TestOrdinaryDriverStatusInputAnswerable(t *testing.T) {
+	t.Parallel()
+	const asking = `{"task_id":"remote-1","status":"input_required","input_required":{"q":"?"}}`
+	d, _ := drvDriver(drvRaw(t, asking))
+	snap, err := d.Status(t.Context(), drvInputRef())
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.Snapshot{Status: mcpflow.StatusInputRequired, InputRequired: map[string]any{"q": "?"}, InputAnswerable: true}, snap)
+
+	// Without an input tool the question cannot be answered through mcpflow.
+	d, _ = drvDriver(drvRaw(t, asking))
+	snap, err = d.Status(t.Context(), drvRef())
+	require.NoError(t, err)
+	require.False(t, snap.InputAnswerable)
+
+	// Only a question is answerable.
+	d, _ = drvDriver(drvRaw(t, `{"task_id":"remote-1","status":"running"}`))
+	snap, err = d.Status(t.Context(), drvInputRef())
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.Snapshot{Status: mcpflow.StatusWorking}, snap)
+
+	require.False(t, d.HoldsQuestion(drvInputRef()), "the question lives upstream: any worker answers")
+}
+
+func TestOrdinaryDriverAnswer(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		answer  mcpflow.InputAnswer
+		payload string
+		args    map[string]any
+	}{
+		"accept": {mcpflow.InputAnswer{Action: "accept", Content: map[string]any{"format": "pdf"}},
+			`{"task_id":"remote-1","status":"running"}`,
+			map[string]any{"task_id": "remote-1", "action": "accept", "content": map[string]any{"format": "pdf"}}},
+		"accept without content sends an empty object": {mcpflow.InputAnswer{Action: "accept"},
+			`{"task_id":"remote-1"}`,
+			map[string]any{"task_id": "remote-1", "action": "accept", "content": map[string]any{}}},
+		"decline": {mcpflow.InputAnswer{Action: "decline"},
+			`{"task_id":"remote-1","status":"completed","extra":1}`,
+			map[string]any{"task_id": "remote-1", "action": "decline"}},
+		"cancel": {mcpflow.InputAnswer{Action: "cancel"},
+			`{"task_id":"remote-1","status":"cancelled"}`,
+			map[string]any{"task_id": "remote-1", "action": "cancel"}},
+		"null status": {mcpflow.InputAnswer{Action: "decline"},
+			`{"task_id":"remote-1","status":null,"error_code":null}`,
+			map[string]any{"task_id": "remote-1", "action": "decline"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d, f := drvDriver(drvRaw(t, tc.payload))
+			require.NoError(t, d.Answer(t.Context(), drvInputRef(), tc.answer))
+			require.Equal(t, []drvCall{{Server: "reports", Tool: "answer_report", UserID: "user-1", ThreadID: "thread-1",
+				Args: tc.args}}, f.calls)
+		})
+	}
+}
+
+func TestOrdinaryDriverAnswerGone(t *testing.T) {
+	t.Parallel()
+	accept := mcpflow.InputAnswer{Action: "accept", Content: map[string]any{"x": 1}}
+	for _, payload := range []string{
+		`{"task_id":"remote-1","error_code":"input_not_required"}`,
+		`{"task_id":"remote-1","status":"completed","error_code":"input_not_required","error":"already answered"}`,
+		`{"task_id":"remote-1","status":"failed","error_code":"task_not_found","error":"unknown job"}`,
+	} {
+		d, _ := drvDriver(drvRaw(t, payload))
+		err := d.Answer(t.Context(), drvInputRef(), accept)
+		require.ErrorIs(t, err, mcpflow.ErrInputGone, payload)
+		require.False(t, mcpflow.IsProtocolError(err))
+		require.Contains(t, err.Error(), "MCP task tool 'answer_report' answered error_code")
+	}
+
+	// A toolset without an input tool cannot answer: gone, and no call.
+	d, f := drvDriver()
+	err := d.Answer(t.Context(), drvRef(), accept)
+	require.ErrorIs(t, err, mcpflow.ErrInputGone)
+	require.Empty(t, f.calls)
+	ref := drvInputRef()
+	ref.DriverData[mcpflow.DriverDataInputTool] = "  "
+	require.ErrorIs(t, d.Answer(t.Context(), ref, accept), mcpflow.ErrInputGone)
+	require.Empty(t, f.calls)
+}
+
+func TestOrdinaryDriverAnswerErrors(t *testing.T) {
+	t.Parallel()
+	decline := mcpflow.InputAnswer{Action: "decline"}
+	const prefix = "Invalid structuredContent from MCP task tool 'answer_report': "
+
+	t.Run("protocol", func(t *testing.T) {
+		t.Parallel()
+		cases := map[string]string{
+			`{"task_id":"remote-2","status":"running"}`:                "MCP task tool 'answer_report' task_id does not match the persisted remote task: expected 'remote-1', got 'remote-2'",
+			`{"task_id":"remote-2","error_code":"input_not_required"}`: "MCP task tool 'answer_report' task_id does not match the persisted remote task: expected 'remote-1', got 'remote-2'",
+			`{"status":"running"}`:                                     prefix + "task_id is required",
+			`{"task_id":7}`:                                            prefix + "task_id must be a string, got number",
+			`{"task_id":"remote-1","status":"answered"}`:               prefix + "status must be one of running, input_required, completed, failed, cancelled, got 'answered'",
+			`{"task_id":"remote-1","error_code":5}`:                    prefix + "error_code must be a string, got number",
+			`[1]`:                                                      prefix + "structuredContent must be a JSON object",
+		}
+		for payload, msg := range cases {
+			d, _ := drvDriver(drvRaw(t, payload))
+			err := d.Answer(t.Context(), drvInputRef(), decline)
+			drvRequireProtocol(t, err, msg)
+			require.NotErrorIs(t, err, mcpflow.ErrInputGone)
+		}
+		d, _ := drvDriver(drvRaw(t, "", `{"task_id":"remote-1"}`))
+		drvRequireProtocol(t, d.Answer(t.Context(), drvInputRef(), decline),
+			"MCP task tool 'answer_report' must return structuredContent; text content is not parsed")
+	})
+	t.Run("retryable", func(t *testing.T) {
+		t.Parallel()
+		// isError, even with an error_code in structuredContent.
+		d, _ := drvDriver(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.NewTextContent(" busy ")},
+			StructuredContent: map[string]any{"task_id": "remote-1", "error_code": "input_not_required"}})
+		err := d.Answer(t.Context(), drvInputRef(), decline)
+		require.EqualError(t, err, "MCP task tool 'answer_report' returned an error: busy")
+		require.False(t, mcpflow.IsProtocolError(err))
+		require.NotErrorIs(t, err, mcpflow.ErrInputGone)
+
+		// An error_code the contract does not define.
+		d, _ = drvDriver(drvRaw(t, `{"task_id":"remote-1","error_code":"invalid_content","error":"format must be pdf or csv"}`))
+		err = d.Answer(t.Context(), drvInputRef(), decline)
+		require.EqualError(t, err, "MCP task tool 'answer_report' refused the answer with error_code 'invalid_content': format must be pdf or csv")
+		require.False(t, mcpflow.IsProtocolError(err))
+		require.NotErrorIs(t, err, mcpflow.ErrInputGone)
+
+		// A failed call.
+		down := errors.New("network down")
+		d = &OrdinaryDriver{Call: (&drvFake{err: down}).call}
+		err = d.Answer(t.Context(), drvInputRef(), decline)
+		require.ErrorIs(t, err, down)
+		require.False(t, mcpflow.IsProtocolError(err))
+		require.NotErrorIs(t, err, mcpflow.ErrInputGone)
+	})
+}
+
+// TestOrdinaryDriverAnswerDemoServer answers a real demo job's question
+// through its input tool (answer_job) over streamable HTTP: the question is
+// answerable, the accepted answer resumes the job and comes back in its
+// result, and a second answer finds the question gone.
+func TestOrdinaryDriverAnswerDemoServer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	init := 10.0
+	sess, err := Dial(ctx, &config.Server{Name: "demo", Enabled: true, Type: config.TransportHTTP, URL: drvDemoHTTP(t),
+		SessionInitTimeout: &init}, DialOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sess.Close() })
+	d := &OrdinaryDriver{Call: func(ctx context.Context, _, tool, _, _ string, args map[string]any) (*mcp.CallToolResult, error) {
+		return sess.CallTool(ctx, tool, args, nil)
+	}}
+	data := map[string]string{
+		mcpflow.DriverDataSubmitTool: demomcp.ToolSubmitJob,
+		mcpflow.DriverDataStatusTool: demomcp.ToolGetJobStatus,
+		mcpflow.DriverDataCancelTool: demomcp.ToolCancelJob,
+		mcpflow.DriverDataInputTool:  demomcp.ToolAnswerJob,
+	}
+	sub, err := d.Submit(ctx, mcpflow.SubmitRequest{UserID: "u", ThreadID: "t", ServerName: "demo", TaskName: "job",
+		Arguments: map[string]any{"duration_seconds": 0, "outcome": "ask"}, DriverData: data})
+	require.NoError(t, err)
+	ref := mcpflow.TaskReference{LocalTaskID: mcpflow.NewTaskID(), UserID: "u", ThreadID: "t", ServerName: "demo",
+		RemoteTaskID: sub.RemoteTaskID, DriverData: sub.DriverData}
+
+	snap, err := d.Status(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.StatusInputRequired, snap.Status)
+	require.True(t, snap.InputAnswerable)
+	answer := mcpflow.InputAnswer{Action: mcpflow.InputAccept, Content: map[string]any{"format": "csv"}}
+	require.NoError(t, answer.Validate(snap.InputRequired))
+	require.NoError(t, d.Answer(ctx, ref, answer))
+
+	snap, err = d.Status(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.StatusCompleted, snap.Status)
+	require.Equal(t, map[string]any{"action": "accept", "answer": map[string]any{"format": "csv"}}, snap.Result)
+
+	err = d.Answer(ctx, ref, mcpflow.InputAnswer{Action: mcpflow.InputDecline})
+	require.ErrorIs(t, err, mcpflow.ErrInputGone)
+	require.EqualError(t, err, "MCP task tool 'answer_job' answered error_code 'input_not_required': job is completed, not waiting for input: "+mcpflow.ErrInputGone.Error())
+
+	gone := ref
+	gone.RemoteTaskID = "job-unknown"
+	require.ErrorIs(t, d.Answer(ctx, gone, answer), mcpflow.ErrInputGone)
+}

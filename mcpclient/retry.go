@@ -168,7 +168,9 @@ func (r *Runtime) ownerDown(st *toolState, name string) *serverRetry {
 		}
 		hidden := map[string]bool{}
 		for _, ts := range srv.TaskToolsets {
-			hidden[ts.StatusTool], hidden[ts.CancelTool] = true, true
+			for _, n := range ts.HiddenTools() {
+				hidden[n] = true
+			}
 		}
 		visible := func(raw string) bool {
 			if hidden[raw] {

@@ -476,6 +476,7 @@ func TestRuntimeRoutingMetadata(t *testing.T) {
 	want := "<mcp_routing_hints>\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_echo` tool.\n" +
 		"When the user's request involves sum: prefer the `demo_add` tool.\n" +
+		"When the user's request involves alpha or beta: prefer the `demo_answer_job` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_cancel_job` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_env` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_get_job_status` tool.\n" +
@@ -690,6 +691,30 @@ func TestRuntimeTaskToolsets(t *testing.T) {
 	require.Equal(t, "MCP server 'demo' task_toolsets reference missing raw tool(s): cancel_missing, status_missing", mcpflow.ErrorMessage(err))
 	_, err = b2.rt.CallTool(context.Background(), mcpflow.ToolCall{UserID: "alice", ThreadID: "t1", Tool: "demo_echo"})
 	require.ErrorContains(t, err, "task_toolsets reference missing raw tool(s)")
+}
+
+// TestRuntimeTaskToolsetInputTool pins that a toolset's input_tool is
+// hidden like status and cancel, reaches the submitter with the toolset,
+// and must exist on the server.
+func TestRuntimeTaskToolsetInputTool(t *testing.T) {
+	t.Parallel()
+	toolset := doc{"name": "job", "submit_tool": "submit_job", "status_tool": "get_job_status", "cancel_tool": "cancel_job", "input_tool": "answer_job"}
+	b := newRuntime(t, doc{"mcpServers": doc{"demo": stdioDemo(t, doc{"task_toolsets": []any{toolset}})}})
+	tools := byName(b.list(t))
+	require.Len(t, tools, len(demoTools)-3)
+	require.NotContains(t, tools, "demo_answer_job")
+	got := make(chan config.TaskToolset, 1)
+	b.rt.SetSubmitter(func(_ context.Context, _ mcpflow.ToolCall, _ mcpflow.Tool, ts config.TaskToolset) (*mcpflow.ToolResult, error) {
+		got <- ts
+		return &mcpflow.ToolResult{StructuredContent: map[string]any{"task_id": "mcp-task-x"}}, nil
+	})
+	b.call(t, "demo_submit_job", nil)
+	require.Equal(t, "answer_job", (<-got).InputTool)
+
+	missing := doc{"name": "job", "submit_tool": "submit_job", "status_tool": "get_job_status", "cancel_tool": "cancel_job", "input_tool": "answer_missing"}
+	b2 := newRuntime(t, doc{"mcpServers": doc{"demo": stdioDemo(t, doc{"task_toolsets": []any{missing}})}})
+	_, err := b2.rt.ListTools(context.Background(), "alice", "t1")
+	require.Equal(t, "MCP server 'demo' task_toolsets reference missing raw tool(s): answer_missing", mcpflow.ErrorMessage(err))
 }
 
 // TestRuntimeStdioWorkspace pins that stdio calls run in the thread's

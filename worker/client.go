@@ -67,6 +67,9 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	taskID := mcpflow.NewTaskID()
 	driver := mcpflow.DriverOrdinary
 	data := map[string]string{mcpflow.DriverDataSubmitTool: ts.SubmitTool, mcpflow.DriverDataStatusTool: ts.StatusTool, mcpflow.DriverDataCancelTool: ts.CancelTool}
+	if ts.InputTool != "" {
+		data[mcpflow.DriverDataInputTool] = ts.InputTool
+	}
 	if ts.Native {
 		driver = mcpflow.DriverNative
 		data = map[string]string{mcpflow.DriverDataNativeTool: ts.SubmitTool}
@@ -77,7 +80,12 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 		return nil, err
 	}
 	cfg := c.Config
-	cfg.Pinned = srv.Type == config.TransportStdio
+	// Stdio servers keep their tasks in the subprocess of one worker; native
+	// MCP tasks are bound to the MCP session that created them on many
+	// servers (mcp-go's default, server-everything), and their questions
+	// wait in that worker's memory: both run on the worker holding the
+	// session.
+	cfg.Pinned = srv.Type == config.TransportStdio || ts.Native
 	cfg.IdempotentSubmit = c.IdempotentSubmit[srv.Name]
 	sealed, err := c.sealSecrets(taskID, &srv, call.Secrets)
 	if err != nil {

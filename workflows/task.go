@@ -537,14 +537,14 @@ func (w *taskRun) pin(ctx workflow.Context) error {
 	return nil
 }
 
-// rePin moves a stdio task to another worker when its worker is gone (the
+// rePin moves a pinned task to another worker when its worker is gone (the
 // pinned activity was never picked up). It reports whether to try again.
 func (w *taskRun) rePin(ctx workflow.Context, err error) bool {
 	var te *temporal.TimeoutError
 	if !w.in.Config.Pinned || !errors.As(err, &te) || te.TimeoutType() != enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START {
 		return false
 	}
-	w.log.Info("the worker owning this stdio task is gone; pinning to another worker", "task_id", w.in.TaskID)
+	w.log.Info("the worker owning this task's session is gone; pinning to another worker", "task_id", w.in.TaskID)
 	return w.pin(ctx) == nil
 }
 

@@ -51,7 +51,8 @@ type TaskConfig struct {
 	// CallTimeout bounds one remote call attempt (lease_seconds).
 	CallTimeout time.Duration
 	// Pinned routes the remote calls to the worker process that owns the
-	// stdio session (stdio servers keep task state in their subprocess).
+	// session: stdio servers keep task state in their subprocess, native
+	// MCP tasks are often bound to their MCP session.
 	Pinned bool
 	// IdempotentSubmit is set for a server of
 	// mcp_tasks.idempotent_submit_servers: a submit whose worker died after

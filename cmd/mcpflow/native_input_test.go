@@ -119,12 +119,13 @@ func TestNativeTaskQuestionThroughMCPEndpoint(t *testing.T) {
 	require.Equal(t, "completed", d["status"], "the REST detail is the same task: %v", d)
 }
 
-// TestNativeQuestionDurability runs mcpflow's API and a separate worker
-// process against server-everything over streamable HTTP:
+// TestNativeQuestionDurability runs mcpflow's API and two separate worker
+// processes against server-everything over streamable HTTP:
 //   - the API restarts between the question and the answer: the question is
 //     in the task's row and the worker still holds it, so the answer sent
 //     to the new API process reaches the server and the report uses it;
-//   - the worker holding a question is killed (SIGKILL): the question was
+//   - the workers, the one holding a question among them, are killed
+//     (SIGKILL) and a new one starts: the question was
 //     in its memory and on its tasks/result stream, so an answer now gets
 //     409 (no delivery, never two), and the new worker tracks the task to
 //     its end, which the server decides (server-everything binds its tasks
@@ -136,7 +137,9 @@ func TestNativeQuestionDurability(t *testing.T) {
 		fmt.Sprintf(`{"mcpServers": {"everhttp": {"type": "http", "url": %q}}}`, httpURL))
 	api := startMain(t, ModeServe, cfg, nil)
 	e := &taskEnv{m: api}
-	first := startWorkerProc(t, cfg)
+	// Two workers: polls of a task whose question one of them holds go to
+	// that one (any other would report the question unanswerable).
+	first, second := startWorkerProc(t, cfg), startWorkerProc(t, cfg)
 	outer := t
 
 	t.Run("API restarted before the answer", func(t *testing.T) {
@@ -158,6 +161,7 @@ func TestNativeQuestionDurability(t *testing.T) {
 		id := e.submitNative(t, "q-die", "everhttp_"+researchTool, researchTool, `{"topic": "python", "ambiguous": true}`)
 		e.waitQuestion(t, "q-die", id)
 		first.kill9(t)
+		second.kill9(t)
 		startWorkerProc(outer, cfg)
 		// The row may still say answerable: the workflow admits the answer
 		// and its delivery, bound to the dead worker, never starts (409

@@ -22,7 +22,15 @@ const (
 	outcomeCompleted     = "completed"
 	outcomeFailed        = "failed"
 	outcomeInputRequired = "input_required"
+	outcomeAsk           = "ask"
 	outcomeNotFound      = "not_found"
+)
+
+// Actions of an answer_job answer (those of an MCP elicitation result).
+const (
+	actionAccept  = "accept"
+	actionDecline = "decline"
+	actionCancel  = "cancel"
 )
 
 // Statuses the task tools report (spec §2.3 vocabulary).
@@ -35,11 +43,12 @@ const (
 )
 
 const (
-	errorCodeTaskNotFound = "task_not_found"
-	defaultJobError       = "job failed"
-	expiredJobError       = "job expired"
-	unknownJobError       = "unknown job"
-	stateFileVersion      = 1
+	errorCodeTaskNotFound     = "task_not_found"
+	errorCodeInputNotRequired = "input_not_required"
+	defaultJobError           = "job failed"
+	expiredJobError           = "job expired"
+	unknownJobError           = "unknown job"
+	stateFileVersion          = 1
 )
 
 // jobRecord is one submitted job as persisted in the state file. Progress is
@@ -56,9 +65,37 @@ type jobRecord struct {
 	Error            string          `json:"error,omitempty"`
 	StatusErrorsLeft int             `json:"status_errors_left,omitempty"`
 	Cancelled        bool            `json:"cancelled,omitempty"`
-	Submits          int             `json:"submits"`
-	StatusCalls      int             `json:"status_calls"`
-	CancelCalls      int             `json:"cancel_calls"`
+	// AnswerDurationSeconds is how long the job runs on after an answer.
+	AnswerDurationSeconds float64 `json:"answer_duration_seconds,omitempty"`
+	// Answer is the answer its question got; nil while unanswered.
+	Answer      *jobAnswer `json:"answer,omitempty"`
+	Submits     int        `json:"submits"`
+	StatusCalls int        `json:"status_calls"`
+	CancelCalls int        `json:"cancel_calls"`
+	AnswerCalls int        `json:"answer_calls,omitempty"`
+}
+
+// jobAnswer is the answer_job answer a job took.
+type jobAnswer struct {
+	At      time.Time      `json:"at"`
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// askQuestion is the input_required payload of an "ask" job: an MCP
+// elicitation (message and requested_schema) that mcpflow checks answers
+// against.
+func askQuestion() map[string]any {
+	return map[string]any{
+		"message": "Which format should the report have?",
+		"requested_schema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"format": map[string]any{"type": "string", "enum": []any{"pdf", "csv"}},
+			},
+			"required": []any{"format"},
+		},
+	}
 }
 
 // status is the job's status at now.
@@ -66,13 +103,19 @@ func (j *jobRecord) status(now time.Time) string {
 	if j.Cancelled {
 		return statusCancelled
 	}
+	if j.Answer != nil {
+		if now.Sub(j.Answer.At) < time.Duration(j.AnswerDurationSeconds*float64(time.Second)) {
+			return statusRunning
+		}
+		return statusCompleted
+	}
 	if now.Sub(j.CreatedAt) < time.Duration(j.DurationSeconds*float64(time.Second)) {
 		return statusRunning
 	}
 	switch j.Outcome {
 	case outcomeFailed, outcomeNotFound:
 		return statusFailed
-	case outcomeInputRequired:
+	case outcomeInputRequired, outcomeAsk:
 		return statusInputRequired
 	default:
 		return statusCompleted
@@ -90,6 +133,10 @@ func (j *jobRecord) statusPayload(now time.Time) map[string]any {
 			p["poll_after_seconds"] = *j.PollAfterSeconds
 		}
 	case statusInputRequired:
+		if j.Outcome == outcomeAsk {
+			p["input_required"] = askQuestion()
+			break
+		}
 		p["input_required"] = map[string]any{
 			"question": "Which format?",
 			"options":  []string{"pdf", "csv"},
@@ -125,7 +172,20 @@ func (j *jobRecord) terminalPayload(now time.Time) map[string]any {
 	return p
 }
 
+// result is the job's result: once answered {"action", "answer"?} (the
+// content of an accepted answer), else the submitted result.
 func (j *jobRecord) result() any {
+	if j.Answer != nil {
+		r := map[string]any{"action": j.Answer.Action}
+		if j.Answer.Action == actionAccept {
+			content := j.Answer.Content
+			if content == nil {
+				content = map[string]any{}
+			}
+			r["answer"] = content
+		}
+		return r
+	}
 	var v any
 	if err := json.Unmarshal(j.Result, &v); err != nil {
 		return nil
@@ -146,6 +206,7 @@ type stateData struct {
 	Submits     int                   `json:"submits"`
 	StatusCalls int                   `json:"status_calls"`
 	Cancels     int                   `json:"cancels"`
+	Answers     int                   `json:"answers,omitempty"`
 	Jobs        map[string]*jobRecord `json:"jobs"`
 	// Keys maps a submit's idempotency key to the job it started.
 	Keys map[string]string `json:"keys,omitempty"`
@@ -160,6 +221,8 @@ type jobSpec struct {
 	Result           json.RawMessage
 	Error            string
 	StatusErrors     int
+	// AnswerDurationSeconds is how long the job runs on after an answer.
+	AnswerDurationSeconds float64
 }
 
 // errStatusUnavailable is returned by jobStore.status while a job still has
@@ -234,6 +297,8 @@ func (s *jobStore) submit(spec jobSpec, key string) (map[string]any, error) {
 		Error:            spec.Error,
 		StatusErrorsLeft: spec.StatusErrors,
 		Submits:          1,
+
+		AnswerDurationSeconds: spec.AnswerDurationSeconds,
 	}
 	if err := s.persistLocked(); err != nil {
 		return nil, err
@@ -297,6 +362,42 @@ func (s *jobStore) cancel(id string) (map[string]any, error) {
 	return j.terminalPayload(now), nil
 }
 
+// answer takes an answer to the question of a job in input_required and
+// answers the answer_job payload {"task_id", "status"}: accept and decline
+// resume the job (it completes AnswerDurationSeconds later with the answer
+// as result), cancel cancels it. A job that does not wait for input answers
+// error_code "input_not_required" with its status, an unknown job
+// "task_not_found"; neither takes the answer.
+func (s *jobStore) answer(id, action string, content map[string]any) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data.Answers++
+	j, ok := s.data.Jobs[id]
+	if !ok {
+		if err := s.persistLocked(); err != nil {
+			return nil, err
+		}
+		return map[string]any{"task_id": id, "status": statusFailed, "error_code": errorCodeTaskNotFound, "error": unknownJobError}, nil
+	}
+	j.AnswerCalls++
+	now := s.now()
+	if st := j.status(now); st != statusInputRequired {
+		if err := s.persistLocked(); err != nil {
+			return nil, err
+		}
+		return map[string]any{"task_id": id, "status": st, "error_code": errorCodeInputNotRequired,
+			"error": fmt.Sprintf("job is %s, not waiting for input", st)}, nil
+	}
+	j.Answer = &jobAnswer{At: now.UTC(), Action: action, Content: content}
+	if action == actionCancel {
+		j.Cancelled = true
+	}
+	if err := s.persistLocked(); err != nil {
+		return nil, err
+	}
+	return map[string]any{"task_id": id, "status": j.status(now)}, nil
+}
+
 // stats answers the job_stats payload.
 func (s *jobStore) stats() map[string]any {
 	s.mu.Lock()
@@ -311,12 +412,14 @@ func (s *jobStore) stats() map[string]any {
 			"submits":      j.Submits,
 			"status_calls": j.StatusCalls,
 			"cancel_calls": j.CancelCalls,
+			"answer_calls": j.AnswerCalls,
 		}
 	}
 	return map[string]any{
 		"submits":      s.data.Submits,
 		"status_calls": s.data.StatusCalls,
 		"cancels":      s.data.Cancels,
+		"answers":      s.data.Answers,
 		"jobs":         jobs,
 	}
 }

@@ -151,7 +151,7 @@ func TestCancelIsIdempotentAndReportsTerminalStatus(t *testing.T) {
 	require.EqualValues(t, 3, stats["submits"])
 	require.EqualValues(t, 4, stats["cancels"])
 	jobs := stats["jobs"].(map[string]any)
-	require.Equal(t, map[string]any{"status": "cancelled", "label": "long", "submits": float64(1), "status_calls": float64(1), "cancel_calls": float64(2)},
+	require.Equal(t, map[string]any{"status": "cancelled", "label": "long", "submits": float64(1), "status_calls": float64(1), "cancel_calls": float64(2), "answer_calls": float64(0)},
 		jobs[running])
 	require.EqualValues(t, 1, jobs[completed].(map[string]any)["cancel_calls"])
 	require.Equal(t, "failed", jobs[failed].(map[string]any)["status"])
@@ -169,16 +169,17 @@ func TestSubmitJobValidatesArguments(t *testing.T) {
 		{"status_errors": -1},
 		{"status_errors": 1.5},
 		{"duration_seconds": "soon"},
+		{"answer_duration_seconds": -1},
 	} {
 		res := callTool(t, b.client, ToolSubmitJob, args)
 		require.True(t, res.IsError, "args %v accepted", args)
 	}
-	for _, name := range []string{ToolGetJobStatus, ToolCancelJob} {
+	for _, name := range []string{ToolGetJobStatus, ToolCancelJob, ToolAnswerJob} {
 		res := callTool(t, b.client, name, map[string]any{})
 		require.True(t, res.IsError, "%s without task_id accepted", name)
 	}
 	stats := callStructured(t, b.client, ToolJobStats, nil)
-	require.Equal(t, map[string]any{"submits": float64(0), "status_calls": float64(0), "cancels": float64(0), "jobs": map[string]any{}}, stats)
+	require.Equal(t, map[string]any{"submits": float64(0), "status_calls": float64(0), "cancels": float64(0), "answers": float64(0), "jobs": map[string]any{}}, stats)
 }
 
 // TestStatePersists reopens the state file in a new Server, as a restart does.
@@ -259,4 +260,110 @@ func TestSubmitIdempotencyKey(t *testing.T) {
 	require.Len(t, jobs, 4)
 	require.EqualValues(t, 3, jobs[a].(map[string]any)["submits"])
 	require.EqualValues(t, 1, jobs[b].(map[string]any)["submits"])
+}
+
+func answer(t *testing.T, c *client.Client, id, action string, content map[string]any) map[string]any {
+	t.Helper()
+	args := map[string]any{"task_id": id, "action": action}
+	if content != nil {
+		args["content"] = content
+	}
+	return callStructured(t, c, ToolAnswerJob, args)
+}
+
+// An "ask" job asks an MCP elicitation; answer_job's accept resumes it and
+// it completes with the answer as result; a second answer is not taken.
+func TestJobAskAccepted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0.2, "outcome": "ask", "answer_duration_seconds": 0.3})
+	asking := waitStatus(t, b.client, id, "input_required")
+	require.Equal(t, map[string]any{"task_id": id, "status": "input_required", "input_required": map[string]any{
+		"message": "Which format should the report have?",
+		"requested_schema": map[string]any{"type": "object", "required": []any{"format"},
+			"properties": map[string]any{"format": map[string]any{"type": "string", "enum": []any{"pdf", "csv"}}}},
+	}}, asking)
+
+	require.Equal(t, map[string]any{"task_id": id, "status": "running"}, answer(t, b.client, id, "accept", map[string]any{"format": "pdf"}))
+	require.Equal(t, "running", status(t, b.client, id)["status"], "the job runs on for answer_duration_seconds")
+	// Only a question takes an answer.
+	require.Equal(t, map[string]any{"task_id": id, "status": "running", "error_code": "input_not_required", "error": "job is running, not waiting for input"},
+		answer(t, b.client, id, "decline", nil))
+	done := waitStatus(t, b.client, id, "completed")
+	require.Equal(t, map[string]any{"task_id": id, "status": "completed", "result": map[string]any{"action": "accept", "answer": map[string]any{"format": "pdf"}}}, done)
+	require.Equal(t, map[string]any{"task_id": id, "status": "completed", "error_code": "input_not_required", "error": "job is completed, not waiting for input"},
+		answer(t, b.client, id, "accept", map[string]any{"format": "csv"}))
+	require.Equal(t, done, status(t, b.client, id), "a refused answer changes nothing")
+
+	stats := callStructured(t, b.client, ToolJobStats, nil)
+	require.EqualValues(t, 3, stats["answers"])
+	require.EqualValues(t, 3, stats["jobs"].(map[string]any)[id].(map[string]any)["answer_calls"])
+}
+
+func TestJobAnswerDeclineAndCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	// Decline resumes the job too; without answer_duration_seconds it
+	// completes at once.
+	declined := submit(t, b.client, map[string]any{"duration_seconds": 0, "outcome": "ask"})
+	waitStatus(t, b.client, declined, "input_required")
+	require.Equal(t, map[string]any{"task_id": declined, "status": "completed"}, answer(t, b.client, declined, "decline", nil))
+	require.Equal(t, map[string]any{"task_id": declined, "status": "completed", "result": map[string]any{"action": "decline"}}, status(t, b.client, declined))
+	require.Equal(t, map[string]any{"task_id": declined, "status": "completed", "result": map[string]any{"action": "decline"}}, cancel(t, b.client, declined))
+
+	// Cancel cancels the job.
+	cancelled := submit(t, b.client, map[string]any{"duration_seconds": 0, "outcome": "ask"})
+	waitStatus(t, b.client, cancelled, "input_required")
+	require.Equal(t, map[string]any{"task_id": cancelled, "status": "cancelled"}, answer(t, b.client, cancelled, "cancel", nil))
+	require.Equal(t, map[string]any{"task_id": cancelled, "status": "cancelled"}, status(t, b.client, cancelled))
+
+	// The free-form question of an input_required job takes answers too;
+	// accept without content answers an empty object.
+	free := submit(t, b.client, map[string]any{"duration_seconds": 0, "outcome": "input_required"})
+	waitStatus(t, b.client, free, "input_required")
+	require.Equal(t, map[string]any{"task_id": free, "status": "completed"}, answer(t, b.client, free, "accept", nil))
+	require.Equal(t, map[string]any{"action": "accept", "answer": map[string]any{}}, status(t, b.client, free)["result"])
+
+	// An unknown job.
+	require.Equal(t, map[string]any{"task_id": "job-nope", "status": "failed", "error_code": "task_not_found", "error": "unknown job"},
+		answer(t, b.client, "job-nope", "decline", nil))
+}
+
+func TestAnswerJobValidatesArguments(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0, "outcome": "ask"})
+	waitStatus(t, b.client, id, "input_required")
+	for _, args := range []map[string]any{
+		{"action": "accept"},
+		{"task_id": id},
+		{"task_id": id, "action": "maybe"},
+		{"task_id": id, "action": "decline", "content": map[string]any{"format": "pdf"}},
+		{"task_id": id, "action": "accept", "content": []any{"pdf"}},
+		{"task_id": id, "action": "accept", "content": "pdf"},
+	} {
+		res := callTool(t, b.client, ToolAnswerJob, args)
+		require.True(t, res.IsError, "args %v accepted", args)
+	}
+	require.Equal(t, "input_required", status(t, b.client, id)["status"], "no answer was taken")
+}
+
+// An answer survives a restart of the server (the state file).
+func TestJobAnswerPersists(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.json")
+	first, err := New(Config{StatePath: path})
+	require.NoError(t, err)
+	c1 := connectHTTP(t, first, "")
+	id := submit(t, c1, map[string]any{"duration_seconds": 0, "outcome": "ask"})
+	waitStatus(t, c1, id, "input_required")
+	answer(t, c1, id, "accept", map[string]any{"format": "csv"})
+
+	second, err := New(Config{StatePath: path})
+	require.NoError(t, err)
+	c2 := connectHTTP(t, second, "")
+	require.Equal(t, map[string]any{"action": "accept", "answer": map[string]any{"format": "csv"}}, status(t, c2, id)["result"])
 }

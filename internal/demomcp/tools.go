@@ -32,13 +32,14 @@ const (
 	ToolSubmitJob    = "submit_job"
 	ToolGetJobStatus = "get_job_status"
 	ToolCancelJob    = "cancel_job"
+	ToolAnswerJob    = "answer_job"
 	ToolJobStats     = "job_stats"
 )
 
 // ToolNames lists every tool the demo server serves, in registration order.
 var ToolNames = []string{
 	ToolEcho, ToolAdd, ToolSlow, ToolWriteFile, ToolEnv, ToolHeaders, ToolFail,
-	ToolSubmitJob, ToolGetJobStatus, ToolCancelJob, ToolJobStats,
+	ToolSubmitJob, ToolGetJobStatus, ToolCancelJob, ToolAnswerJob, ToolJobStats,
 }
 
 const (
@@ -90,8 +91,13 @@ func (s *Server) registerTools() {
 		mcp.WithDescription("Start a simulated long-running job; answers structuredContent {\"task_id\", \"status\": \"running\"}."),
 		mcp.WithNumber("duration_seconds", mcp.Min(0), mcp.DefaultNumber(defaultDurationSeconds),
 			mcp.Description("How long the job runs before reaching its outcome.")),
-		mcp.WithString("outcome", mcp.Enum(outcomeCompleted, outcomeFailed, outcomeInputRequired, outcomeNotFound),
-			mcp.DefaultString(outcomeCompleted)),
+		mcp.WithString("outcome", mcp.Enum(outcomeCompleted, outcomeFailed, outcomeInputRequired, outcomeAsk, outcomeNotFound),
+			mcp.DefaultString(outcomeCompleted),
+			mcp.Description(`What the job reaches after duration_seconds. "input_required" asks a free-form question; `+
+				`"ask" asks an MCP elicitation ({"message", "requested_schema"}: a format, pdf or csv). `+
+				`Either waits until answer_job or cancel_job.`)),
+		mcp.WithNumber("answer_duration_seconds", mcp.Min(0), mcp.DefaultNumber(0),
+			mcp.Description("How long the job runs on after answer_job took an answer, before it completes.")),
 		mcp.WithNumber("poll_after_seconds", mcp.Description("Poll hint reported while running; > 0.")),
 		mcp.WithAny("result", mcp.Description(`Result of a completed job. Default {"answer": 42}.`)),
 		mcp.WithString("error", mcp.Description(`Error of a failed job. Default "job failed".`)),
@@ -109,6 +115,17 @@ func (s *Server) registerTools() {
 		mcp.WithDescription("Cancel a job; idempotent, reports the actual terminal status."),
 		mcp.WithString("task_id", mcp.Required()),
 	), s.cancelJob)
+	s.mcp.AddTool(mcp.NewTool(ToolAnswerJob,
+		mcp.WithDescription("Answer the question of a job in input_required (an input_tool). "+
+			"accept (with content) and decline resume the job: it completes after answer_duration_seconds with result "+
+			"{\"action\", \"answer\": content} (answer only for accept); cancel cancels it. Answers structuredContent "+
+			"{\"task_id\", \"status\"}. A job that does not wait for input answers {\"task_id\", \"status\", "+
+			"\"error_code\": \"input_not_required\", \"error\"} and an unknown job error_code \"task_not_found\", "+
+			"both without isError and without taking the answer."),
+		mcp.WithString("task_id", mcp.Required()),
+		mcp.WithString("action", mcp.Required(), mcp.Enum(actionAccept, actionDecline, actionCancel)),
+		mcp.WithObject("content", mcp.Description("The answer, with action accept only.")),
+	), s.answerJob)
 	s.mcp.AddTool(mcp.NewTool(ToolJobStats,
 		mcp.WithDescription("Report call counters and jobs as structuredContent."),
 		mcp.WithReadOnlyHintAnnotation(true),
@@ -318,6 +335,7 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		StatusErrors     *int            `json:"status_errors"`
 		Label            string          `json:"label"`
 		SubmitDelay      float64         `json:"submit_delay_seconds"`
+		AnswerDuration   float64         `json:"answer_duration_seconds"`
 	}
 	if res := bindArgs(req, &args); res != nil {
 		return res, nil
@@ -345,7 +363,11 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	if spec.Outcome == "" {
 		spec.Outcome = outcomeCompleted
 	}
-	outcomes := []string{outcomeCompleted, outcomeFailed, outcomeInputRequired, outcomeNotFound}
+	if d := args.AnswerDuration; d < 0 || d > maxDurationSeconds {
+		return mcp.NewToolResultErrorf("answer_duration_seconds must be between 0 and %d", maxDurationSeconds), nil
+	}
+	spec.AnswerDurationSeconds = args.AnswerDuration
+	outcomes := []string{outcomeCompleted, outcomeFailed, outcomeInputRequired, outcomeAsk, outcomeNotFound}
 	if !slices.Contains(outcomes, spec.Outcome) {
 		return mcp.NewToolResultErrorf("outcome must be one of %s", strings.Join(outcomes, ", ")), nil
 	}
@@ -416,6 +438,47 @@ func (s *Server) cancelJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	}
 	s.log.Info("job cancel requested", "task_id", id, "status", payload["status"])
 	return mcp.NewToolResultStructured(payload, fmt.Sprintf("Job %s is %s.", id, payload["status"])), nil
+}
+
+func (s *Server) answerJob(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args struct {
+		TaskID  string          `json:"task_id"`
+		Action  string          `json:"action"`
+		Content json.RawMessage `json:"content"`
+	}
+	if res := bindArgs(req, &args); res != nil {
+		return res, nil
+	}
+	if args.TaskID == "" {
+		return mcp.NewToolResultError("task_id is required"), nil
+	}
+	var content map[string]any
+	hasContent := len(args.Content) > 0 && !bytes.Equal(bytes.TrimSpace(args.Content), []byte("null"))
+	switch args.Action {
+	case actionAccept:
+		if hasContent {
+			if err := json.Unmarshal(args.Content, &content); err != nil || content == nil {
+				return mcp.NewToolResultError("content must be an object"), nil
+			}
+		}
+	case actionDecline, actionCancel:
+		if hasContent {
+			return mcp.NewToolResultError("content is only sent with action accept"), nil
+		}
+	default:
+		return mcp.NewToolResultError("action must be accept, decline or cancel"), nil
+	}
+	payload, err := s.jobs.answer(args.TaskID, args.Action, content)
+	if err != nil {
+		s.log.Error("answer job", "task_id", args.TaskID, "err", err)
+		return mcp.NewToolResultErrorf("answer_job: %v", err), nil
+	}
+	s.log.Info("job answer", "task_id", args.TaskID, "action", args.Action, "status", payload["status"], "error_code", payload["error_code"])
+	text := fmt.Sprintf("Job %s took the answer (%s); it is %s.", args.TaskID, args.Action, payload["status"])
+	if payload["error_code"] != nil {
+		text = fmt.Sprintf("Job %s did not take the answer: %s.", args.TaskID, payload["error"])
+	}
+	return mcp.NewToolResultStructured(payload, text), nil
 }
 
 func (s *Server) jobStats(_ context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -353,3 +353,52 @@ func (s *Server) wait(req mcp.CallToolRequest) bool {
 		return false
 	}
 }
+
+// StartStateless is Start with mcp-go's stateless streamable HTTP
+// (server.WithStateLess): the server mints no Mcp-Session-Id, so its tasks
+// are bound to no session and any client session can read them, such as
+// another process's, or one that replaced the session that created them.
+// Start's server binds each task to the session whose tools/call created it
+// (mcp-go's session isolation): another session's tasks/get of it answers
+// -32602 "task not found".
+func StartStateless(t testing.TB) *Server {
+	t.Helper()
+	s := New()
+	s.inner = server.NewStreamableHTTPServer(s.MCP, server.WithStateLess(true))
+	s.http = httptest.NewServer(s)
+	s.URL = s.http.URL + "/mcp"
+	t.Cleanup(s.Close)
+	return s
+}
+
+// ToolGate (taskSupport "required"; AddGateTool adds it) runs until the
+// test opens the gate, then completes like ToolReport ("Report on <topic>"
+// and structuredContent {"topic", "pages": Pages}).
+const ToolGate = "gate"
+
+// AddGateTool adds ToolGate and returns the function that opens its gate:
+// every gate task, running or started later, then completes at once.
+// Opening twice does nothing more. Tests use it to end a task exactly when
+// they want, never on a timer.
+func (s *Server) AddGateTool() (open func()) {
+	gate := make(chan struct{})
+	var once sync.Once
+	s.MCP.AddTaskTool(mcp.NewTool(ToolGate,
+		mcp.WithDescription("Writes a report on a topic once the gate opens."),
+		mcp.WithString("topic", mcp.Required()),
+		mcp.WithTaskSupport(mcp.TaskSupportRequired),
+	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CreateTaskResult, error) {
+		select { // never the context: see the package comment
+		case <-gate:
+		case <-s.stop:
+			return nil, errors.New("server stopped")
+		}
+		topic := req.GetString("topic", "")
+		b, _ := json.Marshal(topic)
+		return &mcp.CreateTaskResult{
+			Content:           []mcp.Content{mcp.NewTextContent("Report on " + topic)},
+			StructuredContent: json.RawMessage(`{"topic":` + string(b) + `,"pages":` + Pages + `}`),
+		}, nil
+	})
+	return func() { once.Do(func() { close(gate) }) }
+}

@@ -1,6 +1,8 @@
 package mcpflow
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 )
@@ -21,6 +23,29 @@ type Snapshot struct {
 	// an answer (mcpflow.InputDriver).
 	InputAnswerable  bool     `json:"input_answerable,omitempty"`
 	PollAfterSeconds *float64 `json:"poll_after_seconds,omitempty"`
+}
+
+// UnmarshalJSON decodes a snapshot with the numbers of its result and
+// question kept as json.Number: a snapshot crosses Temporal's JSON payloads
+// (activity results, workflow state) on its way to the row, and an integer
+// beyond 2^53 in a task's result must arrive as the server wrote it.
+func (s *Snapshot) UnmarshalJSON(b []byte) error {
+	type plain Snapshot // no UnmarshalJSON: no recursion
+	var p plain
+	if err := DecodeExact(b, &p); err != nil {
+		return err
+	}
+	*s = Snapshot(p)
+	return nil
+}
+
+// DecodeExact decodes one JSON value into v with every number of an
+// untyped field (any, map[string]any) kept as json.Number, so that
+// encoding it again writes the number as it came.
+func DecodeExact(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 // NewSnapshot returns s after checking its invariants: a known status, a

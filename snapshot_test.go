@@ -468,3 +468,20 @@ func TestSnapshotNormalizeKeepsInputRequired(t *testing.T) {
 	require.True(t, got.IsPollable())
 	require.True(t, got.NeedsAttention())
 }
+
+// TestSnapshotJSONKeepsNumbers: a result and a question cross JSON
+// payloads (Temporal) with every digit.
+func TestSnapshotJSONKeepsNumbers(t *testing.T) {
+	in := `{"status":"completed","result":{"pages":9007199254740993,"ratio":0.10000000000000000555,"list":[18446744073709551615]},"input_required":{"max":12345678901234567890},"poll_after_seconds":1.5}`
+	var s mcpflow.Snapshot
+	require.NoError(t, json.Unmarshal([]byte(in), &s))
+	require.Equal(t, json.Number("9007199254740993"), s.Result.(map[string]any)["pages"])
+	require.Equal(t, json.Number("12345678901234567890"), s.InputRequired["max"])
+	require.Equal(t, 1.5, *s.PollAfterSeconds)
+	out, err := json.Marshal(s)
+	require.NoError(t, err)
+	require.JSONEq(t, in, string(out))
+	require.Contains(t, string(out), "9007199254740993")
+	require.Contains(t, string(out), "0.10000000000000000555")
+	require.Error(t, json.Unmarshal([]byte(`{"status": 7}`), &s))
+}

@@ -90,6 +90,19 @@ type Task struct {
 	UpdatedAt                 time.Time
 }
 
+// UnmarshalJSON decodes a task (as it crosses Temporal's JSON payloads to
+// the row-writing activity) with the numbers of its result and question
+// kept exactly (json.Number).
+func (t *Task) UnmarshalJSON(b []byte) error {
+	type plain Task // no UnmarshalJSON: no recursion
+	var p plain
+	if err := DecodeExact(b, &p); err != nil {
+		return err
+	}
+	*t = Task(p)
+	return nil
+}
+
 // ApplySnapshot copies the fields of a normalized snapshot onto t, and sets
 // CompletedAt when the status is terminal.
 func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {

@@ -273,6 +273,10 @@ type PollInput struct {
 	LastFingerprint   string                `json:"last_fingerprint"`
 	ConsecutiveErrors int                   `json:"consecutive_errors"`
 	LastPollError     *string               `json:"last_poll_error,omitempty"`
+	// Delay is how long the first attempt waits before the first remote
+	// call (the workflow's next poll time): the activity asks for it as a
+	// retry delay, which Temporal keeps out of the history.
+	Delay time.Duration `json:"delay,omitempty"`
 }
 
 // PollOutput is a poll result the workflow must apply: a changed snapshot,
@@ -314,6 +318,15 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 		}
 	}
 	polls := int(activity.GetInfo(ctx).Attempt) // remote calls in this execution, this one included
+	if in.Delay > 0 {
+		if polls == 1 {
+			return nil, temporal.NewApplicationErrorWithOptions("MCP task poll scheduled", errTypePollUnchanged, temporal.ApplicationErrorOptions{
+				NextRetryDelay: in.Delay,
+				Category:       temporal.ApplicationErrorCategoryBenign,
+			})
+		}
+		polls-- // the first attempt only waited
+	}
 	snap, err := a.Driver.Status(ctx, in.Ref)
 	polledAt := a.now()
 	outcome := "changed"

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -34,7 +33,9 @@ func decodeJSON(field string, s *string, dst any) error {
 	if s == nil {
 		return nil
 	}
-	if err := json.Unmarshal([]byte(*s), dst); err != nil {
+	// Numbers stay json.Number: a result's integer beyond 2^53 reads back
+	// as it was written.
+	if err := mcpflow.DecodeExact([]byte(*s), dst); err != nil {
 		return fmt.Errorf("decode %s: %w", field, err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func fullTask(user, thread, remote string, result any) *mcpflow.Task {
 	t.ResultTruncated = true
 	t.ResultArtifact = map[string]string{"uri": "file:///tmp/report.pdf", "mime_type": "application/pdf"}
 	t.Error = ptr("boom")
-	t.InputRequired = map[string]any{"question": "Which year?", "choices": []any{"2025", "2026"}, "n": 2.5, "ok": true, "none": nil}
+	t.InputRequired = map[string]any{"question": "Which year?", "choices": []any{"2025", "2026"}, "n": json.Number("2.5"), "ok": true, "none": nil}
 	t.InputAnswerable = true
 	t.NotificationStatus = mcpflow.NotificationPending
 	t.NotificationError = ptr("webhook said 500")
@@ -52,11 +53,13 @@ func TestTaskRoundTrip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db *DB) {
 		createThread(t, db, "thread-1", "alice")
 		results := map[string]any{
-			"object": map[string]any{"rows": []any{1.0, "two", nil}, "nested": map[string]any{"ok": true}},
+			// Numbers read back as json.Number, exactly as written.
+			"object": map[string]any{"rows": []any{json.Number("1"), "two", nil}, "nested": map[string]any{"ok": true}},
 			"string": "plain text result",
-			"number": 42.5,
+			"number": json.Number("42.5"),
+			"big":    json.Number("9007199254740993"),
 			"nil":    nil,
-			"array":  []any{"a", 1.0},
+			"array":  []any{"a", json.Number("1")},
 		}
 		i := 0
 		for name, result := range results {
@@ -135,7 +138,7 @@ func TestUpdateTask(t *testing.T) {
 		updatedBefore := task.UpdatedAt
 
 		// Every field goes to the row, including back to zero values.
-		full := fullTask("alice", "thread-1", "remote-1", map[string]any{"answer": 42.0})
+		full := fullTask("alice", "thread-1", "remote-1", map[string]any{"answer": json.Number("42")})
 		full.ID = task.ID
 		full.CreatedAt = at(time.Hour) // ignored: created_at never changes
 		require.NoError(t, db.UpdateTask(testCtx, full))

@@ -37,6 +37,9 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	} else {
 		w.st.CreatedAt = workflow.Now(ctx).UTC()
 		w.st.Snapshot.Status = mcpflow.StatusSubmitted
+		if in.Config.Shape >= ShapeLean {
+			w.st.SearchStatus = mcpflow.StatusSubmitted // set by the start options
+		}
 	}
 	// Temporal cancellation is handled like the cancel signal: the work goes
 	// on in a context the cancellation does not reach, and the run ends as
@@ -253,7 +256,15 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 			delay = 0
 			continue
 		}
-		if delay > 0 {
+		in := activities.PollInput{
+			Ref: w.ref(), Timing: cfg.Timing, Bounds: cfg.Bounds, LastFingerprint: w.st.Fingerprint,
+			ConsecutiveErrors: w.st.ConsecutiveErrors, LastPollError: w.st.LastPollError,
+		}
+		if cfg.Shape >= ShapeLean {
+			// The activity waits before its first remote call itself (a
+			// retry delay: no timer, no workflow task, no history).
+			in.Delay = delay
+		} else if delay > 0 {
 			wctx, stopTimer := workflow.WithCancel(ctx)
 			_, _ = workflow.AwaitWithTimeout(wctx, delay, func() bool { return w.cancelled || w.answerDue() })
 			stopTimer()
@@ -263,10 +274,7 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 		}
 		pctx, stopPoll := workflow.WithCancel(ctx)
 		var out activities.PollOutput
-		fut := w.start(pctx, "poll status", pollForever(cfg), a.Poll, activities.PollInput{
-			Ref: w.ref(), Timing: cfg.Timing, Bounds: cfg.Bounds, LastFingerprint: w.st.Fingerprint,
-			ConsecutiveErrors: w.st.ConsecutiveErrors, LastPollError: w.st.LastPollError,
-		})
+		fut := w.start(pctx, "poll status", pollForever(cfg), a.Poll, in)
 		_ = workflow.Await(ctx, func() bool { return fut.IsReady() || w.cancelled || w.answerDue() })
 		if w.cancelled || w.answerDue() {
 			stopPoll() // an in-flight poll's result is discarded once cancel was requested or an answer arrived
@@ -520,9 +528,19 @@ func (w *taskRun) settled() bool {
 	return !w.st.Notification.Undelivered() && !w.delivering
 }
 
+// upsertStatus shows the task's status in the McpTaskStatus search
+// attribute and the workflow's current details. The lean shape upserts only
+// a status that differs from the attribute's value (each upsert is a
+// history event); the details cost no history.
 func (w *taskRun) upsertStatus(ctx workflow.Context) {
-	_ = workflow.UpsertTypedSearchAttributes(ctx, SearchAttrTaskStatus.ValueSet(string(w.st.Snapshot.Status)))
-	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** on `%s`: %s", w.in.TaskName, w.in.ServerName, w.st.Snapshot.Status))
+	status := w.st.Snapshot.Status
+	if w.in.Config.Shape < ShapeLean || w.st.SearchStatus != status {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, SearchAttrTaskStatus.ValueSet(string(status)))
+		if w.in.Config.Shape >= ShapeLean {
+			w.st.SearchStatus = status
+		}
+	}
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** on `%s`: %s", w.in.TaskName, w.in.ServerName, status))
 }
 
 // pin routes the remote calls of a stdio task to one worker process.

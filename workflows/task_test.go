@@ -134,6 +134,7 @@ func setup(t *testing.T, d *fakeDriver) *bundle {
 			Timing: mcpflow.PollTiming{PollInterval: 5 * time.Second, InputRequiredInterval: 60 * time.Second,
 				MaxPollBackoff: 300 * time.Second, DegradedAfterErrors: 3},
 			Bounds: mcpflow.DefaultBounds(), CallTimeout: 2 * time.Minute,
+			Shape: workflows.ShapeLean, // what tasks start with; recorded older shapes replay in replay_test
 		},
 	}
 	return b
@@ -222,7 +223,15 @@ type activityStart struct {
 // recordActivities collects every activity attempt.
 func (b *bundle) recordActivities() *[]activityStart {
 	var starts []activityStart
-	b.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+	b.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name == "Poll" && info.Attempt == 1 {
+			// The lean shape's first attempt only waits for the poll time
+			// (PollInput.Delay): it is not a remote call.
+			var in activities.PollInput
+			if args.Get(&in) == nil && in.Delay > 0 {
+				return
+			}
+		}
 		starts = append(starts, activityStart{name: info.ActivityType.Name, id: info.ActivityID,
 			attempt: info.Attempt, queue: info.TaskQueue, at: b.env.Now()})
 	})
@@ -314,7 +323,7 @@ func TestSubmitPollComplete(t *testing.T) {
 	require.NoError(t, b.env.GetWorkflowError())
 	task := b.task(t)
 	require.Equal(t, mcpflow.StatusCompleted, task.Status)
-	require.Equal(t, map[string]any{"answer": 42.0}, task.Result)
+	require.Equal(t, map[string]any{"answer": json.Number("42")}, task.Result)
 	require.Equal(t, "remote-1", task.RemoteTaskID)
 	require.NotNil(t, task.CompletedAt)
 	require.Equal(t, 3, d.statusN)
@@ -528,6 +537,10 @@ func TestPollDelayCountsFromCallCompletion(t *testing.T) {
 		completed(),
 	}}
 	b := setup(t, d)
+	// The classic shape: the mocked latency below applies to every attempt,
+	// and the lean shape's first attempt only waits (instantly in
+	// production); the lean timing is checked by the hint tests above.
+	b.in.Config.Shape = 0
 	var finished []time.Time // when each remote status call finished
 	d.onStatus = func(int) { finished = append(finished, b.env.Now()) }
 	starts := b.recordActivities()
@@ -1069,8 +1082,25 @@ func TestSearchAttributeStatusKeptCurrent(t *testing.T) {
 	}).Return(nil)
 	_, err := b.run(t)
 	require.NoError(t, err)
-	require.Equal(t, []string{"submitted", "working", "input_required", "completed"}, upserted)
+	// "submitted" is the start options' value: the lean shape upserts only
+	// a status that differs from it.
+	require.Equal(t, []string{"working", "input_required", "completed"}, upserted)
 	require.Equal(t, upserted[len(upserted)-1], string(b.task(t).Status))
+
+	// The classic shape upserted after every change (recorded histories
+	// replay it).
+	b = setup(t, &fakeDriver{submitID: "remote-c", statuses: []statusAnswer{working(), completed()}})
+	b.in.Config.Shape = 0
+	upserted = nil
+	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		if v, ok := sa.GetKeyword(workflows.SearchAttrTaskStatus); ok {
+			upserted = append(upserted, v)
+		}
+	}).Return(nil)
+	_, err = b.run(t)
+	require.NoError(t, err)
+	require.Equal(t, []string{"submitted", "working", "completed"}, upserted)
 
 	// A cancelled task ends with "cancelled".
 	d = &fakeDriver{submitID: "remote-2", statuses: []statusAnswer{working()}}
@@ -1085,5 +1115,5 @@ func TestSearchAttributeStatusKeptCurrent(t *testing.T) {
 	b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(workflows.SignalCancel, "") }, time.Minute)
 	_, err = b.run(t)
 	require.NoError(t, err)
-	require.Equal(t, []string{"submitted", "working", "cancelled"}, upserted)
+	require.Equal(t, []string{"working", "cancelled"}, upserted)
 }

@@ -63,7 +63,18 @@ type TaskConfig struct {
 	// inbox append is the delivery. The URL and secret are not part of the
 	// workflow's input.
 	Webhook bool
+	// Shape is the history shape the task runs with, fixed when it starts
+	// (and kept across continue-as-new), so that a task started by an
+	// older mcpflow replays its recorded commands: 0 (absent) waits for
+	// each poll with a workflow timer and upserts the status search
+	// attribute after every change; ShapeLean (1) lets the poll activity
+	// wait for its first attempt itself (no timer) and upserts only when
+	// the status changes.
+	Shape int `json:",omitempty"`
 }
+
+// ShapeLean is the current TaskConfig.Shape; see there.
+const ShapeLean = 1
 
 // TaskInput starts a task workflow. Arguments are the agent's submit
 // arguments; request-scoped secrets are never part of it.
@@ -118,6 +129,9 @@ type TaskState struct {
 	Runs        int        `json:"runs"` // continue-as-new count
 	// Notification is the event and delivery state (spec §2.5, §2.8).
 	Notification mcpflow.Notification `json:"notification"`
+	// SearchStatus is the McpTaskStatus search attribute's value (lean
+	// shape only: it is upserted when the status differs).
+	SearchStatus mcpflow.Status `json:"search_status,omitempty"`
 }
 
 // SubmitResult answers the submit update: the agent-visible handle.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -72,7 +74,13 @@ func TestDrillWorkerKilledNativeTask(t *testing.T) {
 
 	startWorkerProc(t, cfg)
 
-	// The session-bound task is gone for the new worker's session.
+	// Native tasks are pinned to the worker holding their session: both
+	// move to the new worker once a call has waited a minute for the dead
+	// one. The session-bound task is gone for the new worker's session.
+	require.Eventually(t, func() bool {
+		_, d := get(t, s.URL()+"/api/threads/"+thread+"/mcp-tasks/"+orphan, testUserToken)
+		return d["status"] == "failed"
+	}, 3*time.Minute, 200*time.Millisecond, "the session-bound task never moved to the new worker")
 	d := e.waitStatus(t, thread, orphan, "failed")
 	require.Equal(t, "Remote MCP task was not found on MCP server 'bound' (task_not_found): its ttl expired or the server no longer knows it: task not found",
 		d["error"], "%v", d)
@@ -91,14 +99,14 @@ func TestDrillWorkerKilledNativeTask(t *testing.T) {
 
 	openGate()
 	d = e.waitStatus(t, thread, id, "completed")
-	// The upstream result (its structuredContent). Its pages number (above
-	// 2^53) is not compared: results cross Temporal's default JSON payload
-	// converter, which decodes numbers as float64, so it arrives rounded
-	// whatever the worker did (not this drill's subject).
+	// The upstream result (its structuredContent), its pages number (above
+	// 2^53) with every digit: the result crossed Temporal's JSON payloads.
 	result, ok := d["result"].(map[string]any)
 	require.True(t, ok, "%v", d)
 	require.ElementsMatch(t, []string{"topic", "pages"}, keys(result))
 	require.Equal(t, "survivor", result["topic"])
+	raw := rawGet(t, s.URL()+"/api/threads/"+thread+"/mcp-tasks/"+id)
+	require.Contains(t, raw, `"pages":`+tasksrv.Pages, "the result's number arrives exactly")
 	require.Nil(t, d["error"])
 	require.Positive(t, shared.Count("tasks/result"))
 
@@ -116,4 +124,19 @@ func TestDrillWorkerKilledNativeTask(t *testing.T) {
 		require.NotEmpty(t, remoteID(t, s, task.id))
 	}
 	requireEventsOnce(t, s.URL(), thread, map[string]string{id: "completed", orphan: "failed"})
+}
+
+// rawGet returns the body of an authenticated GET as the API wrote it.
+func rawGet(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testUserToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode, string(b))
+	return string(b)
 }

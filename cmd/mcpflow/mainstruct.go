@@ -59,6 +59,8 @@ type Main struct {
 	Env        func(string) (string, bool)
 	Logger     *slog.Logger
 
+	stopPprof func() // the profiler's (MCPFLOW_PPROF_ADDR), nil when off
+
 	// Set by Open.
 	Config         *config.Service
 	Extensions     *config.Extensions
@@ -164,6 +166,9 @@ func (m *Main) Open(ctx context.Context) error {
 		return &ConfigError{err}
 	}
 	m.telemetry = tel
+	if m.stopPprof, err = startPprof(m.Env, log); err != nil {
+		return &ConfigError{err}
+	}
 
 	db, err := store.Open(ctx, cfg.Database.Backend, cfg.Database.DSN)
 	if err != nil {
@@ -393,6 +398,9 @@ func (m *Main) startWorker() {
 func (m *Main) Close(ctx context.Context) error {
 	var errs []error
 	m.closeOnce.Do(func() {
+		if m.stopPprof != nil {
+			defer m.stopPprof()
+		}
 		if m.httpServer != nil {
 			grace := ctx
 			if dl, ok := ctx.Deadline(); ok {

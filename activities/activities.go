@@ -277,6 +277,13 @@ type PollInput struct {
 	// call (the workflow's next poll time): the activity asks for it as a
 	// retry delay, which Temporal keeps out of the history.
 	Delay time.Duration `json:"delay,omitempty"`
+	// Row, when set, is the task's row as the workflow would write it now:
+	// the activity then writes a changed snapshot itself (row and event,
+	// with Notification as the event state before the write), where the
+	// poll happens, and returns the new event state. Only for tasks whose
+	// events go to the inbox alone (no webhook notifier writes the row).
+	Row          *mcpflow.Task        `json:"row,omitempty"`
+	Notification mcpflow.Notification `json:"notification"`
 }
 
 // PollOutput is a poll result the workflow must apply: a changed snapshot,
@@ -293,6 +300,9 @@ type PollOutput struct {
 	// held in its memory (mcpflow.InputDriver.HoldsQuestion): answers must
 	// be delivered here.
 	InputQueue string `json:"input_queue,omitempty"`
+	// Notification is the event state after the activity wrote the changed
+	// snapshot to the row itself (PollInput.Row); nil when it did not.
+	Notification *mcpflow.Notification `json:"notification,omitempty"`
 }
 
 // pollProgress survives between attempts of one Poll activity in its
@@ -337,7 +347,7 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	if err != nil && mcpflow.IsProtocolError(err) {
 		msg := mcpflow.TruncateChars(err.Error(), mcpflow.MaxErrorChars)
 		failed := mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg}
-		return &PollOutput{Snapshot: &failed, Fingerprint: Fingerprint(failed), PolledAt: polledAt, Polls: polls}, nil
+		return a.changed(ctx, in, &PollOutput{Snapshot: &failed, Fingerprint: Fingerprint(failed), PolledAt: polledAt, Polls: polls})
 	}
 	if err != nil {
 		outcome = "error"
@@ -378,6 +388,38 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	if d, ok := a.Driver.(mcpflow.InputDriver); ok && snap.InputAnswerable && d.HoldsQuestion(in.Ref) {
 		out.InputQueue = a.PinnedQueue
 	}
+	return a.changed(ctx, in, out)
+}
+
+// changed returns a changed snapshot; with PollInput.Row it first writes
+// it, as the workflow's row write would after applying out: polled now,
+// the poll count grown, no errors, completed now when it ended. A failed
+// write is retried (the next attempt polls again and writes what it
+// finds; an event version is appended once).
+func (a *Activities) changed(ctx context.Context, in PollInput, out *PollOutput) (*PollOutput, error) {
+	if in.Row == nil {
+		return out, nil
+	}
+	t := *in.Row
+	at := out.PolledAt
+	t.LastPolledAt = &at
+	t.PollAttemptCount += out.Polls
+	t.ConsecutivePollErrorCount = 0
+	t.LastPollError = nil
+	completed := t.CompletedAt
+	if out.Snapshot.Status.IsTerminal() && completed == nil {
+		completed = &at
+	}
+	t.UpdatedAt = at
+	t.ApplySnapshot(*out.Snapshot, at)
+	if completed != nil {
+		t.CompletedAt = completed
+	}
+	po, err := a.Persist(ctx, PersistInput{Task: t, Notification: in.Notification, InboxOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	out.Notification = &po.Notification
 	return out, nil
 }
 

@@ -10,9 +10,16 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
+// InputNotRequiredMessage is the input update's refusal while the workflow
+// does not know of an answerable question. The lean shape's poll activity
+// writes the row just before the workflow applies the same change, so a
+// caller that read an answerable question from the row may send the update
+// again shortly (worker.TaskClient.AnswerInput does).
+const InputNotRequiredMessage = "the task does not require input that mcpflow can deliver"
+
 // Rejections of the input update (the API answers them with 409).
 var (
-	errInputNotRequired = errors.New("the task does not require input that mcpflow can deliver")
+	errInputNotRequired = errors.New(InputNotRequiredMessage)
 	errInputPending     = errors.New("an answer to this question is already being delivered")
 	errInputCancelling  = errors.New("the task is being cancelled")
 )

@@ -164,9 +164,25 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
 	// A submit that has started is waited for whatever its duration (a
 	// remote call may take up to lease_seconds): giving up on it would
 	// leave its remote task untracked and uncancelled.
-	wctx, stopTimer := workflow.WithCancel(ctx) // so the timer does not outlive the wait
-	ok, _ := workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool { return running || w.submitted })
-	stopTimer()
+	ok := false
+	if w.in.Config.Shape >= ShapeLean {
+		// Update-with-start delivers the submit in the first workflow task:
+		// one yield lets its handler start, and only a workflow without
+		// one pays the bounded wait's timer (two events otherwise spent on
+		// every task).
+		yielded := false
+		_ = workflow.Await(ctx, func() bool {
+			done := running || w.submitted || yielded
+			yielded = true
+			return done
+		})
+		ok = running || w.submitted
+	}
+	if !ok {
+		wctx, stopTimer := workflow.WithCancel(ctx) // so the timer does not outlive the wait
+		ok, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool { return running || w.submitted })
+		stopTimer()
+	}
 	if !ok {
 		msg := "no submit request arrived"
 		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
@@ -260,11 +276,22 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 			Ref: w.ref(), Timing: cfg.Timing, Bounds: cfg.Bounds, LastFingerprint: w.st.Fingerprint,
 			ConsecutiveErrors: w.st.ConsecutiveErrors, LastPollError: w.st.LastPollError,
 		}
+		opts := pollForever(cfg)
+		writes := w.pollWrites()
 		if cfg.Shape >= ShapeLean {
 			// The activity waits before its first remote call itself (a
 			// retry delay: no timer, no workflow task, no history).
 			in.Delay = delay
-		} else if delay > 0 {
+		}
+		if writes {
+			// The activity writes a change to the row itself (no marker).
+			// A poll stopped by a cancel or an answer is waited for, so
+			// that a write it made is known before the workflow writes.
+			row := w.row(ctx)
+			in.Row, in.Notification = &row, w.st.Notification
+			opts.WaitForCancellation = true
+		}
+		if cfg.Shape < ShapeLean && delay > 0 {
 			wctx, stopTimer := workflow.WithCancel(ctx)
 			_, _ = workflow.AwaitWithTimeout(wctx, delay, func() bool { return w.cancelled || w.answerDue() })
 			stopTimer()
@@ -274,10 +301,16 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 		}
 		pctx, stopPoll := workflow.WithCancel(ctx)
 		var out activities.PollOutput
-		fut := w.start(pctx, "poll status", pollForever(cfg), a.Poll, in)
+		fut := w.start(pctx, "poll status", opts, a.Poll, in)
 		_ = workflow.Await(ctx, func() bool { return fut.IsReady() || w.cancelled || w.answerDue() })
 		if w.cancelled || w.answerDue() {
 			stopPoll() // an in-flight poll's result is discarded once cancel was requested or an answer arrived
+			if writes && fut.Get(ctx, &out) == nil && out.Notification != nil {
+				// It wrote before it stopped: the row and event state
+				// are its; the workflow's next write goes on from them.
+				w.apply(out)
+				w.st.Notification = *out.Notification
+			}
 			continue
 		}
 		err := fut.Get(ctx, &out)
@@ -297,7 +330,9 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 			return nil, fmt.Errorf("poll MCP task: %w", err)
 		}
 		w.apply(out)
-		if err := w.persist(ctx, false, 0); err != nil {
+		if out.Notification != nil {
+			w.st.Notification = *out.Notification // the activity wrote the row
+		} else if err := w.persist(ctx, false, 0); err != nil {
 			return nil, err
 		}
 		w.upsertStatus(ctx)
@@ -313,6 +348,13 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 			return nil, nil
 		}
 	}
+}
+
+// pollWrites reports whether the poll activity writes a changed snapshot
+// to the row itself: in the lean shape, when no webhook notifier writes the
+// row concurrently (its delivery state would race with the activity's).
+func (w *taskRun) pollWrites() bool {
+	return w.in.Config.Shape >= ShapeLean && !w.in.Config.Webhook
 }
 
 // apply folds a poll result into the state.

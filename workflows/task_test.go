@@ -978,7 +978,9 @@ func TestUnchangedPollsAddNoHistory(t *testing.T) {
 	// each in the test environment; the completed answer is the first
 	// attempt of a third one) = 4 here; 2 on a real server.
 	require.Len(t, executions, 4)
-	require.Len(t, only(*starts, "Persist"), 3, "row writes: create, working, completed")
+	// Row writes: the create as a local activity (a marker); working and
+	// completed by the poll activity that found them (no marker).
+	require.Len(t, only(*starts, "Persist"), 1, "the create")
 	for _, gap := range gaps(polls) {
 		require.Equal(t, 5*time.Second, gap)
 	}
@@ -1116,4 +1118,63 @@ func TestSearchAttributeStatusKeptCurrent(t *testing.T) {
 	_, err = b.run(t)
 	require.NoError(t, err)
 	require.Equal(t, []string{"working", "cancelled"}, upserted)
+}
+
+// A cancel that arrives while the poll activity is in flight (the lean
+// shape writes changes where it polls, and the workflow waits for a stopped
+// poll: WaitForCancellation) leaves the inbox with every version once, in
+// order, ending with the cancel's. The test environment cancels an
+// in-flight activity at once (its remote call never runs), so the write
+// race itself is argued, not shown, here: on a server an activity that
+// does not heartbeat finishes its attempt, the SDK hands its result to the
+// waiting future, and the workflow adopts its row and event state.
+func TestCancelWaitsForAWritingPoll(t *testing.T) {
+	t.Parallel()
+	question := map[string]any{"q": "which?"}
+	d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{
+		{snap: mcpflow.Snapshot{Status: mcpflow.StatusInputRequired, InputRequired: question}},
+	}}
+	b := setup(t, d)
+	// Every attempt takes 30 s; the first remote call runs from about 35 s
+	// to 65 s (after the first attempt's wait), and the cancel comes at 50 s.
+	b.env.OnActivity(b.acts.Poll, mock.Anything, mock.Anything).After(30 * time.Second).Return(b.acts.Poll)
+	b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(workflows.SignalCancel, "") }, 50*time.Second)
+	_, err := b.run(t)
+	require.NoError(t, err)
+	task := b.task(t)
+	require.Equal(t, mcpflow.StatusCancelled, task.Status)
+	evs, err := b.db.ListEvents(context.Background(), "th", 0, 10)
+	require.NoError(t, err)
+	var got []string
+	for i, ev := range evs {
+		require.Equal(t, i+1, ev.EventVersion, "versions 1..n, once each")
+		got = append(got, string(ev.Status))
+	}
+	require.Equal(t, "cancelled", got[len(got)-1], "the cancel's event is recorded: %v", got)
+}
+
+// The lean shape starts no timer: the submit arrives with the start (no
+// bounded wait) and the poll activity waits for each poll itself. The
+// classic shape's timers are what recorded histories replay.
+func TestLeanShapeStartsNoTimer(t *testing.T) {
+	t.Parallel()
+	for _, shape := range []int{workflows.ShapeLean, 0} {
+		d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{
+			{snap: mcpflow.Snapshot{Status: mcpflow.StatusWorking, PollAfterSeconds: hint(12)}},
+			{snap: mcpflow.Snapshot{Status: mcpflow.StatusWorking, PollAfterSeconds: hint(12)}},
+			completed(),
+		}}
+		b := setup(t, d)
+		b.in.Config.Shape = shape
+		var timers []time.Duration
+		b.env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+		_, err := b.run(t)
+		require.NoError(t, err)
+		require.Equal(t, mcpflow.StatusCompleted, b.task(t).Status)
+		if shape == workflows.ShapeLean {
+			require.Empty(t, timers, "lean")
+		} else {
+			require.Equal(t, secs(300, 5, 12), timers, "classic: the bounded wait for the submit, then one timer before each poll after a change")
+		}
+	}
 }

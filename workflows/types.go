@@ -68,8 +68,9 @@ type TaskConfig struct {
 	// older mcpflow replays its recorded commands: 0 (absent) waits for
 	// each poll with a workflow timer and upserts the status search
 	// attribute after every change; ShapeLean (1) lets the poll activity
-	// wait for its first attempt itself (no timer) and upserts only when
-	// the status changes.
+	// wait for its first attempt itself (no timer), has it write a changed
+	// snapshot to the row where the poll happens when no webhook is
+	// configured (no marker), and upserts only when the status changes.
 	Shape int `json:",omitempty"`
 }
 

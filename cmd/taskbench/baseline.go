@@ -104,7 +104,8 @@ func (a *baselineActivities) GetJobStatus(ctx context.Context, id string) (strin
 }
 
 // baselineWorkerMain is the hidden `taskbench baseline-worker` command: the
-// baseline's worker as its own process, like `mcpflow worker`.
+// worker of the bare Temporal targets (the timer-loop baseline and the
+// minimal workflow) as its own process, like `mcpflow worker`.
 func baselineWorkerMain(args []string) int {
 	fs := flag.NewFlagSet("taskbench baseline-worker", flag.ContinueOnError)
 	addr := fs.String("temporal", "", "Temporal frontend host:port")
@@ -131,6 +132,7 @@ func baselineWorkerMain(args []string) int {
 	defer tc.Close()
 	w := sdkworker.New(tc, *queue, sdkworker.Options{MaxConcurrentActivityExecutionSize: *maxAct})
 	w.RegisterWorkflowWithOptions(BaselineTask, workflow.RegisterOptions{Name: baselineWorkflowName})
+	w.RegisterWorkflowWithOptions(MinimalTask, workflow.RegisterOptions{Name: minimalWorkflowName})
 	w.RegisterActivity(&baselineActivities{mcp: mc})
 	if err := w.Start(); err != nil {
 		log.Error("baseline worker: start", "error", err)
@@ -141,7 +143,8 @@ func baselineWorkerMain(args []string) int {
 	return 0
 }
 
-// startBaselineWorker runs this binary's baseline-worker command on queue.
+// startBaselineWorker runs this binary's baseline-worker command on queue
+// (for the baseline and the minimal target alike).
 func startBaselineWorker(ctx context.Context, e *benchEnv, queue string) (*proc, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -166,7 +169,7 @@ func startBaselineWorker(ctx context.Context, e *benchEnv, queue string) (*proc,
 	return p, nil
 }
 
-// baselineResult fetches a closed baseline workflow's result.
+// baselineResult fetches a closed baseline or minimal workflow's result.
 func baselineResult(ctx context.Context, tc client.Client, id string) (baselineSubmit, error) {
 	var r baselineSubmit
 	err := tc.GetWorkflow(ctx, id, "").Get(ctx, &r)

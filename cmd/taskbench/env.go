@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -29,6 +30,7 @@ type benchEnv struct {
 	dir      string
 	temporal *proc
 	tAddr    string
+	metrics  string // the dev server's Prometheus endpoint
 	demo     *proc
 	demoURL  string // base URL; the MCP endpoint is demoURL+"/mcp"
 	tc       client.Client
@@ -45,6 +47,7 @@ func startEnv(ctx context.Context, o options, dir string) (*benchEnv, error) {
 		return e, err
 	}
 	e.tAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	e.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[2])
 	args := []string{"server", "start-dev", "--headless", "--ip", "127.0.0.1",
 		"--port", strconv.Itoa(ports[0]), "--http-port", strconv.Itoa(ports[1]), "--metrics-port", strconv.Itoa(ports[2]),
 		"--db-filename", filepath.Join(dir, "temporal.db"),
@@ -96,7 +99,76 @@ func startEnv(ctx context.Context, o options, dir string) (*benchEnv, error) {
 		return e, ctx.Err()
 	}
 	e.stats, err = dialDemo(ctx, e.demoURL+"/mcp", "taskbench-stats")
-	return e, err
+	if err != nil {
+		return e, err
+	}
+	return e, e.checkDemo(ctx)
+}
+
+// checkDemo makes sure the demo server knows finish_at_status_call (the
+// task shapes need it): a job that must end at its second status call is
+// still running at its first.
+func (e *benchEnv) checkDemo(ctx context.Context) error {
+	call := func(name string, args map[string]any) (map[string]any, error) {
+		res, err := e.stats.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		var out map[string]any
+		b, _ := json.Marshal(res.StructuredContent)
+		if res.IsError || json.Unmarshal(b, &out) != nil {
+			return nil, fmt.Errorf("%s answered isError or no structured content", name)
+		}
+		return out, nil
+	}
+	sub, err := call("submit_job", map[string]any{"duration_seconds": 0, "finish_at_status_call": 2, "label": "taskbench-probe"})
+	if err != nil {
+		return err
+	}
+	st, err := call("get_job_status", map[string]any{"task_id": sub["task_id"]})
+	if err != nil {
+		return err
+	}
+	if st["status"] != "running" {
+		return fmt.Errorf("%s does not know submit_job's finish_at_status_call (status %v at the first call): run `make build`", e.opts.demoBin, st["status"])
+	}
+	return nil
+}
+
+// serverActions reads the dev server's own "action" counter (Prometheus
+// text on its metrics port) for namespace default, by action_type.
+func (e *benchEnv) serverActions(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", e.metrics, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read the dev server's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		labels, ok := strings.CutPrefix(line, "action{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(labels, "} ")
+		if !ok || !strings.Contains(labels, `namespace="default"`) {
+			continue
+		}
+		_, typ, _ := strings.Cut(labels, `action_type="`)
+		typ, _, _ = strings.Cut(typ, `"`)
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err == nil {
+			out[typ] += v
+		}
+	}
+	return out, nil
 }
 
 func (e *benchEnv) waitTemporal(ctx context.Context) error {

@@ -160,46 +160,6 @@ func lastClose(ids []string, closed map[string]closedRun) (time.Time, int) {
 	return end, bad
 }
 
-// history is what one workflow history holds.
-type history struct {
-	events  int
-	changed int // completed Poll activities: polls whose answer changed the task
-	runs    int // 1 + continue-as-new count
-	byType  map[string]int
-	// pollWait: the last event schedules a Poll activity, so the task
-	// waits for a change with retry-driven polls.
-	pollWait bool
-}
-
-// readHistory reads a workflow's history (following continue-as-new).
-func readHistory(ctx context.Context, tc client.Client, id string) (history, error) {
-	h := history{runs: 1, byType: map[string]int{}}
-	it := tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	activity := map[int64]string{}
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return h, fmt.Errorf("history of %s: %w", id, err)
-		}
-		h.events++
-		h.byType[ev.GetEventType().String()]++
-		h.pollWait = false
-		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			name := ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
-			activity[ev.GetEventId()] = name
-			h.pollWait = name == "Poll"
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-			if activity[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] == "Poll" {
-				h.changed++
-			}
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
-			h.runs++
-		}
-	}
-	return h, nil
-}
-
 // sample picks up to k ids spread evenly over ids.
 func sample(ids []string, k int) []string {
 	if k >= len(ids) {

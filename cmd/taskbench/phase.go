@@ -10,6 +10,13 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
+// Target names, as the report and the progress lines spell them.
+const (
+	targetMcpflow  = "mcpflow"
+	targetMinimal  = "minimal"
+	targetBaseline = "baseline"
+)
+
 // roundResult is one target's measurement in one round.
 type roundResult struct {
 	target      string
@@ -18,29 +25,117 @@ type roundResult struct {
 	notDone     int             // tasks that did not complete successfully
 	tasksPerSec float64         // n / (first submit → last close)
 	lat         []time.Duration // answer latency to the caller, sorted
-	jobLat      []time.Duration // baseline: call → remote submit_job answered, sorted
+	jobLat      []time.Duration // bare targets: call → remote submit_job answered, sorted
 	polls       int             // status calls the demo served for these tasks
-	events      []int           // history length of the sampled tasks
 	cpu         map[string]time.Duration
 	peakRSS     int64 // worker
 	problems    []string
 
+	// The sampled tasks' executions (every run): history events, state
+	// transitions and estimated Cloud actions per task, and the actions by
+	// category summed over the sample.
+	events, transitions, actions []int
+	actionSum                    cloudActions
+	// serverActions is the dev server's own action counter over the load,
+	// by action_type (nil when it could not be read).
+	serverActions map[string]float64
+
 	// mcpflow: the sampled tasks' changed and unchanged polls and their
 	// history events beyond the zero-unchanged-poll calibration.
-	// baseline: unchanged counts all polls of the sampled tasks and extra
-	// their history events beyond a run without polls.
 	changed, unchanged, extra int
 	uncalibrated              int // sampled tasks whose changed-poll count had no calibration
 	extraPerTask              []int
 }
 
+// addSample records one sampled task's execution.
+func (r *roundResult) addSample(h history) {
+	r.events = append(r.events, h.events)
+	r.transitions = append(r.transitions, int(h.transitions))
+	r.actions = append(r.actions, h.actions.Total())
+	r.actionSum.add(h.actions)
+}
+
 // calibration is the history length of tasks that made no unchanged poll,
-// by number of changed polls.
+// by number of changed polls (from the task shapes).
 type calibration map[int]int
 
 // jobArgs are the demo submit_job arguments of a load task.
 func jobArgs(label string, durationSeconds, pollAfter float64) map[string]any {
 	return map[string]any{"duration_seconds": durationSeconds, "poll_after_seconds": pollAfter, "label": label}
+}
+
+// loadMeter measures a round's load: CPU of the named processes and the
+// dev server's action counter.
+type loadMeter struct {
+	e       *benchEnv
+	cpu     cpuMeter
+	cpu0    map[string]time.Duration
+	action0 map[string]float64
+}
+
+func startLoadMeter(ctx context.Context, e *benchEnv, cpu cpuMeter) *loadMeter {
+	m := &loadMeter{e: e, cpu: cpu, cpu0: cpu.snap()}
+	m.action0, _ = e.serverActions(ctx)
+	return m
+}
+
+// stop returns the CPU used and the actions counted since the start. The
+// dev server publishes its counters with a delay, so the final read waits
+// until two reads half a second apart agree (at most 15 s).
+func (m *loadMeter) stop(ctx context.Context) (map[string]time.Duration, map[string]float64) {
+	cpu := cpuDelta(m.cpu0, m.cpu.snap())
+	if m.action0 == nil {
+		return cpu, nil
+	}
+	var a1 map[string]float64
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		a, err := m.e.serverActions(ctx)
+		if err != nil {
+			return cpu, nil
+		}
+		if sameCounts(a, a1) || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		a1 = a
+		time.Sleep(500 * time.Millisecond)
+	}
+	d := map[string]float64{}
+	for k, v := range a1 {
+		if v-m.action0[k] > 0 {
+			d[k] = v - m.action0[k]
+		}
+	}
+	return cpu, d
+}
+
+func sameCounts(a, b map[string]float64) bool {
+	if a == nil || b == nil || len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// heartbeatAction are the dev server's action types of activity
+// heartbeats: billed in Cloud, never written to a history.
+var heartbeatActions = []string{"grpc_RecordActivityTaskHeartbeat", "grpc_RecordActivityTaskHeartbeatById"}
+
+// heartbeats returns the activity heartbeats per task the dev server
+// counted, and whether it could be read.
+func heartbeats(actions map[string]float64, n int) (float64, bool) {
+	if actions == nil || n == 0 {
+		return 0, false
+	}
+	var hb float64
+	for _, k := range heartbeatActions {
+		hb += actions[k]
+	}
+	return hb / float64(n), true
 }
 
 // runMcpflow runs one mcpflow round on a fresh task queue (fresh serve and
@@ -53,13 +148,7 @@ func runMcpflow(ctx context.Context, e *benchEnv, round int, cal calibration) (*
 		return nil, err
 	}
 	defer m.stop()
-	if len(cal) == 0 {
-		if err := calibrate(ctx, e, m, cal); err != nil {
-			return nil, fmt.Errorf("calibration: %w", err)
-		}
-	}
-	meter := cpuMeter{"temporal": e.temporal.pid(), "demo": e.demo.pid(), "serve": m.serve.pid(), "worker": m.worker.pid(), "bench": 0}
-	cpu0 := meter.snap()
+	meter := startLoadMeter(ctx, e, cpuMeter{"temporal": e.temporal.pid(), "demo": e.demo.pid(), "serve": m.serve.pid(), "worker": m.worker.pid(), "bench": 0})
 	stopRSS := rssPeak(m.worker.pid())
 	thread := fmt.Sprintf("r%d", round+1)
 	sub := submitAll(ctx, o.n, o.conc, func(i int) string { return fmt.Sprintf("m%d-%d", round+1, i) },
@@ -67,9 +156,9 @@ func runMcpflow(ctx context.Context, e *benchEnv, round int, cal calibration) (*
 			return m.submit(ctx, thread, jobArgs(label, o.duration, o.pollAfter))
 		})
 	closed, werr := waitClosed(ctx, e.tc, queue, sub.ids, o.timeout)
-	cpu1 := meter.snap()
-	r := &roundResult{target: "mcpflow", n: len(sub.ids), errs: sub.errs, lat: sub.lat,
-		cpu: cpuDelta(cpu0, cpu1), peakRSS: stopRSS()}
+	cpu, actions := meter.stop(ctx)
+	r := &roundResult{target: targetMcpflow, n: len(sub.ids), errs: sub.errs, lat: sub.lat,
+		cpu: cpu, serverActions: actions, peakRSS: stopRSS()}
 	end, bad := lastClose(sub.ids, closed)
 	r.notDone = bad
 	r.tasksPerSec = float64(len(sub.ids)) / end.Sub(sub.start).Seconds()
@@ -92,7 +181,7 @@ func runMcpflow(ctx context.Context, e *benchEnv, round int, cal calibration) (*
 	// the API (the projection a user reads).
 	var mu sync.Mutex
 	err = parallel(sample(sub.ids, o.sample), 8, func(id string) error {
-		h, err := readHistory(ctx, e.tc, id)
+		h, err := readExecution(ctx, e.tc, id, true)
 		if err != nil {
 			return err
 		}
@@ -105,7 +194,7 @@ func runMcpflow(ctx context.Context, e *benchEnv, round int, cal calibration) (*
 		if rowErr != nil || row.Status != "completed" {
 			r.problems = append(r.problems, fmt.Sprintf("task %s: row status %q (%v)", id, row.Status, rowErr))
 		}
-		r.events = append(r.events, h.events)
+		r.addSample(h)
 		base, ok := cal[h.changed]
 		if !ok || h.runs != 1 {
 			r.uncalibrated++
@@ -121,87 +210,37 @@ func runMcpflow(ctx context.Context, e *benchEnv, round int, cal calibration) (*
 	if err != nil {
 		return nil, err
 	}
-	sort.Ints(r.events)
 	sort.Ints(r.extraPerTask)
 	r.problems = append(r.problems, m.logProblems()...)
 	return r, nil
 }
 
-// calibrate runs tasks that make no unchanged poll and records their
-// history length by changed-poll count: a job of 0 s is completed at the
-// first poll (1 changed poll: submitted → completed); a job of 1.6 s is
-// running at the first poll (about 1.1 s after the submit) and completed at
-// the second (about 1 s later): 2 changed polls. Only tasks whose demo job
-// saw exactly as many status calls as changed polls count.
-func calibrate(ctx context.Context, e *benchEnv, m *mcpflowProcs, cal calibration) error {
-	durations := []float64{0, 0, 1.6, 1.6, 1.6, 1.6}
-	sub := submitAll(ctx, len(durations), len(durations), func(i int) string { return fmt.Sprintf("cal-%d", i) },
-		func(ctx context.Context, i int, label string) (string, error) {
-			return m.submit(ctx, "cal", map[string]any{"duration_seconds": durations[i], "poll_after_seconds": 1, "label": label})
-		})
-	if len(sub.errs) > 0 {
-		return fmt.Errorf("submit: %s", sub.errs[0])
+// bareStart starts one task of a bare Temporal target (baseline or
+// minimal) on queue; polls is the baseline's fixed poll count.
+func bareStart(ctx context.Context, e *benchEnv, kind, queue, id string, args map[string]any, polls int) error {
+	interval := time.Duration(e.opts.pollAfter * float64(time.Second))
+	opts := client.StartWorkflowOptions{ID: id, TaskQueue: queue}
+	var err error
+	if kind == targetMinimal {
+		_, err = e.tc.ExecuteWorkflow(ctx, opts, minimalWorkflowName, minimalInput{Args: args, Interval: interval})
+	} else {
+		_, err = e.tc.ExecuteWorkflow(ctx, opts, baselineWorkflowName, baselineInput{Args: args, Polls: polls, Interval: interval})
 	}
-	if _, err := waitClosed(ctx, e.tc, m.queue, sub.ids, time.Minute); err != nil {
-		return err
-	}
-	stats, err := e.jobStats(ctx)
-	if err != nil {
-		return err
-	}
-	lengths := map[int][]int{}
-	for _, id := range sub.ids {
-		h, err := readHistory(ctx, e.tc, id)
-		if err != nil {
-			return err
-		}
-		if stats[sub.labels[id]].StatusCalls == h.changed && h.runs == 1 {
-			lengths[h.changed] = append(lengths[h.changed], h.events)
-		}
-	}
-	for c, ls := range lengths {
-		sort.Ints(ls)
-		cal[c] = ls[len(ls)/2]
-	}
-	if len(cal) == 0 {
-		return fmt.Errorf("no calibration task ended without unchanged polls")
-	}
-	return nil
+	return err
 }
 
-// runBaseline runs one bare-Temporal round on a fresh task queue, making
-// totalPolls status calls in all (as mcpflow did), spread evenly over the
-// tasks. base0 (when 0) is filled with the history length of a task with
-// no poll.
-func runBaseline(ctx context.Context, e *benchEnv, round, totalPolls int, base0 *int) (*roundResult, error) {
+// runBare runs one round of a bare Temporal target on a fresh task queue
+// with a fresh worker process: kind baseline makes totalPolls status calls
+// in all (as mcpflow did), spread evenly over the tasks; kind minimal
+// polls each job until it is terminal.
+func runBare(ctx context.Context, e *benchEnv, kind string, round, totalPolls int) (*roundResult, error) {
 	o := e.opts
-	queue := fmt.Sprintf("baseline-r%d", round+1)
+	queue := fmt.Sprintf("%s-r%d", kind, round+1)
 	w, err := startBaselineWorker(ctx, e, queue)
 	if err != nil {
 		return nil, err
 	}
 	defer w.stop(30 * time.Second)
-	interval := time.Duration(o.pollAfter * float64(time.Second))
-	start := func(ctx context.Context, id string, in baselineInput) error {
-		_, err := e.tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, baselineWorkflowName, in)
-		return err
-	}
-	if *base0 == 0 {
-		ids := []string{fmt.Sprintf("baseline-cal-%d-0", round+1), fmt.Sprintf("baseline-cal-%d-1", round+1)}
-		for _, id := range ids {
-			if err := start(ctx, id, baselineInput{Args: map[string]any{"duration_seconds": 0, "label": id}, Interval: interval}); err != nil {
-				return nil, err
-			}
-		}
-		if _, err := waitClosed(ctx, e.tc, queue, ids, time.Minute); err != nil {
-			return nil, err
-		}
-		h, err := readHistory(ctx, e.tc, ids[0])
-		if err != nil {
-			return nil, err
-		}
-		*base0 = h.events
-	}
 	per, extra := totalPolls/o.n, totalPolls%o.n
 	polls := func(i int) int {
 		if i < extra {
@@ -209,18 +248,17 @@ func runBaseline(ctx context.Context, e *benchEnv, round, totalPolls int, base0 
 		}
 		return per
 	}
-	meter := cpuMeter{"temporal": e.temporal.pid(), "demo": e.demo.pid(), "worker": w.pid(), "bench": 0}
-	cpu0 := meter.snap()
+	meter := startLoadMeter(ctx, e, cpuMeter{"temporal": e.temporal.pid(), "demo": e.demo.pid(), "worker": w.pid(), "bench": 0})
 	stopRSS := rssPeak(w.pid())
-	sub := submitAll(ctx, o.n, o.conc, func(i int) string { return fmt.Sprintf("b%d-%d", round+1, i) },
+	sub := submitAll(ctx, o.n, o.conc, func(i int) string { return fmt.Sprintf("%s%d-%d", kind[:3], round+1, i) },
 		func(ctx context.Context, i int, label string) (string, error) {
-			id := fmt.Sprintf("baseline-r%d-%d", round+1, i)
-			return id, start(ctx, id, baselineInput{Args: jobArgs(label, o.duration, o.pollAfter), Polls: polls(i), Interval: interval})
+			id := fmt.Sprintf("%s-r%d-%d", kind, round+1, i)
+			return id, bareStart(ctx, e, kind, queue, id, jobArgs(label, o.duration, o.pollAfter), polls(i))
 		})
 	closed, werr := waitClosed(ctx, e.tc, queue, sub.ids, o.timeout)
-	cpu1 := meter.snap()
-	r := &roundResult{target: "baseline", n: len(sub.ids), errs: sub.errs, lat: sub.lat,
-		cpu: cpuDelta(cpu0, cpu1), peakRSS: stopRSS()}
+	cpu, actions := meter.stop(ctx)
+	r := &roundResult{target: kind, n: len(sub.ids), errs: sub.errs, lat: sub.lat,
+		cpu: cpu, serverActions: actions, peakRSS: stopRSS()}
 	end, bad := lastClose(sub.ids, closed)
 	r.notDone = bad
 	r.tasksPerSec = float64(len(sub.ids)) / end.Sub(sub.start).Seconds()
@@ -251,18 +289,15 @@ func runBaseline(ctx context.Context, e *benchEnv, round, totalPolls int, base0 
 	}
 	sort.Slice(r.jobLat, func(i, j int) bool { return r.jobLat[i] < r.jobLat[j] })
 	err = parallel(sample(sub.ids, o.sample), 8, func(id string) error {
-		h, err := readHistory(ctx, e.tc, id)
+		h, err := readExecution(ctx, e.tc, id, true)
 		if err != nil {
 			return err
 		}
 		mu.Lock()
-		r.events = append(r.events, h.events)
-		r.extra += h.events - *base0
-		r.unchanged += stats[sub.labels[id]].StatusCalls // all baseline polls
+		r.addSample(h)
 		mu.Unlock()
 		return nil
 	})
-	sort.Ints(r.events)
 	return r, err
 }
 

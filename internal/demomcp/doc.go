@@ -19,6 +19,11 @@
 // "input_not_required", "error"}; an unknown job error_code
 // "task_not_found". Malformed arguments are isError.
 //
+// A job submitted with finish_at_status_call N ends at its N-th
+// get_job_status call (earlier calls answer running) instead of after
+// duration_seconds, so a benchmark gets an exact number of polls whatever
+// their timing.
+//
 // It stands in for a third-party MCP server, so it must not import any other
 // mcpflow package; it depends only on the standard library and mcp-go.
 package demomcp

@@ -67,6 +67,9 @@ type jobRecord struct {
 	Cancelled        bool            `json:"cancelled,omitempty"`
 	// AnswerDurationSeconds is how long the job runs on after an answer.
 	AnswerDurationSeconds float64 `json:"answer_duration_seconds,omitempty"`
+	// FinishAtStatusCall, when > 0, ends the job at its N-th status call
+	// instead of after DurationSeconds: a poll count that no timing moves.
+	FinishAtStatusCall int `json:"finish_at_status_call,omitempty"`
 	// Answer is the answer its question got; nil while unanswered.
 	Answer      *jobAnswer `json:"answer,omitempty"`
 	Submits     int        `json:"submits"`
@@ -109,7 +112,11 @@ func (j *jobRecord) status(now time.Time) string {
 		}
 		return statusCompleted
 	}
-	if now.Sub(j.CreatedAt) < time.Duration(j.DurationSeconds*float64(time.Second)) {
+	if j.FinishAtStatusCall > 0 {
+		if j.StatusCalls < j.FinishAtStatusCall {
+			return statusRunning
+		}
+	} else if now.Sub(j.CreatedAt) < time.Duration(j.DurationSeconds*float64(time.Second)) {
 		return statusRunning
 	}
 	switch j.Outcome {
@@ -223,6 +230,9 @@ type jobSpec struct {
 	StatusErrors     int
 	// AnswerDurationSeconds is how long the job runs on after an answer.
 	AnswerDurationSeconds float64
+	// FinishAtStatusCall, when > 0, ends the job at its N-th status call
+	// (earlier ones answer running), whatever DurationSeconds says.
+	FinishAtStatusCall int
 }
 
 // errStatusUnavailable is returned by jobStore.status while a job still has
@@ -299,6 +309,7 @@ func (s *jobStore) submit(spec jobSpec, key string) (map[string]any, error) {
 		Submits:          1,
 
 		AnswerDurationSeconds: spec.AnswerDurationSeconds,
+		FinishAtStatusCall:    spec.FinishAtStatusCall,
 	}
 	if err := s.persistLocked(); err != nil {
 		return nil, err

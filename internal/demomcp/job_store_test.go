@@ -367,3 +367,28 @@ func TestJobAnswerPersists(t *testing.T) {
 	c2 := connectHTTP(t, second, "")
 	require.Equal(t, map[string]any{"action": "accept", "answer": map[string]any{"format": "csv"}}, status(t, c2, id)["result"])
 }
+
+func TestJobFinishAtStatusCall(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0, "finish_at_status_call": 3, "poll_after_seconds": 2, "label": "three"})
+	for range 2 {
+		require.Equal(t, map[string]any{"task_id": id, "status": "running", "poll_after_seconds": float64(2)}, status(t, b.client, id))
+	}
+	require.Equal(t, map[string]any{"task_id": id, "status": "completed", "result": map[string]any{"answer": float64(42)}}, status(t, b.client, id))
+	require.Equal(t, "completed", status(t, b.client, id)["status"])
+
+	// It ends at the call even when the duration has not passed, and
+	// injected errors count as calls.
+	failed := submit(t, b.client, map[string]any{"duration_seconds": 300, "finish_at_status_call": 2, "status_errors": 1, "outcome": "failed"})
+	require.True(t, callTool(t, b.client, ToolGetJobStatus, map[string]any{"task_id": failed}).IsError)
+	require.Equal(t, map[string]any{"task_id": failed, "status": "failed", "error": "job failed"}, status(t, b.client, failed))
+
+	for _, bad := range []any{0, -1, 1.5, "2"} {
+		res := callTool(t, b.client, ToolSubmitJob, map[string]any{"finish_at_status_call": bad})
+		require.True(t, res.IsError, "finish_at_status_call %v accepted", bad)
+	}
+	jobs := callStructured(t, b.client, ToolJobStats, nil)["jobs"].(map[string]any)
+	require.EqualValues(t, 4, jobs[id].(map[string]any)["status_calls"])
+}

@@ -106,6 +106,9 @@ func (s *Server) registerTools() {
 		mcp.WithString("label"),
 		mcp.WithNumber("submit_delay_seconds", mcp.Min(0),
 			mcp.Description("Wait this long (at most 30 s) before answering the submit: a slow remote submit.")),
+		mcp.WithInteger("finish_at_status_call", mcp.Min(1),
+			mcp.Description("End the job at its N-th get_job_status call (injected errors included; earlier calls answer running) "+
+				"instead of after duration_seconds: a fixed number of polls whatever their timing.")),
 	), s.submitJob)
 	s.mcp.AddTool(mcp.NewTool(ToolGetJobStatus,
 		mcp.WithDescription("Report a job's status as structuredContent."),
@@ -336,6 +339,7 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		Label            string          `json:"label"`
 		SubmitDelay      float64         `json:"submit_delay_seconds"`
 		AnswerDuration   float64         `json:"answer_duration_seconds"`
+		FinishAt         *int            `json:"finish_at_status_call"`
 	}
 	if res := bindArgs(req, &args); res != nil {
 		return res, nil
@@ -379,6 +383,12 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 			return mcp.NewToolResultError("status_errors must not be negative"), nil
 		}
 		spec.StatusErrors = *args.StatusErrors
+	}
+	if args.FinishAt != nil {
+		if *args.FinishAt < 1 {
+			return mcp.NewToolResultError("finish_at_status_call must be at least 1"), nil
+		}
+		spec.FinishAtStatusCall = *args.FinishAt
 	}
 	if len(spec.Result) == 0 || bytes.Equal(bytes.TrimSpace(spec.Result), []byte("null")) {
 		spec.Result = defaultJobResult

@@ -11,7 +11,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 export TEMPORAL_CLI := $(BIN)/temporal
 
-.PHONY: help build tools testdeps dev test lint bench soak clean
+.PHONY: help build tools testdeps dev test lint bench bench-peer soak clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,12 +60,24 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## go vet, gofmt, staticcheck and 
 	$(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/...
 
-bench: build tools ## Side-by-side benchmarks: tool calls (mcpflow vs direct mcp-go), tasks (mcpflow vs bare Temporal)
-	$(GO) run ./cmd/mcpbench -demo $(BIN)/demo-mcp
+bench: build tools ## Side-by-side benchmarks: tool calls (mcpflow in and as its own process vs direct mcp-go), tasks (mcpflow vs minimal Temporal and a timer loop)
+	$(GO) run ./cmd/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow
 	$(GO) run ./cmd/taskbench -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
+
+PEER_REPO   ?= https://github.com/TBXark/mcp-proxy
+PEER_COMMIT := 4f78891
+
+$(BIN)/mcp-proxy:
+	@mkdir -p $(BIN); src=$$(mktemp -d); trap 'rm -rf "$$src"' EXIT; \
+	  echo "building TBXark/mcp-proxy at $(PEER_COMMIT) from $(PEER_REPO)"; \
+	  git clone -q $(PEER_REPO) "$$src" && git -C "$$src" checkout -q $(PEER_COMMIT) && \
+	  cd "$$src" && $(GO) build -o $(BIN)/mcp-proxy .
+
+bench-peer: build $(BIN)/mcp-proxy ## Tool-call bench with the peer gateway TBXark/mcp-proxy (its repository at 4f78891) as extra targets
+	$(GO) run ./cmd/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow -peer $(BIN)/mcp-proxy
 
 soak: build tools ## Scale-out soak (not in make test): 2 serve + 2 worker on PostgreSQL, 1,000 tasks, workers killed at random
 	$(GO) run ./cmd/taskbench -soak -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
 
 clean: ## Remove build output and dev state
-	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp .dev .test.log
+	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp $(BIN)/mcp-proxy .dev .test.log

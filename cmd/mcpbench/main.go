@@ -1,6 +1,6 @@
 // Command mcpbench compares ordinary MCP tool calls through mcpflow's HTTP
 // API and its MCP endpoint with direct mcp-go calls on the same upstream,
-// side by side in one run (make bench):
+// side by side in one run (make bench), at 1 and at 16 concurrent callers:
 //
 //   - direct-http:   an mcp-go client → demo-mcp over streamable HTTP
 //   - mcpflow-http:  HTTP API → mcpflow runtime (shared session) → the same demo-mcp
@@ -15,10 +15,28 @@
 //   - mcpflow-stdio: HTTP API → mcpflow runtime (pooled stdio session) → a demo-mcp child
 //   - mcpflow-mcp-stdio: MCP endpoint → mcpflow runtime (pooled stdio session) → a demo-mcp child
 //
-// Every round runs every target back to back, rotating the order; ratios are
-// taken within a round and the median over rounds is printed. Direct
-// clients pin protocol 2025-11-25, the revision mcpflow speaks upstream, so
-// both sides put the same bytes on the upstream wire.
+// The mcpflow-* targets above run mcpflow's API inside this process: a
+// floor that shares one scheduler with its client. With -mcpflow BIN (default
+// bin/mcpflow) mcpflow also runs as users run it, in its own process
+// (`mcpflow serve` with the access log on, a user token and SQLite; see
+// deployed):
+//
+//   - mcpflow-proc-http, mcpflow-proc-stdio: one plain POST per call to
+//     its REST API → the same demo-mcp over HTTP / its own stdio child
+//   - mcpflow-proc-mcp-http, mcpflow-proc-mcp-stdio: an mcp-go client →
+//     its MCP endpoint → the same
+//
+// and with -peer BIN the peer gateway TBXark/mcp-proxy runs the same way
+// (peer-http, peer-stdio: an mcp-go client → the proxy → the same demo-mcp
+// over HTTP / its own stdio child; see peer).
+//
+// Every round runs every target back to back, first with 1 caller, then
+// with 16 (-callers), rotating the order each round; ratios are taken
+// within a round and the median over rounds is printed. Direct clients pin
+// protocol 2025-11-25, the revision mcpflow (and the peer) speak upstream,
+// so both sides put the same bytes on the upstream wire. -profile DIR then
+// takes a CPU profile of the separate mcpflow process under 16 callers on
+// each of its targets.
 package main
 
 import (
@@ -36,8 +54,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
-	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -52,45 +71,102 @@ import (
 
 const benchToken = "bench-user-token"
 
+// options are the command's flags.
+type options struct {
+	rounds, n, warmup int
+	callers           []int
+	demo              string
+	mcpflow           string // "" skips the mcpflow-proc-* targets
+	peer              string // "" skips the peer-* targets
+	profileDir        string
+	profileSeconds    int
+	profileCallers    int
+	only              string
+	workdir           string // "" is a temporary directory, removed at the end
+}
+
 func main() {
-	rounds := flag.Int("rounds", 5, "rounds")
-	n := flag.Int("n", 2000, "calls per target per round")
-	warmup := flag.Int("warmup", 200, "warm-up calls per target per round")
-	demo := flag.String("demo", "bin/demo-mcp", "path of the demo-mcp binary")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	flag.StringVar(&only, "only", "", "comma-separated targets to run (default: all)")
+	var o options
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds")
+	flag.IntVar(&o.n, "n", 2000, "calls per target, round and number of callers")
+	flag.IntVar(&o.warmup, "warmup", 200, "warm-up calls before each measured cell")
+	callers := flag.String("callers", "1,16", "comma-separated numbers of concurrent callers sharing one client")
+	flag.StringVar(&o.demo, "demo", "bin/demo-mcp", "path of the demo-mcp binary")
+	flag.StringVar(&o.mcpflow, "mcpflow", "bin/mcpflow", "path of the mcpflow binary to run as its own process (mcpflow-proc-* targets; \"\" skips them)")
+	flag.StringVar(&o.peer, "peer", "", "path of a TBXark/mcp-proxy binary (peer-* targets; \"\" skips them)")
+	flag.StringVar(&o.profileDir, "profile", "", "after the rounds, write a CPU profile of the separate mcpflow process under load on each mcpflow-proc-* target to this directory (needs $"+EnvPprofAddr+" support in mcpflow)")
+	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of each -profile profile")
+	flag.IntVar(&o.profileCallers, "profile-callers", 16, "concurrent callers while profiling")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this benchmark process (the in-process targets) to this file")
+	flag.StringVar(&o.only, "only", "", "comma-separated targets to run (default: all)")
+	flag.StringVar(&o.workdir, "workdir", "", "keep the configurations, databases and logs (mcpflow.log: its access log) of the run in this directory (default: a temporary one, removed)")
 	flag.Parse()
+	for _, f := range strings.Split(*callers, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			fmt.Fprintf(os.Stderr, "mcpbench: -callers: %q is not a positive number\n", f)
+			os.Exit(2)
+		}
+		o.callers = append(o.callers, c)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := run(*rounds, *n, *warmup, *demo); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpbench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-var only string
-
-type target struct {
-	name string
-	call func(ctx context.Context) error
+// progress reports on stderr, so that stdout is the report alone.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "mcpbench: "+format+"\n", args...)
 }
 
-func run(rounds, n, warmup int, demoBin string) error {
+// selected reports whether -only keeps a target named name.
+func (o options) selected(name string) bool {
+	return o.only == "" || strings.Contains(","+o.only+",", ","+name+",")
+}
+
+// anySelected reports whether -only keeps a target whose name starts with
+// prefix.
+func (o options) anySelected(prefix string) bool {
+	if o.only == "" {
+		return true
+	}
+	for _, n := range strings.Split(o.only, ",") {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func run(o options) error {
 	ctx := context.Background()
-	demoBin, err := filepath.Abs(demoBin)
+	began := time.Now()
+	host := machine()
+	demoBin, err := filepath.Abs(o.demo)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "mcpbench-")
-	if err != nil {
+	dir := o.workdir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "mcpbench-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	maxCallers := 1
+	for _, c := range append(o.callers, o.profileCallers) {
+		maxCallers = max(maxCallers, c)
+	}
 
 	// The upstream: one demo-mcp over streamable HTTP.
 	upstream, stopUpstream, err := startDemoHTTP(demoBin)
@@ -99,8 +175,8 @@ func run(rounds, n, warmup int, demoBin string) error {
 	}
 	defer stopUpstream()
 
-	// mcpflow: store + runtime + API (REST and MCP endpoint) on a loopback
-	// listener.
+	// mcpflow in this process: store + runtime + API (REST and MCP
+	// endpoint) on a loopback listener.
 	ext := fmt.Sprintf(`{"mcpServers": {
   "demo": {"type": "http", "url": %q},
   "demostdio": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"]}
@@ -137,7 +213,27 @@ func run(rounds, n, warmup int, demoBin string) error {
 	go func() { _ = hs.Serve(ln) }()
 	defer hs.Close()
 	base := "http://" + ln.Addr().String()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: max(16, maxCallers)}}
+
+	// mcpflow and the peer in their own processes.
+	var dep *deployed
+	if o.mcpflow != "" && o.anySelected("mcpflow-proc-") {
+		progress("starting %s serve", o.mcpflow)
+		dep, err = startDeployed(ctx, o.mcpflow, filepath.Join(dir, "deployed"), ext, o.profileDir != "")
+		if err != nil {
+			return err
+		}
+		defer dep.stop()
+	}
+	var pr *peer
+	if o.peer != "" && o.anySelected("peer-") {
+		progress("starting the peer proxy %s", o.peer)
+		pr, err = startPeer(o.peer, filepath.Join(dir, "peer"), upstream+"/mcp", demoBin)
+		if err != nil {
+			return err
+		}
+		defer pr.stop()
+	}
 
 	// Direct clients.
 	directHTTP, err := client.NewStreamableHttpClient(upstream+"/mcp", transport.WithHTTPBasicClient(hc))
@@ -176,24 +272,27 @@ func run(rounds, n, warmup int, demoBin string) error {
 	}
 	defer defaultStdio.Close()
 
-	// mcpflow's MCP endpoint: an mcp-go client pinned to 2025-11-25 like
-	// the direct ones, with the user's token, on the REST calls' thread.
-	// One client (one MCP session) per target.
-	viaMCP := func() (*client.Client, error) {
-		tr, err := transport.NewStreamableHTTP(base+"/mcp/threads/bench-thread", transport.WithHTTPBasicClient(hc),
-			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + benchToken}))
+	// pinned is an mcp-go client pinned to 2025-11-25 like the direct
+	// ones, on url, with headers. One client (one MCP session) per target.
+	pinned := func(url string, headers map[string]string) (*client.Client, error) {
+		tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(hc), transport.WithHTTPHeaders(headers))
 		if err != nil {
 			return nil, err
 		}
 		c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
 		return c, initialize(ctx, c)
 	}
-	mcpHTTP, err := viaMCP()
+	// viaMCP is an mcp-go client on an mcpflow MCP endpoint at base, with
+	// the user's token, on the REST calls' thread.
+	viaMCP := func(base string) (*client.Client, error) {
+		return pinned(base+"/mcp/threads/bench-thread", map[string]string{"Authorization": "Bearer " + benchToken})
+	}
+	mcpHTTP, err := viaMCP(base)
 	if err != nil {
 		return fmt.Errorf("mcp endpoint http: %w", err)
 	}
 	defer mcpHTTP.Close()
-	mcpStdio, err := viaMCP()
+	mcpStdio, err := viaMCP(base)
 	if err != nil {
 		return fmt.Errorf("mcp endpoint stdio: %w", err)
 	}
@@ -237,7 +336,7 @@ func run(rounds, n, warmup int, demoBin string) error {
 			}
 		})
 	}
-	viaAPI := func(tool string) func(context.Context) error {
+	viaAPI := func(base, tool string) func(context.Context) error {
 		return post(base+"/api/threads/bench-thread/tools/"+tool+"/call", benchToken)
 	}
 	// viaMCPRaw is the MCP endpoint called the way post calls the REST
@@ -282,94 +381,102 @@ func run(rounds, n, warmup int, demoBin string) error {
 	}
 
 	targets := []target{
-		{"direct-http", direct(directHTTP)},
-		{"direct-http-default", direct(defaultHTTP)},
-		{"floor-http", viaFloor("http")},
-		{"mcpflow-http", viaAPI("demo_echo")},
-		{"mcpflow-mcp-http", callTool(mcpHTTP, "demo_echo")},
-		{"mcpflow-mcp-raw-http", viaMCPRaw(mcpHTTP, "demo_echo")},
-		{"direct-stdio", direct(directStdio)},
-		{"direct-stdio-default", direct(defaultStdio)},
-		{"floor-stdio", viaFloor("stdio")},
-		{"mcpflow-stdio", viaAPI("demostdio_echo")},
-		{"mcpflow-mcp-stdio", callTool(mcpStdio, "demostdio_echo")},
-		{"mcpflow-mcp-raw-stdio", viaMCPRaw(mcpStdio, "demostdio_echo")},
+		{name: "direct-http", call: direct(directHTTP)},
+		{name: "direct-http-default", call: direct(defaultHTTP)},
+		{name: "floor-http", call: viaFloor("http")},
+		{name: "mcpflow-http", call: viaAPI(base, "demo_echo")},
+		{name: "mcpflow-mcp-http", call: callTool(mcpHTTP, "demo_echo")},
+		{name: "mcpflow-mcp-raw-http", call: viaMCPRaw(mcpHTTP, "demo_echo")},
+		{name: "direct-stdio", call: direct(directStdio)},
+		{name: "direct-stdio-default", call: direct(defaultStdio)},
+		{name: "floor-stdio", call: viaFloor("stdio")},
+		{name: "mcpflow-stdio", call: viaAPI(base, "demostdio_echo")},
+		{name: "mcpflow-mcp-stdio", call: callTool(mcpStdio, "demostdio_echo")},
+		{name: "mcpflow-mcp-raw-stdio", call: viaMCPRaw(mcpStdio, "demostdio_echo")},
 	}
-
-	if only != "" {
-		var keep []target
-		for _, t := range targets {
-			if strings.Contains(","+only+",", ","+t.name+",") {
-				keep = append(keep, t)
+	if dep != nil {
+		procMCP := map[string]*client.Client{}
+		for _, tr := range []string{"http", "stdio"} {
+			c, err := viaMCP(dep.base)
+			if err != nil {
+				return fmt.Errorf("deployed mcpflow's MCP endpoint: %w", err)
 			}
+			defer c.Close()
+			procMCP[tr] = c
 		}
-		targets = keep
+		targets = append(targets,
+			target{name: "mcpflow-proc-http", call: viaAPI(dep.base, "demo_echo"), proc: dep.proc, pprof: dep.pprof},
+			target{name: "mcpflow-proc-mcp-http", call: callTool(procMCP["http"], "demo_echo"), proc: dep.proc, pprof: dep.pprof},
+			target{name: "mcpflow-proc-stdio", call: viaAPI(dep.base, "demostdio_echo"), proc: dep.proc, pprof: dep.pprof},
+			target{name: "mcpflow-proc-mcp-stdio", call: callTool(procMCP["stdio"], "demostdio_echo"), proc: dep.proc, pprof: dep.pprof})
 	}
-	lat := map[string][][]time.Duration{}
-	rps := map[string][]float64{}
-	for r := 0; r < rounds; r++ {
-		order := append([]target(nil), targets...)
-		for i := 0; i < r%len(order); i++ {
-			order = append(order[1:], order[0])
-		}
-		for _, t := range order {
-			for i := 0; i < warmup; i++ {
-				if err := t.call(ctx); err != nil {
-					return fmt.Errorf("%s warm-up: %w", t.name, err)
-				}
+	if pr != nil {
+		for _, up := range []struct{ name, path string }{{"peer-http", "demo"}, {"peer-stdio", "demostdio"}} {
+			var c *client.Client
+			err := pr.initialize(func() error {
+				var err error
+				c, err = pinned(pr.url(up.path), nil)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("peer proxy, %s: %w\n%s", up.path, err, pr.proc.tail(20))
 			}
-			ds := make([]time.Duration, n)
-			start := time.Now()
-			for i := 0; i < n; i++ {
-				t0 := time.Now()
-				if err := t.call(ctx); err != nil {
-					return fmt.Errorf("%s: %w", t.name, err)
-				}
-				ds[i] = time.Since(t0)
-			}
-			rps[t.name] = append(rps[t.name], float64(n)/time.Since(start).Seconds())
-			sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-			lat[t.name] = append(lat[t.name], ds)
+			defer c.Close()
+			targets = append(targets, target{name: up.name, call: direct(c), proc: pr.proc})
 		}
 	}
 
-	fmt.Printf("ordinary tool call (echo), 1 caller, %d rounds × %d calls (+%d warm-up); median (min–max) over rounds\n\n", rounds, n, warmup)
-	fmt.Printf("| target | p50 µs | p99 µs | calls/s |\n|---|---|---|---|\n")
+	var keep []target
 	for _, t := range targets {
-		fmt.Printf("| %s | %s | %s | %s |\n", t.name,
-			stat(perRound(lat[t.name], 0.50)), stat(perRound(lat[t.name], 0.99)), statF(rps[t.name]))
-	}
-	// ratios returns the per-round p50 and p99 ratios a / b; ok is false
-	// when either was not run (-only).
-	ratios := func(a, b string) (r50, r99 []float64, ok bool) {
-		if len(lat[a]) == 0 || len(lat[b]) == 0 {
-			return nil, nil, false
-		}
-		for i := range lat[a] {
-			r50 = append(r50, float64(pct(lat[a][i], 0.50))/float64(pct(lat[b][i], 0.50)))
-			r99 = append(r99, float64(pct(lat[a][i], 0.99))/float64(pct(lat[b][i], 0.99)))
-		}
-		return r50, r99, true
-	}
-	fmt.Printf("\n| ratio (mcpflow / direct, per round) | p50 | p99 |\n|---|---|---|\n")
-	for _, pair := range [][2]string{{"mcpflow-http", "direct-http"}, {"mcpflow-http", "direct-http-default"},
-		{"floor-http", "direct-http"}, {"mcpflow-http", "floor-http"},
-		{"mcpflow-mcp-http", "direct-http"}, {"mcpflow-mcp-http", "mcpflow-http"}, {"mcpflow-mcp-raw-http", "mcpflow-http"},
-		{"mcpflow-stdio", "direct-stdio"}, {"mcpflow-stdio", "direct-stdio-default"},
-		{"floor-stdio", "direct-stdio"}, {"mcpflow-stdio", "floor-stdio"},
-		{"mcpflow-mcp-stdio", "direct-stdio"}, {"mcpflow-mcp-stdio", "mcpflow-stdio"}, {"mcpflow-mcp-raw-stdio", "mcpflow-stdio"}} {
-		if r50, r99, ok := ratios(pair[0], pair[1]); ok {
-			fmt.Printf("| %s / %s | %s | %s |\n", pair[0], pair[1], statR(r50), statR(r99))
+		if o.selected(t.name) {
+			keep = append(keep, t)
 		}
 	}
-	// The MCP endpoint's budget: within 1.1× of the REST call at p50.
-	sep := "\n"
-	for _, tr := range []string{"http", "stdio"} {
-		if r50, _, ok := ratios("mcpflow-mcp-"+tr, "mcpflow-"+tr); ok {
-			fmt.Printf("%sMCP endpoint / REST (%s), p50 median over rounds: %s (target ≤ 1.10)\n", sep, tr, statR(r50))
-			sep = ""
+	targets = keep
+	if len(targets) == 0 {
+		return fmt.Errorf("-only %q keeps no target", o.only)
+	}
+
+	res := &results{cells: map[string]map[int][]cell{}}
+	for r := 0; r < o.rounds; r++ {
+		use0, t0 := readCPUUse(), time.Now()
+		for _, callers := range o.callers {
+			order := append([]target(nil), targets...)
+			for i := 0; i < r%len(order); i++ {
+				order = append(order[1:], order[0])
+			}
+			for _, t := range order {
+				c, err := measure(ctx, t, callers, o.warmup, o.n)
+				if err != nil {
+					return err
+				}
+				res.add(t.name, callers, c)
+			}
+			progress("round %d/%d, %d caller(s): done (load average %s)", r+1, o.rounds, callers, loadAvg())
+		}
+		res.others = append(res.others, othersShare(use0, readCPUUse(), time.Since(t0)))
+		progress("round %d/%d: other processes kept %.0f%% of the CPUs busy", r+1, o.rounds, 100*res.others[r])
+	}
+
+	var profiles []string
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+		for _, t := range targets {
+			if t.pprof == "" {
+				continue
+			}
+			progress("profiling %s for %d s with %d callers", t.name, o.profileSeconds, o.profileCallers)
+			line, err := profileTarget(ctx, t, o.profileCallers, o.profileSeconds, o.profileDir)
+			if err != nil {
+				return err
+			}
+			profiles = append(profiles, line)
 		}
 	}
+
+	report(o, res, targets, host, began, profiles)
 	return nil
 }
 
@@ -398,6 +505,8 @@ func initializeDefault(ctx context.Context, c *client.Client) error {
 // startDemoHTTP runs demo-mcp over streamable HTTP and returns its base URL.
 func startDemoHTTP(bin string) (string, func(), error) {
 	cmd := exec.Command(bin, "--transport", "http", "--addr", "127.0.0.1:0")
+	// Killed with the benchmark, even when it dies without its defers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return "", nil, err
@@ -415,41 +524,4 @@ func startDemoHTTP(bin string) (string, func(), error) {
 	}
 	stop()
 	return "", nil, fmt.Errorf("demo-mcp did not report its address")
-}
-
-func pct(sorted []time.Duration, p float64) time.Duration {
-	i := int(float64(len(sorted))*p+0.5) - 1
-	if i < 0 {
-		i = 0
-	}
-	if i >= len(sorted) {
-		i = len(sorted) - 1
-	}
-	return sorted[i]
-}
-
-func perRound(rounds [][]time.Duration, p float64) []float64 {
-	var out []float64
-	for _, ds := range rounds {
-		out = append(out, float64(pct(ds, p).Microseconds()))
-	}
-	return out
-}
-
-func median(v []float64) (med, lo, hi float64) {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2], s[0], s[len(s)-1]
-}
-
-func stat(v []float64) string {
-	m, lo, hi := median(v)
-	return fmt.Sprintf("%.0f (%.0f–%.0f)", m, lo, hi)
-}
-
-func statF(v []float64) string { return stat(v) }
-
-func statR(v []float64) string {
-	m, lo, hi := median(v)
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", m, lo, hi)
 }

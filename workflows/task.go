@@ -26,8 +26,9 @@ const pinnedScheduleToStart = time.Minute
 // TaskWorkflow runs one durable MCP task: it submits the remote task (the
 // "submit" update, sent with the start), persists the row, polls the remote
 // status with capped backoff until the task ends, and cancels it on the
-// "cancel" signal or a Temporal cancellation. The workflow is the single
-// writer of its task's row.
+// "cancel" signal or a Temporal cancellation. The workflow owns its task's
+// row: it writes it, or (lean shape, no webhook) the poll activity it
+// waits on writes the change it found, one writer at a time.
 func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	w := &taskRun{in: in, log: workflow.GetLogger(ctx)}
 	if in.State != nil {

@@ -113,13 +113,13 @@ type readerKeyCtx struct{}
 // it brings. It returns nil when no question waits.
 func (q *Questions) ask(ctx context.Context, key questionKey, run func(ctx context.Context) error) *heldQuestion {
 	q.mu.Lock()
-	tq, reading := q.tasks[key]
+	_, reading := q.tasks[key]
 	if !reading {
 		if q.ctx.Err() != nil {
 			q.mu.Unlock()
 			return nil
 		}
-		tq = &taskQuestion{done: make(chan struct{})}
+		tq := &taskQuestion{done: make(chan struct{})}
 		q.tasks[key] = tq
 		q.wg.Add(1)
 		go q.read(key, tq, run)

@@ -118,11 +118,11 @@ func readExecution(ctx context.Context, tc client.Client, id string, describe bo
 	runID := ""
 	for {
 		if describe {
-			d, err := tc.DescribeWorkflowExecution(ctx, id, runID)
+			d, err := tc.DescribeWorkflow(ctx, id, runID)
 			if err != nil {
 				return h, fmt.Errorf("describe %s: %w", id, err)
 			}
-			info := d.GetWorkflowExecutionInfo()
+			info := d.RawResponse.GetWorkflowExecutionInfo()
 			h.transitions += info.GetStateTransitionCount()
 			runID = info.GetExecution().GetRunId()
 		}

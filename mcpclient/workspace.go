@@ -234,20 +234,32 @@ type FileSnapshot map[string]wsFileStat
 // Snapshot records the regular files under Dir. Unreadable entries are
 // skipped.
 func (w *Workspace) Snapshot() FileSnapshot {
+	if w == nil {
+		return FileSnapshot{}
+	}
+	return walkFiles(w.Dir, nil)
+}
+
+// walkFiles records the regular files under dir (outside .mcp), calling
+// onDir for every directory before its entries are read.
+func walkFiles(dir string, onDir func(path string)) FileSnapshot {
 	snap := FileSnapshot{}
-	if w == nil || w.Dir == "" {
+	if dir == "" {
 		return snap
 	}
-	_ = filepath.WalkDir(w.Dir, func(path string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if d != nil && d.IsDir() && path != w.Dir {
+			if d != nil && d.IsDir() && path != dir {
 				return fs.SkipDir
 			}
 			return nil
 		}
 		if d.IsDir() {
-			if d.Name() == wsReservedDir && path != w.Dir {
+			if d.Name() == wsReservedDir && path != dir {
 				return fs.SkipDir
+			}
+			if onDir != nil {
+				onDir(path)
 			}
 			return nil
 		}
@@ -269,13 +281,64 @@ func (w *Workspace) Snapshot() FileSnapshot {
 // the snapshot diff without a pre-call walk. File times come from the
 // kernel's coarse clock, which lags time.Now by up to a tick, so files
 // stamped up to fsClockSlack before since count too.
+//
+// The files come from the directory's watcher (wsWatches): a call that
+// changed nothing in the workspace reads no directory.
 func (w *Workspace) ChangedSince(since time.Time) []string {
+	if w == nil || w.Dir == "" {
+		return nil
+	}
 	var out []string
-	for path, st := range w.Snapshot() {
+	for path, st := range wsWatches.get(w.Dir).snapshot() {
 		if st.mtimeNS >= since.Add(-fsClockSlack).UnixNano() {
 			out = append(out, path)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// wsWatches holds a watcher per workspace directory in use, at most
+// wsWatchMax (each holds an inotify descriptor); the least recently used
+// one is closed first.
+var wsWatches = &wsWatchCache{m: map[string]*wsWatchEntry{}}
+
+// wsWatchMax bounds the workspace watchers.
+const wsWatchMax = 256
+
+type wsWatchCache struct {
+	mu   sync.Mutex
+	m    map[string]*wsWatchEntry
+	tick uint64
+}
+
+type wsWatchEntry struct {
+	w    *wsWatch
+	used uint64
+}
+
+// get returns the watcher of dir, creating it (and closing the least
+// recently used one beyond wsWatchMax).
+func (c *wsWatchCache) get(dir string) *wsWatch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick++
+	if e := c.m[dir]; e != nil {
+		e.used = c.tick
+		return e.w
+	}
+	if len(c.m) >= wsWatchMax {
+		var oldest string
+		var min uint64
+		for d, e := range c.m {
+			if oldest == "" || e.used < min {
+				oldest, min = d, e.used
+			}
+		}
+		c.m[oldest].w.close()
+		delete(c.m, oldest)
+	}
+	w := newWSWatch(dir)
+	c.m[dir] = &wsWatchEntry{w: w, used: c.tick}
+	return w
 }

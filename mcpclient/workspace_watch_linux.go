@@ -1,0 +1,115 @@
+//go:build linux
+
+package mcpclient
+
+import (
+	"errors"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// wsWatch keeps a workspace directory's file snapshot current without a
+// walk per call: an inotify instance watches every directory of the tree
+// (outside .mcp), and the snapshot is walked again only when an event
+// arrived since the last walk. Events are queued by the kernel inside the
+// write, rename or unlink itself, so draining the queue (non-blocking)
+// after a call's answer arrived sees every change the server made before
+// it answered. A queue overflow, a failed read or a watch that cannot be
+// added means a walk every time (the plain behaviour).
+//
+// Writes through a shared memory mapping raise no inotify event; a file
+// changed only that way is not seen as changed until another event comes.
+type wsWatch struct {
+	dir string
+
+	mu     sync.Mutex
+	fd     int          // -1 once closed or broken
+	snap   FileSnapshot // valid while !dirty
+	dirty  bool
+	broken bool // watching failed: walk every time
+}
+
+// wsWatchMask is what changes a snapshot: entries created, removed, moved
+// or written, and metadata (a touched mtime).
+const wsWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE |
+	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
+func newWSWatch(dir string) *wsWatch {
+	w := &wsWatch{dir: dir, fd: -1, dirty: true}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		w.broken = true
+		return w
+	}
+	w.fd = fd
+	return w
+}
+
+// snapshot returns the directory's files, walking only when something
+// changed since the last walk.
+func (w *wsWatch) snapshot() FileSnapshot {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.broken {
+		return walkFiles(w.dir, nil)
+	}
+	if w.drain() {
+		w.dirty = true
+	}
+	if !w.dirty {
+		return w.snap
+	}
+	// Watches go on before the walk reads each directory, so a change
+	// made during the walk marks the snapshot dirty for the next call.
+	w.dirty = false
+	w.snap = walkFiles(w.dir, func(path string) {
+		if w.broken {
+			return
+		}
+		if _, err := unix.InotifyAddWatch(w.fd, path, wsWatchMask); err != nil {
+			w.broken = true // e.g. ENOSPC: out of watches
+		}
+	})
+	if w.broken {
+		w.closeLocked()
+	}
+	return w.snap
+}
+
+// drain reads every queued event and reports whether there was one.
+func (w *wsWatch) drain() bool {
+	var buf [4096]byte
+	any := false
+	for {
+		n, err := unix.Read(w.fd, buf[:])
+		if n > 0 {
+			any = true
+			continue
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil && !errors.Is(err, unix.EAGAIN) {
+			w.broken = true
+			w.closeLocked()
+			return true
+		}
+		return any
+	}
+}
+
+func (w *wsWatch) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closeLocked()
+}
+
+func (w *wsWatch) closeLocked() {
+	if w.fd >= 0 {
+		_ = unix.Close(w.fd)
+		w.fd = -1
+	}
+	w.broken = true
+	w.snap = nil
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package mcpclient
+
+// wsWatch walks the directory every time where inotify is missing.
+type wsWatch struct{ dir string }
+
+func newWSWatch(dir string) *wsWatch      { return &wsWatch{dir: dir} }
+func (w *wsWatch) snapshot() FileSnapshot { return walkFiles(w.dir, nil) }
+func (w *wsWatch) close()                 {}

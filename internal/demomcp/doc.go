@@ -22,7 +22,8 @@
 // A job submitted with finish_at_status_call N ends at its N-th
 // get_job_status call (earlier calls answer running) instead of after
 // duration_seconds, so a benchmark gets an exact number of polls whatever
-// their timing.
+// their timing; with status_delay_seconds every get_job_status call of the
+// job answers that much later (counted first), a slow remote status call.
 //
 // It stands in for a third-party MCP server, so it must not import any other
 // mcpflow package; it depends only on the standard library and mcp-go.

@@ -70,6 +70,9 @@ type jobRecord struct {
 	// FinishAtStatusCall, when > 0, ends the job at its N-th status call
 	// instead of after DurationSeconds: a poll count that no timing moves.
 	FinishAtStatusCall int `json:"finish_at_status_call,omitempty"`
+	// StatusDelaySeconds is how long each of its status calls waits
+	// (after counting, before answering): a slow remote status call.
+	StatusDelaySeconds float64 `json:"status_delay_seconds,omitempty"`
 	// Answer is the answer its question got; nil while unanswered.
 	Answer      *jobAnswer `json:"answer,omitempty"`
 	Submits     int        `json:"submits"`
@@ -233,6 +236,8 @@ type jobSpec struct {
 	// FinishAtStatusCall, when > 0, ends the job at its N-th status call
 	// (earlier ones answer running), whatever DurationSeconds says.
 	FinishAtStatusCall int
+	// StatusDelaySeconds delays every status call of the job.
+	StatusDelaySeconds float64
 }
 
 // errStatusUnavailable is returned by jobStore.status while a job still has
@@ -310,6 +315,7 @@ func (s *jobStore) submit(spec jobSpec, key string) (map[string]any, error) {
 
 		AnswerDurationSeconds: spec.AnswerDurationSeconds,
 		FinishAtStatusCall:    spec.FinishAtStatusCall,
+		StatusDelaySeconds:    spec.StatusDelaySeconds,
 	}
 	if err := s.persistLocked(); err != nil {
 		return nil, err
@@ -464,4 +470,15 @@ func newJobID() (string, error) {
 		return "", fmt.Errorf("generate job id: %w", err)
 	}
 	return "job-" + hex.EncodeToString(b[:]), nil
+}
+
+// statusDelay is how long a status call of job id waits (0 for unknown
+// jobs).
+func (s *jobStore) statusDelay(id string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j, ok := s.data.Jobs[id]; ok {
+		return time.Duration(j.StatusDelaySeconds * float64(time.Second))
+	}
+	return 0
 }

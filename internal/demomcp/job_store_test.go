@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -391,4 +392,21 @@ func TestJobFinishAtStatusCall(t *testing.T) {
 	}
 	jobs := callStructured(t, b.client, ToolJobStats, nil)["jobs"].(map[string]any)
 	require.EqualValues(t, 4, jobs[id].(map[string]any)["status_calls"])
+}
+
+// status_delay_seconds makes every status call of the job answer later; the
+// call is counted when it arrives.
+func TestJobStatusDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := submit(t, b.client, map[string]any{"duration_seconds": 300, "status_delay_seconds": 0.3})
+	start := time.Now()
+	require.Equal(t, "running", status(t, b.client, id)["status"])
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	fast := submit(t, b.client, map[string]any{"duration_seconds": 300})
+	require.Equal(t, "running", status(t, b.client, fast)["status"])
+	for _, bad := range []any{-1, 31, "2"} {
+		res := callTool(t, b.client, ToolSubmitJob, map[string]any{"status_delay_seconds": bad})
+		require.True(t, res.IsError, "status_delay_seconds %v accepted", bad)
+	}
 }

@@ -109,6 +109,8 @@ func (s *Server) registerTools() {
 		mcp.WithInteger("finish_at_status_call", mcp.Min(1),
 			mcp.Description("End the job at its N-th get_job_status call (injected errors included; earlier calls answer running) "+
 				"instead of after duration_seconds: a fixed number of polls whatever their timing.")),
+		mcp.WithNumber("status_delay_seconds", mcp.Min(0),
+			mcp.Description("Each get_job_status call of the job waits this long (at most 30 s) after it is counted and before it answers: a slow remote status call.")),
 	), s.submitJob)
 	s.mcp.AddTool(mcp.NewTool(ToolGetJobStatus,
 		mcp.WithDescription("Report a job's status as structuredContent."),
@@ -340,12 +342,16 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		SubmitDelay      float64         `json:"submit_delay_seconds"`
 		AnswerDuration   float64         `json:"answer_duration_seconds"`
 		FinishAt         *int            `json:"finish_at_status_call"`
+		StatusDelay      float64         `json:"status_delay_seconds"`
 	}
 	if res := bindArgs(req, &args); res != nil {
 		return res, nil
 	}
 	if args.SubmitDelay < 0 || args.SubmitDelay > 30 {
 		return mcp.NewToolResultError("submit_delay_seconds must be between 0 and 30"), nil
+	}
+	if args.StatusDelay < 0 || args.StatusDelay > 30 {
+		return mcp.NewToolResultError("status_delay_seconds must be between 0 and 30"), nil
 	}
 	// Sleeps without the request context (mcp-go cancels it early for some
 	// transports); the job is created after the delay, as a slow server would.
@@ -390,6 +396,7 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		}
 		spec.FinishAtStatusCall = *args.FinishAt
 	}
+	spec.StatusDelaySeconds = args.StatusDelay
 	if len(spec.Result) == 0 || bytes.Equal(bytes.TrimSpace(spec.Result), []byte("null")) {
 		spec.Result = defaultJobResult
 	}
@@ -426,6 +433,8 @@ func (s *Server) getJobStatus(_ context.Context, req mcp.CallToolRequest) (*mcp.
 		return res, nil
 	}
 	payload, err := s.jobs.status(id)
+	// Sleeps without the request context, like the submit delay.
+	time.Sleep(s.jobs.statusDelay(id))
 	if errors.Is(err, errStatusUnavailable) {
 		return mcp.NewToolResultError(err.Error()), nil
 	}

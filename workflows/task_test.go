@@ -1125,9 +1125,10 @@ func TestSearchAttributeStatusKeptCurrent(t *testing.T) {
 // poll: WaitForCancellation) leaves the inbox with every version once, in
 // order, ending with the cancel's. The test environment cancels an
 // in-flight activity at once (its remote call never runs), so the write
-// race itself is argued, not shown, here: on a server an activity that
-// does not heartbeat finishes its attempt, the SDK hands its result to the
-// waiting future, and the workflow adopts its row and event state.
+// race itself is shown on a real server by cmd/mcpflow's
+// TestCancelDuringAWritingPoll: an activity that does not heartbeat
+// finishes its attempt, the SDK hands its result to the waiting future, and
+// the workflow adopts its row and event state.
 func TestCancelWaitsForAWritingPoll(t *testing.T) {
 	t.Parallel()
 	question := map[string]any{"q": "which?"}

@@ -1,6 +1,7 @@
 package demomcp
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -394,15 +395,34 @@ func TestJobFinishAtStatusCall(t *testing.T) {
 	require.EqualValues(t, 4, jobs[id].(map[string]any)["status_calls"])
 }
 
-// status_delay_seconds makes every status call of the job answer later; the
-// call is counted when it arrives.
+// status_delay_seconds holds every status call of the job before it
+// answers; the call is counted when it arrives, so job_stats sees it while
+// it is still held.
 func TestJobStatusDelay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := submit(t, b.client, map[string]any{"duration_seconds": 300, "status_delay_seconds": 0.3})
-	start := time.Now()
-	require.Equal(t, "running", status(t, b.client, id)["status"])
-	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	id := submit(t, b.client, map[string]any{"duration_seconds": 300, "status_delay_seconds": 5})
+	answered := make(chan string, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = ToolGetJobStatus, map[string]any{"task_id": id}
+		res, err := b.client.CallTool(testContext(t), req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		answered <- fmt.Sprint(res.StructuredContent)
+	}()
+	require.Eventually(t, func() bool {
+		jobs := callStructured(t, b.client, ToolJobStats, nil)["jobs"].(map[string]any)
+		return jobs[id].(map[string]any)["status_calls"] == float64(1)
+	}, 10*time.Second, 10*time.Millisecond, "the held call is counted")
+	select {
+	case got := <-answered:
+		t.Fatalf("the status call answered before its delay: %v", got)
+	default:
+	}
+	require.Contains(t, <-answered, "running", "then it answers")
 	fast := submit(t, b.client, map[string]any{"duration_seconds": 300})
 	require.Equal(t, "running", status(t, b.client, fast)["status"])
 	for _, bad := range []any{-1, 31, "2"} {

@@ -3,15 +3,9 @@ package mcpclient_test
 import (
 	"context"
 	"encoding/json"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,87 +13,12 @@ import (
 	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
-// everythingEntry returns the entry point of the reference MCP server
-// @modelcontextprotocol/server-everything that `make testdeps` installs,
-// skipping t when it or node is missing.
-func everythingEntry(t *testing.T) string {
-	t.Helper()
-	pkg := filepath.Join(testenv.RepoRoot(), "internal", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-everything")
-	entry := filepath.Join(pkg, "dist", "index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Skipf("reference MCP server not installed at %s: run `make testdeps` (needs npm)", pkg)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node not found on PATH: install Node.js and run `make testdeps` to test against @modelcontextprotocol/server-everything")
-	}
-	return entry
-}
-
-// loopbackPreload makes every node HTTP server that is given only a port
-// listen on 127.0.0.1.
-const loopbackPreload = `const http = require("node:http");
-const listen = http.Server.prototype.listen;
-http.Server.prototype.listen = function (port, ...rest) {
-  if ((typeof port === "number" || typeof port === "string") && typeof rest[0] !== "string") {
-    return listen.call(this, port, "127.0.0.1", ...rest);
-  }
-  return listen.call(this, port, ...rest);
-};
-`
-
-// startEverythingHTTP runs the reference server's streamable HTTP transport
-// on a free 127.0.0.1 port, waits until the port accepts connections and
-// returns the MCP endpoint. The server stops at cleanup.
-func startEverythingHTTP(t *testing.T, entry string) string {
-	t.Helper()
-	url, _ := startEverythingHTTPAt(t, entry, testenv.FreeAddr(t))
-	return url
-}
-
-// startEverythingHTTPAt is startEverythingHTTP on addr; stop kills the
-// server (it also runs at cleanup).
-func startEverythingHTTPAt(t *testing.T, entry, addr string) (url string, stop func()) {
-	t.Helper()
-	_, port, err := net.SplitHostPort(addr)
-	require.NoError(t, err)
-	// The server listens on every interface by default; a preloaded
-	// script binds it to 127.0.0.1.
-	loopback := filepath.Join(t.TempDir(), "loopback.cjs")
-	require.NoError(t, os.WriteFile(loopback, []byte(loopbackPreload), 0o600))
-	out := &testenv.SyncBuffer{}
-	cmd := exec.Command("node", "--require", loopback, entry, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Start())
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-		})
-	}
-	t.Cleanup(stop)
-	require.Eventually(t, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false
-		}
-		_ = c.Close()
-		return true
-	}, generous, 50*time.Millisecond, "the reference server listens on %s: %s", addr, out)
-	// The port might be bound, in theory, by something else: the server
-	// says which port it listens on.
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "listening on port "+port) }, generous, 20*time.Millisecond, "%s", out)
-	return "http://" + addr + "/mcp", stop
-}
-
 // TestReferenceServer runs discovery, prefixing and calls (text,
 // structured content, resource links, errors) against the reference server
 // @modelcontextprotocol/server-everything over stdio and streamable HTTP.
 func TestReferenceServer(t *testing.T) {
 	t.Parallel()
-	entry := everythingEntry(t)
+	entry := testenv.EverythingEntry(t)
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
@@ -107,7 +26,7 @@ func TestReferenceServer(t *testing.T) {
 			if transport == "stdio" {
 				srv = doc{"type": "stdio", "command": "node", "args": []string{entry, "stdio"}}
 			} else {
-				srv = doc{"type": "http", "url": startEverythingHTTP(t, entry)}
+				srv = doc{"type": "http", "url": testenv.StartEverythingHTTP(t, entry)}
 			}
 			raw := doc{"tool_name_prefix": false}
 			for k, v := range srv {
@@ -184,7 +103,7 @@ func TestReferenceServer(t *testing.T) {
 // tools load.
 func TestReferenceServerWithHangingPeer(t *testing.T) {
 	t.Parallel()
-	entry := everythingEntry(t)
+	entry := testenv.EverythingEntry(t)
 	b := newRuntime(t, doc{"mcpServers": doc{
 		"hang":       doc{"type": "stdio", "command": "sleep", "args": []string{"300"}, "session_init_timeout": 1},
 		"everything": doc{"type": "stdio", "command": "node", "args": []string{entry, "stdio"}},
@@ -206,14 +125,14 @@ func TestReferenceServerWithHangingPeer(t *testing.T) {
 // first call after the restart fails and the next one reconnects.
 func TestReferenceServerRestart(t *testing.T) {
 	t.Parallel()
-	entry := everythingEntry(t)
+	entry := testenv.EverythingEntry(t)
 	addr := testenv.FreeAddr(t)
-	url, stop := startEverythingHTTPAt(t, entry, addr)
+	url, stop := testenv.StartEverythingHTTPAt(t, entry, addr)
 	b := newRuntime(t, doc{"mcpServers": doc{"everything": doc{"type": "http", "url": url}}})
 	require.Equal(t, "Echo: 1", text(t, b.call(t, "everything_echo", map[string]any{"message": "1"})))
 
 	stop()
-	startEverythingHTTPAt(t, entry, addr)
+	testenv.StartEverythingHTTPAt(t, entry, addr)
 	call := mcpflow.ToolCall{UserID: "alice", ThreadID: "t1", Tool: "everything_echo", Arguments: map[string]any{"message": "2"}}
 	ctx, cancel := context.WithTimeout(context.Background(), generous)
 	defer cancel()

@@ -1065,6 +1065,18 @@ func TestStdioTaskPinsToWorker(t *testing.T) {
 	require.NotEmpty(t, only(all, "Cancel"))
 }
 
+// recordStatusUpserts collects the McpTaskStatus values the workflow upserts.
+func (b *bundle) recordStatusUpserts() *[]string {
+	var upserted []string
+	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		if v, ok := sa.GetKeyword(workflows.SearchAttrTaskStatus); ok {
+			upserted = append(upserted, v)
+		}
+	}).Return(nil)
+	return &upserted
+}
+
 // The McpTaskStatus search attribute follows every status the row takes.
 func TestSearchAttributeStatusKeptCurrent(t *testing.T) {
 	t.Parallel()
@@ -1075,49 +1087,31 @@ func TestSearchAttributeStatusKeptCurrent(t *testing.T) {
 		completed(),
 	}}
 	b := setup(t, d)
-	var upserted []string
-	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		sa := args.Get(0).(temporal.SearchAttributes)
-		if v, ok := sa.GetKeyword(workflows.SearchAttrTaskStatus); ok {
-			upserted = append(upserted, v)
-		}
-	}).Return(nil)
+	upserted := b.recordStatusUpserts()
 	_, err := b.run(t)
 	require.NoError(t, err)
 	// "submitted" is the start options' value: the lean shape upserts only
 	// a status that differs from it.
-	require.Equal(t, []string{"working", "input_required", "completed"}, upserted)
-	require.Equal(t, upserted[len(upserted)-1], string(b.task(t).Status))
+	require.Equal(t, []string{"working", "input_required", "completed"}, *upserted)
+	require.Equal(t, (*upserted)[len(*upserted)-1], string(b.task(t).Status))
 
 	// The classic shape upserted after every change (recorded histories
 	// replay it).
 	b = setup(t, &fakeDriver{submitID: "remote-c", statuses: []statusAnswer{working(), completed()}})
 	b.in.Config.Shape = 0
-	upserted = nil
-	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		sa := args.Get(0).(temporal.SearchAttributes)
-		if v, ok := sa.GetKeyword(workflows.SearchAttrTaskStatus); ok {
-			upserted = append(upserted, v)
-		}
-	}).Return(nil)
+	upserted = b.recordStatusUpserts()
 	_, err = b.run(t)
 	require.NoError(t, err)
-	require.Equal(t, []string{"submitted", "working", "completed"}, upserted)
+	require.Equal(t, []string{"submitted", "working", "completed"}, *upserted)
 
 	// A cancelled task ends with "cancelled".
 	d = &fakeDriver{submitID: "remote-2", statuses: []statusAnswer{working()}}
 	b = setup(t, d)
-	upserted = nil
-	b.env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		sa := args.Get(0).(temporal.SearchAttributes)
-		if v, ok := sa.GetKeyword(workflows.SearchAttrTaskStatus); ok {
-			upserted = append(upserted, v)
-		}
-	}).Return(nil)
+	upserted = b.recordStatusUpserts()
 	b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(workflows.SignalCancel, "") }, time.Minute)
 	_, err = b.run(t)
 	require.NoError(t, err)
-	require.Equal(t, []string{"working", "cancelled"}, upserted)
+	require.Equal(t, []string{"working", "cancelled"}, *upserted)
 }
 
 // A cancel that arrives while the poll activity is in flight (the lean

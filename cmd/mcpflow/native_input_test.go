@@ -18,22 +18,10 @@ func (e *taskEnv) waitQuestion(t *testing.T, thread, id string) map[string]any {
 	t.Helper()
 	d := e.waitStatus(t, thread, id, "input_required")
 	if d["input_answerable"] != true {
-		d = e.waitDetailValue(t, thread, id, "input_answerable", true)
+		d = e.waitDetail(t, thread, id, "input_answerable", true)
 	}
 	require.Equal(t, "input_required", d["status"], d)
 	return d
-}
-
-// waitDetailValue waits until the task detail's field equals want (any
-// JSON value) and returns the detail.
-func (e *taskEnv) waitDetailValue(t *testing.T, thread, id, field string, want any) map[string]any {
-	t.Helper()
-	var last map[string]any
-	require.Eventually(t, func() bool {
-		_, last = get(t, e.m.URL()+"/api/threads/"+thread+"/mcp-tasks/"+id, testUserToken)
-		return last[field] == want
-	}, 90*time.Second, 100*time.Millisecond, "task's %s never became %v: %v", field, want, last)
-	return last
 }
 
 // TestNativeTaskQuestionsAnswered runs server-everything's research with

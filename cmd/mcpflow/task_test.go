@@ -96,7 +96,7 @@ func (e *taskEnv) waitStatus(t *testing.T, thread, id, status string) map[string
 
 // waitDetail waits until the task detail's field has the value want and
 // returns the detail.
-func (e *taskEnv) waitDetail(t *testing.T, thread, id, field, want string) map[string]any {
+func (e *taskEnv) waitDetail(t *testing.T, thread, id, field string, want any) map[string]any {
 	t.Helper()
 	var last map[string]any
 	require.Eventually(t, func() bool {

@@ -48,7 +48,14 @@ http.Server.prototype.listen = function (port, ...rest) {
 // cleanup.
 func StartEverythingHTTP(t testing.TB, entry string) string {
 	t.Helper()
-	addr := FreeAddr(t)
+	url, _ := StartEverythingHTTPAt(t, entry, FreeAddr(t))
+	return url
+}
+
+// StartEverythingHTTPAt is StartEverythingHTTP on addr (a restart on the
+// same address); stop kills the server, as cleanup does.
+func StartEverythingHTTPAt(t testing.TB, entry, addr string) (url string, stop func()) {
+	t.Helper()
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
@@ -66,18 +73,22 @@ func StartEverythingHTTP(t testing.TB, entry string) string {
 		t.Fatal(err)
 	}
 	var once sync.Once
-	t.Cleanup(func() {
+	stop = func() {
 		once.Do(func() {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
 		})
-	})
+	}
+	t.Cleanup(stop)
+	// The server says which port it listens on (something else might have
+	// bound the port).
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(out.String(), "listening on port "+port) {
 		if time.Now().After(deadline) {
+			stop()
 			t.Fatalf("the reference server did not listen on %s: %s", addr, out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp"
+	return "http://" + addr + "/mcp", stop
 }

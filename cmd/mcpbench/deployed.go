@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 )
 
 // EnvPprofAddr is the environment variable that makes an mcpflow process
@@ -102,13 +104,13 @@ auth:
 	if err != nil {
 		return nil, err
 	}
-	d.proc, err = startProc("mcpflow serve", filepath.Join(dir, "mcpflow.log"), nil, childEnv(extra...),
+	d.proc, err = benchproc.Start("mcpflow serve", filepath.Join(dir, "mcpflow.log"), nil, childEnv(extra...),
 		bin, "serve", "--config", cfgPath, "--log-format", "json", "--log-level", "info")
 	if err != nil {
 		return nil, fmt.Errorf("%w (run `make build`)", err)
 	}
 	if err := d.waitReady(ctx); err != nil {
-		d.proc.stop()
+		d.proc.Stop(procStopGrace)
 		return nil, err
 	}
 	return d, nil
@@ -123,11 +125,11 @@ func (d *deployed) waitReady(ctx context.Context) error {
 	var last error
 	for _, path := range []string{"/healthz", "/api/threads/bench-thread/tools/demo_echo/call", "/api/threads/bench-thread/tools/demostdio_echo/call"} {
 		for {
-			if d.proc.exited() {
-				return fmt.Errorf("mcpflow serve exited: %v\n%s", d.proc.err, d.proc.tail(20))
+			if d.proc.Exited() {
+				return fmt.Errorf("mcpflow serve exited: %v\n%s", d.proc.Err, d.proc.Tail(20))
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("mcpflow serve not ready after 60 s: %s: %v\n%s", path, last, d.proc.tail(20))
+				return fmt.Errorf("mcpflow serve not ready after 60 s: %s: %v\n%s", path, last, d.proc.Tail(20))
 			}
 			if last = d.probe(ctx, hc, path); last == nil {
 				break
@@ -163,6 +165,6 @@ func (d *deployed) probe(ctx context.Context, hc *http.Client, path string) erro
 
 func (d *deployed) stop() {
 	if d != nil {
-		d.proc.stop()
+		d.proc.Stop(procStopGrace)
 	}
 }

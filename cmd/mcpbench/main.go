@@ -64,6 +64,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/mcpserver"
 	"github.com/mcpflow/mcpflow/store"
@@ -419,7 +420,7 @@ func run(o options) error {
 				return err
 			})
 			if err != nil {
-				return fmt.Errorf("peer proxy, %s: %w\n%s", up.path, err, pr.proc.tail(20))
+				return fmt.Errorf("peer proxy, %s: %w\n%s", up.path, err, pr.proc.Tail(20))
 			}
 			defer c.Close()
 			targets = append(targets, target{name: up.name, call: direct(c), proc: pr.proc})
@@ -452,7 +453,7 @@ func run(o options) error {
 				}
 				res.add(t.name, callers, c)
 			}
-			progress("round %d/%d, %d caller(s): done (load average %s)", r+1, o.rounds, callers, loadAvg())
+			progress("round %d/%d, %d caller(s): done (load average %s)", r+1, o.rounds, callers, benchproc.LoadAvg())
 		}
 		res.others = append(res.others, othersShare(use0, readCPUUse(), time.Since(t0)))
 		progress("round %d/%d: other processes kept %.0f%% of the CPUs busy", r+1, o.rounds, 100*res.others[r])

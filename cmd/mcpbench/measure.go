@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 )
 
 // target is one path to the demo's echo tool.
@@ -36,7 +38,7 @@ func measure(ctx context.Context, t target, callers, warmup, n int) (cell, error
 	}
 	var cpu0 time.Duration
 	if t.proc != nil {
-		cpu0 = readCPU(t.proc.pid())
+		cpu0 = benchproc.ReadCPU(t.proc.PID())
 	}
 	ds := make([]time.Duration, n)
 	start := time.Now()
@@ -45,7 +47,7 @@ func measure(ctx context.Context, t target, callers, warmup, n int) (cell, error
 	}
 	c := cell{lat: ds, rps: float64(n) / time.Since(start).Seconds()}
 	if t.proc != nil {
-		c.cpu = (readCPU(t.proc.pid()) - cpu0) / time.Duration(n)
+		c.cpu = (benchproc.ReadCPU(t.proc.PID()) - cpu0) / time.Duration(n)
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return c, nil

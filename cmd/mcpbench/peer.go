@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 )
 
 // peer is the peer gateway TBXark/mcp-proxy (github.com/TBXark/mcp-proxy,
@@ -57,7 +59,7 @@ func startPeer(bin, dir, demoURL, demoBin string) (*peer, error) {
 	}
 	ready := make(chan struct{})
 	var once sync.Once
-	p, err := startProc("peer proxy", filepath.Join(dir, "peer.log"), func(line string) {
+	p, err := benchproc.Start("peer proxy", filepath.Join(dir, "peer.log"), func(line string) {
 		if strings.Contains(line, "All clients initialized") {
 			once.Do(func() { close(ready) })
 		}
@@ -67,11 +69,11 @@ func startPeer(bin, dir, demoURL, demoBin string) (*peer, error) {
 	}
 	select {
 	case <-ready:
-	case <-p.done:
-		return nil, fmt.Errorf("peer proxy exited: %v\n%s", p.err, p.tail(20))
+	case <-p.Done():
+		return nil, fmt.Errorf("peer proxy exited: %v\n%s", p.Err, p.Tail(20))
 	case <-time.After(60 * time.Second):
-		p.stop()
-		return nil, fmt.Errorf("peer proxy not ready after 60 s\n%s", p.tail(20))
+		p.Stop(procStopGrace)
+		return nil, fmt.Errorf("peer proxy not ready after 60 s\n%s", p.Tail(20))
 	}
 	return &peer{proc: p, base: "http://" + addr}, nil
 }
@@ -85,7 +87,7 @@ func (p *peer) initialize(init func() error) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := init()
-		if err == nil || time.Now().After(deadline) || p.proc.exited() {
+		if err == nil || time.Now().After(deadline) || p.proc.Exited() {
 			return err
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -94,6 +96,6 @@ func (p *peer) initialize(init func() error) error {
 
 func (p *peer) stop() {
 	if p != nil {
-		p.proc.stop()
+		p.proc.Stop(procStopGrace)
 	}
 }

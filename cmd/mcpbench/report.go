@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 )
 
 // results holds every cell, by target and number of callers, in round
@@ -74,7 +76,7 @@ func report(o options, res *results, targets []target, host string, began time.T
 		"callers %s sharing one client; order rotated per round; median (min–max) over rounds\n\n",
 		o.rounds, o.n, o.warmup, joinInts(o.callers))
 	fmt.Printf("%s UTC · %s at start, %s at the end · %s · everything on 127.0.0.1 · run took %s\n\n",
-		began.UTC().Format("2006-01-02 15:04"), host, loadAvg(), runtime.Version(), time.Since(began).Round(time.Second))
+		began.UTC().Format("2006-01-02 15:04"), host, benchproc.LoadAvg(), runtime.Version(), time.Since(began).Round(time.Second))
 	if len(res.others) > 0 {
 		var pcts []string
 		for _, x := range res.others {

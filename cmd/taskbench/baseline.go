@@ -150,19 +150,19 @@ func startBaselineWorker(ctx context.Context, e *benchEnv, queue string) (*proc,
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProc("baseline worker", filepath.Join(e.dir, queue+"-worker.log"), nil, self, "baseline-worker",
+	p, err := startProc("baseline worker", filepath.Join(e.dir, queue+"-worker.log"), nil, nil, self, "baseline-worker",
 		"-temporal", e.tAddr, "-queue", queue, "-demo", e.demoURL+"/mcp")
 	if err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for !workerPolling(ctx, e, queue) {
-		if p.exited() {
-			return nil, fmt.Errorf("baseline worker exited: %v\n%s", p.err, p.tail(20))
+		if p.Exited() {
+			return nil, fmt.Errorf("baseline worker exited: %v\n%s", p.Err, p.Tail(20))
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.stop(5 * time.Second)
-			return nil, fmt.Errorf("baseline worker not polling within 60s: %s", p.tail(10))
+			p.Stop(5 * time.Second)
+			return nil, fmt.Errorf("baseline worker not polling within 60s: %s", p.Tail(10))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

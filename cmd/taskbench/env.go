@@ -17,6 +17,7 @@ import (
 	mcpc "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 	"github.com/mcpflow/mcpflow/workflows"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -42,7 +43,7 @@ type benchEnv struct {
 // it is safe on a half-started env.
 func startEnv(ctx context.Context, o options, dir string) (*benchEnv, error) {
 	e := &benchEnv{opts: o, dir: dir}
-	ports, err := freePorts(3)
+	ports, err := benchproc.FreePorts(3)
 	if err != nil {
 		return e, err
 	}
@@ -57,7 +58,7 @@ func startEnv(ctx context.Context, o options, dir string) (*benchEnv, error) {
 	for _, sa := range workflows.SearchAttributeNames {
 		args = append(args, "--search-attribute", sa+"=Keyword")
 	}
-	e.temporal, err = startProc("temporal", filepath.Join(dir, "temporal.log"), nil, o.temporalBin, args...)
+	e.temporal, err = startProc("temporal", filepath.Join(dir, "temporal.log"), nil, nil, o.temporalBin, args...)
 	if err != nil {
 		return e, fmt.Errorf("%w (run `make tools` to build bin/temporal)", err)
 	}
@@ -84,15 +85,15 @@ func startEnv(ctx context.Context, o options, dir string) (*benchEnv, error) {
 			}
 		}
 	}
-	e.demo, err = startProc("demo-mcp", filepath.Join(dir, "demo-mcp.log"), watch, o.demoBin,
+	e.demo, err = startProc("demo-mcp", filepath.Join(dir, "demo-mcp.log"), watch, nil, o.demoBin,
 		"--transport", "http", "--addr", "127.0.0.1:0")
 	if err != nil {
 		return e, fmt.Errorf("%w (run `make build`)", err)
 	}
 	select {
 	case e.demoURL = <-urlc:
-	case <-e.demo.done:
-		return e, fmt.Errorf("demo-mcp exited: %s", e.demo.tail(10))
+	case <-e.demo.Done():
+		return e, fmt.Errorf("demo-mcp exited: %s", e.demo.Tail(10))
 	case <-time.After(15 * time.Second):
 		return e, errors.New("demo-mcp did not report its address within 15s")
 	case <-ctx.Done():
@@ -180,8 +181,8 @@ func (e *benchEnv) waitTemporal(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if e.temporal.exited() {
-			return fmt.Errorf("temporal dev server exited: %s", e.temporal.tail(20))
+		if e.temporal.Exited() {
+			return fmt.Errorf("temporal dev server exited: %s", e.temporal.Tail(20))
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("temporal dev server not healthy on %s: %w", e.tAddr, err)
@@ -197,8 +198,8 @@ func (e *benchEnv) close() {
 	if e.tc != nil {
 		e.tc.Close()
 	}
-	e.demo.stop(5 * time.Second)
-	e.temporal.stop(15 * time.Second)
+	e.demo.Stop(5 * time.Second)
+	e.temporal.Stop(15 * time.Second)
 	if e.sdkLog != nil {
 		_ = e.sdkLog.Close()
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -209,7 +210,7 @@ type cpuMeter map[string]int
 func (m cpuMeter) snap() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for name, pid := range m {
-		out[name] = readCPU(pid)
+		out[name] = benchproc.ReadCPU(pid)
 	}
 	return out
 }
@@ -232,7 +233,7 @@ func rssPeak(pid int) (stop func() int64) {
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if m, err := readMem(pid); err == nil && m.RSS > peak {
+			if m, err := benchproc.ReadMem(pid); err == nil && m.RSS > peak {
 				peak = m.RSS
 			}
 			select {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 	enumspb "go.temporal.io/api/enums/v1"
 )
 
@@ -44,7 +45,7 @@ func startMcpflow(ctx context.Context, e *benchEnv, queue string, conc int) (*mc
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
+	ports, err := benchproc.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ auth:
 	// migration (no migration lock on SQLite), and one fails with "table
 	// threads already exists".
 	// The worker's health and metrics listener takes any free port.
-	m.worker, err = startProcEnv("mcpflow worker", filepath.Join(dir, "worker.log"), nil, []string{"MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0"},
+	m.worker, err = startProc("mcpflow worker", filepath.Join(dir, "worker.log"), nil, []string{"MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0"},
 		e.opts.mcpflowBin, "worker", "--config", cfgPath, "--log-level", "warn")
 	if err != nil {
 		return nil, fmt.Errorf("%w (run `make build`)", err)
@@ -97,7 +98,7 @@ auth:
 	if err := m.waitReady(ctx, m.worker, func() bool { return workerPolling(ctx, e, queue) }); err != nil {
 		return nil, err
 	}
-	m.serve, err = startProc("mcpflow serve", filepath.Join(dir, "serve.log"), nil, e.opts.mcpflowBin,
+	m.serve, err = startProc("mcpflow serve", filepath.Join(dir, "serve.log"), nil, nil, e.opts.mcpflowBin,
 		"serve", "--config", cfgPath, "--log-level", "warn")
 	if err != nil {
 		m.stop()
@@ -114,13 +115,13 @@ auth:
 func (m *mcpflowProcs) waitReady(ctx context.Context, p *proc, ready func() bool) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for !ready() {
-		if p.exited() {
+		if p.Exited() {
 			m.stop()
-			return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.tail(20))
+			return fmt.Errorf("%s exited: %v\n%s", p.Name, p.Err, p.Tail(20))
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			m.stop()
-			return fmt.Errorf("%s on %s not ready within 60s: %s", p.name, m.queue, p.tail(10))
+			return fmt.Errorf("%s on %s not ready within 60s: %s", p.Name, m.queue, p.Tail(10))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -143,8 +144,8 @@ func (m *mcpflowProcs) stop() {
 	if m == nil {
 		return
 	}
-	m.serve.stop(30 * time.Second)
-	m.worker.stop(30 * time.Second)
+	m.serve.Stop(30 * time.Second)
+	m.worker.Stop(30 * time.Second)
 }
 
 func (m *mcpflowProcs) get(ctx context.Context, path string, out any) error {
@@ -202,7 +203,7 @@ func (m *mcpflowProcs) logProblems() []string {
 	counts := map[string]int{}
 	var total int
 	for _, p := range []*proc{m.serve, m.worker} {
-		f, err := os.Open(p.log)
+		f, err := os.Open(p.Log)
 		if err != nil {
 			continue
 		}
@@ -214,7 +215,7 @@ func (m *mcpflowProcs) logProblems() []string {
 				continue
 			}
 			total++
-			key := p.name + ": " + logKey(line)
+			key := p.Name + ": " + logKey(line)
 			counts[key]++
 		}
 		_ = f.Close()

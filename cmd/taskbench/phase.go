@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 	"go.temporal.io/sdk/client"
 )
 
@@ -148,8 +149,8 @@ func runMcpflow(ctx context.Context, e *benchEnv, round int, cal calibration) (*
 		return nil, err
 	}
 	defer m.stop()
-	meter := startLoadMeter(ctx, e, cpuMeter{"temporal": e.temporal.pid(), "demo": e.demo.pid(), "serve": m.serve.pid(), "worker": m.worker.pid(), "bench": 0})
-	stopRSS := rssPeak(m.worker.pid())
+	meter := startLoadMeter(ctx, e, cpuMeter{"temporal": e.temporal.PID(), "demo": e.demo.PID(), "serve": m.serve.PID(), "worker": m.worker.PID(), "bench": 0})
+	stopRSS := rssPeak(m.worker.PID())
 	thread := fmt.Sprintf("r%d", round+1)
 	sub := submitAll(ctx, o.n, o.conc, func(i int) string { return fmt.Sprintf("m%d-%d", round+1, i) },
 		func(ctx context.Context, i int, label string) (string, error) {
@@ -240,7 +241,7 @@ func runBare(ctx context.Context, e *benchEnv, kind string, round, totalPolls in
 	if err != nil {
 		return nil, err
 	}
-	defer w.stop(30 * time.Second)
+	defer w.Stop(30 * time.Second)
 	per, extra := totalPolls/o.n, totalPolls%o.n
 	polls := func(i int) int {
 		if i < extra {
@@ -248,8 +249,8 @@ func runBare(ctx context.Context, e *benchEnv, kind string, round, totalPolls in
 		}
 		return per
 	}
-	meter := startLoadMeter(ctx, e, cpuMeter{"temporal": e.temporal.pid(), "demo": e.demo.pid(), "worker": w.pid(), "bench": 0})
-	stopRSS := rssPeak(w.pid())
+	meter := startLoadMeter(ctx, e, cpuMeter{"temporal": e.temporal.PID(), "demo": e.demo.PID(), "worker": w.PID(), "bench": 0})
+	stopRSS := rssPeak(w.PID())
 	sub := submitAll(ctx, o.n, o.conc, func(i int) string { return fmt.Sprintf("%s%d-%d", kind[:3], round+1, i) },
 		func(ctx context.Context, i int, label string) (string, error) {
 			id := fmt.Sprintf("%s-r%d-%d", kind, round+1, i)
@@ -304,9 +305,9 @@ func runBare(ctx context.Context, e *benchEnv, kind string, round, totalPolls in
 // rssResult is the RSS phase's measurement.
 type rssResult struct {
 	n, working            int
-	idle, atWorking       memStat
+	idle, atWorking       benchproc.MemStat
 	peak                  int64 // VmRSS max while submitting and holding
-	afterHold, afterClean memStat
+	afterHold, afterClean benchproc.MemStat
 	submitP50, submitP99  time.Duration
 	submitFor, workingIn  time.Duration
 	cancelIn              time.Duration
@@ -331,8 +332,8 @@ func runRSS(ctx context.Context, e *benchEnv) (*rssResult, error) {
 	}
 	defer m.stop()
 	res := &rssResult{}
-	res.idle, _ = readMem(m.worker.pid())
-	stopRSS := rssPeak(m.worker.pid())
+	res.idle, _ = benchproc.ReadMem(m.worker.PID())
+	stopRSS := rssPeak(m.worker.PID())
 	t0 := time.Now()
 	sub := submitAll(ctx, o.rssN, o.conc, func(i int) string { return fmt.Sprintf("rss-%d", i) },
 		func(ctx context.Context, i int, label string) (string, error) {
@@ -366,7 +367,7 @@ func runRSS(ctx context.Context, e *benchEnv) (*rssResult, error) {
 	if res.working < res.n {
 		res.problems = append(res.problems, fmt.Sprintf("only %d of %d tasks were working after %s", res.working, res.n, res.workingIn.Round(time.Second)))
 	}
-	res.atWorking, _ = readMem(m.worker.pid())
+	res.atWorking, _ = benchproc.ReadMem(m.worker.PID())
 
 	// Hold: the tasks keep polling, nothing changes. Their history must
 	// not grow with the polls. Only tasks already in their retry-driven
@@ -414,7 +415,7 @@ func runRSS(ctx context.Context, e *benchEnv) (*rssResult, error) {
 		res.heldPolls += st1[l].StatusCalls - st0[l].StatusCalls
 	}
 	res.sampled = len(ids)
-	res.afterHold, _ = readMem(m.worker.pid())
+	res.afterHold, _ = benchproc.ReadMem(m.worker.PID())
 	res.peak = stopRSS()
 
 	// Cancel everything the way an operator does (`temporal workflow signal --name cancel`).
@@ -433,7 +434,7 @@ func runRSS(ctx context.Context, e *benchEnv) (*rssResult, error) {
 	if int(res.cancelled) != res.n {
 		res.problems = append(res.problems, fmt.Sprintf("%d of %d tasks ended cancelled", res.cancelled, res.n))
 	}
-	res.afterClean, _ = readMem(m.worker.pid())
+	res.afterClean, _ = benchproc.ReadMem(m.worker.PID())
 	res.problems = append(res.problems, m.logProblems()...)
 	return res, nil
 }

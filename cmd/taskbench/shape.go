@@ -124,7 +124,7 @@ func runShape(ctx context.Context, e *benchEnv, target string) (*shapeResult, er
 		if err != nil {
 			return nil, err
 		}
-		defer w.stop(30 * time.Second)
+		defer w.Stop(30 * time.Second)
 		submit = func(ctx context.Context, i int, label string) (string, error) {
 			id := fmt.Sprintf("%s-shape-%d", target, i)
 			return id, bareStart(ctx, e, target, queue, id, args(i, label), pollsOf(i))

@@ -23,6 +23,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow/internal/benchproc"
 )
 
 // The soak (make soak): the scale-out story under failure. Two `mcpflow
@@ -134,7 +135,7 @@ auth: { users: [ { id: %s, token: %q } ] }
 	workers := make([]*proc, 2)
 	var wmu sync.Mutex
 	startWorker := func(i int, gen int) error {
-		p, err := startProcEnv(fmt.Sprintf("worker-%d", i), filepath.Join(dir, fmt.Sprintf("worker-%d.%d.log", i, gen)), nil,
+		p, err := startProc(fmt.Sprintf("worker-%d", i), filepath.Join(dir, fmt.Sprintf("worker-%d.%d.log", i, gen)), nil,
 			[]string{"MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0"}, e.opts.mcpflowBin, "worker", "--config", cfgPath, "--log-format", "json")
 		if err != nil {
 			return err
@@ -153,30 +154,30 @@ auth: { users: [ { id: %s, token: %q } ] }
 		wmu.Lock()
 		defer wmu.Unlock()
 		for _, w := range workers {
-			w.stop(30 * time.Second)
+			w.Stop(30 * time.Second)
 		}
 	}()
 	deadline := time.Now().Add(90 * time.Second)
 	for !workerPolling(ctx, e, queue) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the workers never polled: %s", workers[0].tail(10))
+			return fmt.Errorf("the workers never polled: %s", workers[0].Tail(10))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	ports, err := freePorts(2)
+	ports, err := benchproc.FreePorts(2)
 	if err != nil {
 		return err
 	}
 	apis := make([]*mcpflowProcs, 2)
 	for i := range apis {
-		p, err := startProcEnv(fmt.Sprintf("serve-%d", i), filepath.Join(dir, fmt.Sprintf("serve-%d.log", i)), nil,
+		p, err := startProc(fmt.Sprintf("serve-%d", i), filepath.Join(dir, fmt.Sprintf("serve-%d.log", i)), nil,
 			[]string{fmt.Sprintf("MCPFLOW_SERVER_ADDR=127.0.0.1:%d", ports[i])}, e.opts.mcpflowBin, "serve", "--config", cfgPath, "--log-format", "json")
 		if err != nil {
 			return err
 		}
 		apis[i] = &mcpflowProcs{queue: queue, serve: p, token: token, base: fmt.Sprintf("http://127.0.0.1:%d", ports[i]),
 			hc: &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: so.conc}}}
-		defer p.stop(30 * time.Second)
+		defer p.Stop(30 * time.Second)
 		if err := apis[i].waitReady(ctx, p, func() bool { return apis[i].get(ctx, "/readyz", nil) == nil }); err != nil {
 			return err
 		}
@@ -202,8 +203,8 @@ auth: { users: [ { id: %s, token: %q } ] }
 			wmu.Lock()
 			w := workers[i]
 			wmu.Unlock()
-			_ = syscall.Kill(-w.pid(), syscall.SIGKILL)
-			<-w.done
+			_ = syscall.Kill(-w.PID(), syscall.SIGKILL)
+			<-w.Done()
 			kills++
 			time.Sleep(time.Duration(mrand.Int64N(int64(2 * time.Second))))
 			if err := startWorker(i, gen); err != nil {

@@ -155,6 +155,27 @@ func (n *Notification) Apply(t *Task) {
 	}
 }
 
+// InboxNotification is the notification state a row written with inbox
+// delivery only (no webhook) stands for: every version was dispatched once
+// and delivered, or dead-lettered when its thread was gone. It lets a writer
+// go on from the row instead of from a state it carried (the poll activity
+// that reports by signal, and the workflow adopting what that activity
+// wrote). Only valid for tasks without a webhook.
+func InboxNotification(t *Task) Notification {
+	n := Notification{Status: t.NotificationStatus, Error: t.NotificationError, AttemptCount: t.NotificationAttemptCount,
+		EventVersion: t.EventVersion, NotifiedVersion: t.NotifiedVersion}
+	if n.Status == NotificationNone {
+		n.Status = ""
+	}
+	if t.EventFingerprint != nil {
+		n.Fingerprint = *t.EventFingerprint
+	}
+	if n.EventVersion > 0 {
+		n.DispatchVersion, n.DispatchAttempt = n.EventVersion, 1
+	}
+	return n
+}
+
 // DeliveryOutcome is the result of one webhook POST (DESIGN.md webhook
 // contract).
 type DeliveryOutcome string

@@ -176,3 +176,36 @@ func TestNotificationApply(t *testing.T) {
 	require.Equal(t, 1, task.EventVersion)
 	require.Equal(t, "abc", *task.EventFingerprint)
 }
+
+// An inbox-only writer's state (each version dispatched once, then
+// delivered or dead-lettered) is what its row says, so a writer can go on
+// from the row: the next version is numbered as it would have been.
+func TestInboxNotificationFromRow(t *testing.T) {
+	t.Parallel()
+	var n mcpflow.Notification
+	var task mcpflow.Task
+	n.Apply(&task)
+	require.Equal(t, n, mcpflow.InboxNotification(&task), "no event yet")
+
+	for i, step := range []func(*mcpflow.Notification){
+		func(n *mcpflow.Notification) { n.Dispatch(); n.Delivered() },
+		func(n *mcpflow.Notification) { n.Dispatch(); n.Delivered() },
+		func(n *mcpflow.Notification) {
+			n.Dispatch()
+			n.DeadLetter("thread 't' was deleted; the event was not delivered", true)
+		},
+	} {
+		_, changed := n.Record(string(rune('a' + i)))
+		require.True(t, changed)
+		step(&n)
+		n.Apply(&task)
+		got := mcpflow.InboxNotification(&task)
+		require.Equal(t, n, got, "after version %d", i+1)
+
+		next, want := got, n
+		v1, _ := next.Record("next")
+		v2, _ := want.Record("next")
+		require.Equal(t, v2, v1)
+		require.Equal(t, i+2, v1)
+	}
+}

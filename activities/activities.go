@@ -49,7 +49,20 @@ type Activities struct {
 	// after the first refuses, as it cannot tell whether the submit was
 	// sent.
 	Heartbeats Heartbeater
+	// Reports signals a poll's changes to its workflow (PollInput.Report;
+	// the worker's Temporal client). Without it a reporting poll returns
+	// each change as its result instead.
+	Reports Signaller
 }
+
+// Signaller sends a signal to a workflow; client.Client is one.
+type Signaller interface {
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+// SignalPollReport is the signal a reporting poll sends its workflow with
+// each change it wrote (a PollOutput). Mirrored as workflows.SignalReport.
+const SignalPollReport = "report"
 
 func (a *Activities) now() time.Time {
 	if a.Now != nil {
@@ -284,6 +297,16 @@ type PollInput struct {
 	// events go to the inbox alone (no webhook notifier writes the row).
 	Row          *mcpflow.Task        `json:"row,omitempty"`
 	Notification mcpflow.Notification `json:"notification"`
+	// Report (with Row) keeps the activity polling after a change: it
+	// writes the change, signals it to the workflow (SignalPollReport) and
+	// polls on as a retry, so a change costs the workflow a signal and a
+	// workflow task instead of an activity's completion and a new one. It
+	// never completes on its own; the workflow stops it, or closes with it
+	// pending once a terminal status was reported. While it runs it is the
+	// row's only writer, and it takes the event state and poll count from
+	// the row (mcpflow.InboxNotification), so a lost heartbeat or report
+	// never numbers an event twice.
+	Report bool `json:"report,omitempty"`
 }
 
 // PollOutput is a poll result the workflow must apply: a changed snapshot,
@@ -303,13 +326,21 @@ type PollOutput struct {
 	// Notification is the event state after the activity wrote the changed
 	// snapshot to the row itself (PollInput.Row); nil when it did not.
 	Notification *mcpflow.Notification `json:"notification,omitempty"`
+	// PollCount is the row's poll_attempt_count after a reported change
+	// (PollInput.Report): the total, not this activity's share.
+	PollCount int `json:"poll_count,omitempty"`
 }
 
 // pollProgress survives between attempts of one Poll activity in its
-// heartbeat details (never in history).
+// heartbeat details (never in history). A reporting poll also keeps the
+// fingerprint it last wrote, and a written change whose report has not
+// reached the workflow yet.
 type pollProgress struct {
-	Errors    int     `json:"errors"`
-	LastError *string `json:"last_error,omitempty"`
+	Errors      int         `json:"errors"`
+	LastError   *string     `json:"last_error,omitempty"`
+	Fingerprint string      `json:"fingerprint,omitempty"`
+	Unreported  *PollOutput `json:"unreported,omitempty"`
+	Idle        int         `json:"idle,omitempty"` // attempts that only retried a report
 }
 
 // Poll reads the remote status once. While nothing changed it fails with a
@@ -327,7 +358,22 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 			prog = p
 		}
 	}
-	polls := int(activity.GetInfo(ctx).Attempt) // remote calls in this execution, this one included
+	report := in.Report && in.Row != nil && a.Reports != nil
+	if report {
+		if prog.Fingerprint != "" {
+			in.LastFingerprint = prog.Fingerprint
+		}
+		if prog.Unreported != nil { // written, but its report did not get through
+			if err := a.report(ctx, in, prog.Unreported); err != nil {
+				prog.Idle++ // this attempt polls nothing
+				activity.RecordHeartbeat(ctx, prog)
+				return nil, err
+			}
+			prog.Unreported = nil
+			activity.RecordHeartbeat(ctx, prog)
+		}
+	}
+	polls := int(activity.GetInfo(ctx).Attempt) - prog.Idle // remote calls in this execution, this one included
 	if in.Delay > 0 {
 		if polls == 1 {
 			return nil, temporal.NewApplicationErrorWithOptions("MCP task poll scheduled", errTypePollUnchanged, temporal.ApplicationErrorOptions{
@@ -347,7 +393,11 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	if err != nil && mcpflow.IsProtocolError(err) {
 		msg := mcpflow.TruncateChars(err.Error(), mcpflow.MaxErrorChars)
 		failed := mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg}
-		return a.changed(ctx, in, &PollOutput{Snapshot: &failed, Fingerprint: Fingerprint(failed), PolledAt: polledAt, Polls: polls})
+		out := &PollOutput{Snapshot: &failed, Fingerprint: Fingerprint(failed), PolledAt: polledAt, Polls: polls}
+		if report {
+			return a.reportChange(ctx, in, prog, out, true)
+		}
+		return a.changed(ctx, in, out)
 	}
 	if err != nil {
 		outcome = "error"
@@ -365,7 +415,17 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 			// last_poll_error text (the first error included, spec §7
 			// scenario 49) and the step into degraded tracking. A repeated
 			// identical error changes nothing visible and only waits.
-			return &PollOutput{ConsecutiveErrors: prog.Errors, PollError: &msg, PolledAt: polledAt, Polls: polls}, nil
+			out := &PollOutput{ConsecutiveErrors: prog.Errors, PollError: &msg, PolledAt: polledAt, Polls: polls}
+			if report {
+				return a.reportChange(ctx, in, prog, out, true)
+			}
+			return out, nil
+		}
+		if report {
+			// The row counts every error (nothing to report: no event, no
+			// history), so a poll stopped now loses none of them.
+			out := &PollOutput{ConsecutiveErrors: prog.Errors, PollError: &msg, PolledAt: polledAt, Polls: polls}
+			return a.reportChange(ctx, in, prog, out, false)
 		}
 		activity.RecordHeartbeat(ctx, prog)
 		return nil, temporal.NewApplicationErrorWithOptions(msg, errTypePollError, temporal.ApplicationErrorOptions{
@@ -388,7 +448,88 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	if d, ok := a.Driver.(mcpflow.InputDriver); ok && snap.InputAnswerable && d.HoldsQuestion(in.Ref) {
 		out.InputQueue = a.PinnedQueue
 	}
+	if report {
+		return a.reportChange(ctx, in, pollProgress{Idle: prog.Idle}, out, true)
+	}
 	return a.changed(ctx, in, out)
+}
+
+// reportChange writes a change a reporting poll found (PollInput.Report),
+// signals it to the workflow (unless signal is false: a repeated error
+// only counted in the row) and asks for the next attempt: the next poll
+// time, the error backoff, or for a terminal status the backoff cap (the
+// workflow closes first; should it not, the terminal status is reported
+// again). prog is the progress to keep (errors and their last text).
+//
+// The row is read first: while the poll runs it is the row's only writer,
+// so the row's event state and poll count are the truth, whatever an
+// earlier attempt's heartbeat or report lost.
+func (a *Activities) reportChange(ctx context.Context, in PollInput, prog pollProgress, out *PollOutput, signal bool) (*PollOutput, error) {
+	row, err := a.Tasks.GetTask(ctx, in.Ref.LocalTaskID)
+	if err != nil {
+		return nil, fmt.Errorf("read task %s before writing its change: %w", in.Ref.LocalTaskID, err)
+	}
+	t := *row
+	at := out.PolledAt
+	t.LastPolledAt = &at
+	t.PollAttemptCount = in.Row.PollAttemptCount + out.Polls
+	t.UpdatedAt = at
+	delay := in.Timing.ErrorBackoff(out.ConsecutiveErrors - 1)
+	if out.Snapshot != nil {
+		t.ConsecutivePollErrorCount = 0
+		t.LastPollError = nil
+		t.ApplySnapshot(*out.Snapshot, at)
+		delay, _ = in.Timing.NextPollDelay(*out.Snapshot)
+		if out.Snapshot.Status.IsTerminal() {
+			delay = in.Timing.MaxPollBackoff
+		}
+		prog.Fingerprint = out.Fingerprint
+	} else {
+		t.ConsecutivePollErrorCount = out.ConsecutiveErrors
+		t.LastPollError = out.PollError
+		prog.Fingerprint = in.LastFingerprint
+	}
+	po, err := a.Persist(ctx, PersistInput{Task: t, Notification: mcpflow.InboxNotification(row),
+		Degraded: in.Timing.TrackingDegraded(t.ConsecutivePollErrorCount), InboxOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	out.Notification = &po.Notification
+	out.PollCount = t.PollAttemptCount
+	if !signal {
+		activity.RecordHeartbeat(ctx, prog)
+		return nil, temporal.NewApplicationErrorWithOptions(*out.PollError, errTypePollError, temporal.ApplicationErrorOptions{
+			NextRetryDelay: delay,
+			Category:       temporal.ApplicationErrorCategoryBenign,
+		})
+	}
+	if err := a.report(ctx, in, out); err != nil {
+		prog.Unreported = out
+		activity.RecordHeartbeat(ctx, prog)
+		return nil, err
+	}
+	if out.Snapshot == nil || !out.Snapshot.Status.IsTerminal() {
+		// The next attempt compares with what was written. (After a
+		// terminal report the run closes: nothing to keep, and a heartbeat
+		// is a billed action.)
+		activity.RecordHeartbeat(ctx, prog)
+	}
+	return nil, temporal.NewApplicationErrorWithOptions("MCP task change reported; next poll scheduled", errTypePollUnchanged, temporal.ApplicationErrorOptions{
+		NextRetryDelay: delay,
+		Category:       temporal.ApplicationErrorCategoryBenign,
+	})
+}
+
+// report signals a written change to the task's workflow (its current run).
+// A failure is retried after the poll interval, by the next attempt.
+func (a *Activities) report(ctx context.Context, in PollInput, out *PollOutput) error {
+	if err := a.Reports.SignalWorkflow(ctx, in.Ref.LocalTaskID, "", SignalPollReport, out); err != nil {
+		msg := boundText(fmt.Sprintf("report the change of task %s to its workflow: %s", in.Ref.LocalTaskID, err))
+		return temporal.NewApplicationErrorWithOptions(msg, errTypePollError, temporal.ApplicationErrorOptions{
+			NextRetryDelay: in.Timing.PollInterval,
+		})
+	}
+	return nil
 }
 
 // changed returns a changed snapshot; with PollInput.Row it first writes
@@ -467,3 +608,30 @@ func Fingerprint(s mcpflow.Snapshot) string {
 }
 
 func boundText(s string) string { return mcpflow.TruncateChars(s, mcpflow.MaxErrorChars) }
+
+// RowState is a task's tracking state as its row holds it: what a
+// reporting poll wrote (PollInput.Report), for the workflow to go on from
+// once it stopped that poll.
+type RowState struct {
+	Snapshot          mcpflow.Snapshot     `json:"snapshot"`
+	Fingerprint       string               `json:"fingerprint"`
+	Notification      mcpflow.Notification `json:"notification"`
+	PollCount         int                  `json:"poll_count"`
+	LastPolledAt      *time.Time           `json:"last_polled_at,omitempty"`
+	ConsecutiveErrors int                  `json:"consecutive_errors"`
+	LastPollError     *string              `json:"last_poll_error,omitempty"`
+	CompletedAt       *time.Time           `json:"completed_at,omitempty"`
+}
+
+// ReadRow reads the task's tracking state from its row (inbox-only tasks:
+// the event state is mcpflow.InboxNotification).
+func (a *Activities) ReadRow(ctx context.Context, taskID string) (*RowState, error) {
+	t, err := a.Tasks.GetTask(ctx, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("read task %s: %w", taskID, err)
+	}
+	snap := t.Snapshot()
+	return &RowState{Snapshot: snap, Fingerprint: Fingerprint(snap), Notification: mcpflow.InboxNotification(t),
+		PollCount: t.PollAttemptCount, LastPolledAt: t.LastPolledAt, ConsecutiveErrors: t.ConsecutivePollErrorCount,
+		LastPollError: t.LastPollError, CompletedAt: t.CompletedAt}, nil
+}

@@ -87,7 +87,7 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	// session.
 	cfg.Pinned = srv.Type == config.TransportStdio || ts.Native
 	cfg.IdempotentSubmit = c.IdempotentSubmit[srv.Name]
-	cfg.Shape = workflows.ShapeLean
+	cfg.Shape = workflows.ShapeReport
 	sealed, err := c.sealSecrets(taskID, &srv, call.Secrets)
 	if err != nil {
 		return nil, err

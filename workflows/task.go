@@ -64,6 +64,7 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 		}
 	})
 	w.rowMu = workflow.NewMutex(root)
+	w.reports = workflow.GetSignalChannel(root, SignalReport)
 	notifySig := workflow.GetSignalChannel(root, SignalNotify)
 	workflow.Go(root, func(gctx workflow.Context) {
 		for {
@@ -126,6 +127,8 @@ type taskRun struct {
 	wake       bool // the notify signal arrived: retry a waiting delivery now
 
 	answer *pendingAnswer // an accepted answer to the task's question (input update)
+
+	reports workflow.ReceiveChannel // changes a reporting poll wrote (ShapeReport)
 }
 
 // requestCancel records a cancel request. A repeated one sends no second
@@ -292,6 +295,11 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 			in.Row, in.Notification = &row, w.st.Notification
 			opts.WaitForCancellation = true
 		}
+		// ShapeReport: the activity reports its changes by signal and polls
+		// on; only the terminal status, a cancel, an answer or a long
+		// history ends the wait below.
+		reports := writes && cfg.Shape >= ShapeReport
+		in.Report = reports
 		if cfg.Shape < ShapeLean && delay > 0 {
 			wctx, stopTimer := workflow.WithCancel(ctx)
 			_, _ = workflow.AwaitWithTimeout(wctx, delay, func() bool { return w.cancelled || w.answerDue() })
@@ -303,8 +311,23 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 		pctx, stopPoll := workflow.WithCancel(ctx)
 		var out activities.PollOutput
 		fut := w.start(pctx, "poll status", opts, a.Poll, in)
-		_ = workflow.Await(ctx, func() bool { return fut.IsReady() || w.cancelled || w.answerDue() })
-		if w.cancelled || w.answerDue() {
+		long, reported := false, false
+		for {
+			// Like the other shapes, a run continues as new only after a
+			// change grew its history.
+			_ = workflow.Await(ctx, func() bool {
+				long = reported && w.long(ctx)
+				return fut.IsReady() || w.cancelled || w.answerDue() || long || (reports && w.reports.Len() > 0)
+			})
+			if !reports || !w.takeReports(ctx) {
+				break
+			}
+			reported = true
+			if w.st.Snapshot.Status.IsTerminal() {
+				return w.outcome(), nil // the run closes with the poll pending; nothing is left for it to do
+			}
+		}
+		if w.cancelled || w.answerDue() || long {
 			stopPoll() // an in-flight poll's result is discarded once cancel was requested or an answer arrived
 			if writes && fut.Get(ctx, &out) == nil && out.Notification != nil {
 				// It wrote before it stopped: the row and event state
@@ -312,10 +335,25 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 				w.apply(out)
 				w.st.Notification = *out.Notification
 			}
+			if reports {
+				if err := w.adoptRow(ctx); err != nil {
+					return nil, err
+				}
+			}
+			if long && !w.cancelled && !w.answerDue() {
+				return nil, nil
+			}
 			continue
 		}
 		err := fut.Get(ctx, &out)
 		stopPoll()
+		if err != nil && reports {
+			// It ended without completing (a capped retry, its worker gone):
+			// go on from what it wrote.
+			if aerr := w.adoptRow(ctx); aerr != nil {
+				return nil, aerr
+			}
+		}
 		if err != nil {
 			if w.rePin(ctx, err) {
 				delay = 0
@@ -343,12 +381,66 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 		} else if out.PollError != nil {
 			delay = cfg.Timing.ErrorBackoff(out.ConsecutiveErrors - 1)
 		}
-		info := workflow.GetInfo(ctx)
-		if !w.st.Snapshot.Status.IsTerminal() && !w.cancelled &&
-			(info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun) {
+		if !w.st.Snapshot.Status.IsTerminal() && !w.cancelled && w.long(ctx) {
 			return nil, nil
 		}
 	}
+}
+
+// long reports whether the run's history is long enough to continue as new.
+func (w *taskRun) long(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun
+}
+
+// takeReports applies the changes a reporting poll signalled, in order,
+// and reports whether there were any. The activity wrote each one to the
+// row already.
+func (w *taskRun) takeReports(ctx workflow.Context) bool {
+	took := false
+	for {
+		var out activities.PollOutput
+		if !w.reports.ReceiveAsync(&out) {
+			return took
+		}
+		took = true
+		w.apply(out)
+		w.st.PollCount = out.PollCount
+		if out.Notification != nil {
+			w.st.Notification = *out.Notification
+		}
+		w.upsertStatus(ctx)
+	}
+}
+
+// adoptRow takes what a stopped reporting poll wrote: its reports, then
+// the row itself, which also holds a write whose report never arrived (a
+// local activity: one marker, only when a poll is stopped).
+func (w *taskRun) adoptRow(ctx workflow.Context) error {
+	w.takeReports(ctx)
+	opts := workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: w.in.Config.Timing.MaxPollBackoff},
+		Summary: "read the task row the poll wrote",
+	}
+	var rs activities.RowState
+	if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), a.ReadRow, w.in.TaskID).Get(ctx, &rs); err != nil {
+		return err
+	}
+	if rs.Fingerprint != w.st.Fingerprint { // the same content keeps its poll hint
+		w.st.Snapshot, w.st.Fingerprint = rs.Snapshot, rs.Fingerprint
+	}
+	w.st.Notification = rs.Notification
+	w.st.PollCount = rs.PollCount
+	w.st.LastPolledAt = rs.LastPolledAt
+	w.st.ConsecutiveErrors = rs.ConsecutiveErrors
+	w.st.LastPollError = rs.LastPollError
+	if rs.CompletedAt != nil {
+		w.st.CompletedAt = rs.CompletedAt
+	}
+	w.upsertStatus(ctx)
+	return nil
 }
 
 // pollWrites reports whether the poll activity writes a changed snapshot
@@ -403,8 +495,7 @@ func (w *taskRun) cancel(ctx workflow.Context) (*TaskOutcome, error) {
 			}
 			// Backoff counts from the failed attempt: poll_interval × 2^n, capped.
 			_ = workflow.Sleep(ctx, w.in.Config.Timing.ErrorBackoff(w.st.CancelAttempts-1))
-			info := workflow.GetInfo(ctx)
-			if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun {
+			if w.long(ctx) {
 				return nil, nil
 			}
 			continue
@@ -558,8 +649,7 @@ func (w *taskRun) drain(ctx workflow.Context) bool {
 	}
 	long := false
 	_ = workflow.Await(ctx, func() bool {
-		info := workflow.GetInfo(ctx)
-		long = info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun
+		long = w.long(ctx)
 		return w.settled() || long
 	})
 	return w.settled()

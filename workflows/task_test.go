@@ -134,7 +134,7 @@ func setup(t *testing.T, d *fakeDriver) *bundle {
 			Timing: mcpflow.PollTiming{PollInterval: 5 * time.Second, InputRequiredInterval: 60 * time.Second,
 				MaxPollBackoff: 300 * time.Second, DegradedAfterErrors: 3},
 			Bounds: mcpflow.DefaultBounds(), CallTimeout: 2 * time.Minute,
-			Shape: workflows.ShapeLean, // what tasks start with; recorded older shapes replay in replay_test
+			Shape: workflows.ShapeReport, // what tasks start with; recorded older shapes replay in replay_test
 		},
 	}
 	return b
@@ -153,9 +153,22 @@ func newWorker(t *testing.T, db *store.DB, d *fakeDriver) *bundle {
 	// hanging it.
 	env.SetWorkflowRunTimeout(7 * 24 * time.Hour)
 	env.RegisterWorkflow(workflows.TaskWorkflow)
-	acts := &activities.Activities{Driver: d, Tasks: db, Threads: db, Events: db, PinnedQueue: "pinned", Now: env.Now}
+	acts := &activities.Activities{Driver: d, Tasks: db, Threads: db, Events: db, PinnedQueue: "pinned", Now: env.Now,
+		Reports: envSignaller{env}}
 	env.RegisterActivity(acts)
 	return &bundle{env: env, db: db, driver: d, acts: acts, log: lg}
+}
+
+// envSignaller delivers a reporting poll's signals to the test
+// environment's workflow, as the worker's Temporal client does to the
+// task's workflow.
+type envSignaller struct {
+	env *testsuite.TestWorkflowEnvironment
+}
+
+func (s envSignaller) SignalWorkflow(_ context.Context, _, _, name string, arg any) error {
+	s.env.SignalWorkflow(name, arg)
+	return nil
 }
 
 // run starts the workflow with the submit update, as update-with-start does.
@@ -628,7 +641,10 @@ func TestTrackingDegradedAfterThreshold(t *testing.T) {
 	require.True(t, b.in.Config.Timing.TrackingDegraded(rows[4].ConsecutivePollErrorCount))
 	require.Equal(t, "e1", *rows[4].LastPollError)
 	require.Equal(t, mcpflow.StatusSubmitted, rows[4].Status, "errors never change the status")
-	require.Equal(t, rows[4].UpdatedAt, rows[5].UpdatedAt, "an identical error while degraded is not recorded")
+	// The report shape's poll counts every error in the row (spec: +1 per
+	// failed poll), still without an event.
+	require.Equal(t, 4, rows[5].ConsecutivePollErrorCount)
+	require.Equal(t, rows[4].EventVersion, rows[5].EventVersion, "an identical error while degraded is not recorded")
 	require.Equal(t, 5, rows[6].ConsecutivePollErrorCount, "a new error text while degraded is recorded")
 	require.Equal(t, "e2", *rows[6].LastPollError)
 
@@ -974,10 +990,11 @@ func TestUnchangedPollsAddNoHistory(t *testing.T) {
 	for _, p := range polls {
 		executions[p.id]++
 	}
-	// 1 (submitted → working) + 2 (20 unchanged, capped at 10 attempts
-	// each in the test environment; the completed answer is the first
-	// attempt of a third one) = 4 here; 2 on a real server.
-	require.Len(t, executions, 4)
+	// The report shape's poll goes on after the change (submitted →
+	// working) and is capped at 10 attempts per execution in the test
+	// environment: 3 here for 22 polls; 1 on a real server, which never
+	// completes (the run closes on the terminal report).
+	require.Len(t, executions, 3)
 	// Row writes: the create as a local activity (a marker); working and
 	// completed by the poll activity that found them (no marker).
 	require.Len(t, only(*starts, "Persist"), 1, "the create")
@@ -987,52 +1004,65 @@ func TestUnchangedPollsAddNoHistory(t *testing.T) {
 }
 
 // Spec/DESIGN: continue-as-new keeps history bounded and carries the task.
+// The lean shape continues after the poll that degraded tracking (t = 20 s);
+// the report shape as soon as it sees the suggestion after a report (its
+// poll stopped at t = 15 s, with the row's two counted errors).
 func TestContinueAsNewCarriesState(t *testing.T) {
 	t.Parallel()
-	d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{
-		fails("down"), fails("down"), fails("down"), // degraded at call 3 (t = 20 s)
-		completed(),
-	}}
-	b := setup(t, d)
-	b.env.RegisterDelayedCallback(func() { b.env.SetContinueAsNewSuggested(true) }, 15*time.Second)
-	_, err := b.run(t)
-	require.NoError(t, err)
-	werr := b.env.GetWorkflowError()
-	var can *workflow.ContinueAsNewError
-	require.ErrorAs(t, werr, &can)
-	require.Equal(t, workflows.TaskWorkflowName, can.WorkflowType.Name)
-	var next workflows.TaskInput
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	require.NotNil(t, next.State)
-	st := next.State
-	require.True(t, st.Submitted)
-	require.Equal(t, "remote-1", st.RemoteTaskID)
-	require.Equal(t, mcpflow.StatusSubmitted, st.Snapshot.Status)
-	require.Equal(t, 3, st.ConsecutiveErrors)
-	require.Equal(t, "down", *st.LastPollError)
-	require.Equal(t, 3, st.PollCount)
-	require.Equal(t, b.in.TaskID, next.TaskID)
-	require.Equal(t, b.in.Config, next.Config)
+	for _, c := range []struct {
+		shape, errors int
+		next          time.Duration // from the new run's start to its first poll
+	}{{workflows.ShapeLean, 3, 20 * time.Second}, {workflows.ShapeReport, 2, 10 * time.Second}} {
+		t.Run(fmt.Sprint("shape ", c.shape), func(t *testing.T) {
+			t.Parallel()
+			d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{
+				fails("down"), fails("down"), fails("down"), // degraded at call 3 (t = 20 s)
+				completed(),
+			}}
+			b := setup(t, d)
+			b.in.Config.Shape = c.shape
+			b.env.RegisterDelayedCallback(func() { b.env.SetContinueAsNewSuggested(true) }, 15*time.Second)
+			_, err := b.run(t)
+			require.NoError(t, err)
+			werr := b.env.GetWorkflowError()
+			var can *workflow.ContinueAsNewError
+			require.ErrorAs(t, werr, &can)
+			require.Equal(t, workflows.TaskWorkflowName, can.WorkflowType.Name)
+			var next workflows.TaskInput
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+			require.NotNil(t, next.State)
+			st := next.State
+			require.True(t, st.Submitted)
+			require.Equal(t, "remote-1", st.RemoteTaskID)
+			require.Equal(t, mcpflow.StatusSubmitted, st.Snapshot.Status)
+			require.Equal(t, c.errors, st.ConsecutiveErrors)
+			require.Equal(t, "down", *st.LastPollError)
+			require.Equal(t, c.errors, st.PollCount)
+			require.Equal(t, b.in.TaskID, next.TaskID)
+			require.Equal(t, b.in.Config, next.Config)
 
-	// The next run (here on another worker) goes on without a second submit,
-	// keeping the error backoff: 3 errors → the next poll 20 s later.
-	d2 := &fakeDriver{statuses: []statusAnswer{completed()}}
-	b2 := newWorker(t, b.db, d2)
-	b2.in = next
-	starts := b2.recordActivities()
-	start := b2.env.Now()
-	b2.env.ExecuteWorkflow(workflows.TaskWorkflow, next)
-	require.True(t, b2.env.IsWorkflowCompleted())
-	require.NoError(t, b2.env.GetWorkflowError())
-	require.Empty(t, d2.submitReqs)
-	require.Len(t, d.submitReqs, 1)
-	polls := only(*starts, "Poll")
-	require.Len(t, polls, 1)
-	require.Equal(t, 20*time.Second, polls[0].at.Sub(start))
-	task := b2.task(t)
-	require.Equal(t, mcpflow.StatusCompleted, task.Status)
-	require.Equal(t, 4, task.PollAttemptCount)
-	require.Zero(t, task.ConsecutivePollErrorCount)
+			// The next run (here on another worker) goes on without a second
+			// submit, keeping the error backoff: n errors → the next poll
+			// poll_interval × 2^(n-1) later.
+			d2 := &fakeDriver{statuses: []statusAnswer{completed()}}
+			b2 := newWorker(t, b.db, d2)
+			b2.in = next
+			starts := b2.recordActivities()
+			start := b2.env.Now()
+			b2.env.ExecuteWorkflow(workflows.TaskWorkflow, next)
+			require.True(t, b2.env.IsWorkflowCompleted())
+			require.NoError(t, b2.env.GetWorkflowError())
+			require.Empty(t, d2.submitReqs)
+			require.Len(t, d.submitReqs, 1)
+			polls := only(*starts, "Poll")
+			require.Len(t, polls, 1)
+			require.Equal(t, c.next, polls[0].at.Sub(start))
+			task := b2.task(t)
+			require.Equal(t, mcpflow.StatusCompleted, task.Status)
+			require.Equal(t, c.errors+1, task.PollAttemptCount)
+			require.Zero(t, task.ConsecutivePollErrorCount)
+		})
+	}
 }
 
 // --- placement and visibility ---
@@ -1153,7 +1183,7 @@ func TestCancelWaitsForAWritingPoll(t *testing.T) {
 // classic shape's timers are what recorded histories replay.
 func TestLeanShapeStartsNoTimer(t *testing.T) {
 	t.Parallel()
-	for _, shape := range []int{workflows.ShapeLean, 0} {
+	for _, shape := range []int{workflows.ShapeReport, workflows.ShapeLean, 0} {
 		d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{
 			{snap: mcpflow.Snapshot{Status: mcpflow.StatusWorking, PollAfterSeconds: hint(12)}},
 			{snap: mcpflow.Snapshot{Status: mcpflow.StatusWorking, PollAfterSeconds: hint(12)}},
@@ -1166,8 +1196,8 @@ func TestLeanShapeStartsNoTimer(t *testing.T) {
 		_, err := b.run(t)
 		require.NoError(t, err)
 		require.Equal(t, mcpflow.StatusCompleted, b.task(t).Status)
-		if shape == workflows.ShapeLean {
-			require.Empty(t, timers, "lean")
+		if shape >= workflows.ShapeLean {
+			require.Empty(t, timers, "lean and report")
 		} else {
 			require.Equal(t, secs(300, 5, 12), timers, "classic: the bounded wait for the submit, then one timer before each poll after a change")
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/activities"
 )
 
 // Names of the task workflow and its messages. Operators use them from the
@@ -21,6 +22,9 @@ const (
 	// UpdateInput answers the task's question (mcpflow.InputAnswer); the
 	// API sends it for POST …/mcp-tasks/{id}/input.
 	UpdateInput = "input"
+	// SignalReport carries a change the task's poll activity wrote
+	// (ShapeReport); only that activity sends it.
+	SignalReport = activities.SignalPollReport
 )
 
 // Application error types the task workflow and its activities use.
@@ -70,12 +74,19 @@ type TaskConfig struct {
 	// attribute after every change; ShapeLean (1) lets the poll activity
 	// wait for its first attempt itself (no timer), has it write a changed
 	// snapshot to the row where the poll happens when no webhook is
-	// configured (no marker), and upserts only when the status changes.
+	// configured (no marker), and upserts only when the status changes;
+	// ShapeReport (2) keeps that poll activity running across changes: it
+	// signals each change it wrote (SignalReport) and polls on, so a change
+	// costs a signal and a workflow task, and the run closes on the
+	// terminal report with the poll pending.
 	Shape int `json:",omitempty"`
 }
 
-// ShapeLean is the current TaskConfig.Shape; see there.
-const ShapeLean = 1
+// History shapes (TaskConfig.Shape); ShapeReport is the current one.
+const (
+	ShapeLean   = 1
+	ShapeReport = 2
+)
 
 // TaskInput starts a task workflow. Arguments are the agent's submit
 // arguments; request-scoped secrets are never part of it.

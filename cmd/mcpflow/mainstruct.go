@@ -342,7 +342,7 @@ func (m *Main) startWorker() {
 		Native:   &mcpclient.NativeDriver{Run: m.runTaskSession, Questions: m.MCP.Questions()},
 	}
 	acts := &activities.Activities{Driver: drivers, Tasks: m.DB, Threads: m.DB, Events: m.DB,
-		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue, Heartbeats: m.Temporal}
+		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue, Heartbeats: m.Temporal, Reports: m.Temporal}
 	acts.Meter = m.telemetry.meter()
 	opts := worker.Options{
 		TaskQueue:               m.Config.Temporal.TaskQueue,

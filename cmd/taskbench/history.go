@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcpflow/mcpflow/workflows"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 )
@@ -13,17 +14,33 @@ import (
 // chain of continue-as-new is followed back from the latest run).
 type history struct {
 	events  int
-	changed int // completed Poll activities: polls whose answer changed the task (mcpflow)
-	runs    int
+	changed int // polls whose answer changed the task (mcpflow): completed Poll activities, or report signals
+	// pendingPoll: the latest run ended (or waits) with a Poll activity
+	// scheduled and not closed: mcpflow's report shape, whose poll never
+	// completes. Its attempts are in no history (see withPendingRetries).
+	pendingPoll bool
+	runs        int
 	// transitions is the sum of the runs' StateTransitionCount
 	// (DescribeWorkflowExecution → WorkflowExecutionInfo); 0 unless read
 	// with describe.
 	transitions int64
 	actions     cloudActions
 	byType      map[string]int
-	// pollWait: the latest run's last event schedules a Poll activity, so
-	// the task waits for a change with retry-driven polls.
+	// pollWait: the latest run has a Poll activity scheduled and not
+	// closed, so the task waits for a change with retry-driven polls.
 	pollWait bool
+}
+
+// withPendingRetries adds the retries of a Poll activity the run closed
+// with (report shape), which no history shows: its first attempt only
+// waits, each status call but the terminal one ends in a retry, and the
+// terminal one's retry is refused as the run has closed; so a task whose
+// demo job saw calls status calls had calls retries.
+func (h history) withPendingRetries(calls int) history {
+	if h.pendingPoll {
+		h.actions.Retries += calls
+	}
+	return h
 }
 
 // cloudActions estimates what Temporal Cloud bills for one execution, from
@@ -142,8 +159,15 @@ func readExecution(ctx context.Context, tc client.Client, id string, describe bo
 func (h *history) readRun(ctx context.Context, tc client.Client, id, runID string, latest bool) (string, error) {
 	it := tc.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	activity := map[int64]string{}
+	openPolls := map[int64]bool{} // scheduled Poll activities not closed yet
 	markerTasks := map[int64]bool{}
 	prev := ""
+	defer func() {
+		if latest {
+			h.pendingPoll = len(openPolls) > 0
+			h.pollWait = h.pendingPoll
+		}
+	}()
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
@@ -151,9 +175,7 @@ func (h *history) readRun(ctx context.Context, tc client.Client, id, runID strin
 		}
 		h.events++
 		h.byType[ev.GetEventType().String()]++
-		if latest {
-			h.pollWait = false
-		}
+		closePoll := func(scheduled int64) { delete(openPolls, scheduled) }
 		a := &h.actions
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
@@ -163,19 +185,29 @@ func (h *history) readRun(ctx context.Context, tc client.Client, id, runID strin
 			a.Activities++
 			name := ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
 			activity[ev.GetEventId()] = name
-			if latest {
-				h.pollWait = name == "Poll"
+			if name == "Poll" {
+				openPolls[ev.GetEventId()] = true
 			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 			a.Retries += max(int(ev.GetActivityTaskStartedEventAttributes().GetAttempt())-1, 0)
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			closePoll(ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId())
 			if activity[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] == "Poll" {
 				h.changed++
 			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+			closePoll(ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+			closePoll(ev.GetActivityTaskCanceledEventAttributes().GetScheduledEventId())
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			closePoll(ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId())
 		case enumspb.EVENT_TYPE_TIMER_STARTED:
 			a.Timers++
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
 			a.Signals++
+			if ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == workflows.SignalReport {
+				h.changed++
+			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
 			a.Updates++
 		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:

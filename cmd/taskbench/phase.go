@@ -195,6 +195,7 @@ func runMcpflow(ctx context.Context, e *benchEnv, round int, cal calibration) (*
 		if rowErr != nil || row.Status != "completed" {
 			r.problems = append(r.problems, fmt.Sprintf("task %s: row status %q (%v)", id, row.Status, rowErr))
 		}
+		h = h.withPendingRetries(stats[sub.labels[id]].StatusCalls)
 		r.addSample(h)
 		base, ok := cal[h.changed]
 		if !ok || h.runs != 1 {

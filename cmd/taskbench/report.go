@@ -298,7 +298,8 @@ func (r *report) printShapeNotes() {
 func (r *report) printActionNotes() {
 	fmt.Printf("- Cloud actions are estimated from each run's history after https://docs.temporal.io/cloud/actions: 1 per WorkflowExecutionStarted (each continue-as-new run counts, "+
 		"an update-with-start bills its start here), 1 per WorkflowExecutionUpdateAccepted, 1 per ActivityTaskScheduled plus ActivityTaskStarted.attempt − 1 "+
-		"(every retry, the unrecorded failed attempts of retry-driven polling included), 1 per TimerStarted, 1 per WorkflowExecutionSignaled, 1 per "+
+		"(every retry, the unrecorded failed attempts of retry-driven polling included; mcpflow's poll activity, which the run closes with pending, has no started event: "+
+		"its retries are the task's status calls, from the demo server), 1 per TimerStarted, 1 per WorkflowExecutionSignaled, 1 per "+
 		"UpsertWorkflowSearchAttributes, 1 per workflow task whose completion recorded markers (local activities; all markers of one workflow task are one action) "+
 		"plus WorkflowTaskCompleted's metering_metadata.nonfirst_local_activity_execution_attempts, 1 per WorkflowExecutionOptionsUpdated and 2 per child workflow "+
 		"start. Not in a history: %s. Of these the tables add activity heartbeats, read from the dev server's own action counter "+

@@ -161,6 +161,7 @@ func runShape(ctx context.Context, e *benchEnv, target string) (*shapeResult, er
 			return nil, err
 		}
 		k, calls := pollsOf(i), stats[sub.labels[id]].StatusCalls
+		h = h.withPendingRetries(calls)
 		switch {
 		case calls != k:
 			s.problems = append(s.problems, fmt.Sprintf("%d-poll shape: task %s made %d status calls", k, id, calls))

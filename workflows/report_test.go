@@ -1,0 +1,134 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/workflows"
+	"github.com/stretchr/testify/require"
+)
+
+// requireEventStatuses checks the thread's inbox holds versions 1..n, once
+// each, with these statuses.
+func (b *bundle) requireEventStatuses(t *testing.T, want ...string) {
+	t.Helper()
+	evs, err := b.db.ListEvents(context.Background(), b.in.ThreadID, 0, 0)
+	require.NoError(t, err)
+	var got []string
+	for i, ev := range evs {
+		require.Equal(t, i+1, ev.EventVersion, "versions 1..n, once each")
+		got = append(got, string(ev.Status))
+	}
+	require.Equal(t, want, got)
+}
+
+// The report shape: one poll activity carries the task through every
+// change; each change is written where it is found and reported by signal
+// (the workflow upserts a new status), and the terminal report closes the
+// run. Nothing but the create is written by the workflow.
+func TestReportShapeOnePollForEveryChange(t *testing.T) {
+	t.Parallel()
+	question := map[string]any{"q": "which?"}
+	d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{
+		working(),
+		{snap: mcpflow.Snapshot{Status: mcpflow.StatusInputRequired, InputRequired: question}},
+		working(),
+		working(),
+		completed(),
+	}}
+	b := setup(t, d)
+	starts := b.recordActivities()
+	upserted := b.recordStatusUpserts()
+	_, err := b.run(t)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.StatusCompleted, b.outcome(t).Status)
+
+	task := b.task(t)
+	require.Equal(t, mcpflow.StatusCompleted, task.Status)
+	require.Equal(t, "done", task.Result)
+	require.Equal(t, 5, task.PollAttemptCount)
+	require.NotNil(t, task.CompletedAt)
+	executions := map[string]bool{}
+	for _, p := range only(*starts, "Poll") {
+		executions[p.id] = true
+	}
+	require.Len(t, executions, 1, "one poll activity for the whole task")
+	require.Len(t, only(*starts, "Persist"), 1, "the workflow writes only the create")
+	require.Empty(t, only(*starts, "ReadRow"), "nothing stopped the poll")
+	require.Equal(t, []string{"working", "input_required", "working", "completed"}, *upserted)
+	b.requireEventStatuses(t, "input_required", "completed") // attention statuses only
+}
+
+// flakySignaller refuses the first n reports, as a Temporal frontend that
+// is briefly unreachable would.
+type flakySignaller struct {
+	envSignaller
+	mu      sync.Mutex
+	refuse  int
+	refused int
+}
+
+func (s *flakySignaller) SignalWorkflow(ctx context.Context, id, run, name string, arg any) error {
+	s.mu.Lock()
+	refuse := s.refused < s.refuse
+	if refuse {
+		s.refused++
+	}
+	s.mu.Unlock()
+	if refuse {
+		return errors.New("frontend unavailable")
+	}
+	return s.envSignaller.SignalWorkflow(ctx, id, run, name, arg)
+}
+
+// A report that does not get through is sent again by the next attempt
+// before it polls; the workflow sees every change once, in order.
+func TestReportShapeRetriesALostReport(t *testing.T) {
+	t.Parallel()
+	d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{working(), completed()}}
+	b := setup(t, d)
+	sig := &flakySignaller{envSignaller: envSignaller{b.env}, refuse: 2}
+	b.acts.Reports = sig
+	upserted := b.recordStatusUpserts()
+	_, err := b.run(t)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.StatusCompleted, b.outcome(t).Status)
+	require.Equal(t, 2, sig.refused)
+	statuses, _ := d.counts()
+	require.Equal(t, 2, statuses, "the retried reports polled nothing")
+	require.Equal(t, []string{"working", "completed"}, *upserted)
+	b.requireEventStatuses(t, "completed")
+	require.Equal(t, 2, b.task(t).PollAttemptCount)
+}
+
+// A cancel that stops the poll while its last change was written but never
+// reported: the workflow reads the row back and goes on from it, so the
+// cancel's event is the next version and the status it shows is current.
+func TestReportShapeCancelAdoptsAnUnreportedWrite(t *testing.T) {
+	t.Parallel()
+	question := map[string]any{"q": "which?"}
+	d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{
+		{snap: mcpflow.Snapshot{Status: mcpflow.StatusInputRequired, InputRequired: question}},
+	}}
+	b := setup(t, d)
+	sig := &flakySignaller{envSignaller: envSignaller{b.env}, refuse: 1 << 30} // no report gets through
+	b.acts.Reports = sig
+	starts := b.recordActivities()
+	upserted := b.recordStatusUpserts()
+	// Before the test environment's cap of 10 attempts ends the poll.
+	b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(workflows.SignalCancel, "") }, 30*time.Second)
+	_, err := b.run(t)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.StatusCancelled, b.outcome(t).Status)
+	require.GreaterOrEqual(t, sig.refused, 3, "the report was retried")
+	require.Len(t, only(*starts, "ReadRow"), 1, "the stopped poll's row is read back")
+	require.Equal(t, []string{"input_required", "cancelled"}, *upserted, "the adopted status is shown, then the cancel's")
+	task := b.task(t)
+	require.Equal(t, mcpflow.StatusCancelled, task.Status)
+	require.Equal(t, 1, task.PollAttemptCount)
+	b.requireEventStatuses(t, "input_required", "cancelled")
+}

@@ -46,13 +46,12 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	// on in a context the cancellation does not reach, and the run ends as
 	// cancelled once the remote cancel is applied.
 	root, _ := workflow.NewDisconnectedContext(ctx)
-	nativeCancel := false
 	workflow.Go(root, func(gctx workflow.Context) {
 		_ = workflow.Await(gctx, func() bool { return ctx.Err() != nil })
 		if w.st.Snapshot.Status.IsTerminal() {
 			return // finished (its notifications draining): the run ends as it is
 		}
-		nativeCancel = true
+		w.st.NativeCancel = true // kept across continue-as-new
 		w.requestCancel(root)
 	})
 	sig := workflow.GetSignalChannel(root, SignalCancel)
@@ -82,6 +81,9 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	if !w.st.Submitted {
 		out, done := w.awaitSubmit(root)
 		if !done {
+			if w.st.NativeCancel && w.in.Config.Shape >= ShapeReport {
+				return out, temporal.NewCanceledError("cancelled through Temporal")
+			}
 			return out, nil
 		}
 	}
@@ -105,7 +107,7 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 		next.State = &st
 		return nil, workflow.NewContinueAsNewError(ctx, TaskWorkflowName, next)
 	}
-	if nativeCancel {
+	if w.st.NativeCancel {
 		return out, temporal.NewCanceledError("cancelled through Temporal")
 	}
 	return out, nil
@@ -182,10 +184,19 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
 		})
 		ok = running || w.submitted
 	}
+	// A cancel ends the wait (ShapeReport on): nothing remote exists yet.
+	cancelEnds := w.in.Config.Shape >= ShapeReport
 	if !ok {
 		wctx, stopTimer := workflow.WithCancel(ctx) // so the timer does not outlive the wait
-		ok, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool { return running || w.submitted })
+		ok, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool {
+			return running || w.submitted || (cancelEnds && w.cancelled)
+		})
 		stopTimer()
+		ok = running || w.submitted
+	}
+	if !ok && cancelEnds && w.cancelled {
+		msg := "cancelled before a submit request arrived"
+		return &TaskOutcome{Status: mcpflow.StatusCancelled, Error: &msg}, false
 	}
 	if !ok {
 		msg := "no submit request arrived"

@@ -144,6 +144,10 @@ type TaskState struct {
 	// SearchStatus is the McpTaskStatus search attribute's value (lean
 	// shape only: it is upserted when the status differs).
 	SearchStatus mcpflow.Status `json:"search_status,omitempty"`
+	// NativeCancel records a Temporal cancellation of the task (rather than
+	// the cancel signal), so a run that continued as new while cancelling
+	// still ends Canceled.
+	NativeCancel bool `json:"native_cancel,omitempty"`
 }
 
 // SubmitResult answers the submit update: the agent-visible handle.

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/api"
@@ -76,5 +78,57 @@ func BenchmarkToolCallHandler(b *testing.B) {
 				b.Fatal(w.Body.String())
 			}
 		}
+	})
+}
+
+// BenchmarkToolCallHTTPUpstream is one REST tool call through the whole
+// of mcpflow (API, runtime, mcp-go client) to the demo server over
+// streamable HTTP, which runs as its own process, by 1 caller and by 16
+// concurrent ones: the allocations, bytes and CPU time it reports are
+// mcpflow's alone. cpu-µs/op is the user and system time of this process
+// per call, which other load on the machine inflates far less than ns/op
+// (go test -bench ToolCallHTTPUpstream -benchmem ./api/; add -cpuprofile to
+// see where the CPU goes).
+func BenchmarkToolCallHTTPUpstream(b *testing.B) {
+	url, _ := startDemoHTTP(b, "http")
+	tb := setupTools(b, map[string]any{"mcpServers": map[string]any{"demo": map[string]any{"type": "http", "url": url}}})
+	h := tb.srv.Handler()
+	call := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/api/threads/bench/tools/demo_echo/call", strings.NewReader(`{"arguments":{"message":"hello"}}`))
+		r.Header.Set("Authorization", "Bearer "+aliceToken)
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	if w := call(); w.Code != 200 { // discovery and the session's start
+		b.Fatal(w.Body.String())
+	}
+	reportCPU := func(b *testing.B, start time.Duration) {
+		if used := processCPU() - start; used > 0 {
+			b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/op")
+		}
+	}
+	b.Run("callers=1", func(b *testing.B) {
+		cpu := processCPU()
+		for b.Loop() {
+			if w := call(); w.Code != 200 {
+				b.Fatal(w.Body.String())
+			}
+		}
+		reportCPU(b, cpu)
+	})
+	b.Run("callers=16", func(b *testing.B) {
+		b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		cpu := processCPU()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if w := call(); w.Code != 200 {
+					b.Error(w.Body.String())
+					return
+				}
+			}
+		})
+		reportCPU(b, cpu)
 	})
 }

@@ -17,6 +17,13 @@ import (
 type httpMetrics struct {
 	requests metric.Int64Counter
 	latency  metric.Float64Histogram
+	attrs    attrSets[httpLabels]
+}
+
+// httpLabels are the labels of one request's measurements.
+type httpLabels struct {
+	route, method string
+	status        int
 }
 
 func newHTTPMetrics(m metric.Meter) *httpMetrics {
@@ -34,11 +41,13 @@ func newHTTPMetrics(m metric.Meter) *httpMetrics {
 func (s *Server) measure(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	route := routeOf(c)
-	attrs := metric.WithAttributes(attribute.String("route", route), attribute.String("method", methodLabel(c.Request.Method)),
-		attribute.String("status", strconv.Itoa(c.Writer.Status())))
-	s.metrics.requests.Add(c.Request.Context(), 1, attrs)
-	s.metrics.latency.Record(c.Request.Context(), time.Since(start).Seconds(), attrs)
+	attrs := s.metrics.attrs.get(httpLabels{route: routeOf(c), method: methodLabel(c.Request.Method), status: c.Writer.Status()},
+		func(l httpLabels) attribute.Set {
+			return attribute.NewSet(attribute.String("route", l.route), attribute.String("method", l.method),
+				attribute.String("status", strconv.Itoa(l.status)))
+		})
+	s.metrics.requests.Add(c.Request.Context(), 1, attrs.add...)
+	s.metrics.latency.Record(c.Request.Context(), time.Since(start).Seconds(), attrs.record...)
 }
 
 // methodLabel keeps the method label bounded: any method but the standard

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+	ginjson "github.com/gin-gonic/gin/codec/json"
 	"github.com/mcpflow/mcpflow"
 )
 
@@ -83,11 +85,53 @@ func (s *Server) listTools(c *gin.Context) {
 	c.JSON(http.StatusOK, toolsBody{Tools: tools, RoutingHints: s.opts.Tools.RoutingHints(tools), UnavailableServers: down})
 }
 
+// callBody is a tool call's request body. Its arguments decode in the same
+// pass as the body, with numbers as json.Number (decodeCallBody), so that an
+// integer beyond 2^53 reaches the server as the agent wrote it.
 type callBody struct {
-	Arguments  json.RawMessage   `json:"arguments"`
+	Arguments  map[string]any    `json:"arguments"`
 	Secrets    map[string]string `json:"secrets"`
 	RunID      *string           `json:"run_id"`
 	ToolCallID *string           `json:"tool_call_id"`
+}
+
+const callBodyMessage = "request body must be {\"arguments\": {...}, \"secrets\"?: {...}, \"run_id\"?: s, \"tool_call_id\"?: s}"
+
+// decodeCallBody decodes a tool call's body in one pass (decoding the
+// arguments apart, as mcpflow.DecodeArguments does, would read them twice
+// more on every call). A body it refuses is refused with the message the
+// two-step decode gives: which of the body or its arguments is wrong.
+func decodeCallBody(body []byte) (callBody, error) {
+	var req callBody
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&req); err != nil {
+		return callBody{}, callBodyError(body)
+	}
+	return req, nil
+}
+
+// callBodyError says what is wrong with a body decodeCallBody refused.
+func callBodyError(body []byte) error {
+	var raw struct {
+		Arguments  json.RawMessage   `json:"arguments"`
+		Secrets    map[string]string `json:"secrets"`
+		RunID      *string           `json:"run_id"`
+		ToolCallID *string           `json:"tool_call_id"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return mcpflow.Errorf(mcpflow.EInvalid, callBodyMessage)
+	}
+	if _, err := mcpflow.DecodeArguments(raw.Arguments); err != nil {
+		return mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
+	}
+	return mcpflow.Errorf(mcpflow.EInvalid, callBodyMessage)
 }
 
 func (s *Server) callTool(c *gin.Context) {
@@ -95,20 +139,9 @@ func (s *Server) callTool(c *gin.Context) {
 	if !ok {
 		return
 	}
-	var req callBody
-	if len(bytes.TrimSpace(body)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "request body must be {\"arguments\": {...}, \"secrets\"?: {...}, \"run_id\"?: s, \"tool_call_id\"?: s}"))
-			return
-		}
-	}
-	// Numbers stay json.Number: an integer beyond 2^53 reaches the server
-	// as the agent wrote it.
-	args, err := mcpflow.DecodeArguments(req.Arguments)
+	req, err := decodeCallBody(body)
 	if err != nil {
-		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object"))
+		s.renderError(c, err)
 		return
 	}
 	if req.RunID != nil && (*req.RunID == "" || utf8.RuneCountInString(*req.RunID) > 64) {
@@ -130,7 +163,7 @@ func (s *Server) callTool(c *gin.Context) {
 	}
 	defer s.calls.release(t.UserID)
 	res, err := s.opts.Tools.CallTool(c.Request.Context(), mcpflow.ToolCall{
-		UserID: t.UserID, ThreadID: t.ID, Tool: c.Param("tool"), Arguments: args,
+		UserID: t.UserID, ThreadID: t.ID, Tool: c.Param("tool"), Arguments: req.Arguments,
 		Secrets: req.Secrets, RunID: req.RunID, ToolCallID: req.ToolCallID,
 	})
 	if err != nil {
@@ -140,7 +173,22 @@ func (s *Server) callTool(c *gin.Context) {
 	if res.Content == nil {
 		res.Content = []json.RawMessage{}
 	}
-	c.JSON(http.StatusOK, res)
+	sendJSON(c, http.StatusOK, res)
+}
+
+// sendJSON writes v as c.JSON does (the same bytes), with its
+// Content-Length, and sends it at once. The access line and the metrics
+// are written after the handler returns, and net/http would only send the
+// answer after them: this way the client has it meanwhile.
+func sendJSON(c *gin.Context, code int, v any) {
+	b, err := ginjson.API.Marshal(v)
+	if err != nil {
+		c.JSON(code, v) // renders the failure as it always did
+		return
+	}
+	c.Header("Content-Length", strconv.Itoa(len(b)))
+	c.Data(code, "application/json; charset=utf-8", b)
+	c.Writer.Flush()
 }
 
 func (s *Server) resetCache(c *gin.Context) {

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 
 // setupTools is setup with the MCP tool routes backed by a real Runtime
 // reading ext as its extensions_config.json.
-func setupTools(t *testing.T, ext map[string]any) *testBundle {
+func setupTools(t testing.TB, ext map[string]any) *testBundle {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(context.Background(), store.BackendSQLite, filepath.Join(dir, "api.db"))
@@ -60,7 +60,7 @@ func setupTools(t *testing.T, ext map[string]any) *testBundle {
 // startDemoHTTP runs the demo MCP server over transport ("sse" or "http")
 // on 127.0.0.1 and returns its endpoint and a function that kills it (also
 // run at cleanup).
-func startDemoHTTP(t *testing.T, transport string) (string, func()) {
+func startDemoHTTP(t testing.TB, transport string) (string, func()) {
 	t.Helper()
 	d := testenv.StartDemo(t, transport, "--workdir", t.TempDir())
 	return d.URL, d.Kill

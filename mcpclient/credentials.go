@@ -52,7 +52,7 @@ func (e *CredentialError) Error() string { return e.Message }
 // userID on top of the static ones, in precedence order. ctx says whether
 // the call is request-scoped (WithSecrets).
 func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, userID string) (map[string]string, error) {
-	out := map[string]string{}
+	var out map[string]string // nil while there is none: most calls carry none
 	oauth, err := r.oauth.header(srv)
 	if err != nil {
 		return nil, err
@@ -137,6 +137,9 @@ func mergeHeaders(base, over map[string]string) map[string]string {
 	out := maps.Clone(base)
 	if out == nil {
 		out = map[string]string{}
+	}
+	if len(over) == 0 {
+		return out
 	}
 	for _, name := range slices.Sorted(maps.Keys(over)) {
 		key := name

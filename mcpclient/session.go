@@ -518,10 +518,14 @@ func sessUnknownTool(msg, tool string) bool {
 // the static spelling, so exactly one header goes on the wire.
 func sessHeaderFunc(static map[string]string, dynamic func(context.Context) map[string]string) func(context.Context) map[string]string {
 	return func(ctx context.Context) map[string]string {
-		if dynamic == nil {
-			return mergeHeaders(static, nil)
+		var over map[string]string
+		if dynamic != nil {
+			over = dynamic(ctx)
 		}
-		return mergeHeaders(static, dynamic(ctx))
+		if len(static) == 0 && len(over) == 0 {
+			return nil // no header to set, the common case: no map per request
+		}
+		return mergeHeaders(static, over)
 	}
 }
 

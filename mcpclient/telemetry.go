@@ -21,8 +21,16 @@ type runtimeMetrics struct {
 	calls   metric.Int64Counter
 	latency metric.Float64Histogram
 	tracer  trace.Tracer
+	// tracing is false for a no-op tracer (tracing off): then a call
+	// starts no span, which would cost a context and its options for
+	// nothing.
+	tracing bool
 	reg     metric.Registration
+	attrs   attrSets[callLabels]
 }
+
+// callLabels are the labels of one tool call's measurements.
+type callLabels struct{ server, outcome string }
 
 func newRuntimeMetrics(r *Runtime, m metric.Meter, t trace.Tracer) *runtimeMetrics {
 	if m == nil {
@@ -31,7 +39,8 @@ func newRuntimeMetrics(r *Runtime, m metric.Meter, t trace.Tracer) *runtimeMetri
 	if t == nil {
 		t = tracenoop.NewTracerProvider().Tracer("")
 	}
-	rm := &runtimeMetrics{tracer: t}
+	_, off := t.(tracenoop.Tracer)
+	rm := &runtimeMetrics{tracer: t, tracing: !off}
 	rm.calls, _ = m.Int64Counter("mcpflow.tool.calls", metric.WithDescription("MCP tool calls, by server and outcome (ok, tool_error, or an error code)"))
 	rm.latency, _ = m.Float64Histogram("mcpflow.tool.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("MCP tool call latency, by server and outcome"),
@@ -44,12 +53,15 @@ func newRuntimeMetrics(r *Runtime, m metric.Meter, t trace.Tracer) *runtimeMetri
 	return rm
 }
 
-// observe wraps one call of a tool on server: a span, the outcome counter
-// and the latency.
+// observe wraps one call of a tool on server: a span (when tracing is on),
+// the outcome counter and the latency.
 func (rm *runtimeMetrics) observe(ctx context.Context, server, tool string, call func(context.Context) (*mcpflow.ToolResult, error)) (*mcpflow.ToolResult, error) {
-	ctx, span := rm.tracer.Start(ctx, "mcp.tool_call", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("mcp.server", server), attribute.String("mcp.tool", tool)))
-	defer span.End()
+	var span trace.Span
+	if rm.tracing {
+		ctx, span = rm.tracer.Start(ctx, "mcp.tool_call", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("mcp.server", server), attribute.String("mcp.tool", tool)))
+		defer span.End()
+	}
 	start := time.Now()
 	res, err := call(ctx)
 	outcome := "ok"
@@ -59,13 +71,19 @@ func (rm *runtimeMetrics) observe(ctx context.Context, server, tool string, call
 		if errors.Is(err, context.Canceled) {
 			outcome = "cancelled"
 		}
-		span.SetStatus(codes.Error, outcome)
+		if rm.tracing {
+			span.SetStatus(codes.Error, outcome)
+		}
 	case res != nil && res.IsError:
 		outcome = "tool_error"
 	}
-	span.SetAttributes(attribute.String("mcp.outcome", outcome))
-	attrs := metric.WithAttributes(attribute.String("server", server), attribute.String("outcome", outcome))
-	rm.calls.Add(ctx, 1, attrs)
-	rm.latency.Record(ctx, time.Since(start).Seconds(), attrs)
+	if rm.tracing {
+		span.SetAttributes(attribute.String("mcp.outcome", outcome))
+	}
+	attrs := rm.attrs.get(callLabels{server: server, outcome: outcome}, func(l callLabels) attribute.Set {
+		return attribute.NewSet(attribute.String("server", l.server), attribute.String("outcome", l.outcome))
+	})
+	rm.calls.Add(ctx, 1, attrs.add...)
+	rm.latency.Record(ctx, time.Since(start).Seconds(), attrs.record...)
 	return res, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -332,15 +333,17 @@ type PollOutput struct {
 }
 
 // pollProgress survives between attempts of one Poll activity in its
-// heartbeat details (never in history). A reporting poll also keeps the
-// fingerprint it last wrote, and a written change whose report has not
-// reached the workflow yet.
+// heartbeat details (never in history), which are recorded only when it
+// changes: errors, and for a reporting poll a written change whose report
+// has not reached the workflow yet.
 type pollProgress struct {
-	Errors      int         `json:"errors"`
-	LastError   *string     `json:"last_error,omitempty"`
-	Fingerprint string      `json:"fingerprint,omitempty"`
-	Unreported  *PollOutput `json:"unreported,omitempty"`
-	Idle        int         `json:"idle,omitempty"` // attempts that only retried a report
+	Errors     int         `json:"errors"`
+	LastError  *string     `json:"last_error,omitempty"`
+	Unreported *PollOutput `json:"unreported,omitempty"`
+	Idle       int         `json:"idle,omitempty"` // attempts that only retried a report
+	// errorsBefore is the error count this attempt started with (not
+	// recorded): a recovery must reset the recorded one.
+	errorsBefore int
 }
 
 // Poll reads the remote status once. While nothing changed it fails with a
@@ -360,9 +363,6 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	}
 	report := in.Report && in.Row != nil && a.Reports != nil
 	if report {
-		if prog.Fingerprint != "" {
-			in.LastFingerprint = prog.Fingerprint
-		}
 		if prog.Unreported != nil { // written, but its report did not get through
 			if err := a.report(ctx, in, prog.Unreported); err != nil {
 				prog.Idle++ // this attempt polls nothing
@@ -434,7 +434,14 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 		})
 	}
 	fp := Fingerprint(snap)
-	if fp == in.LastFingerprint && prog.Errors == 0 && snap.IsPollable() {
+	unchanged := fp == in.LastFingerprint
+	if !unchanged && report && prog.Errors == 0 && snap.IsPollable() {
+		// After its first change a reporting poll compares with the row it
+		// wrote: carrying the fingerprint in a heartbeat instead would cost
+		// a billed action and a write in Temporal per change.
+		unchanged = a.rowHolds(ctx, in.Ref.LocalTaskID, snap)
+	}
+	if unchanged && prog.Errors == 0 && snap.IsPollable() {
 		outcome = "unchanged"
 		// Nothing to carry to the next attempt (no errors), so no heartbeat:
 		// an unchanged poll costs one failed attempt and no history.
@@ -449,7 +456,7 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 		out.InputQueue = a.PinnedQueue
 	}
 	if report {
-		return a.reportChange(ctx, in, pollProgress{Idle: prog.Idle}, out, true)
+		return a.reportChange(ctx, in, pollProgress{Idle: prog.Idle, errorsBefore: prog.Errors}, out, true)
 	}
 	return a.changed(ctx, in, out)
 }
@@ -483,11 +490,9 @@ func (a *Activities) reportChange(ctx context.Context, in PollInput, prog pollPr
 		if out.Snapshot.Status.IsTerminal() {
 			delay = in.Timing.MaxPollBackoff
 		}
-		prog.Fingerprint = out.Fingerprint
 	} else {
 		t.ConsecutivePollErrorCount = out.ConsecutiveErrors
 		t.LastPollError = out.PollError
-		prog.Fingerprint = in.LastFingerprint
 	}
 	po, err := a.Persist(ctx, PersistInput{Task: t, Notification: mcpflow.InboxNotification(row),
 		Degraded: in.Timing.TrackingDegraded(t.ConsecutivePollErrorCount), InboxOnly: true})
@@ -508,16 +513,35 @@ func (a *Activities) reportChange(ctx context.Context, in PollInput, prog pollPr
 		activity.RecordHeartbeat(ctx, prog)
 		return nil, err
 	}
-	if out.Snapshot == nil || !out.Snapshot.Status.IsTerminal() {
-		// The next attempt compares with what was written. (After a
-		// terminal report the run closes: nothing to keep, and a heartbeat
-		// is a billed action.)
+	if out.Snapshot == nil || prog.errorsBefore > 0 {
+		// The error count goes on, or (recovered) starts again from 0.
 		activity.RecordHeartbeat(ctx, prog)
 	}
 	return nil, temporal.NewApplicationErrorWithOptions("MCP task change reported; next poll scheduled", errTypePollUnchanged, temporal.ApplicationErrorOptions{
 		NextRetryDelay: delay,
 		Category:       temporal.ApplicationErrorCategoryBenign,
 	})
+}
+
+// rowHolds reports whether the task's row shows snap already (what a
+// reporting poll wrote last). snap is compared as the row would hold it
+// (encoded and decoded with exact numbers, as the store does), so only a
+// visible difference counts; a row that cannot be read counts as
+// different (the write that follows reads it again).
+func (a *Activities) rowHolds(ctx context.Context, taskID string, snap mcpflow.Snapshot) bool {
+	t, err := a.Tasks.GetTask(ctx, taskID)
+	if err != nil {
+		return false
+	}
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return false
+	}
+	var stored mcpflow.Snapshot
+	if err := json.Unmarshal(b, &stored); err != nil {
+		return false
+	}
+	return Fingerprint(stored) == Fingerprint(t.Snapshot())
 }
 
 // report signals a written change to the task's workflow (its current run).

@@ -41,11 +41,14 @@ func TestReportShapeOnePollForEveryChange(t *testing.T) {
 		completed(),
 	}}
 	b := setup(t, d)
+	sig := &flakySignaller{envSignaller: envSignaller{b.env}}
+	b.acts.Reports = sig
 	starts := b.recordActivities()
 	upserted := b.recordStatusUpserts()
 	_, err := b.run(t)
 	require.NoError(t, err)
 	require.Equal(t, mcpflow.StatusCompleted, b.outcome(t).Status)
+	require.Equal(t, 4, sig.sent, "one report per change; the repeated working answer matches the row")
 
 	task := b.task(t)
 	require.Equal(t, mcpflow.StatusCompleted, task.Status)
@@ -64,12 +67,13 @@ func TestReportShapeOnePollForEveryChange(t *testing.T) {
 }
 
 // flakySignaller refuses the first n reports, as a Temporal frontend that
-// is briefly unreachable would.
+// is briefly unreachable would, and counts those it sent.
 type flakySignaller struct {
 	envSignaller
 	mu      sync.Mutex
 	refuse  int
 	refused int
+	sent    int
 }
 
 func (s *flakySignaller) SignalWorkflow(ctx context.Context, id, run, name string, arg any) error {
@@ -82,6 +86,9 @@ func (s *flakySignaller) SignalWorkflow(ctx context.Context, id, run, name strin
 	if refuse {
 		return errors.New("frontend unavailable")
 	}
+	s.mu.Lock()
+	s.sent++
+	s.mu.Unlock()
 	return s.envSignaller.SignalWorkflow(ctx, id, run, name, arg)
 }
 

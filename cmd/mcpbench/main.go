@@ -12,6 +12,9 @@
 //   - direct-stdio:  an mcp-go client → a demo-mcp stdio child
 //   - direct-*-default: the same with mcp-go's default protocol (2026-07-28)
 //   - floor-*:       a bare net/http handler in front of the direct client
+//   - floor-proc-*:  the same handler as its own process (this executable
+//     with -serve-floor), with its own direct clients: the floor of a proxy
+//     run as users run mcpflow
 //   - mcpflow-stdio: HTTP API → mcpflow runtime (pooled stdio session) → a demo-mcp child
 //   - mcpflow-mcp-stdio: MCP endpoint → mcpflow runtime (pooled stdio session) → a demo-mcp child
 //
@@ -43,7 +46,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -71,6 +73,9 @@ import (
 )
 
 const benchToken = "bench-user-token"
+
+// benchArgs are the echo tool's arguments on every path.
+var benchArgs = map[string]any{"message": "hello"}
 
 // options are the command's flags.
 type options struct {
@@ -101,7 +106,16 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this benchmark process (the in-process targets) to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated targets to run (default: all)")
 	flag.StringVar(&o.workdir, "workdir", "", "keep the configurations, databases and logs (mcpflow.log: its access log) of the run in this directory (default: a temporary one, removed)")
+	floorAddr := flag.String("serve-floor", "", "internal: serve the floor handler on this address (the floor-proc-* targets' process)")
+	floorUpstream := flag.String("floor-upstream", "", "internal: the demo server's MCP URL for -serve-floor")
 	flag.Parse()
+	if *floorAddr != "" {
+		if err := serveFloor(*floorAddr, *floorUpstream, o.demo); err != nil {
+			fmt.Fprintln(os.Stderr, "mcpbench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	for _, f := range strings.Split(*callers, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || c < 1 {
@@ -226,6 +240,15 @@ func run(o options) error {
 		}
 		defer dep.stop()
 	}
+	var fp *floorProc
+	if o.anySelected("floor-proc-") {
+		progress("starting the floor process")
+		fp, err = startFloorProc(filepath.Join(dir, "floor"), upstream+"/mcp", demoBin)
+		if err != nil {
+			return err
+		}
+		defer fp.stop()
+	}
 	var pr *peer
 	if o.peer != "" && o.anySelected("peer-") {
 		progress("starting the peer proxy %s", o.peer)
@@ -299,7 +322,7 @@ func run(o options) error {
 	}
 	defer mcpStdio.Close()
 
-	args := map[string]any{"message": "hello"}
+	args := benchArgs
 	callTool := func(c *client.Client, tool string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
@@ -360,21 +383,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	floorClients := map[string]*client.Client{"http": directHTTP, "stdio": directStdio}
-	floorSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		c := floorClients[strings.TrimPrefix(r.URL.Path, "/")]
-		res, err := c.CallTool(r.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "echo", Arguments: args}})
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"content": res.Content, "is_error": res.IsError})
-	})}
+	floorSrv := &http.Server{Handler: floorHandler(map[string]*client.Client{"http": directHTTP, "stdio": directStdio}, args)}
 	go func() { _ = floorSrv.Serve(floorLn) }()
 	defer floorSrv.Close()
 	viaFloor := func(path string) func(context.Context) error {
@@ -394,6 +403,11 @@ func run(o options) error {
 		{name: "mcpflow-stdio", call: viaAPI(base, "demostdio_echo")},
 		{name: "mcpflow-mcp-stdio", call: callTool(mcpStdio, "demostdio_echo")},
 		{name: "mcpflow-mcp-raw-stdio", call: viaMCPRaw(mcpStdio, "demostdio_echo")},
+	}
+	if fp != nil {
+		targets = append(targets,
+			target{name: "floor-proc-http", call: post(fp.base+"/http", ""), proc: fp.proc},
+			target{name: "floor-proc-stdio", call: post(fp.base+"/stdio", ""), proc: fp.proc})
 	}
 	if dep != nil {
 		procMCP := map[string]*client.Client{}

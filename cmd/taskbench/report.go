@@ -257,8 +257,8 @@ func (r *report) printRoundNotes() {
 	for _, x := range r.mcpflow {
 		uncal += x.uncalibrated
 	}
-	fmt.Printf("- Events per unchanged poll of finished load tasks = Σ (history events − E0(c)) / Σ u over mcpflow's sampled tasks, where c = the task's completed Poll "+
-		"activities (polls whose answer changed something and is recorded), u = the demo job's status_calls − c (polls that changed nothing), and "+
+	fmt.Printf("- Events per unchanged poll of finished load tasks = Σ (history events − E0(c)) / Σ u over mcpflow's sampled tasks, where c = the task's changed polls "+
+		"(completed Poll activities, or report signals in the report shape: polls whose answer changed something and is recorded), u = the demo job's status_calls − c (polls that changed nothing), and "+
 		"E0(c) = the history length of the 1- and 2-poll task shapes, which make c polls and no unchanged one (%s). "+
 		"The while-working row reads the history length and the demo's status_calls of sampled working tasks (those waiting in a Poll activity) before and after a hold in which nothing changes.\n",
 		strings.Join(calTxt, ", "))

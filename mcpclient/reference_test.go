@@ -63,7 +63,7 @@ func TestReferenceServer(t *testing.T) {
 			// Structured content.
 			res := b.call(t, "everything_get-structured-content", map[string]any{"location": "Chicago"})
 			require.False(t, res.IsError)
-			require.Equal(t, map[string]any{"temperature": 36.0, "conditions": "Light rain / drizzle", "humidity": 82.0}, res.StructuredContent)
+			require.Equal(t, map[string]any{"temperature": json.Number("36"), "conditions": "Light rain / drizzle", "humidity": json.Number("82")}, res.StructuredContent)
 
 			// Resource links: remote schemes are never translated.
 			res = b.call(t, "everything_get-resource-links", map[string]any{"count": 2})

@@ -398,8 +398,10 @@ func ConvertResult(res *mcp.CallToolResult) (*mcpflow.ToolResult, error) {
 	}
 	switch {
 	case len(res.RawStructuredContent) > 0 && string(res.RawStructuredContent) != "null":
+		// Numbers as json.Number: an integer beyond 2^53 reaches the agent
+		// as the server wrote it, as arguments reach the server.
 		var v any
-		if err := json.Unmarshal(res.RawStructuredContent, &v); err == nil {
+		if err := mcpflow.DecodeExact(res.RawStructuredContent, &v); err == nil {
 			out.StructuredContent = v
 		}
 	case res.StructuredContent != nil:

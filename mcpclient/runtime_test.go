@@ -349,7 +349,7 @@ func TestRuntimeDemoTransports(t *testing.T) {
 			// Structured content.
 			res = b.call(t, "demo_add", map[string]any{"a": 2, "b": 3.5})
 			require.False(t, res.IsError)
-			require.Equal(t, map[string]any{"sum": 5.5}, res.StructuredContent)
+			require.Equal(t, map[string]any{"sum": json.Number("5.5")}, res.StructuredContent, "numbers exactly as the server wrote them")
 			require.Equal(t, "5.5", text(t, res))
 
 			// Resource link: translated to the thread's virtual path on
@@ -1023,4 +1023,15 @@ func TestRuntimeTaskServerDrift(t *testing.T) {
 	err := callErr("late_echo")
 	requireCode(t, err, mcpflow.EUnavailable)
 	require.Contains(t, mcpflow.ErrorMessage(err), "(late)", "a task server added after start-up is not frozen")
+}
+
+// A tool's structured content keeps its numbers exactly (json.Number), so
+// an integer beyond 2^53 reaches the agent digit for digit.
+func TestConvertResultKeepsStructuredNumbers(t *testing.T) {
+	res := &mcp.CallToolResult{RawStructuredContent: json.RawMessage(`{"id":9007199254740993,"ratio":0.10000000000000000555,"list":[1,"x"]}`)}
+	out, err := mcpclient.ConvertResult(res)
+	require.NoError(t, err)
+	b, err := json.Marshal(out.StructuredContent)
+	require.NoError(t, err)
+	require.Equal(t, `{"id":9007199254740993,"list":[1,"x"],"ratio":0.10000000000000000555}`, string(b))
 }

@@ -188,7 +188,7 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
 	cancelEnds := w.in.Config.Shape >= ShapeReport
 	if !ok {
 		wctx, stopTimer := workflow.WithCancel(ctx) // so the timer does not outlive the wait
-		ok, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool {
+		_, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool {
 			return running || w.submitted || (cancelEnds && w.cancelled)
 		})
 		stopTimer()

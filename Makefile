@@ -11,7 +11,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 export TEMPORAL_CLI := $(BIN)/temporal
 
-.PHONY: help build tools testdeps dev test lint bench bench-peer soak clean
+.PHONY: help build tools testdeps dev test histories lint bench bench-peer soak clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,6 +53,9 @@ test: build tools testdeps ## Unit, store (SQLite + PostgreSQL when TEST_DATABAS
 	  if [ $$rc -ne 0 ]; then echo "--- failing test output ---"; grep -E -B60 '^(\s*)--- FAIL' .test.log | tail -300; fi; \
 	  pass=$$(grep -cE '^\s*--- PASS' .test.log || true); fail=$$(grep -cE '^\s*--- FAIL' .test.log || true); skip=$$(grep -cE '^\s*--- SKIP' .test.log || true); \
 	  echo "$$pass passed, $$fail failed, $$skip skipped"; exit $$rc
+
+histories: build tools ## Re-record the task workflow's histories (workflows/testdata/histories, replayed by make test) on a Temporal dev server
+	MCPFLOW_RECORD_HISTORIES=1 $(GO) test ./workflows/ -run TestRecordHistories -count=1 -v
 
 lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## go vet, gofmt, staticcheck and workflowcheck
 	$(GO) vet ./...

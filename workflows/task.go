@@ -27,8 +27,10 @@ const pinnedScheduleToStart = time.Minute
 // "submit" update, sent with the start), persists the row, polls the remote
 // status with capped backoff until the task ends, and cancels it on the
 // "cancel" signal or a Temporal cancellation. The workflow owns its task's
-// row: it writes it, or (lean shape, no webhook) the poll activity it
-// waits on writes the change it found, one writer at a time.
+// row: it writes it, or (lean and report shapes, no webhook) the poll
+// activity it runs writes the changes it finds, one writer at a time; in
+// the report shape that activity signals each change ("report") and polls
+// on, and the workflow reads the row back whenever it stops it.
 func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	w := &taskRun{in: in, log: workflow.GetLogger(ctx)}
 	if in.State != nil {

@@ -87,20 +87,30 @@ func (a *baselineActivities) SubmitJob(ctx context.Context, args map[string]any)
 
 // GetJobStatus calls get_job_status once and returns the status.
 func (a *baselineActivities) GetJobStatus(ctx context.Context, id string) (string, error) {
+	st, err := a.jobStatus(ctx, id)
+	return st.Status, err
+}
+
+// jobState is a get_job_status answer.
+type jobState struct {
+	Status    string   `json:"status"`
+	PollAfter *float64 `json:"poll_after_seconds"`
+}
+
+// jobStatus calls get_job_status once (both bare targets' polls).
+func (a *baselineActivities) jobStatus(ctx context.Context, id string) (jobState, error) {
+	var out jobState
 	res, err := a.mcp.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "get_job_status",
 		Arguments: map[string]any{"task_id": id}}})
 	if err != nil {
-		return "", err
+		return out, err
 	}
 	if res.IsError {
-		return "", errors.New("get_job_status answered isError")
-	}
-	var out struct {
-		Status string `json:"status"`
+		return out, errors.New("get_job_status answered isError")
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &out)
-	return out.Status, nil
+	return out, nil
 }
 
 // baselineWorkerMain is the hidden `taskbench baseline-worker` command: the

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -70,20 +67,10 @@ func (a *baselineActivities) PollUntilTerminal(ctx context.Context, in minimalPo
 			return "", ctx.Err()
 		}
 	}
-	res, err := a.mcp.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "get_job_status",
-		Arguments: map[string]any{"task_id": in.JobID}}})
+	out, err := a.jobStatus(ctx, in.JobID)
 	if err != nil {
 		return "", err
 	}
-	if res.IsError {
-		return "", errors.New("get_job_status answered isError")
-	}
-	var out struct {
-		Status    string   `json:"status"`
-		PollAfter *float64 `json:"poll_after_seconds"`
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	_ = json.Unmarshal(b, &out)
 	switch out.Status {
 	case "completed", "failed", "cancelled":
 		return out.Status, nil

@@ -702,22 +702,31 @@ func recordPollErrors(t *testing.T, r *recording) {
 	require.Contains(t, string(evs[0].Payload), `"tracking_degraded":true`, "tracking degraded on the way")
 }
 
+// cancelWorking starts a worker and a task, waits until it is working,
+// cancels it with the cancel signal the API sends
+// (worker.TaskClient.CancelTask) or through Temporal (native), and returns
+// its runs' histories once it has ended.
+func (r *recording) cancelWorking(t *testing.T, native bool) [][]*historypb.HistoryEvent {
+	t.Helper()
+	r.startWorker(t, "a")
+	_, err := r.submit(t)
+	require.NoError(t, err)
+	task := r.waitRow(t, "working", hasStatus(mcpflow.StatusWorking))
+	ctx := context.Background()
+	if native {
+		require.NoError(t, r.c.CancelWorkflow(ctx, r.in.TaskID, ""))
+	} else {
+		require.NoError(t, r.tc.CancelTask(ctx, task))
+	}
+	return r.finish(t)
+}
+
 // A working task is cancelled, with the cancel signal the API sends
 // (worker.TaskClient.CancelTask) or with a Temporal cancellation.
 func recordCancel(native bool) func(*testing.T, *recording) {
 	return func(t *testing.T, r *recording) {
 		r.driver.status = alwaysWorking
-		r.startWorker(t, "a")
-		_, err := r.submit(t)
-		require.NoError(t, err)
-		task := r.waitRow(t, "working", hasStatus(mcpflow.StatusWorking))
-		ctx := context.Background()
-		if native {
-			require.NoError(t, r.c.CancelWorkflow(ctx, r.in.TaskID, ""))
-		} else {
-			require.NoError(t, r.tc.CancelTask(ctx, task))
-		}
-		runs := r.finish(t)
+		runs := r.cancelWorking(t, native)
 		require.Len(t, runs, 1)
 		end := enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
 		if native {
@@ -874,17 +883,7 @@ func recordCANCancel(native bool) func(*testing.T, *recording) {
 			}
 			return mcpflow.Snapshot{}, errors.New("cancel endpoint down")
 		}
-		r.startWorker(t, "a")
-		_, err := r.submit(t)
-		require.NoError(t, err)
-		task := r.waitRow(t, "working", hasStatus(mcpflow.StatusWorking))
-		ctx := context.Background()
-		if native {
-			require.NoError(t, r.c.CancelWorkflow(ctx, r.in.TaskID, ""))
-		} else {
-			require.NoError(t, r.tc.CancelTask(ctx, task))
-		}
-		runs := r.finish(t)
+		runs := r.cancelWorking(t, native)
 		require.Len(t, runs, 2)
 		require.True(t, cancelRequested(runs[0]), "the first run was cancelling when it continued as new")
 		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, lastEvent(runs[0]))

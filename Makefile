@@ -16,8 +16,12 @@ export TEMPORAL_CLI := $(BIN)/temporal
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# The binary's version: its Temporal build id under worker versioning, and the
+# OpenTelemetry service.version.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 build: ## Build bin/mcpflow and bin/demo-mcp
-	$(GO) build -o $(BIN)/mcpflow ./cmd/mcpflow
+	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN)/mcpflow ./cmd/mcpflow
 	$(GO) build -o $(BIN)/demo-mcp ./cmd/demo-mcp
 
 tools: $(BIN)/temporal ## Build the Temporal CLI (dev server + Web UI) into bin/ when missing

@@ -100,11 +100,68 @@ type DatabaseSection struct {
 }
 
 // TemporalSection configures the Temporal client and worker.
+//
+// The connection keys (address, namespace, tls*, api_key) are layered over
+// Temporal's own client configuration, the one the temporal CLI reads: a
+// key set here (or as MCPFLOW_TEMPORAL_*) wins over the TEMPORAL_*
+// environment variables, which win over the temporal.toml profile; what
+// none of them sets takes the built-in default (127.0.0.1:7233, namespace
+// "default", no TLS). worker.ClientOptions does the layering.
 type TemporalSection struct {
-	Address   string `yaml:"address"`    // default "127.0.0.1:7233"
-	Namespace string `yaml:"namespace"`  // default "default"
+	// Address is the frontend's host:port. Default: the profile's, else
+	// TEMPORAL_ADDRESS, else "127.0.0.1:7233".
+	Address string `yaml:"address"`
+	// Namespace default: the profile's, else TEMPORAL_NAMESPACE, else "default".
+	Namespace string `yaml:"namespace"`
 	TaskQueue string `yaml:"task_queue"` // default "mcpflow-tasks"
+	// Profile names the temporal.toml profile (default: TEMPORAL_PROFILE,
+	// else "default"; a profile named explicitly must exist).
+	Profile string `yaml:"profile"`
+	// ConfigFile is the temporal.toml path (default: TEMPORAL_CONFIG_FILE,
+	// else the CLI's ~/.config/temporalio/temporal.toml; a missing default
+	// file is no error).
+	ConfigFile string `yaml:"config_file"`
+	// TLS turns TLS on with the system's roots when no tls_* file says more.
+	// TLS is also on when any tls_* key or an API key is set.
+	TLS bool `yaml:"tls"`
+	// TLSCAFile is a PEM file of the CA that signed the server's certificate
+	// (default: the system roots).
+	TLSCAFile string `yaml:"tls_ca_file"`
+	// TLSCertFile and TLSKeyFile are the client certificate and key for
+	// mTLS; both or neither.
+	TLSCertFile string `yaml:"tls_cert_file"`
+	TLSKeyFile  string `yaml:"tls_key_file"`
+	// TLSServerName overrides the name the server certificate is checked
+	// against (SNI), for an address that is not the certificate's name.
+	TLSServerName string `yaml:"tls_server_name"`
+	// APIKey is sent as "authorization: Bearer <key>" (Temporal Cloud API
+	// keys); a secret: never logged or printed.
+	APIKey string `yaml:"api_key"`
+
+	// WorkerVersioning turns on Temporal's Worker Versioning: the worker
+	// polls as version (deployment_name, build_id) of a worker deployment,
+	// and task workflows are AutoUpgrade (see docs/operations.md). Default
+	// false: unversioned workers.
+	WorkerVersioning bool `yaml:"worker_versioning"`
+	// DeploymentName names the worker deployment. Default "mcpflow".
+	DeploymentName string `yaml:"deployment_name"`
+	// BuildID is this worker's build id. Default: the binary's version (its
+	// module version or VCS revision, stamped by go build).
+	BuildID string `yaml:"build_id"`
+	// Promote says when a versioned worker makes its own version the
+	// deployment's current one: "newest" (default: when no version of the
+	// deployment was created after it), "first" (only when the deployment
+	// has no current version yet) or "never" (the operator promotes with
+	// temporal worker deployment set-current-version).
+	Promote string `yaml:"promote"`
 }
+
+// Promote policies of temporal.promote.
+const (
+	PromoteNewest = "newest"
+	PromoteFirst  = "first"
+	PromoteNever  = "never"
+)
 
 // WorkspaceSection configures per-thread workspaces
 // (<root>/users/<user>/threads/<thread>/user-data/...).
@@ -219,7 +276,7 @@ func DefaultService() Service {
 			MaxConcurrentCallsPerUser: 32, ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 60,
 			WriteTimeoutSeconds: 900, IdleTimeoutSeconds: 120},
 		Database:  DatabaseSection{Backend: BackendSQLite, DSN: "mcpflow.db"},
-		Temporal:  TemporalSection{Address: "127.0.0.1:7233", Namespace: "default", TaskQueue: "mcpflow-tasks"},
+		Temporal:  TemporalSection{TaskQueue: "mcpflow-tasks", DeploymentName: "mcpflow", Promote: PromoteNewest},
 		Workspace: WorkspaceSection{Root: ".mcpflow/workspace"},
 		MCPTasks: MCPTasksSection{
 			Enabled:                          false,
@@ -615,6 +672,10 @@ func (s *Service) resolveRelativePaths(source string, origins map[string]string)
 	}
 	rel(&s.ExtensionsConfig, "extensions_config")
 	rel(&s.Workspace.Root, "workspace.root")
+	rel(&s.Temporal.ConfigFile, "temporal.config_file")
+	rel(&s.Temporal.TLSCAFile, "temporal.tls_ca_file")
+	rel(&s.Temporal.TLSCertFile, "temporal.tls_cert_file")
+	rel(&s.Temporal.TLSKeyFile, "temporal.tls_key_file")
 	if s.Database.Backend == BackendSQLite && isPlainSQLitePath(s.Database.DSN) {
 		rel(&s.Database.DSN, "database.dsn")
 	}
@@ -716,14 +777,15 @@ func (s *Service) validate(origins map[string]string) error {
 		return v.fail("database.dsn", "must not be empty")
 	}
 	for _, f := range []struct{ path, val string }{
-		{"temporal.address", s.Temporal.Address},
-		{"temporal.namespace", s.Temporal.Namespace},
 		{"temporal.task_queue", s.Temporal.TaskQueue},
 		{"workspace.root", s.Workspace.Root},
 	} {
 		if strings.TrimSpace(f.val) == "" {
 			return v.fail(f.path, "must not be empty")
 		}
+	}
+	if err := s.Temporal.validate(v); err != nil {
+		return err
 	}
 	for _, b := range mcpTaskBounds {
 		if n := b.get(&s.MCPTasks); n < b.min || n > b.max {
@@ -787,4 +849,35 @@ func validOrigin(o string) bool {
 		return false
 	}
 	return u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !u.ForceQuery && o == u.Scheme+"://"+u.Host
+}
+
+// validate checks the temporal section: the connection keys that are set,
+// and the versioning keys.
+func (t TemporalSection) validate(v validator) error {
+	if t.Address != "" {
+		if host, port, err := net.SplitHostPort(t.Address); err != nil || host == "" || !validPort(port) || strings.ContainsAny(host, " /") {
+			return v.fail("temporal.address", "must be host:port (got %q)", t.Address)
+		}
+	}
+	if t.TLSCertFile != "" && t.TLSKeyFile == "" {
+		return v.fail("temporal.tls_cert_file", "needs temporal.tls_key_file (mTLS takes both)")
+	}
+	if t.TLSKeyFile != "" && t.TLSCertFile == "" {
+		return v.fail("temporal.tls_key_file", "needs temporal.tls_cert_file (mTLS takes both)")
+	}
+	if strings.TrimSpace(t.DeploymentName) == "" {
+		return v.fail("temporal.deployment_name", "must not be empty")
+	}
+	if strings.ContainsAny(t.DeploymentName, ".:") || strings.HasPrefix(t.DeploymentName, "__") {
+		return v.fail("temporal.deployment_name", "must not contain '.' or ':' nor start with '__' (got %q)", t.DeploymentName)
+	}
+	if len(t.BuildID) > 255 || strings.HasPrefix(t.BuildID, "__") {
+		return v.fail("temporal.build_id", "must be at most 255 bytes and not start with '__'")
+	}
+	switch t.Promote {
+	case PromoteNewest, PromoteFirst, PromoteNever:
+	default:
+		return v.fail("temporal.promote", "must be %q, %q or %q (got %q)", PromoteNewest, PromoteFirst, PromoteNever, t.Promote)
+	}
+	return nil
 }

@@ -80,7 +80,9 @@ notifications: { webhook_url: "http://127.0.0.1:9000/hook", webhook_secret: file
 				require.Equal(t, 30, s.Server.ShutdownTimeoutSeconds)
 				require.Equal(t, "postgres://file/db", s.Database.DSN)
 				require.Equal(t, "file-ns", s.Temporal.Namespace)
-				require.Equal(t, "127.0.0.1:7233", s.Temporal.Address) // default kept
+				require.Empty(t, s.Temporal.Address)                   // unset: Temporal's own config or the built-in default decides
+				require.Equal(t, "mcpflow", s.Temporal.DeploymentName) // default kept
+				require.Equal(t, PromoteNewest, s.Temporal.Promote)
 				require.True(t, s.MCPTasks.Enabled)
 				require.Equal(t, 7, s.MCPTasks.PollIntervalSeconds)
 				require.Equal(t, 60, s.MCPTasks.LeaseSeconds)
@@ -258,8 +260,14 @@ func TestLoadServiceErrors(t *testing.T) {
 		{"allowed origin with path", "server: { allowed_origins: [\"https://app.example.com/x\"] }\n", nil, `FILE: server.allowed_origins[0]: must be an origin like https://app.example.com (scheme://host[:port], no path) (got "https://app.example.com/x")`},
 		{"allowed origin without scheme", "", map[string]string{"MCPFLOW_SERVER_ALLOWED_ORIGINS": "https://ok.example,app.example.com"}, `env MCPFLOW_SERVER_ALLOWED_ORIGINS: server.allowed_origins[1]: must be an origin like https://app.example.com (scheme://host[:port], no path) (got "app.example.com")`},
 		{"allowed origin wildcard", "server: { allowed_origins: [\"*\"] }\n", nil, `FILE: server.allowed_origins[0]: must be an origin like https://app.example.com (scheme://host[:port], no path) (got "*")`},
-		{"temporal namespace", "temporal: { namespace: \"\" }\n", nil, "FILE: temporal.namespace: must not be empty"},
-		{"temporal address", "temporal: { address: \" \" }\n", nil, "FILE: temporal.address: must not be empty"},
+		{"temporal address", "temporal: { address: \" \" }\n", nil, "FILE: temporal.address: must be host:port (got \" \")"},
+		{"temporal address no port", "temporal: { address: temporal.example.com }\n", nil, "FILE: temporal.address: must be host:port (got \"temporal.example.com\")"},
+		{"temporal mtls half", "temporal: { tls_cert_file: c.pem }\n", nil, "FILE: temporal.tls_cert_file: needs temporal.tls_key_file (mTLS takes both)"},
+		{"temporal mtls other half", "temporal: { tls_key_file: k.pem }\n", nil, "FILE: temporal.tls_key_file: needs temporal.tls_cert_file (mTLS takes both)"},
+		{"temporal deployment dot", "temporal: { deployment_name: a.b }\n", nil, "FILE: temporal.deployment_name: must not contain '.' or ':' nor start with '__' (got \"a.b\")"},
+		{"temporal deployment empty", "temporal: { deployment_name: \"\" }\n", nil, "FILE: temporal.deployment_name: must not be empty"},
+		{"temporal build id", "temporal: { build_id: __x }\n", nil, "FILE: temporal.build_id: must be at most 255 bytes and not start with '__'"},
+		{"temporal promote", "", map[string]string{"MCPFLOW_TEMPORAL_PROMOTE": "always"}, "env MCPFLOW_TEMPORAL_PROMOTE: must be \"newest\", \"first\" or \"never\" (got \"always\")"},
 		{"temporal queue", "temporal: { task_queue: \"\" }\n", nil, "FILE: temporal.task_queue: must not be empty"},
 		{"empty admin token", "auth: { admin_tokens: [\"" + secret + "\", \"\"] }\n", nil, "FILE: auth.admin_tokens[1]: must not be empty"},
 		{"bad admin sha", "auth: { admin_token_sha256: [\"" + secret + "\"] }\n", nil, "FILE: auth.admin_token_sha256[0]: must be 64 hexadecimal characters"},
@@ -368,7 +376,7 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 35)
+	require.Len(t, keys, 47)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_WORKER_ADDR",
@@ -385,6 +393,12 @@ func TestEnvKeys(t *testing.T) {
 		"MCPFLOW_TEMPORAL_ADDRESS",
 		"MCPFLOW_TEMPORAL_NAMESPACE",
 		"MCPFLOW_TEMPORAL_TASK_QUEUE",
+		"MCPFLOW_TEMPORAL_PROFILE",
+		"MCPFLOW_TEMPORAL_TLS_CA_FILE",
+		"MCPFLOW_TEMPORAL_TLS_CERT_FILE",
+		"MCPFLOW_TEMPORAL_API_KEY",
+		"MCPFLOW_TEMPORAL_WORKER_VERSIONING",
+		"MCPFLOW_TEMPORAL_BUILD_ID",
 		"MCPFLOW_EXTENSIONS_CONFIG",
 		"MCPFLOW_WORKSPACE_ROOT",
 		"MCPFLOW_MCP_TASKS_ENABLED",
@@ -421,4 +435,29 @@ func TestEnvKeys(t *testing.T) {
 
 func serviceEqual(a, b Service) bool {
 	return fmt.Sprintf("%+v", a) == fmt.Sprintf("%+v", b)
+}
+
+func TestLoadServiceTemporalFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := writeFile(t, dir, "config.yaml", `
+temporal:
+  config_file: temporal.toml
+  tls_ca_file: certs/ca.pem
+  tls_cert_file: /abs/client.pem
+  tls_key_file: certs/client.key
+  api_key: file-key
+  worker_versioning: true
+  promote: never
+`)
+	s, err := LoadService(file, mapEnv(map[string]string{"MCPFLOW_TEMPORAL_TLS_CA_FILE": "env/ca.pem"}))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "temporal.toml"), s.Temporal.ConfigFile)
+	require.Equal(t, "env/ca.pem", s.Temporal.TLSCAFile) // env: relative to the working directory
+	require.Equal(t, "/abs/client.pem", s.Temporal.TLSCertFile)
+	require.Equal(t, filepath.Join(dir, "certs/client.key"), s.Temporal.TLSKeyFile)
+	require.Equal(t, "file-key", s.Temporal.APIKey)
+	require.True(t, s.Temporal.WorkerVersioning)
+	require.Equal(t, PromoteNever, s.Temporal.Promote)
+	require.Equal(t, "mcpflow", s.Temporal.DeploymentName)
 }

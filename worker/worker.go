@@ -25,6 +25,9 @@ type Options struct {
 	StopTimeout time.Duration
 	// Register adds workflows and activities; nil registers nothing.
 	Register func(sdkworker.Registry)
+	// Versioning, when set, makes the worker a version of a worker
+	// deployment; nil: an unversioned worker.
+	Versioning *Versioning
 }
 
 // New builds (but does not start) a Temporal worker on the task queue.
@@ -32,6 +35,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	w := sdkworker.New(c, o.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: o.MaxConcurrentActivities,
 		WorkerStopTimeout:                  o.StopTimeout,
+		DeploymentOptions:                  o.Versioning.deploymentOptions(),
 	})
 	if o.Register != nil {
 		o.Register(w)

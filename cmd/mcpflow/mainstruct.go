@@ -77,7 +77,11 @@ type Main struct {
 	// idempotentSubmit holds mcp_tasks.idempotent_submit_servers.
 	idempotentSubmit map[string]bool
 	secrets          *mcpflow.SecretBox // seals request secrets of durable submits; nil without a key
-	pinned           sdkworker.Worker
+	// temporalNamespace is the namespace the client resolved (config,
+	// TEMPORAL_*, temporal.toml or the default).
+	temporalNamespace string
+	versioning        *worker.Versioning // temporal.worker_versioning; nil: unversioned
+	pinned            sdkworker.Worker
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -157,9 +161,22 @@ func (m *Main) Open(ctx context.Context) error {
 	if err != nil {
 		return &ConfigError{fmt.Errorf("%s: %w", sourceName(cfg), err)}
 	}
-	log.Info("starting mcpflow", "mode", m.Mode, "config", orNone(cfg.Path), "extensions_config", orNone(extPath),
-		"database", cfg.Database.Backend, "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace,
-		"task_queue", cfg.Temporal.TaskQueue)
+	topts, tsum, err := worker.ClientOptions(temporalConnection(cfg.Temporal), m.Env)
+	if err != nil {
+		return &ConfigError{fmt.Errorf("%s: %w", sourceName(cfg), err)}
+	}
+	m.temporalNamespace = tsum.Namespace
+	if cfg.Temporal.WorkerVersioning && m.works() {
+		v, err := workerVersioning(cfg.Temporal)
+		if err != nil {
+			return &ConfigError{fmt.Errorf("%s: %w", sourceName(cfg), err)}
+		}
+		m.versioning = v
+		tsum.BuildID = v.BuildID
+	}
+	attrs := []any{"mode", m.Mode, "config", orNone(cfg.Path), "extensions_config", orNone(extPath), "database", cfg.Database.Backend}
+	attrs = append(attrs, tsum.LogAttrs()...)
+	log.Info("starting mcpflow", append(attrs, "task_queue", cfg.Temporal.TaskQueue)...)
 
 	tel, err := newTelemetry(m.Env, m.Mode)
 	if err != nil {
@@ -176,13 +193,10 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	m.DB = db
 
-	tc, err := client.NewLazyClient(client.Options{
-		HostPort:       cfg.Temporal.Address,
-		Namespace:      cfg.Temporal.Namespace,
-		Logger:         sdklog.NewStructuredLogger(temporalLogger(log)),
-		MetricsHandler: tel.temporalMetrics(),
-		Interceptors:   tel.interceptors(),
-	})
+	topts.Logger = sdklog.NewStructuredLogger(temporalLogger(log))
+	topts.MetricsHandler = tel.temporalMetrics()
+	topts.Interceptors = tel.interceptors()
+	tc, err := client.NewLazyClient(topts)
 	if err != nil {
 		return fmt.Errorf("temporal client: %w", err)
 	}
@@ -352,10 +366,18 @@ func (m *Main) startWorker() {
 			r.RegisterWorkflow(workflows.TaskWorkflow)
 			r.RegisterActivity(acts)
 		},
+		Versioning: m.versioning,
 	}
 	w := worker.New(m.Temporal, opts)
+	// The pinned queue's worker stays unversioned: it runs activities only
+	// (nothing to replay), and its queue belongs to this process alone.
+	// Versioned, that queue would be one of the version's task queues,
+	// which a newer build (another process) never polls, so the server
+	// refuses to make the newer build current (tried: promotion stalled
+	// until the old process stopped).
 	opts.TaskQueue = pinnedQueue
 	opts.Register = func(r sdkworker.Registry) { r.RegisterActivity(acts) }
+	opts.Versioning = nil
 	pinned := worker.New(m.Temporal, opts)
 	go func() {
 		defer close(m.workerDone)
@@ -365,7 +387,7 @@ func (m *Main) startWorker() {
 			}
 			return
 		}
-		added, err := worker.EnsureSearchAttributes(ctx, m.Temporal, m.Config.Temporal.Namespace)
+		added, err := worker.EnsureSearchAttributes(ctx, m.Temporal, m.temporalNamespace)
 		switch {
 		case err != nil:
 			m.Logger.Warn("could not check the custom search attributes; register them with `temporal operator search-attribute create`", "error", err)
@@ -387,6 +409,9 @@ func (m *Main) startWorker() {
 		m.worker = w
 		m.polling.Store(true)
 		m.Logger.Info("worker polling", "task_queue", m.Config.Temporal.TaskQueue)
+		if m.versioning != nil {
+			m.promote(ctx)
+		}
 	}()
 }
 
@@ -449,6 +474,55 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// workerVersioning builds the worker's deployment version; the build id
+// defaults to the binary's version, which must then be a real one.
+func workerVersioning(t config.TemporalSection) (*worker.Versioning, error) {
+	id := t.BuildID
+	if id == "" {
+		id = version()
+		if id == "dev" {
+			return nil, errors.New("temporal.worker_versioning: this binary carries no version to use as its build id " +
+				"(build it with make build or -ldflags \"-X main.buildVersion=...\"), so set temporal.build_id")
+		}
+	}
+	return &worker.Versioning{DeploymentName: t.DeploymentName, BuildID: id, Promote: t.Promote}, nil
+}
+
+// promote applies temporal.promote once the worker polls, and says in the
+// log which build takes new tasks. A failure is logged, not fatal: the
+// operator can always promote with the temporal CLI.
+func (m *Main) promote(ctx context.Context) {
+	v := *m.versioning
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	res, err := worker.Promote(pctx, m.Temporal, v, m.Logger)
+	attrs := []any{"deployment", v.DeploymentName, "build_id", v.BuildID}
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			m.Logger.Warn("could not promote this worker version; promote it with: "+v.SetCurrentCommand(), append(attrs, "error", err)...)
+		}
+	case res.Promoted:
+		m.Logger.Info("this worker version is now current: new tasks, and running ones at their next step, run on it", attrs...)
+	case res.Current == v.BuildID:
+		m.Logger.Info("this worker version is current", attrs...)
+	default:
+		current := res.Current
+		if current == "" {
+			current = "unversioned workers"
+		}
+		m.Logger.Warn("this worker version is not current, so it takes no task until promoted with: "+v.SetCurrentCommand(),
+			append(attrs, "current", current, "reason", res.Reason)...)
+	}
+}
+
+// temporalConnection is the temporal section's connection keys.
+func temporalConnection(t config.TemporalSection) worker.Connection {
+	return worker.Connection{Address: t.Address, Namespace: t.Namespace, Profile: t.Profile, ConfigFile: t.ConfigFile,
+		TLS: t.TLS, TLSCAFile: t.TLSCAFile, TLSCertFile: t.TLSCertFile, TLSKeyFile: t.TLSKeyFile,
+		TLSServerName: t.TLSServerName, APIKey: t.APIKey}
 }
 
 func authConfig(cfg *config.Service) api.AuthConfig {

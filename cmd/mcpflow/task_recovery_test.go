@@ -47,8 +47,15 @@ type workerProc struct {
 // has exited already.
 func startWorkerProc(t *testing.T, cfg string) *workerProc {
 	t.Helper()
-	cmd := exec.Command(testenv.Binary(t, "./cmd/mcpflow"), "worker", "--config", cfg, "--log-format", "json")
-	cmd.Env = append(os.Environ(), "MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0") // a free port for its health listener
+	return startWorkerBinary(t, testenv.Binary(t, "./cmd/mcpflow"), cfg)
+}
+
+// startWorkerBinary is startWorkerProc with a given mcpflow binary and
+// extra environment variables ("KEY=value").
+func startWorkerBinary(t *testing.T, bin, cfg string, env ...string) *workerProc {
+	t.Helper()
+	cmd := exec.Command(bin, "worker", "--config", cfg, "--log-format", "json")
+	cmd.Env = append(append(os.Environ(), "MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0"), env...) // a free port for its health listener
 	p := &workerProc{cmd: cmd, logs: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	require.NoError(t, cmd.Start())

@@ -141,9 +141,34 @@ func (t *telemetry) close(ctx context.Context) error {
 
 func attrMode(mode string) attribute.KeyValue { return attribute.String("mcpflow.mode", mode) }
 
+// buildVersion is stamped by make build and the Dockerfile
+// (-ldflags "-X main.buildVersion=..."; git describe --always --dirty).
+var buildVersion string
+
+// version is the binary's version: the stamp, else the module version or
+// VCS revision go build recorded, else "dev".
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	if buildVersion != "" {
+		return buildVersion
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
+		}
+	}
+	if rev != "" {
+		return rev + dirty
 	}
 	return "dev"
 }

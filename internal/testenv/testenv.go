@@ -165,9 +165,23 @@ var (
 // for example "./cmd/demo-mcp") once per test process and returns its path.
 func Binary(t testing.TB, pkg string) string {
 	t.Helper()
+	return build(t, pkg, "")
+}
+
+// VersionedBinary is Binary with main.buildVersion stamped as make build
+// does (go build -ldflags "-X main.buildVersion=version"): a distinct
+// build of ./cmd/mcpflow per version, for worker-versioning tests.
+func VersionedBinary(t testing.TB, pkg, version string) string {
+	t.Helper()
+	return build(t, pkg, version)
+}
+
+func build(t testing.TB, pkg, version string) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if p, ok := buildCache[pkg]; ok {
+	key := pkg + "@" + version
+	if p, ok := buildCache[key]; ok {
 		return p
 	}
 	if buildDir == "" {
@@ -178,12 +192,17 @@ func Binary(t testing.TB, pkg string) string {
 		buildDir = d
 	}
 	out := filepath.Join(buildDir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	args := []string{"build", "-o", out}
+	if version != "" {
+		out += "-" + version
+		args = []string{"build", "-ldflags", "-X main.buildVersion=" + version, "-o", out}
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = RepoRoot()
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
-	buildCache[pkg] = out
+	buildCache[key] = out
 	return out
 }
 

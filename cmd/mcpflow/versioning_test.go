@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *workerProc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the worker did not stop on SIGTERM:\n%s", p.logs.String())
+	}
+	require.NoError(t, p.err, "the worker stops cleanly on SIGTERM:\n%s", p.logs.String())
+}
+
+// currentBuild is the worker deployment's current build id ("" when none).
+func currentBuild(t *testing.T, deployment string) string {
+	t.Helper()
+	d, err := temporal.Client().WorkerDeploymentClient().GetHandle(deployment).Describe(context.Background(), client.WorkerDeploymentDescribeOptions{})
+	if err != nil {
+		return ""
+	}
+	if cur := d.Info.RoutingConfig.CurrentVersion; cur != nil {
+		return cur.BuildID
+	}
+	return ""
+}
+
+// runBuild is the build id of the deployment version a task workflow's
+// latest workflow task ran on, and its versioning behaviour.
+func runBuild(t *testing.T, id string) (string, enums.VersioningBehavior) {
+	t.Helper()
+	d, err := temporal.Client().DescribeWorkflow(context.Background(), id, "")
+	require.NoError(t, err)
+	vi := d.RawResponse.GetWorkflowExecutionInfo().GetVersioningInfo()
+	return vi.GetDeploymentVersion().GetBuildId(), vi.GetBehavior()
+}
+
+// TestRollingUpgradeWithWorkerVersioning is a rolling upgrade under Worker
+// Versioning, with two builds of the binary whose build ids come from their
+// version stamps: tasks started on build A are working when build B's
+// worker starts and promotes itself (temporal.promote newest) and A stops
+// (SIGTERM). Every task then finishes on B, submitted once and never
+// cancelled; a new task runs on B; and a restarted A, older than B, does
+// not take the deployment back. A stdio task (activities on the worker
+// process's own queue) runs on a versioned worker too.
+func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
+	deployment := fmt.Sprintf("e2e-deploy-%d", time.Now().UnixNano())
+	buildA := testenv.VersionedBinary(t, "./cmd/mcpflow", "vtest-a")
+	buildB := testenv.VersionedBinary(t, "./cmd/mcpflow", "vtest-b")
+
+	url := demoHTTP(t)
+	ext := fmt.Sprintf(`{"mcpServers": {
+  "demo": {"type": "http", "url": %q, "tool_call_timeout": 10, %s},
+  "local": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"], %s}
+}}`, url, jobToolset, testenv.Binary(t, "./cmd/demo-mcp"), jobToolset)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1, lease_seconds: 5 }\n", ext)
+	// writeConfig owns the temporal section: the versioning keys come from
+	// the environment, as a deployment may set them.
+	env := []string{"MCPFLOW_TEMPORAL_WORKER_VERSIONING=true", "MCPFLOW_TEMPORAL_DEPLOYMENT_NAME=" + deployment}
+	s := startMain(t, ModeServe, cfg, nil)
+	e := &taskEnv{m: s}
+
+	// Build A is the deployment's first version: "first" promotes it.
+	a := startWorkerBinary(t, buildA, cfg, append(env, "MCPFLOW_TEMPORAL_PROMOTE=first")...)
+	require.Eventually(t, func() bool { return currentBuild(t, deployment) == "vtest-a" }, 60*time.Second, 100*time.Millisecond,
+		"build A never became current:\n%s", a.logs.String())
+	require.Contains(t, a.logs.String(), `"build_id":"vtest-a"`)
+
+	const n = 8
+	labels := make([]string, n)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("upgrade-%02d", i)
+	}
+	ids := submitMany(t, s.URL(), "tv", labels, func(label string) string {
+		return fmt.Sprintf(`{"duration_seconds": 8, "poll_after_seconds": 1, "label": %q}`, label)
+	})
+	// A stdio task started on A: its job lives in A's subprocess.
+	stdio := e.submit(t, "tvs", "local_submit_job", `{"duration_seconds": 10}`)
+	e.waitStatus(t, "tvs", stdio, "working")
+	for _, id := range append([]string{stdio}, ids...) {
+		if id != stdio {
+			e.waitStatus(t, "tv", id, "working")
+		}
+		build, behaviour := runBuild(t, id)
+		require.Equal(t, "vtest-a", build, "task %s started on build A", id)
+		require.Equal(t, enums.VERSIONING_BEHAVIOR_AUTO_UPGRADE, behaviour)
+	}
+
+	// Build B starts and takes over; A stops as a rolling upgrade stops it.
+	b := startWorkerBinary(t, buildB, cfg, env...)
+	require.Eventually(t, func() bool { return currentBuild(t, deployment) == "vtest-b" }, 60*time.Second, 100*time.Millisecond,
+		"build B never became current:\n%s", b.logs.String())
+	stats := jobStats(t, e, "tv")
+	for _, id := range ids {
+		require.NotEqual(t, "completed", stats.Jobs[remoteID(t, s, id)].Status,
+			"the upgrade must happen mid-task; raise duration_seconds if this machine is slow")
+	}
+	// While A still runs, the stdio task's workflow moves to B and its
+	// calls still reach A's subprocess: it completes.
+	d := e.waitStatus(t, "tvs", stdio, "completed")
+	require.Equal(t, map[string]any{"answer": 42.0}, d["result"])
+	build, _ := runBuild(t, stdio)
+	require.Equal(t, "vtest-b", build)
+	a.stop(t)
+
+	for _, id := range ids {
+		d := e.waitStatus(t, "tv", id, "completed")
+		require.Equal(t, map[string]any{"answer": 42.0}, d["result"], id)
+		require.Nil(t, d["error"], id)
+		build, _ := runBuild(t, id)
+		require.Equal(t, "vtest-b", build, "task %s finished on build B", id)
+	}
+	final := requireOneSubmitEach(t, e, "tv", ids, labels, "completed")
+	require.Zero(t, final.Cancels, "an upgrade never cancels")
+
+	// New tasks run on B.
+	id := e.submit(t, "tv2", "demo_submit_job", `{"duration_seconds": 0.5}`)
+	e.waitStatus(t, "tv2", id, "completed")
+	build, _ = runBuild(t, id)
+	require.Equal(t, "vtest-b", build)
+	// A stdio task's activities run on the worker holding its subprocess
+	// (a queue of that process, unversioned): it works under versioning.
+	id = e.submit(t, "tv2", "local_submit_job", `{"duration_seconds": 1.5}`)
+	require.Equal(t, map[string]any{"answer": 42.0}, e.waitStatus(t, "tv2", id, "completed")["result"])
+	build, _ = runBuild(t, id)
+	require.Equal(t, "vtest-b", build)
+
+	// A restarted build A is older than B: it polls but is not promoted,
+	// and says how to promote it.
+	again := startWorkerBinary(t, buildA, cfg, env...)
+	require.Eventually(t, func() bool { return strings.Contains(again.logs.String(), "this worker version is not current") },
+		60*time.Second, 100*time.Millisecond, "the older build never reported itself not current:\n%s", again.logs.String())
+	require.Contains(t, again.logs.String(), "temporal worker deployment set-current-version --deployment-name "+deployment+" --build-id vtest-a")
+	require.Equal(t, "vtest-b", currentBuild(t, deployment))
+	id = e.submit(t, "tv3", "demo_submit_job", `{"duration_seconds": 0.5}`)
+	e.waitStatus(t, "tv3", id, "completed")
+	build, _ = runBuild(t, id)
+	require.Equal(t, "vtest-b", build, "the current build B runs new tasks while the older A polls")
+}

@@ -54,7 +54,14 @@ func startWorkerProc(t *testing.T, cfg string) *workerProc {
 // extra environment variables ("KEY=value").
 func startWorkerBinary(t *testing.T, bin, cfg string, env ...string) *workerProc {
 	t.Helper()
-	cmd := exec.Command(bin, "worker", "--config", cfg, "--log-format", "json")
+	return startProc(t, bin, ModeWorker, cfg, env...)
+}
+
+// startProc runs `bin mode --config cfg` (worker or dev) and waits until
+// its worker polls.
+func startProc(t *testing.T, bin, mode, cfg string, env ...string) *workerProc {
+	t.Helper()
+	cmd := exec.Command(bin, mode, "--config", cfg, "--log-format", "json")
 	cmd.Env = append(append(os.Environ(), "MCPFLOW_SERVER_WORKER_ADDR=127.0.0.1:0"), env...) // a free port for its health listener
 	p := &workerProc{cmd: cmd, logs: &testenv.SyncBuffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -150,4 +155,107 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 	e.waitStatus(t, "tv3", id, "completed")
 	build, _ = runBuild(t, id)
 	require.Equal(t, "vtest-b", build, "the current build B runs new tasks while the older A polls")
+}
+
+// earlierBuild is the last commit before the report shape (cd57495): its
+// API starts tasks in the lean shape (TaskConfig.Shape 1) and its workers
+// know no Worker Versioning.
+const earlierBuild = "d84c3df"
+
+// buildEarlier builds ./cmd/mcpflow of commit rev from this repository's
+// history (git archive, no change to the checkout). It skips the test when
+// the history is not there (a shallow clone), saying so.
+func buildEarlier(t *testing.T, rev string) string {
+	t.Helper()
+	root := testenv.RepoRoot()
+	if err := exec.Command("git", "-C", root, "cat-file", "-e", rev+"^{commit}").Run(); err != nil {
+		t.Skipf("commit %s is not in this clone's history (shallow clone?), so the earlier build cannot be made: %v", rev, err)
+	}
+	dir := t.TempDir()
+	archive := exec.Command("git", "-C", root, "archive", "--format=tar", rev)
+	untar := exec.Command("tar", "-x", "-C", dir)
+	pipe, err := archive.StdoutPipe()
+	require.NoError(t, err)
+	untar.Stdin = pipe
+	require.NoError(t, untar.Start())
+	require.NoError(t, archive.Run())
+	require.NoError(t, untar.Wait())
+	bin := filepath.Join(dir, "mcpflow-"+rev)
+	build := exec.Command("go", "build", "-ldflags", "-X main.buildVersion="+rev, "-o", bin, "./cmd/mcpflow")
+	build.Dir = dir
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build at %s: %s", rev, out)
+	return bin
+}
+
+// TestUpgradeFromAnEarlierBuild upgrades a real earlier build to this one
+// while its tasks run, turning Worker Versioning on at the same time: the
+// earlier build (commit earlierBuild, unversioned, its API starting
+// lean-shape tasks) runs tasks; this build's versioned worker starts,
+// becomes the deployment's first current version, and the earlier process
+// stops. Every task finishes on this build from the history the earlier
+// one wrote, submitted once, never cancelled.
+func TestUpgradeFromAnEarlierBuild(t *testing.T) {
+	old := buildEarlier(t, earlierBuild)
+	current := testenv.VersionedBinary(t, "./cmd/mcpflow", "vtest-current")
+	deployment := fmt.Sprintf("e2e-upgrade-%d", time.Now().UnixNano())
+
+	url := demoHTTP(t)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1, lease_seconds: 5 }\n", demoTaskExt(url))
+	a := startProc(t, old, ModeDev, cfg)
+	base := "http://" + configuredAddr(t, cfg)
+	require.Eventually(t, func() bool { code, _ := get(t, base+"/readyz", ""); return code == 200 }, 30*time.Second, 100*time.Millisecond)
+
+	const n = 6
+	labels := make([]string, n)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("earlier-%02d", i)
+	}
+	ids := submitMany(t, base, "tu", labels, func(label string) string {
+		return fmt.Sprintf(`{"duration_seconds": 8, "poll_after_seconds": 1, "label": %q}`, label)
+	})
+	for _, id := range ids {
+		require.Eventually(t, func() bool {
+			_, d := get(t, base+"/api/threads/tu/mcp-tasks/"+id, testUserToken)
+			return d["status"] == "working"
+		}, 30*time.Second, 100*time.Millisecond)
+		require.True(t, bytes.Contains(historyBytes(t, id), []byte(`"Shape":1`)), "the earlier build started task %s in the lean shape", id)
+		build, _ := runBuild(t, id)
+		require.Empty(t, build, "the earlier build's workers are unversioned")
+	}
+
+	b := startWorkerBinary(t, current, cfg, "MCPFLOW_TEMPORAL_WORKER_VERSIONING=true", "MCPFLOW_TEMPORAL_DEPLOYMENT_NAME="+deployment)
+	require.Eventually(t, func() bool { return currentBuild(t, deployment) == "vtest-current" }, 60*time.Second, 100*time.Millisecond,
+		"this build never became current:\n%s", b.logs.String())
+	a.stop(t)
+
+	// The API is rolled too: this build serves the same database.
+	e := &taskEnv{m: waitServing(t, startMain(t, ModeServe, cfg, nil))}
+	for _, id := range ids {
+		d := e.waitStatus(t, "tu", id, "completed")
+		require.Equal(t, map[string]any{"answer": 42.0}, d["result"], id)
+		require.Nil(t, d["error"], id)
+		build, _ := runBuild(t, id)
+		require.Equal(t, "vtest-current", build, "task %s finished on this build", id)
+	}
+	final := requireOneSubmitEach(t, e, "tu", ids, labels, "completed")
+	require.Zero(t, final.Cancels, "an upgrade never cancels")
+	require.NotContains(t, b.logs.String(), "nondeterministic", "this build replays the earlier build's histories")
+}
+
+// configuredAddr is server.addr of a config writeConfig wrote.
+func configuredAddr(t *testing.T, cfg string) string {
+	t.Helper()
+	b, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	m := regexp.MustCompile(`server: \{ addr: "([^"]+)"`).FindSubmatch(b)
+	require.NotNil(t, m)
+	return string(m[1])
+}
+
+// waitServing waits until a serve-mode Main answers /readyz.
+func waitServing(t *testing.T, m *Main) *Main {
+	t.Helper()
+	require.Eventually(t, func() bool { code, _ := get(t, m.URL()+"/readyz", ""); return code == 200 }, 30*time.Second, 100*time.Millisecond)
+	return m
 }

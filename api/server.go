@@ -49,6 +49,9 @@ type Options struct {
 	// when the task no longer takes it, EUnavailable when no worker runs.
 	// Nil: the input route answers 503.
 	AnswerInput func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error
+	// TaskLink returns the Temporal Web UI link of a task's workflow, shown
+	// in its detail; nil: no link.
+	TaskLink func(taskID string) string
 	// DegradedAfterErrors is mcp_tasks.tracking_degraded_after_errors.
 	DegradedAfterErrors int
 	Readiness           []Check

@@ -42,6 +42,9 @@ type taskDetail struct {
 	InputRequired            map[string]any    `json:"input_required"`
 	// InputAnswerable says POST …/input can answer input_required.
 	InputAnswerable bool `json:"input_answerable"`
+	// TemporalUIURL links the task's workflow in the Temporal Web UI
+	// (temporal.web_ui_url); absent when none is configured.
+	TemporalUIURL string `json:"temporal_ui_url,omitempty"`
 }
 
 func cut(s *string) *string {
@@ -69,6 +72,9 @@ func (s *Server) detail(t *mcpflow.Task) taskDetail {
 		NotificationAttemptCount: t.NotificationAttemptCount, Result: t.Result, ResultPreview: t.ResultPreview,
 		ResultTruncated: t.ResultTruncated, ResultArtifact: t.ResultArtifact, InputRequired: t.InputRequired,
 		InputAnswerable: t.InputAnswerable && t.Status == mcpflow.StatusInputRequired,
+	}
+	if s.opts.TaskLink != nil {
+		d.TemporalUIURL = s.opts.TaskLink(t.ID)
 	}
 	if d.NotificationStatus == "" {
 		d.NotificationStatus = mcpflow.NotificationNone

@@ -138,6 +138,12 @@ type TemporalSection struct {
 	// keys); a secret: never logged or printed.
 	APIKey string `yaml:"api_key"`
 
+	// WebUIURL is the base URL of the Temporal Web UI (e.g.
+	// http://127.0.0.1:8233, https://cloud.temporal.io): when set, a task's
+	// detail, the CLI and the MCP endpoint's task status message carry the
+	// link to the task's workflow there. Default: no link.
+	WebUIURL string `yaml:"web_ui_url"`
+
 	// WorkerVersioning turns on Temporal's Worker Versioning: the worker
 	// polls as version (deployment_name, build_id) of a worker deployment,
 	// and task workflows are AutoUpgrade (see docs/operations.md). Default
@@ -857,6 +863,11 @@ func (t TemporalSection) validate(v validator) error {
 	if t.Address != "" {
 		if host, port, err := net.SplitHostPort(t.Address); err != nil || host == "" || !validPort(port) || strings.ContainsAny(host, " /") {
 			return v.fail("temporal.address", "must be host:port (got %q)", t.Address)
+		}
+	}
+	if t.WebUIURL != "" {
+		if u, err := url.Parse(t.WebUIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return v.fail("temporal.web_ui_url", "must be an absolute http(s) URL without query (got %q)", t.WebUIURL)
 		}
 	}
 	if t.TLSCertFile != "" && t.TLSKeyFile == "" {

@@ -269,6 +269,8 @@ func TestLoadServiceErrors(t *testing.T) {
 		{"temporal build id", "temporal: { build_id: __x }\n", nil, "FILE: temporal.build_id: must be at most 255 bytes and not start with '__'"},
 		{"temporal promote", "", map[string]string{"MCPFLOW_TEMPORAL_PROMOTE": "always"}, "env MCPFLOW_TEMPORAL_PROMOTE: must be \"newest\", \"first\" or \"never\" (got \"always\")"},
 		{"temporal queue", "temporal: { task_queue: \"\" }\n", nil, "FILE: temporal.task_queue: must not be empty"},
+		{"temporal web ui relative", "temporal: { web_ui_url: /ui }\n", nil, "FILE: temporal.web_ui_url: must be an absolute http(s) URL without query (got \"/ui\")"},
+		{"temporal web ui query", "", map[string]string{"MCPFLOW_TEMPORAL_WEB_UI_URL": "http://h:8233/?x=1"}, "env MCPFLOW_TEMPORAL_WEB_UI_URL: must be an absolute http(s) URL without query (got \"http://h:8233/?x=1\")"},
 		{"empty admin token", "auth: { admin_tokens: [\"" + secret + "\", \"\"] }\n", nil, "FILE: auth.admin_tokens[1]: must not be empty"},
 		{"bad admin sha", "auth: { admin_token_sha256: [\"" + secret + "\"] }\n", nil, "FILE: auth.admin_token_sha256[0]: must be 64 hexadecimal characters"},
 		{"bad admin sha env", "", map[string]string{"MCPFLOW_AUTH_ADMIN_TOKEN_SHA256": testHex + "," + secret}, "env MCPFLOW_AUTH_ADMIN_TOKEN_SHA256: auth.admin_token_sha256[1]: must be 64 hexadecimal characters"},
@@ -376,7 +378,7 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 47)
+	require.Len(t, keys, 48)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_WORKER_ADDR",
@@ -449,6 +451,7 @@ temporal:
   api_key: file-key
   worker_versioning: true
   promote: never
+  web_ui_url: http://127.0.0.1:8233
 `)
 	s, err := LoadService(file, mapEnv(map[string]string{"MCPFLOW_TEMPORAL_TLS_CA_FILE": "env/ca.pem"}))
 	require.NoError(t, err)
@@ -460,4 +463,5 @@ temporal:
 	require.True(t, s.Temporal.WorkerVersioning)
 	require.Equal(t, PromoteNever, s.Temporal.Promote)
 	require.Equal(t, "mcpflow", s.Temporal.DeploymentName)
+	require.Equal(t, "http://127.0.0.1:8233", s.Temporal.WebUIURL)
 }

@@ -50,6 +50,9 @@ type Options struct {
 	// AnswerInput delivers an answer to a task's question (the workflow's
 	// input update); nil: questions are not relayed to MCP clients.
 	AnswerInput func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error
+	// TaskLink returns the Temporal Web UI link of a task's workflow, which
+	// its statusMessage then carries; nil: no link.
+	TaskLink func(taskID string) string
 	// PollInterval is the pollInterval tasks advertise
 	// (mcp_tasks.poll_interval_seconds).
 	PollInterval time.Duration

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
@@ -286,4 +287,24 @@ func TestParamsErrors(t *testing.T) {
 		require.Equal(t, want, err.Message, body)
 		require.NotContains(t, err.Message, "secret-xyz", "input values are never echoed")
 	}
+}
+
+// With temporal.web_ui_url set, a task's statusMessage carries its Temporal
+// Web UI link; a long message is shortened so that the link survives.
+func TestTaskStatusMessageLink(t *testing.T) {
+	t.Parallel()
+	id := "mcp-task-0123456789abcdef0123456789abcdef"
+	link := "http://127.0.0.1:8233/namespaces/default/workflows/" + id
+	s := New(Options{Events: nopEvents{}, TaskLink: func(got string) string { require.Equal(t, id, got); return link }})
+	at := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	working := s.task(&mcpflow.Task{ID: id, Status: mcpflow.StatusWorking, CreatedAt: at, UpdatedAt: at})
+	require.Equal(t, "Temporal Web UI: "+link, working.StatusMessage)
+	failed := s.task(&mcpflow.Task{ID: id, Status: mcpflow.StatusFailed, Error: ptr("disk full"), CreatedAt: at, UpdatedAt: at})
+	require.Equal(t, "disk full (Temporal Web UI: "+link+")", failed.StatusMessage)
+	long := s.task(&mcpflow.Task{ID: id, Status: mcpflow.StatusFailed, Error: ptr(strings.Repeat("é", 3*mcpflow.MaxAPIErrorChars)), CreatedAt: at, UpdatedAt: at})
+	require.True(t, strings.HasSuffix(long.StatusMessage, " (Temporal Web UI: "+link+")"))
+	require.Equal(t, mcpflow.MaxAPIErrorChars, utf8.RuneCountInString(long.StatusMessage))
+
+	plain := New(Options{Events: nopEvents{}})
+	require.Equal(t, "disk full", plain.task(&mcpflow.Task{ID: id, Status: mcpflow.StatusFailed, Error: ptr("disk full"), CreatedAt: at, UpdatedAt: at}).StatusMessage)
 }

@@ -197,5 +197,6 @@ func (s *Server) statusNotification(ctx context.Context, e *mcpflow.ThreadEvent)
 			task.StatusMessage = mcpflow.TruncateChars("tracking degraded: "+*ev.LastPollError, mcpflow.MaxAPIErrorChars)
 		}
 	}
+	task.StatusMessage = s.withLink(task.StatusMessage, t.ID)
 	return notification{JSONRPC: mcp.JSONRPC_VERSION, Method: string(mcp.MethodNotificationTasksStatus), Params: task}, true
 }

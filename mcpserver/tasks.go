@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpflow/mcpflow"
@@ -72,11 +73,29 @@ func inputQuestion(input map[string]any) string {
 	return string(b)
 }
 
+// withLink appends the task's Temporal Web UI link (Options.TaskLink) to a
+// statusMessage, shortening the message so that the link survives the
+// length bound.
+func (s *Server) withLink(msg, taskID string) string {
+	if s.opts.TaskLink == nil {
+		return msg
+	}
+	link := s.opts.TaskLink(taskID)
+	if link == "" {
+		return msg
+	}
+	if msg == "" {
+		return "Temporal Web UI: " + link
+	}
+	suffix := " (Temporal Web UI: " + link + ")"
+	return mcpflow.TruncateChars(msg, max(mcpflow.MaxAPIErrorChars-utf8.RuneCountInString(suffix), 0)) + suffix
+}
+
 // task is a task row as an MCP Task.
 func (s *Server) task(t *mcpflow.Task) mcp.Task {
 	poll := s.opts.PollInterval.Milliseconds()
 	out := mcp.Task{TaskId: t.ID, Status: mcpStatus(t.Status), CreatedAt: isoTime(t.CreatedAt), LastUpdatedAt: isoTime(t.UpdatedAt),
-		StatusMessage: statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil)}
+		StatusMessage: s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil), t.ID)}
 	if !t.Status.IsTerminal() {
 		out.PollInterval = &poll
 	}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -178,4 +179,13 @@ func (f funcEnv) Environ() []string {
 		}
 	}
 	return out
+}
+
+// WebUILink returns the Temporal Web UI page of a workflow (its latest
+// run): base is the UI's URL (temporal.web_ui_url), "" when there is none.
+func WebUILink(base, namespace, workflowID string) string {
+	if base == "" {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + "/namespaces/" + url.PathEscape(namespace) + "/workflows/" + url.PathEscape(workflowID)
 }

@@ -143,3 +143,11 @@ api_key = "`+key+`-profile"
 	require.NotContains(t, err.Error(), key)
 	require.NotContains(t, err.Error(), "BEGIN")
 }
+
+func TestWebUILink(t *testing.T) {
+	require.Empty(t, WebUILink("", "default", "mcp-task-1"))
+	require.Equal(t, "http://127.0.0.1:8233/namespaces/default/workflows/mcp-task-1", WebUILink("http://127.0.0.1:8233/", "default", "mcp-task-1"))
+	require.Equal(t, "https://cloud.temporal.io/namespaces/mcpflow.a1b2c/workflows/mcp-task-1",
+		WebUILink("https://cloud.temporal.io", "mcpflow.a1b2c", "mcp-task-1"))
+	require.Equal(t, "https://ui.example/t/namespaces/a%2Fb/workflows/x%20y", WebUILink("https://ui.example/t", "a/b", "x y"))
+}

@@ -262,9 +262,14 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	if m.telemetry.spans != nil {
 		tracer = m.telemetry.spans
 	}
+	var taskLink func(string) string
+	if base := cfg.Temporal.WebUIURL; base != "" {
+		taskLink = func(id string) string { return worker.WebUILink(base, m.temporalNamespace, id) }
+	}
 	var mcpEndpoint mcpflow.MCPEndpoint
 	if m.serves() {
-		mo := mcpserver.Options{Tools: m.MCP, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger}
+		mo := mcpserver.Options{Tools: m.MCP, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger,
+			TaskLink: taskLink}
 		if m.Tasks != nil {
 			mo.Tasks, mo.CancelTask, mo.AnswerInput = m.DB, m.Tasks.CancelTask, m.Tasks.AnswerInput
 		}
@@ -296,6 +301,7 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		Events:              m.DB,
 		ThreadDeleted:       threadDeleted,
 		DegradedAfterErrors: cfg.MCPTasks.TrackingDegradedAfterErrors,
+		TaskLink:            taskLink,
 		MCPTasksEnabled:     func() bool { return m.Tasks != nil },
 		MaxBodyBytes:        int64(cfg.Server.MaxBodyBytes),
 		MaxCallsPerUser:     cfg.Server.MaxConcurrentCallsPerUser,

@@ -142,3 +142,19 @@ func temporalCLI(t *testing.T) string {
 	require.NoError(t, err, "the Temporal CLI (make tools)")
 	return p
 }
+
+// With temporal.web_ui_url set, a task's detail links its workflow in the
+// Temporal Web UI, in the namespace the client resolved.
+func TestTaskWebUILink(t *testing.T) {
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1 }\n", demoTaskExt(demoHTTP(t)))
+	withTemporalSection(t, cfg, fmt.Sprintf(`{ address: %q, task_queue: e2e-link-%d, web_ui_url: "http://127.0.0.1:8233/" }`,
+		temporal.HostPort, time.Now().UnixNano()))
+	e := &taskEnv{m: waitReady(t, startMain(t, ModeDev, cfg, nil))}
+	id := e.submit(t, "link", "demo_submit_job", `{"duration_seconds": 0.5}`)
+	d := e.waitStatus(t, "link", id, "completed")
+	require.Equal(t, "http://127.0.0.1:8233/namespaces/default/workflows/"+id, d["temporal_ui_url"])
+
+	plain := startTaskEnv(t)
+	id = plain.submit(t, "link", "demo_submit_job", `{"duration_seconds": 0.5}`)
+	require.NotContains(t, plain.waitStatus(t, "link", id, "completed"), "temporal_ui_url")
+}

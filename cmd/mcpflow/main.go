@@ -1,5 +1,6 @@
 // Command mcpflow runs the mcpflow API (serve), the Temporal worker (worker),
-// or both in one process (dev). See README.md and DESIGN.md.
+// or both in one process (dev), and is a client of that API for people
+// (tools, call, tasks, events; see cli.go). See README.md and DESIGN.md.
 //
 // Package main wires the adapters together; it is the only package that
 // imports all of them.
@@ -32,6 +33,23 @@ commands:
 
 The config file comes from --config, else $MCPFLOW_CONFIG; without either,
 defaults and MCPFLOW_* environment variables apply.
+
+client commands (call a running mcpflow's REST API as a user):
+  tools [TOOL]               list the thread's MCP tools, or show one
+  call TOOL [key=value...]   call a tool (values are JSON when valid JSON, else
+                             strings; or --args '{...}'); --watch a task it starts
+  tasks [list|get ID|cancel ID|watch ID]
+                             the thread's durable tasks; watch follows one to its
+                             end and exits 0 completed, 1 failed, 3 cancelled
+  events [--follow]          the thread's task events, in order
+
+  --url URL       default $MCPFLOW_URL, else http://127.0.0.1:8080
+  --token TOKEN   default $MCPFLOW_TOKEN, else the file .dev/user.token
+  --thread ID     default $MCPFLOW_THREAD, else "cli"
+  --json          the API's JSON (one object per line for --follow and watch)
+
+See mcpflow <client command> --help. They exit 1 on an API error, 2 on a
+usage error.
 `
 
 func main() {
@@ -44,6 +62,9 @@ func main() {
 // component fails; it returns the process exit code. Configuration errors
 // print one line and return 2.
 func run(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) > 1 && args[0] == "help" && isCLICommand(args[1]) {
+		return runCLI(ctx, append(args[1:2:2], "--help"), env, stdout, stderr)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		if len(args) == 0 {
@@ -52,6 +73,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		return 0
 	}
 	mode := args[0]
+	if isCLI(args) {
+		return runCLI(ctx, args, env, stdout, stderr)
+	}
 	if mode == "healthcheck" {
 		return healthcheck(args[1:], stderr)
 	}

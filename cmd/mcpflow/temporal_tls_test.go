@@ -152,7 +152,14 @@ func TestTaskWebUILink(t *testing.T) {
 	e := &taskEnv{m: waitReady(t, startMain(t, ModeDev, cfg, nil))}
 	id := e.submit(t, "link", "demo_submit_job", `{"duration_seconds": 0.5}`)
 	d := e.waitStatus(t, "link", id, "completed")
-	require.Equal(t, "http://127.0.0.1:8233/namespaces/default/workflows/"+id, d["temporal_ui_url"])
+	link := "http://127.0.0.1:8233/namespaces/default/workflows/" + id
+	require.Equal(t, link, d["temporal_ui_url"])
+	// The CLI shows it.
+	var out, errOut strings.Builder
+	code := run(context.Background(), []string{"tasks", "get", id, "--url", e.m.URL(), "--token", testUserToken, "--thread", "link"},
+		noEnv, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	require.Contains(t, out.String(), "Temporal: "+link)
 
 	plain := startTaskEnv(t)
 	id = plain.submit(t, "link", "demo_submit_job", `{"duration_seconds": 0.5}`)

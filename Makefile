@@ -43,8 +43,17 @@ $(BIN)/staticcheck:
 $(BIN)/workflowcheck:
 	GOBIN=$(BIN) $(GO) install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION)
 
-dev: build tools ## Run Temporal dev server + Web UI, the demo MCP server and mcpflow (Ctrl-C stops all)
-	@deployments/dev/run.sh
+# make dev's ports and state directory, e.g. make dev DEV_API_PORT=18080 DEV_DIR=.dev2
+# (deployments/dev/run.sh derives mcpflow's settings from them).
+DEV_API_PORT      ?= 8080
+DEV_TEMPORAL_PORT ?= 7233
+DEV_UI_PORT       ?= 8233
+DEV_DEMO_PORT     ?= 8765
+DEV_DIR           ?= $(CURDIR)/.dev
+
+dev: build tools ## Run Temporal dev server + Web UI, the demo MCP server and mcpflow (DEV_*_PORT, DEV_DIR; Ctrl-C, SIGINT or SIGTERM stops all)
+	@DEV_API_PORT='$(DEV_API_PORT)' DEV_TEMPORAL_PORT='$(DEV_TEMPORAL_PORT)' DEV_UI_PORT='$(DEV_UI_PORT)' \
+	  DEV_DEMO_PORT='$(DEV_DEMO_PORT)' DEV_DIR='$(DEV_DIR)' exec deployments/dev/run.sh
 
 # The concurrency-heavy packages run under the race detector in make test.
 RACE_PKGS := ./mcpclient/ ./config/ ./api/ ./activities/ ./mcpserver/

@@ -122,7 +122,8 @@ func apiTransport(server *Object) string {
 // before it launches anything, so a server is screened when it is stdio as
 // written or once resolved (a "type": "$UNSET" is stdio), and its args are
 // screened resolved too. The command must be written out (a "$" refuses
-// it). Messages never contain a resolved value.
+// it; a command that is a placeholder is named in the message). Messages
+// never contain a resolved value.
 func (p *LaunchPolicy) Check(name string, server *Object, env func(string) (string, bool)) error {
 	resolved, _ := ResolveEnv(server, env).(*Object)
 	if !isStdio(server) && !isStdio(resolved) {
@@ -132,6 +133,12 @@ func (p *LaunchPolicy) Check(name string, server *Object, env func(string) (stri
 	command, _ := cmdVal.(string)
 	if strings.TrimSpace(command) == "" {
 		return &PolicyError{Server: name, Message: fmt.Sprintf("MCP server '%s' with stdio transport requires a command.", name)}
+	}
+	if strings.HasPrefix(command, "$") {
+		// A placeholder: name it (its value may be anything, even a
+		// secret, and is never shown).
+		return &PolicyError{Server: name, Message: fmt.Sprintf("MCP server '%s' command '%s' is a $VAR placeholder; the stdio launch policy needs the command written out as a single executable name on the allowlist (%s; %s extends it).",
+			name, command, strings.Join(p.Allowed(), ", "), EnvStdioAllowlist)}
 	}
 	if command != strings.TrimSpace(command) || strings.ContainsAny(command, "/\\;|&`$<>\n\r") || strings.ContainsFunc(command, unicode.IsSpace) {
 		return &PolicyError{Server: name, Message: fmt.Sprintf("MCP server '%s' command must be a single executable name; put parameters in args instead.", name)}

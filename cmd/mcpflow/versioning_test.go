@@ -44,6 +44,22 @@ func currentBuild(t *testing.T, deployment string) string {
 	return ""
 }
 
+// requireFinishedOn waits until every task completed with the demo's
+// result, its workflow last ran on build, it was submitted once and nothing
+// was cancelled.
+func requireFinishedOn(t *testing.T, e *taskEnv, thread string, ids, labels []string, build string) {
+	t.Helper()
+	for _, id := range ids {
+		d := e.waitStatus(t, thread, id, "completed")
+		require.Equal(t, map[string]any{"answer": 42.0}, d["result"], id)
+		require.Nil(t, d["error"], id)
+		got, _ := runBuild(t, id)
+		require.Equal(t, build, got, "task %s finished on build %s", id, build)
+	}
+	final := requireOneSubmitEach(t, e, thread, ids, labels, "completed")
+	require.Zero(t, final.Cancels, "an upgrade never cancels")
+}
+
 // runBuild is the build id of the deployment version a task workflow's
 // latest workflow task ran on, and its versioning behaviour.
 func runBuild(t *testing.T, id string) (string, enums.VersioningBehavior) {
@@ -122,15 +138,7 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 	require.Equal(t, "vtest-b", build)
 	a.stop(t)
 
-	for _, id := range ids {
-		d := e.waitStatus(t, "tv", id, "completed")
-		require.Equal(t, map[string]any{"answer": 42.0}, d["result"], id)
-		require.Nil(t, d["error"], id)
-		build, _ := runBuild(t, id)
-		require.Equal(t, "vtest-b", build, "task %s finished on build B", id)
-	}
-	final := requireOneSubmitEach(t, e, "tv", ids, labels, "completed")
-	require.Zero(t, final.Cancels, "an upgrade never cancels")
+	requireFinishedOn(t, e, "tv", ids, labels, "vtest-b")
 
 	// New tasks run on B.
 	id := e.submit(t, "tv2", "demo_submit_job", `{"duration_seconds": 0.5}`)
@@ -231,15 +239,7 @@ func TestUpgradeFromAnEarlierBuild(t *testing.T) {
 
 	// The API is rolled too: this build serves the same database.
 	e := &taskEnv{m: waitServing(t, startMain(t, ModeServe, cfg, nil))}
-	for _, id := range ids {
-		d := e.waitStatus(t, "tu", id, "completed")
-		require.Equal(t, map[string]any{"answer": 42.0}, d["result"], id)
-		require.Nil(t, d["error"], id)
-		build, _ := runBuild(t, id)
-		require.Equal(t, "vtest-current", build, "task %s finished on this build", id)
-	}
-	final := requireOneSubmitEach(t, e, "tu", ids, labels, "completed")
-	require.Zero(t, final.Cancels, "an upgrade never cancels")
+	requireFinishedOn(t, e, "tu", ids, labels, "vtest-current")
 	require.NotContains(t, b.logs.String(), "nondeterministic", "this build replays the earlier build's histories")
 }
 

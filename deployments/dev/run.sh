@@ -1,90 +1,173 @@
 #!/usr/bin/env bash
-# `make dev`: runs the Temporal dev server (Web UI on :8233), the demo MCP
-# server and `mcpflow dev` in the foreground. Ctrl-C (or SIGTERM) stops all
-# three and waits for them; nothing is left running.
+# `make dev`: runs the Temporal dev server (with its Web UI), the demo MCP
+# server and `mcpflow dev` in the foreground. Ctrl-C, SIGINT or SIGTERM (to
+# this script or to the make running it) stops mcpflow first, then the demo
+# server, then Temporal, waiting for each; nothing is left running.
+#
+# Settings (environment; `make dev` passes its variables of the same names):
+#   DEV_API_PORT       mcpflow's API                        (default 8080)
+#   DEV_TEMPORAL_PORT  Temporal's frontend (gRPC)           (default 7233)
+#   DEV_UI_PORT        Temporal's Web UI                    (default 8233)
+#   DEV_DEMO_PORT      the demo MCP server (streamable HTTP) (default 8765)
+#   DEV_DIR            state: databases, logs, tokens, the MCP servers file
+#                      (default .dev in the repository; relative to the
+#                      directory run.sh is started from)
+# config.yaml and extensions_config.json hold no port: the ports reach
+# mcpflow as MCPFLOW_* variables and $DEMO_MCP_URL.
 set -euo pipefail
+CALLER_PWD=$PWD
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 BIN=$ROOT/bin
-DEV=$ROOT/.dev
+API_PORT=${DEV_API_PORT:-8080}
+TEMPORAL_PORT=${DEV_TEMPORAL_PORT:-7233}
+UI_PORT=${DEV_UI_PORT:-8233}
+DEMO_PORT=${DEV_DEMO_PORT:-8765}
+DEV=${DEV_DIR:-$ROOT/.dev}
+case $DEV in /*) ;; *) DEV=$CALLER_PWD/$DEV ;; esac
+for p in "$API_PORT" "$TEMPORAL_PORT" "$UI_PORT" "$DEMO_PORT"; do
+  [[ $p =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || { echo "make dev: '$p' is not a port (DEV_*_PORT)" >&2; exit 2; }
+done
 mkdir -p "$DEV"
 SEARCH_ATTRS=(McpTaskStatus McpServer McpTaskName McpUserId McpThreadId)
+TEMPORAL_ADDR=127.0.0.1:$TEMPORAL_PORT
 
-# Demo tokens: generated once, kept in .dev/ (git-ignored), printed below.
+# Demo tokens: generated once, kept in $DEV (git-ignored), printed below.
 [ -s "$DEV/admin.token" ] || head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DEV/admin.token"
 [ -s "$DEV/user.token" ] || head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$DEV/user.token"
+
+# make dev runs its own Temporal: the shell's TEMPORAL_* client settings and
+# temporal.toml profiles (another cluster, TLS, an API key) must not reach
+# mcpflow or the temporal commands below.
+unset $(compgen -e | grep '^TEMPORAL_') || true
+: > "$DEV/temporal.toml"
+export TEMPORAL_CONFIG_FILE=$DEV/temporal.toml
+
+# mcpflow's settings that depend on the ports and the state directory
+# (the environment beats deployments/dev/config.yaml).
 export MCPFLOW_AUTH_ADMIN_TOKENS="$(cat "$DEV/admin.token")"
 export MCPFLOW_AUTH_USERS="demo-user:$(cat "$DEV/user.token")"
-export DEMO_MCP_BIN="$BIN/demo-mcp"   # the stdio server "files" in extensions_config.json
+export MCPFLOW_SERVER_ADDR=127.0.0.1:$API_PORT
+export MCPFLOW_TEMPORAL_ADDRESS=$TEMPORAL_ADDR
+export MCPFLOW_TEMPORAL_WEB_UI_URL=http://127.0.0.1:$UI_PORT
+export MCPFLOW_DATABASE_DSN=$DEV/mcpflow.db
+export MCPFLOW_WORKSPACE_ROOT=$DEV/workspace
+export MCPFLOW_EXTENSIONS_CONFIG=$DEV/extensions_config.json
+# The servers in extensions_config.json: "demo" at $DEMO_MCP_URL, and
+# "files", the same binary started as `demo-mcp` from the PATH. The admin API
+# lets a stdio command through only when it is on the allowlist: extend it.
+export DEMO_MCP_URL=http://127.0.0.1:$DEMO_PORT/mcp
+export PATH=$BIN:$PATH
+export MCPFLOW_MCP_STDIO_COMMAND_ALLOWLIST=${MCPFLOW_MCP_STDIO_COMMAND_ALLOWLIST:+$MCPFLOW_MCP_STDIO_COMMAND_ALLOWLIST,}demo-mcp
 
-pids=()
+# Each process runs in a process group of its own (job control), so a Ctrl-C
+# in the terminal reaches only make and this script, which stop them in order.
+set -m
+names=() pids=()
+start() { # start NAME LOG COMMAND...: runs COMMAND in the background
+  local name=$1 log=$2; shift 2
+  if [ "$log" = - ]; then "$@" & else "$@" > "$log" 2>&1 & fi
+  names+=("$name") pids+=($!)
+}
+
 stopping=0
-stop_all() {
+stop_all() { # newest first: mcpflow, then demo-mcp, then Temporal
   [ "$stopping" = 1 ] && return
   stopping=1
+  trap '' INT TERM
   echo; echo "make dev: stopping mcpflow, demo-mcp and Temporal..."
-  for ((i=${#pids[@]}-1; i>=0; i--)); do kill -TERM "${pids[i]}" 2>/dev/null || true; done
-  for _ in $(seq 1 100); do
-    alive=0; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break; sleep 0.1
+  local i p n
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    p=${pids[i]}
+    kill -TERM "$p" 2>/dev/null || continue
+    for ((n = 0; n < 300; n++)); do   # 30 s, more than mcpflow's shutdown_timeout_seconds
+      kill -0 "$p" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$p" 2>/dev/null && echo "make dev: ${names[i]} did not stop within 30 s: killed"
+    wait "$p" 2>/dev/null || true
+    echo "make dev: stopped ${names[i]}"
   done
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
   echo "make dev: stopped."
 }
 trap 'stop_all; exit 0' INT TERM
 trap 'stop_all' EXIT
 
+# make does not pass a SIGINT sent to its own pid on (a terminal's Ctrl-C
+# reaches the whole foreground group; `kill -INT <make pid>` only make): it
+# resets its handler and waits for this script. Notice that and stop.
+make_pid=
+if [ -n "${MAKELEVEL:-}" ] && [[ $(ps -o comm= -p "$PPID" 2>/dev/null) == *make ]]; then make_pid=$PPID; fi
+caught_int() { # whether process $1 has a SIGINT handler
+  local mask
+  mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
+  [ -n "$mask" ] && (((16#$mask & 2) != 0))
+}
+if [ -n "$make_pid" ] && ! caught_int "$make_pid"; then make_pid=; fi # make ignores SIGINT (started with it ignored)
+
 sa_flags=()
 for a in "${SEARCH_ATTRS[@]}"; do sa_flags+=(--search-attribute "$a=Keyword"); done
-"$BIN/temporal" server start-dev --ip 127.0.0.1 --port 7233 --ui-port 8233 \
+start Temporal "$DEV/temporal.log" "$BIN/temporal" server start-dev --ip 127.0.0.1 \
+  --port "$TEMPORAL_PORT" --ui-port "$UI_PORT" \
   --db-filename "$DEV/temporal.db" \
   --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal \
   --dynamic-config-value system.enableActivityEagerExecution=true \
-  --log-level warn "${sa_flags[@]}" > "$DEV/temporal.log" 2>&1 &
-pids+=($!)
+  --log-level error "${sa_flags[@]}"
 
-echo "make dev: waiting for Temporal on 127.0.0.1:7233 ..."
+echo "make dev: waiting for Temporal on $TEMPORAL_ADDR ..."
 for _ in $(seq 1 150); do
-  "$BIN/temporal" operator cluster health --address 127.0.0.1:7233 >/dev/null 2>&1 && break
+  "$BIN/temporal" operator cluster health --address "$TEMPORAL_ADDR" >/dev/null 2>&1 && break
   kill -0 "${pids[0]}" 2>/dev/null || { echo "Temporal exited; see $DEV/temporal.log"; tail -20 "$DEV/temporal.log"; exit 1; }
   sleep 0.2
 done
 # --search-attribute is ignored when the db file already exists: register what is missing.
-existing=$("$BIN/temporal" operator search-attribute list --address 127.0.0.1:7233 --namespace default 2>/dev/null || true)
+existing=$("$BIN/temporal" operator search-attribute list --address "$TEMPORAL_ADDR" --namespace default 2>/dev/null || true)
 for a in "${SEARCH_ATTRS[@]}"; do
-  grep -qw "$a" <<<"$existing" || "$BIN/temporal" operator search-attribute create --address 127.0.0.1:7233 \
+  grep -qw "$a" <<<"$existing" || "$BIN/temporal" operator search-attribute create --address "$TEMPORAL_ADDR" \
     --namespace default --name "$a" --type Keyword >/dev/null
 done
 
 mkdir -p "$DEV/demo-files"
-"$BIN/demo-mcp" --transport http --addr 127.0.0.1:8765 --state "$DEV/demo-jobs.json" --workdir "$DEV/demo-files" \
-  > "$DEV/demo-mcp.log" 2>&1 &
-pids+=($!)
+start demo-mcp "$DEV/demo-mcp.log" "$BIN/demo-mcp" --transport http --addr "127.0.0.1:$DEMO_PORT" \
+  --state "$DEV/demo-jobs.json" --workdir "$DEV/demo-files"
+
+# The admin API writes the MCP servers file: give it a copy in $DEV (made
+# once) so the repository's deployments/dev/extensions_config.json stays as
+# checked in. Remove $DEV/extensions_config.json to start from it again.
+if [ ! -f "$DEV/extensions_config.json" ]; then
+  cp deployments/dev/extensions_config.json "$DEV/extensions_config.json"
+elif grep -qF -e '"$DEMO_MCP_BIN"' -e '"http://127.0.0.1:8765/mcp"' "$DEV/extensions_config.json"; then
+  # A copy made by an earlier make dev: the command by name, the port from DEV_DEMO_PORT.
+  sed -i.bak -e 's|"\$DEMO_MCP_BIN"|"demo-mcp"|' -e 's|"http://127\.0\.0\.1:8765/mcp"|"$DEMO_MCP_URL"|' "$DEV/extensions_config.json"
+  echo "make dev: updated $DEV/extensions_config.json (\"command\": \"demo-mcp\", \"url\": \"\$DEMO_MCP_URL\"); the old one is extensions_config.json.bak"
+fi
 
 cat <<MSG
 
   mcpflow dev is starting
-    API           http://127.0.0.1:8080   (curl http://127.0.0.1:8080/readyz)
-    Temporal UI   http://127.0.0.1:8233
-    demo MCP      http://127.0.0.1:8765/mcp
-    admin token   $(cat "$DEV/admin.token")     (also in .dev/admin.token)
-    user token    $(cat "$DEV/user.token")     (user id demo-user; also in .dev/user.token)
-  Logs of Temporal and demo-mcp are in .dev/; Ctrl-C stops everything.
+    API           http://127.0.0.1:$API_PORT   (curl http://127.0.0.1:$API_PORT/readyz)
+    Temporal UI   http://127.0.0.1:$UI_PORT
+    Temporal      $TEMPORAL_ADDR   (bin/temporal: export TEMPORAL_ADDRESS=$TEMPORAL_ADDR)
+    demo MCP      $DEMO_MCP_URL
+    admin token   $(cat "$DEV/admin.token")     (also in $DEV/admin.token)
+    user token    $(cat "$DEV/user.token")     (user id demo-user; also in $DEV/user.token)
+  Logs of Temporal and demo-mcp are in $DEV; Ctrl-C stops everything.
 
 MSG
 
-# The admin API writes the MCP servers file: give it a copy in .dev/ (made
-# once) so the repository's deployments/dev/extensions_config.json stays as
-# checked in. Remove .dev/extensions_config.json to start from it again.
-[ -f "$DEV/extensions_config.json" ] || cp deployments/dev/extensions_config.json "$DEV/extensions_config.json"
-export MCPFLOW_EXTENSIONS_CONFIG="$DEV/extensions_config.json"
-"$BIN/mcpflow" dev --config deployments/dev/config.yaml &
-pids+=($!)
+start mcpflow - "$BIN/mcpflow" dev --config deployments/dev/config.yaml
 
-# Stop everything when any of the three exits.
+# Stop everything when one of the three exits, or when make got a SIGINT.
 set +e
-wait -n "${pids[@]}"
-rc=$?
-echo "make dev: a process exited (status $rc)"
-exit "$rc"
+while :; do
+  for i in "${!pids[@]}"; do
+    if ! kill -0 "${pids[i]}" 2>/dev/null; then
+      wait "${pids[i]}"
+      rc=$?
+      echo "make dev: ${names[i]} exited (status $rc)"
+      exit "$rc"
+    fi
+  done
+  if [ -n "$make_pid" ] && ! caught_int "$make_pid"; then stop_all; exit 0; fi
+  sleep 0.5 & wait $!
+done

@@ -23,6 +23,11 @@ type Snapshot struct {
 	// an answer (mcpflow.InputDriver).
 	InputAnswerable  bool     `json:"input_answerable,omitempty"`
 	PollAfterSeconds *float64 `json:"poll_after_seconds,omitempty"`
+	// Message is the server's progress message for the task ("step 2 of
+	// 3"), at most MaxAPIErrorChars characters. Like the poll hint it is
+	// not a change of the task (activities.Fingerprint leaves it out): a
+	// new message alone is written to the row, never to Temporal history.
+	Message *string `json:"message,omitempty"`
 }
 
 // UnmarshalJSON decodes a snapshot with the numbers of its result and
@@ -94,6 +99,14 @@ func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
 		return Snapshot{}, &ProtocolError{Message: err.Error()}
 	}
 	out := s
+	if s.Message != nil {
+		if *s.Message == "" {
+			out.Message = nil
+		} else {
+			m := TruncateChars(*s.Message, MaxAPIErrorChars)
+			out.Message = &m
+		}
+	}
 	if s.Error != nil {
 		e := TruncateChars(*s.Error, MaxErrorChars)
 		out.Error = &e

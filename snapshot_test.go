@@ -485,3 +485,20 @@ func TestSnapshotJSONKeepsNumbers(t *testing.T) {
 	require.Contains(t, string(out), "0.10000000000000000555")
 	require.Error(t, json.Unmarshal([]byte(`{"status": 7}`), &s))
 }
+
+// A progress message is kept (bounded); an empty one is none.
+func TestSnapshotNormalizeMessage(t *testing.T) {
+	t.Parallel()
+	msg := "step 2 of 3"
+	out, err := mcpflow.Snapshot{Status: mcpflow.StatusWorking, Message: &msg}.Normalize(mcpflow.DefaultBounds())
+	require.NoError(t, err)
+	require.Equal(t, &msg, out.Message)
+	empty := ""
+	out, err = mcpflow.Snapshot{Status: mcpflow.StatusWorking, Message: &empty}.Normalize(mcpflow.DefaultBounds())
+	require.NoError(t, err)
+	require.Nil(t, out.Message)
+	long := strings.Repeat("ü", 2*mcpflow.MaxAPIErrorChars)
+	out, err = mcpflow.Snapshot{Status: mcpflow.StatusWorking, Message: &long}.Normalize(mcpflow.DefaultBounds())
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.MaxAPIErrorChars, utf8.RuneCountInString(*out.Message))
+}

@@ -53,23 +53,25 @@ const (
 // Task is the projection of one durable task: the row the API reads. The
 // task's workflow is its single writer.
 type Task struct {
-	ID                        string // mcp-task-<32 hex>, also the workflow id
-	UserID                    string
-	ThreadID                  string
-	RunID                     *string
-	ToolCallID                *string
-	ServerName                string
-	DriverName                string
-	RemoteTaskID              string // never exposed by the API
-	TaskName                  string
-	Status                    Status
-	Result                    any
-	ResultPreview             *string
-	ResultTruncated           bool
-	ResultArtifact            map[string]string
-	Error                     *string
-	InputRequired             map[string]any
-	InputAnswerable           bool
+	ID              string // mcp-task-<32 hex>, also the workflow id
+	UserID          string
+	ThreadID        string
+	RunID           *string
+	ToolCallID      *string
+	ServerName      string
+	DriverName      string
+	RemoteTaskID    string // never exposed by the API
+	TaskName        string
+	Status          Status
+	Result          any
+	ResultPreview   *string
+	ResultTruncated bool
+	ResultArtifact  map[string]string
+	Error           *string
+	InputRequired   map[string]any
+	InputAnswerable bool
+	// StatusMessage is the server's latest progress message (Snapshot.Message).
+	StatusMessage             *string
 	DriverData                map[string]string
 	NotificationStatus        string
 	NotificationError         *string
@@ -114,6 +116,7 @@ func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {
 	t.Error = s.Error
 	t.InputRequired = s.InputRequired
 	t.InputAnswerable = s.InputAnswerable
+	t.StatusMessage = s.Message
 	if s.Status.IsTerminal() && t.CompletedAt == nil {
 		c := at
 		t.CompletedAt = &c
@@ -123,7 +126,8 @@ func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {
 // Snapshot returns the snapshot fields of t (without a poll hint).
 func (t *Task) Snapshot() Snapshot {
 	return Snapshot{Status: t.Status, Result: t.Result, ResultPreview: t.ResultPreview, ResultTruncated: t.ResultTruncated,
-		ResultArtifact: t.ResultArtifact, Error: t.Error, InputRequired: t.InputRequired, InputAnswerable: t.InputAnswerable}
+		ResultArtifact: t.ResultArtifact, Error: t.Error, InputRequired: t.InputRequired, InputAnswerable: t.InputAnswerable,
+		Message: t.StatusMessage}
 }
 
 // SubmitRequest asks a driver to start a remote task (spec §2.1).

@@ -443,6 +443,9 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	}
 	if unchanged && prog.Errors == 0 && snap.IsPollable() {
 		outcome = "unchanged"
+		if report && snap.Message != nil {
+			a.writeMessage(ctx, in.Ref.LocalTaskID, *snap.Message)
+		}
 		// Nothing to carry to the next attempt (no errors), so no heartbeat:
 		// an unchanged poll costs one failed attempt and no history.
 		delay, _ := in.Timing.NextPollDelay(snap)
@@ -544,6 +547,21 @@ func (a *Activities) rowHolds(ctx context.Context, taskID string, snap mcpflow.S
 	return Fingerprint(stored) == Fingerprint(t.Snapshot())
 }
 
+// writeMessage writes a new progress message of an otherwise unchanged
+// task to its row (a reporting poll is the row's writer while it runs):
+// the API shows it, and Temporal records nothing. A failure only leaves
+// the older message; the next poll tries again.
+func (a *Activities) writeMessage(ctx context.Context, taskID, msg string) {
+	t, err := a.Tasks.GetTask(ctx, taskID)
+	if err != nil || (t.StatusMessage != nil && *t.StatusMessage == msg) {
+		return
+	}
+	t.StatusMessage = &msg
+	if err := a.Tasks.UpdateTask(ctx, t); err != nil {
+		activity.GetLogger(ctx).Debug("could not write the progress message", "task_id", taskID, "error", err)
+	}
+}
+
 // report signals a written change to the task's workflow (its current run).
 // A failure is retried after the poll interval, by the next attempt.
 func (a *Activities) report(ctx context.Context, in PollInput, out *PollOutput) error {
@@ -623,6 +641,7 @@ func (a *Activities) Cancel(ctx context.Context, in CancelInput) (*CancelOutput,
 // JSON), so workflow code only compares the strings.
 func Fingerprint(s mcpflow.Snapshot) string {
 	s.PollAfterSeconds = nil // a changing hint alone is not news
+	s.Message = nil          // nor a progress message: written to the row only (Poll)
 	b, err := mcpflow.StrictJSON(s)
 	if err != nil {
 		b = []byte(fmt.Sprintf("%#v", s))

@@ -28,7 +28,9 @@ type taskItem struct {
 // driver data or the server name.
 type taskDetail struct {
 	taskItem
-	LastPolledAt             *time.Time        `json:"last_polled_at"`
+	LastPolledAt *time.Time `json:"last_polled_at"`
+	// StatusMessage is the server's latest progress message, if it gives one.
+	StatusMessage            *string           `json:"status_message"`
 	LastPollError            *string           `json:"last_poll_error"`
 	LastCancelError          *string           `json:"last_cancel_error"`
 	CancelAttemptCount       int               `json:"cancel_attempt_count"`
@@ -66,7 +68,7 @@ func (s *Server) item(t *mcpflow.Task) taskItem {
 
 func (s *Server) detail(t *mcpflow.Task) taskDetail {
 	d := taskDetail{
-		taskItem: s.item(t), LastPolledAt: t.LastPolledAt, LastPollError: cut(t.LastPollError),
+		taskItem: s.item(t), LastPolledAt: t.LastPolledAt, StatusMessage: t.StatusMessage, LastPollError: cut(t.LastPollError),
 		LastCancelError: cut(t.LastCancelError), CancelAttemptCount: t.CancelAttemptCount,
 		NotificationStatus: t.NotificationStatus, NotificationError: cut(t.NotificationError),
 		NotificationAttemptCount: t.NotificationAttemptCount, Result: t.Result, ResultPreview: t.ResultPreview,

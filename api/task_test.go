@@ -28,7 +28,8 @@ var (
 	detailFields = append(append([]string{}, listFields...),
 		"last_polled_at", "last_poll_error", "last_cancel_error", "cancel_attempt_count",
 		"notification_status", "notification_error", "notification_attempt_count",
-		"result", "result_preview", "result_truncated", "result_artifact", "input_required", "input_answerable")
+		"result", "result_preview", "result_truncated", "result_artifact", "input_required", "input_answerable",
+		"status_message") // mcpflow's own: the server's progress message
 	// hiddenFields never leave the server.
 	hiddenFields = []string{"remote_task_id", "driver_data", "server_name"}
 )
@@ -208,6 +209,7 @@ func TestTaskDetailShape(t *testing.T) {
 		tk.ResultArtifact = map[string]string{"uri": "file:///tmp/r.pdf", "mime_type": "application/pdf"}
 		tk.InputRequired = map[string]any{"question": "Which format?"}
 		tk.LastPolledAt = &polled
+		tk.StatusMessage = ptr("step 2 of 3")
 		tk.LastPollError = ptr("poll broke")
 		tk.LastCancelError = ptr("cancel refused")
 		tk.CancelAttemptCount = 2
@@ -227,7 +229,7 @@ func TestTaskDetailShape(t *testing.T) {
 		"task_id": full.ID, "task_name": "job 1", "status": "input_required",
 		"created_at": "2026-05-06T07:08:10Z", "updated_at": "2026-05-06T07:10:09Z",
 		"error": nil, "tracking_degraded": false, "cancel_requested": false,
-		"last_polled_at": "2026-05-06T07:09:09Z", "last_poll_error": "poll broke",
+		"last_polled_at": "2026-05-06T07:09:09Z", "status_message": "step 2 of 3", "last_poll_error": "poll broke",
 		"last_cancel_error": "cancel refused", "cancel_attempt_count": 2.0,
 		"notification_status": "retry", "notification_error": "webhook 500", "notification_attempt_count": 4.0,
 		"result": map[string]any{"rows": []any{1.0, 2.0}}, "result_preview": "preview", "result_truncated": true,

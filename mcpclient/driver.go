@@ -125,7 +125,8 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 // maps its payload: running becomes working, the other statuses stay; an
 // error_code "task_not_found" makes the task failed whatever its status.
 // An input_required status is answerable (Snapshot.InputAnswerable) when
-// the driver data names an input tool.
+// the driver data names an input tool. A string "message" is the task's
+// progress message (Snapshot.Message).
 func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
 	ctx, pin := withTaskPin(ctx)
 	defer pin.release()
@@ -142,6 +143,12 @@ func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) 
 	input, err := p.optObject("input_required")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
+	}
+	// A progress message is optional and not part of the status contract
+	// (spec §2.2): any other type than a string is ignored, never an error.
+	var message *string
+	if m, ok := p.fields["message"].(string); ok && m != "" {
+		message = &m
 	}
 	hint, err := p.pollAfter()
 	if err != nil {
@@ -168,6 +175,7 @@ func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) 
 		InputRequired:    input,
 		InputAnswerable:  status == mcpflow.StatusInputRequired && hasInputTool(ref.DriverData),
 		PollAfterSeconds: hint,
+		Message:          message,
 	})
 }
 

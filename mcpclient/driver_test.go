@@ -349,6 +349,14 @@ func TestOrdinaryDriverStatus(t *testing.T) {
 			`{"task_id":"remote-1","status":"running","poll_after_seconds":12.5,"unknown":"ignored"}`,
 			mcpflow.Snapshot{Status: mcpflow.StatusWorking, PollAfterSeconds: drvFloat(12.5)},
 		},
+		"running with a progress message": {
+			`{"task_id":"remote-1","status":"running","message":"step 2 of 3"}`,
+			mcpflow.Snapshot{Status: mcpflow.StatusWorking, Message: drvStr("step 2 of 3")},
+		},
+		"a message that is not a string is ignored": {
+			`{"task_id":"remote-1","status":"running","message":{"pct":40}}`,
+			mcpflow.Snapshot{Status: mcpflow.StatusWorking},
+		},
 		"integer hint": {
 			`{"task_id":"remote-1","status":"running","poll_after_seconds":1}`,
 			mcpflow.Snapshot{Status: mcpflow.StatusWorking, PollAfterSeconds: drvFloat(1)},

@@ -261,6 +261,10 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 	switch t.status {
 	case mcp.TaskStatusWorking:
 		s.PollAfterSeconds = t.pollAfter
+		if t.message != "" {
+			m := t.message
+			s.Message = &m
+		}
 	case mcp.TaskStatusInputRequired:
 		s.PollAfterSeconds = t.pollAfter
 		s.InputRequired = map[string]any{"message": t.message}

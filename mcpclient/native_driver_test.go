@@ -142,6 +142,16 @@ func TestNativeDriverOutcomes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, mcpflow.StatusInputRequired, snap.Status)
 		require.Equal(t, map[string]any{"message": "Which tide?"}, snap.InputRequired)
+		require.Nil(t, snap.Message, "the question is not a progress message")
+	})
+	t.Run("working with a statusMessage", func(t *testing.T) {
+		ref, _ := n.submit(t, tasksrv.ToolForever, nil)
+		n.srv.Rewrite("tasks/get", func(r map[string]any) { r["statusMessage"] = "3 of 7 pages" })
+		defer n.srv.Rewrite("tasks/get", nil)
+		snap, err := n.d.Status(nativeCtx(t), ref)
+		require.NoError(t, err)
+		require.Equal(t, mcpflow.StatusWorking, snap.Status)
+		require.Equal(t, "3 of 7 pages", *snap.Message)
 	})
 	require.Positive(t, n.srv.Count("tasks/result"))
 }

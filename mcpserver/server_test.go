@@ -45,15 +45,15 @@ func TestStatusMessage(t *testing.T) {
 	for range 600 {
 		long += "é"
 	}
-	require.Equal(t, "boom", statusMessage(mcpflow.StatusFailed, ptr("boom"), nil, false))
-	require.Equal(t, "", statusMessage(mcpflow.StatusCancelled, nil, nil, true), "a finished task has no pending cancel")
-	require.Equal(t, "cancellation requested", statusMessage(mcpflow.StatusWorking, nil, nil, true))
-	require.Equal(t, "", statusMessage(mcpflow.StatusWorking, ptr("old error"), nil, false))
-	require.Equal(t, "Which year?", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"message": "Which year?", "x": 1}, false))
-	require.Equal(t, "Pick one", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"question": "Pick one"}, false))
-	require.Equal(t, `{"choices":[1,2],"ü":true}`, statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"ü": true, "choices": []any{1, 2}}, false))
-	require.Equal(t, "input required", statusMessage(mcpflow.StatusInputRequired, nil, nil, false))
-	require.Len(t, []rune(statusMessage(mcpflow.StatusFailed, &long, nil, false)), mcpflow.MaxAPIErrorChars)
+	require.Equal(t, "boom", statusMessage(mcpflow.StatusFailed, ptr("boom"), nil, false, nil))
+	require.Equal(t, "", statusMessage(mcpflow.StatusCancelled, nil, nil, true, nil), "a finished task has no pending cancel")
+	require.Equal(t, "cancellation requested", statusMessage(mcpflow.StatusWorking, nil, nil, true, nil))
+	require.Equal(t, "", statusMessage(mcpflow.StatusWorking, ptr("old error"), nil, false, nil))
+	require.Equal(t, "Which year?", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"message": "Which year?", "x": 1}, false, nil))
+	require.Equal(t, "Pick one", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"question": "Pick one"}, false, nil))
+	require.Equal(t, `{"choices":[1,2],"ü":true}`, statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"ü": true, "choices": []any{1, 2}}, false, nil))
+	require.Equal(t, "input required", statusMessage(mcpflow.StatusInputRequired, nil, nil, false, nil))
+	require.Len(t, []rune(statusMessage(mcpflow.StatusFailed, &long, nil, false, nil)), mcpflow.MaxAPIErrorChars)
 }
 
 func TestCursorRoundTrip(t *testing.T) {

@@ -189,7 +189,7 @@ func (s *Server) statusNotification(ctx context.Context, e *mcpflow.ThreadEvent)
 		return notification{}, false
 	}
 	task := mcp.Task{TaskId: t.ID, Status: mcpStatus(e.Status), CreatedAt: isoTime(t.CreatedAt), LastUpdatedAt: isoTime(e.CreatedAt),
-		StatusMessage: statusMessage(e.Status, ev.Error, ev.InputRequired, false)}
+		StatusMessage: statusMessage(e.Status, ev.Error, ev.InputRequired, false, nil)}
 	if !e.Status.IsTerminal() {
 		poll := s.opts.PollInterval.Milliseconds()
 		task.PollInterval = &poll

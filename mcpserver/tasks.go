@@ -40,8 +40,9 @@ func mcpStatus(s mcpflow.Status) mcp.TaskStatus {
 func isoTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // statusMessage is the task's statusMessage: the error of a failed or
-// cancelled task, the question of one that needs input, a pending cancel.
-func statusMessage(status mcpflow.Status, errText *string, input map[string]any, cancelRequested bool) string {
+// cancelled task, the question of one that needs input, a pending cancel,
+// else the server's progress message (progress; nil when none).
+func statusMessage(status mcpflow.Status, errText *string, input map[string]any, cancelRequested bool, progress *string) string {
 	var msg string
 	switch status {
 	case mcpflow.StatusFailed, mcpflow.StatusCancelled:
@@ -51,8 +52,11 @@ func statusMessage(status mcpflow.Status, errText *string, input map[string]any,
 	case mcpflow.StatusInputRequired:
 		msg = inputQuestion(input)
 	default:
-		if cancelRequested {
+		switch {
+		case cancelRequested:
 			msg = "cancellation requested"
+		case progress != nil:
+			msg = *progress
 		}
 	}
 	return mcpflow.TruncateChars(msg, mcpflow.MaxAPIErrorChars)
@@ -95,7 +99,7 @@ func (s *Server) withLink(msg, taskID string) string {
 func (s *Server) task(t *mcpflow.Task) mcp.Task {
 	poll := s.opts.PollInterval.Milliseconds()
 	out := mcp.Task{TaskId: t.ID, Status: mcpStatus(t.Status), CreatedAt: isoTime(t.CreatedAt), LastUpdatedAt: isoTime(t.UpdatedAt),
-		StatusMessage: s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil), t.ID)}
+		StatusMessage: s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil, t.StatusMessage), t.ID)}
 	if !t.Status.IsTerminal() {
 		out.PollInterval = &poll
 	}

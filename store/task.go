@@ -37,6 +37,7 @@ type taskRow struct {
 	Error                     *string    `gorm:"column:error"`
 	InputRequired             *string    `gorm:"column:input_required"`
 	InputAnswerable           bool       `gorm:"column:input_answerable"`
+	StatusMessage             *string    `gorm:"column:status_message"`
 	DriverData                string     `gorm:"column:driver_data"`
 	NotificationStatus        string     `gorm:"column:notification_status"`
 	NotificationError         *string    `gorm:"column:notification_error"`
@@ -90,6 +91,7 @@ func newTaskRow(t *mcpflow.Task) (*taskRow, error) {
 		ResultTruncated:           t.ResultTruncated,
 		Error:                     t.Error,
 		InputAnswerable:           t.InputAnswerable,
+		StatusMessage:             t.StatusMessage,
 		NotificationStatus:        t.NotificationStatus,
 		NotificationError:         t.NotificationError,
 		NotificationAttemptCount:  t.NotificationAttemptCount,
@@ -150,6 +152,7 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 		ResultTruncated:           r.ResultTruncated,
 		Error:                     r.Error,
 		InputAnswerable:           r.InputAnswerable,
+		StatusMessage:             r.StatusMessage,
 		NotificationStatus:        r.NotificationStatus,
 		NotificationError:         r.NotificationError,
 		NotificationAttemptCount:  r.NotificationAttemptCount,

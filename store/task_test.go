@@ -25,6 +25,7 @@ func fullTask(user, thread, remote string, result any) *mcpflow.Task {
 	t.Error = ptr("boom")
 	t.InputRequired = map[string]any{"question": "Which year?", "choices": []any{"2025", "2026"}, "n": json.Number("2.5"), "ok": true, "none": nil}
 	t.InputAnswerable = true
+	t.StatusMessage = ptr("step 2 of 3 ✓")
 	t.NotificationStatus = mcpflow.NotificationPending
 	t.NotificationError = ptr("webhook said 500")
 	t.NotificationAttemptCount = 2

@@ -139,3 +139,32 @@ func TestReportShapeCancelAdoptsAnUnreportedWrite(t *testing.T) {
 	require.Equal(t, 1, task.PollAttemptCount)
 	b.requireEventStatuses(t, "input_required", "cancelled")
 }
+
+// A progress message alone is not a change: the reporting poll writes it to
+// the row, and neither reports it nor records anything in the history.
+func TestReportShapeWritesProgressMessagesOnly(t *testing.T) {
+	t.Parallel()
+	msg := func(m string) statusAnswer {
+		return statusAnswer{snap: mcpflow.Snapshot{Status: mcpflow.StatusWorking, Message: &m}}
+	}
+	d := &fakeDriver{submitID: "remote-1", statuses: []statusAnswer{msg("25% done"), msg("50% done"), msg("75% done"), msg("75% done"), completed()}}
+	b := setup(t, d)
+	sig := &flakySignaller{envSignaller: envSignaller{b.env}}
+	b.acts.Reports = sig
+	var seen []string
+	d.onStatus = func(n int) {
+		// The row as the API shows it when the n-th poll starts.
+		task, err := b.db.GetTask(context.Background(), b.in.TaskID)
+		if err == nil && task.StatusMessage != nil {
+			seen = append(seen, *task.StatusMessage)
+		}
+	}
+	upserted := b.recordStatusUpserts()
+	_, err := b.run(t)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.StatusCompleted, b.outcome(t).Status)
+	require.Equal(t, 2, sig.sent, "reports: the first working and completed; no message change is reported")
+	require.Equal(t, []string{"working", "completed"}, *upserted)
+	require.Equal(t, []string{"25% done", "50% done", "75% done", "75% done"}, seen, "each new message reached the row")
+	require.Nil(t, b.task(t).StatusMessage, "a finished task keeps no progress message")
+}

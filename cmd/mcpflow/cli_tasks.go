@@ -44,6 +44,8 @@ type taskView struct {
 	ResultArtifact   map[string]string `json:"result_artifact"`
 	InputRequired    map[string]any    `json:"input_required"`
 	InputAnswerable  bool              `json:"input_answerable"`
+	// StatusMessage is the server's progress message, when it gives one.
+	StatusMessage *string `json:"status_message"`
 	// TemporalUIURL links the task's workflow in the Temporal Web UI, when
 	// the API gives it.
 	TemporalUIURL string `json:"temporal_ui_url"`
@@ -51,6 +53,14 @@ type taskView struct {
 
 func (t *taskView) terminal() bool {
 	return t.Status == "completed" || t.Status == "failed" || t.Status == "cancelled"
+}
+
+// message is the server's progress message ("" when none).
+func (t *taskView) message() string {
+	if t.StatusMessage == nil {
+		return ""
+	}
+	return *t.StatusMessage
 }
 
 // question is the question of an input_required task ("" when none).
@@ -99,6 +109,9 @@ func (t *taskView) line(now time.Time) string {
 	if t.TrackingDegraded && t.LastPollError != nil {
 		parts = append(parts, "tracking degraded: "+firstLine(*t.LastPollError, 80))
 	}
+	if t.StatusMessage != nil && !t.terminal() {
+		parts = append(parts, strconv.Quote(firstLine(*t.StatusMessage, 120)))
+	}
 	if t.Status == "input_required" {
 		parts = append(parts, "waiting for input")
 	}
@@ -118,7 +131,7 @@ func (t *taskView) changeKey() string {
 	if t.TrackingDegraded && t.LastPollError != nil {
 		pe = *t.LastPollError
 	}
-	return strings.Join([]string{t.Status, strconv.FormatBool(t.CancelRequested), t.question(), e, pe}, "\x00")
+	return strings.Join([]string{t.Status, strconv.FormatBool(t.CancelRequested), t.message(), t.question(), e, pe}, "\x00")
 }
 
 func shortDuration(d time.Duration) string {
@@ -264,6 +277,9 @@ func (c *cli) printTask(t *taskView, now time.Time) {
 	fmt.Fprintf(w, "Updated: %s (%s ago)\n", t.UpdatedAt.Local().Format(time.RFC3339), shortDuration(now.Sub(t.UpdatedAt)))
 	if t.LastPolledAt != nil {
 		fmt.Fprintf(w, "Last poll: %s (%s ago)\n", t.LastPolledAt.Local().Format(time.RFC3339), shortDuration(now.Sub(*t.LastPolledAt)))
+	}
+	if m := t.message(); m != "" {
+		fmt.Fprintf(w, "Message: %s\n", oneLine(m))
 	}
 	if t.LastPollError != nil {
 		fmt.Fprintf(w, "Last poll error: %s\n", oneLine(*t.LastPollError))

@@ -365,14 +365,15 @@ func TestCLIWatchOutput(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	polled := created.Add(20 * time.Second)
 	task := &taskView{TaskID: "mcp-task-1", TaskName: "job", Status: "working", CreatedAt: created,
-		UpdatedAt: polled, LastPolledAt: &polled,
+		UpdatedAt: polled, LastPolledAt: &polled, StatusMessage: ptrTo("step 2 of 3"),
 		TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/mcp-task-1"}
-	require.Equal(t, `mcp-task-1  job  working  25s  last poll 5s ago`, task.line(created.Add(25*time.Second)))
+	require.Equal(t, `mcp-task-1  job  working  25s  last poll 5s ago  "step 2 of 3"`, task.line(created.Add(25*time.Second)))
 
 	var out bytes.Buffer
 	c := &cli{stdout: &out}
 	c.printTask(task, created.Add(25*time.Second))
 	require.Contains(t, out.String(), "\nTemporal: http://localhost:8233/namespaces/default/workflows/mcp-task-1\n")
+	require.Contains(t, out.String(), "\nMessage: step 2 of 3\n")
 
 	// On a terminal the line is rewritten in place.
 	out.Reset()
@@ -383,3 +384,5 @@ func TestCLIWatchOutput(t *testing.T) {
 	w.end()
 	require.Equal(t, "\r\x1b[2Kmcp-task-1  job  w…\r\x1b[2KInput required: x\n\r\x1b[2Kshort\n", out.String())
 }
+
+func ptrTo[T any](v T) *T { return &v }

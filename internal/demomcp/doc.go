@@ -24,6 +24,8 @@
 // duration_seconds, so a benchmark gets an exact number of polls whatever
 // their timing; with status_delay_seconds every get_job_status call of the
 // job answers that much later (counted first), a slow remote status call.
+// With progress true a running job's status carries a "message" ("25%
+// done"), which changes at each quarter of duration_seconds.
 //
 // It stands in for a third-party MCP server, so it must not import any other
 // mcpflow package; it depends only on the standard library and mcp-go.

@@ -61,6 +61,7 @@ type jobRecord struct {
 	DurationSeconds  float64         `json:"duration_seconds"`
 	Outcome          string          `json:"outcome"`
 	PollAfterSeconds *float64        `json:"poll_after_seconds,omitempty"`
+	Progress         bool            `json:"progress,omitempty"`
 	Result           json.RawMessage `json:"result,omitempty"`
 	Error            string          `json:"error,omitempty"`
 	StatusErrorsLeft int             `json:"status_errors_left,omitempty"`
@@ -141,6 +142,10 @@ func (j *jobRecord) statusPayload(now time.Time) map[string]any {
 	case statusRunning:
 		if j.PollAfterSeconds != nil {
 			p["poll_after_seconds"] = *j.PollAfterSeconds
+		}
+		if j.Progress && j.DurationSeconds > 0 {
+			quarter := min(int(4*now.Sub(j.CreatedAt).Seconds()/j.DurationSeconds), 3)
+			p["message"] = fmt.Sprintf("%d%% done", 25*quarter)
 		}
 	case statusInputRequired:
 		if j.Outcome == outcomeAsk {
@@ -238,6 +243,8 @@ type jobSpec struct {
 	FinishAtStatusCall int
 	// StatusDelaySeconds delays every status call of the job.
 	StatusDelaySeconds float64
+	// Progress reports a progress message while the job runs.
+	Progress bool
 }
 
 // errStatusUnavailable is returned by jobStore.status while a job still has
@@ -308,6 +315,7 @@ func (s *jobStore) submit(spec jobSpec, key string) (map[string]any, error) {
 		DurationSeconds:  spec.DurationSeconds,
 		Outcome:          spec.Outcome,
 		PollAfterSeconds: spec.PollAfterSeconds,
+		Progress:         spec.Progress,
 		Result:           spec.Result,
 		Error:            spec.Error,
 		StatusErrorsLeft: spec.StatusErrors,

@@ -99,6 +99,7 @@ func (s *Server) registerTools() {
 		mcp.WithNumber("answer_duration_seconds", mcp.Min(0), mcp.DefaultNumber(0),
 			mcp.Description("How long the job runs on after answer_job took an answer, before it completes.")),
 		mcp.WithNumber("poll_after_seconds", mcp.Description("Poll hint reported while running; > 0.")),
+		mcp.WithBoolean("progress", mcp.Description(`Report a progress message while running ("25% done", in quarters of duration_seconds).`)),
 		mcp.WithAny("result", mcp.Description(`Result of a completed job. Default {"answer": 42}.`)),
 		mcp.WithString("error", mcp.Description(`Error of a failed job. Default "job failed".`)),
 		mcp.WithInteger("status_errors", mcp.Min(0),
@@ -343,6 +344,7 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		AnswerDuration   float64         `json:"answer_duration_seconds"`
 		FinishAt         *int            `json:"finish_at_status_call"`
 		StatusDelay      float64         `json:"status_delay_seconds"`
+		Progress         bool            `json:"progress"`
 	}
 	if res := bindArgs(req, &args); res != nil {
 		return res, nil
@@ -363,6 +365,7 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		PollAfterSeconds: args.PollAfterSeconds,
 		Result:           args.Result,
 		Error:            args.Error,
+		Progress:         args.Progress,
 	}
 	if args.DurationSeconds != nil {
 		if d := *args.DurationSeconds; d < 0 || d > maxDurationSeconds {

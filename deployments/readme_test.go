@@ -38,12 +38,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unicode"
 
+	"github.com/mcpflow/mcpflow/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -216,24 +216,6 @@ func TestDevVariables(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a process's output and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func freePort(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -292,7 +274,7 @@ func TestREADMEExamples(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(root, "bin"), filepath.Join(work, "bin")))
 
 	// The stack, as make dev starts it.
-	var stackOut syncBuffer
+	var stackOut testenv.SyncBuffer
 	stack := exec.Command(filepath.Join(root, "deployments/dev/run.sh"))
 	stack.Dir = root
 	stack.Env = hermeticEnv("DEV_API_PORT="+ports["api"], "DEV_TEMPORAL_PORT="+ports["temporal"],

@@ -44,6 +44,29 @@ func currentBuild(t *testing.T, deployment string) string {
 	return ""
 }
 
+// waitRouted waits until the switch to build reached the task queue: a
+// probe task submitted now runs on it. Describe shows a new current version
+// at once, while the task queues learn it a little later (seconds on a busy
+// machine); a task that changes in between may still take a step on the
+// older build.
+func waitRouted(t *testing.T, base, thread, build string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		id, err := submitTask(base, thread, `{"duration_seconds": 0}`)
+		if err != nil {
+			return false
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if got, _ := runBuild(t, id); got != "" {
+				return got == build
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return false
+	}, 60*time.Second, 10*time.Millisecond, "new tasks never ran on build %s", build)
+}
+
 // requireFinishedOn waits until every task completed with the demo's
 // result, its workflow last ran on build, it was submitted once and nothing
 // was cancelled.
@@ -56,8 +79,24 @@ func requireFinishedOn(t *testing.T, e *taskEnv, thread string, ids, labels []st
 		got, _ := runBuild(t, id)
 		require.Equal(t, build, got, "task %s finished on build %s", id, build)
 	}
-	final := requireOneSubmitEach(t, e, thread, ids, labels, "completed")
-	require.Zero(t, final.Cancels, "an upgrade never cancels")
+	// One submit per task, never a cancel (the probes of waitRouted are
+	// other jobs of the same demo server).
+	stats := jobStats(t, e, thread)
+	for i, id := range ids {
+		job, ok := stats.Jobs[remoteID(t, e.m, id)]
+		require.True(t, ok, "task %s tracks a job the demo server knows", id)
+		require.Equal(t, 1, job.Submits, "task %s: %+v", id, job)
+		require.Equal(t, labels[i], job.Label, "task %s tracks the job it submitted", id)
+		require.Equal(t, "completed", job.Status, "task %s", id)
+		require.Zero(t, job.CancelCalls, "an upgrade never cancels: task %s", id)
+	}
+	submitted := 0
+	for _, job := range stats.Jobs {
+		if strings.HasPrefix(job.Label, strings.TrimRight(labels[0], "0123456789")) {
+			submitted++
+		}
+	}
+	require.Equal(t, len(ids), submitted, "one remote job per task")
 }
 
 // runBuild is the build id of the deployment version a task workflow's
@@ -107,10 +146,10 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 		labels[i] = fmt.Sprintf("upgrade-%02d", i)
 	}
 	ids := submitMany(t, s.URL(), "tv", labels, func(label string) string {
-		return fmt.Sprintf(`{"duration_seconds": 8, "poll_after_seconds": 1, "label": %q}`, label)
+		return fmt.Sprintf(`{"duration_seconds": 20, "poll_after_seconds": 1, "label": %q}`, label)
 	})
 	// A stdio task started on A: its job lives in A's subprocess.
-	stdio := e.submit(t, "tvs", "local_submit_job", `{"duration_seconds": 10}`)
+	stdio := e.submit(t, "tvs", "local_submit_job", `{"duration_seconds": 20}`)
 	e.waitStatus(t, "tvs", stdio, "working")
 	for _, id := range append([]string{stdio}, ids...) {
 		if id != stdio {
@@ -125,6 +164,7 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 	b := startWorkerBinary(t, buildB, cfg, env...)
 	require.Eventually(t, func() bool { return currentBuild(t, deployment) == "vtest-b" }, 60*time.Second, 100*time.Millisecond,
 		"build B never became current:\n%s", b.logs.String())
+	waitRouted(t, s.URL(), "tv-probe", "vtest-b")
 	stats := jobStats(t, e, "tv")
 	for _, id := range ids {
 		require.NotEqual(t, "completed", stats.Jobs[remoteID(t, s, id)].Status,
@@ -220,7 +260,7 @@ func TestUpgradeFromAnEarlierBuild(t *testing.T) {
 		labels[i] = fmt.Sprintf("earlier-%02d", i)
 	}
 	ids := submitMany(t, base, "tu", labels, func(label string) string {
-		return fmt.Sprintf(`{"duration_seconds": 8, "poll_after_seconds": 1, "label": %q}`, label)
+		return fmt.Sprintf(`{"duration_seconds": 20, "poll_after_seconds": 1, "label": %q}`, label)
 	})
 	for _, id := range ids {
 		require.Eventually(t, func() bool {
@@ -235,6 +275,7 @@ func TestUpgradeFromAnEarlierBuild(t *testing.T) {
 	b := startWorkerBinary(t, current, cfg, "MCPFLOW_TEMPORAL_WORKER_VERSIONING=true", "MCPFLOW_TEMPORAL_DEPLOYMENT_NAME="+deployment)
 	require.Eventually(t, func() bool { return currentBuild(t, deployment) == "vtest-current" }, 60*time.Second, 100*time.Millisecond,
 		"this build never became current:\n%s", b.logs.String())
+	waitRouted(t, base, "tu-probe", "vtest-current")
 	a.stop(t)
 
 	// The API is rolled too: this build serves the same database.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpflow/mcpflow/internal/testenv"
 	"github.com/mcpflow/mcpflow/worker"
 	"github.com/stretchr/testify/require"
@@ -143,8 +144,9 @@ func temporalCLI(t *testing.T) string {
 	return p
 }
 
-// With temporal.web_ui_url set, a task's detail links its workflow in the
-// Temporal Web UI, in the namespace the client resolved.
+// With temporal.web_ui_url set, a task's detail, the CLI and the MCP
+// endpoint link its workflow in the Temporal Web UI, in the namespace the
+// client resolved.
 func TestTaskWebUILink(t *testing.T) {
 	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1 }\n", demoTaskExt(demoHTTP(t)))
 	withTemporalSection(t, cfg, fmt.Sprintf(`{ address: %q, task_queue: e2e-link-%d, web_ui_url: "http://127.0.0.1:8233/" }`,
@@ -160,6 +162,13 @@ func TestTaskWebUILink(t *testing.T) {
 		noEnv, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	require.Contains(t, out.String(), "Temporal: "+link)
+	// So does the MCP endpoint's statusMessage.
+	c, _ := mcpGoClient(t, e.m.URL()+"/mcp/threads/link", nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := c.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: id}})
+	require.NoError(t, err)
+	require.Equal(t, "Temporal Web UI: "+link, got.StatusMessage)
 
 	plain := startTaskEnv(t)
 	id = plain.submit(t, "link", "demo_submit_job", `{"duration_seconds": 0.5}`)

@@ -217,18 +217,16 @@ func TestTLSProxy(t *testing.T) {
 			}()
 			require.Eventually(t, func() bool { return p.Requests() > before }, 5*time.Second, 10*time.Millisecond)
 			time.Sleep(500 * time.Millisecond) // the poll is now held by the server
-			start := time.Now()
 			p.Close()
 			select {
 			case pollErr = <-done:
-			case <-time.After(20 * time.Second):
+			case <-time.After(60 * time.Second): // a hang guard, not a timing claim
 				t.Fatal("the long poll did not end when the proxy closed")
 			}
-			require.Less(t, time.Since(start), 15*time.Second)
+			// Cut by the close: a poll the server answered (an empty task
+			// queue's poll times out into an empty answer) ends without error.
+			require.Error(t, pollErr, "the poll ended because the proxy closed its connection")
 		})
-		// The client (closed by the subtest's cleanup) retries the poll on
-		// UNAVAILABLE until the proxy is gone for good; either way it ended.
-		t.Logf("poll ended with: %v", pollErr)
 		require.NoError(t, goleak.Find(ignore))
 	})
 }

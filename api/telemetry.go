@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/mcpflow/mcpflow/internal/attrset"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -17,7 +18,7 @@ import (
 type httpMetrics struct {
 	requests metric.Int64Counter
 	latency  metric.Float64Histogram
-	attrs    attrSets[httpLabels]
+	attrs    attrset.Cache[httpLabels]
 }
 
 // httpLabels are the labels of one request's measurements.
@@ -41,13 +42,13 @@ func newHTTPMetrics(m metric.Meter) *httpMetrics {
 func (s *Server) measure(c *gin.Context) {
 	start := time.Now()
 	c.Next()
-	attrs := s.metrics.attrs.get(httpLabels{route: routeOf(c), method: methodLabel(c.Request.Method), status: c.Writer.Status()},
+	attrs := s.metrics.attrs.Get(httpLabels{route: routeOf(c), method: methodLabel(c.Request.Method), status: c.Writer.Status()},
 		func(l httpLabels) attribute.Set {
 			return attribute.NewSet(attribute.String("route", l.route), attribute.String("method", l.method),
 				attribute.String("status", strconv.Itoa(l.status)))
 		})
-	s.metrics.requests.Add(c.Request.Context(), 1, attrs.add...)
-	s.metrics.latency.Record(c.Request.Context(), time.Since(start).Seconds(), attrs.record...)
+	s.metrics.requests.Add(c.Request.Context(), 1, attrs.Add...)
+	s.metrics.latency.Record(c.Request.Context(), time.Since(start).Seconds(), attrs.Record...)
 }
 
 // methodLabel keeps the method label bounded: any method but the standard

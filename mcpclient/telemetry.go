@@ -13,6 +13,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/attrset"
 )
 
 // runtimeMetrics are the runtime's instruments: tool calls by server and
@@ -26,7 +27,7 @@ type runtimeMetrics struct {
 	// nothing.
 	tracing bool
 	reg     metric.Registration
-	attrs   attrSets[callLabels]
+	attrs   attrset.Cache[callLabels]
 }
 
 // callLabels are the labels of one tool call's measurements.
@@ -80,10 +81,10 @@ func (rm *runtimeMetrics) observe(ctx context.Context, server, tool string, call
 	if rm.tracing {
 		span.SetAttributes(attribute.String("mcp.outcome", outcome))
 	}
-	attrs := rm.attrs.get(callLabels{server: server, outcome: outcome}, func(l callLabels) attribute.Set {
+	attrs := rm.attrs.Get(callLabels{server: server, outcome: outcome}, func(l callLabels) attribute.Set {
 		return attribute.NewSet(attribute.String("server", l.server), attribute.String("outcome", l.outcome))
 	})
-	rm.calls.Add(ctx, 1, attrs.add...)
-	rm.latency.Record(ctx, time.Since(start).Seconds(), attrs.record...)
+	rm.calls.Add(ctx, 1, attrs.Add...)
+	rm.latency.Record(ctx, time.Since(start).Seconds(), attrs.Record...)
 	return res, err
 }

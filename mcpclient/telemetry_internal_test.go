@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -17,40 +16,6 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 )
-
-// TestAttrSets pins the cache of attribute sets: one entry per label
-// combination, each with its own labels, and past the bound still the
-// right labels (built per call, not kept).
-func TestAttrSets(t *testing.T) {
-	t.Parallel()
-	var a attrSets[callLabels]
-	build := func(l callLabels) attribute.Set {
-		return attribute.NewSet(attribute.String("server", l.server), attribute.String("outcome", l.outcome))
-	}
-	first := a.get(callLabels{"a", "ok"}, build)
-	require.Same(t, first, a.get(callLabels{"a", "ok"}, build), "a combination is built once")
-	other := a.get(callLabels{"a", "tool_error"}, build)
-	require.NotSame(t, first, other)
-	require.Equal(t, "outcome=ok,server=a", labelsOf(t, first))
-	require.Equal(t, "outcome=tool_error,server=a", labelsOf(t, other))
-
-	for i := range maxAttrSets + 10 {
-		l := callLabels{fmt.Sprint("s", i), "ok"}
-		require.Equal(t, "outcome=ok,server="+l.server, labelsOf(t, a.get(l, build)))
-	}
-	require.Equal(t, int64(maxAttrSets), a.n.Load(), "the cache stops at its bound")
-	past := callLabels{"past-the-bound", "ok"}
-	require.NotSame(t, a.get(past, build), a.get(past, build), "past the bound, options are built per call")
-	require.Equal(t, "outcome=ok,server=past-the-bound", labelsOf(t, a.get(past, build)))
-}
-
-// labelsOf are the labels options give a measurement, encoded.
-func labelsOf(t *testing.T, o *attrOpts) string {
-	t.Helper()
-	add, rec := metric.NewAddConfig(o.add).Attributes(), metric.NewRecordConfig(o.record).Attributes()
-	require.True(t, add.Equals(&rec), "Add and Record carry the same labels")
-	return add.Encoded(attribute.DefaultEncoder())
-}
 
 // TestToolCallMetrics pins the labels and counts of the tool-call metrics
 // and that a call gets its span when tracing is on, none when it is off.

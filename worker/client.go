@@ -95,21 +95,7 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	in := workflows.TaskInput{TaskID: taskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
 		ServerName: req.ServerName, TaskName: req.TaskName, DriverName: driver, DriverData: req.DriverData,
 		Arguments: req.Arguments, SealedSecrets: sealed, Config: cfg}
-	op := c.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       taskID,
-		TaskQueue:                c.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SearchAttrTaskStatus.ValueSet(string(mcpflow.StatusSubmitted)),
-			workflows.SearchAttrServer.ValueSet(req.ServerName),
-			workflows.SearchAttrTaskName.ValueSet(req.TaskName),
-			workflows.SearchAttrUserID.ValueSet(req.UserID),
-			workflows.SearchAttrThreadID.ValueSet(req.ThreadID),
-		),
-		Memo:          map[string]any{"task_name": req.TaskName, "server": req.ServerName},
-		StaticSummary: fmt.Sprintf("MCP task %s on %s", req.TaskName, req.ServerName),
-	}, workflows.TaskWorkflowName, in)
+	op := c.Client.NewWithStartWorkflowOperation(StartOptions(in, c.TaskQueue), workflows.TaskWorkflowName, in)
 	h, err := c.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateSubmit, UpdateID: taskID,
@@ -255,4 +241,25 @@ func (c *TaskClient) WorkersAvailable(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return len(resp.GetPollers()) > 0, nil
+}
+
+// StartOptions are the options a task's workflow starts with: its id is
+// the task id (a second start fails), on taskQueue, with the search
+// attributes, memo and summary the Web UI and `temporal workflow list` show.
+func StartOptions(in workflows.TaskInput, taskQueue string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       in.TaskID,
+		TaskQueue:                taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.SearchAttrTaskStatus.ValueSet(string(mcpflow.StatusSubmitted)),
+			workflows.SearchAttrServer.ValueSet(in.ServerName),
+			workflows.SearchAttrTaskName.ValueSet(in.TaskName),
+			workflows.SearchAttrUserID.ValueSet(in.UserID),
+			workflows.SearchAttrThreadID.ValueSet(in.ThreadID),
+		),
+		Memo:          map[string]any{"task_name": in.TaskName, "server": in.ServerName},
+		StaticSummary: fmt.Sprintf("MCP task %s on %s", in.TaskName, in.ServerName),
+	}
 }

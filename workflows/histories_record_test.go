@@ -271,33 +271,13 @@ func (r *recording) startWorker(t *testing.T, process string) *recWorker {
 	return w
 }
 
-// startOptions are the start options worker.TaskClient.Submit uses.
-func (r *recording) startOptions() client.StartWorkflowOptions {
-	in := r.in
-	return client.StartWorkflowOptions{
-		ID:                       in.TaskID,
-		TaskQueue:                r.queue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SearchAttrTaskStatus.ValueSet(string(mcpflow.StatusSubmitted)),
-			workflows.SearchAttrServer.ValueSet(in.ServerName),
-			workflows.SearchAttrTaskName.ValueSet(in.TaskName),
-			workflows.SearchAttrUserID.ValueSet(in.UserID),
-			workflows.SearchAttrThreadID.ValueSet(in.ThreadID),
-		),
-		Memo:          map[string]any{"task_name": in.TaskName, "server": in.ServerName},
-		StaticSummary: fmt.Sprintf("MCP task %s on %s", in.TaskName, in.ServerName),
-	}
-}
-
 // submit starts the task's workflow with its submit update
 // (update-with-start, as worker.TaskClient.Submit does with this input).
 func (r *recording) submit(t *testing.T) (*workflows.SubmitResult, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	op := r.c.NewWithStartWorkflowOperation(r.startOptions(), workflows.TaskWorkflowName, r.in)
+	op := r.c.NewWithStartWorkflowOperation(mcpworker.StartOptions(r.in, r.queue), workflows.TaskWorkflowName, r.in)
 	h, err := r.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: op,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateSubmit, UpdateID: r.in.TaskID,
 			WaitForStage: client.WorkflowUpdateStageCompleted}})
@@ -951,7 +931,7 @@ func recordCancelBeforeSubmit(t *testing.T, r *recording) {
 	r.startWorker(t, "a")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run, err := r.c.ExecuteWorkflow(ctx, r.startOptions(), workflows.TaskWorkflowName, r.in)
+	run, err := r.c.ExecuteWorkflow(ctx, mcpworker.StartOptions(r.in, r.queue), workflows.TaskWorkflowName, r.in)
 	require.NoError(t, err)
 	r.first = run.GetRunID()
 	// Cancel once the workflow waits (its bounded wait's timer is started).

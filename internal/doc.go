@@ -2,7 +2,9 @@
 // environment (internal/testenv: temporary SQLite, PostgreSQL from
 // TEST_DATABASE_URL, the Temporal dev server from the locally built CLI, the
 // reference MCP server from internal/testdata), the demo MCP server
-// (internal/demomcp) and a native MCP Tasks server for tests
-// (internal/tasksrv). Nothing outside this module may import it, and
+// (internal/demomcp), a native MCP Tasks server for tests
+// (internal/tasksrv), the benchmarks' child processes (internal/benchproc),
+// and the metric attribute-set cache api and mcpclient share
+// (internal/attrset; the adapters do not import each other). Nothing outside this module may import it, and
 // production packages must not import internal/testenv or internal/tasksrv.
 package internal

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/worker"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -203,6 +205,40 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 	e.waitStatus(t, "tv3", id, "completed")
 	build, _ = runBuild(t, id)
 	require.Equal(t, "vtest-b", build, "the current build B runs new tasks while the older A polls")
+
+	// A newer version with temporal.promote never (and its build id from
+	// temporal.build_id) waits for the operator.
+	c := startWorkerBinary(t, buildB, cfg, append(env, "MCPFLOW_TEMPORAL_BUILD_ID=vtest-c", "MCPFLOW_TEMPORAL_PROMOTE=never")...)
+	require.Eventually(t, func() bool { return strings.Contains(c.logs.String(), "this worker version is not current") },
+		60*time.Second, 100*time.Millisecond, "the never-promoting build never reported itself not current:\n%s", c.logs.String())
+	require.Contains(t, c.logs.String(), `"build_id":"vtest-c"`)
+	require.Contains(t, c.logs.String(), "temporal.promote is never")
+	require.Equal(t, "vtest-b", currentBuild(t, deployment))
+}
+
+// The build id is the binary's stamp unless temporal.build_id names one; a
+// binary without a version refuses to run versioned without it.
+func TestWorkerVersioningBuildID(t *testing.T) {
+	saved := buildVersion
+	t.Cleanup(func() { buildVersion = saved })
+	sec := config.TemporalSection{DeploymentName: "mcpflow", Promote: config.PromoteNewest}
+
+	buildVersion = "v1.2.3-4-gabcdef"
+	v, err := workerVersioning(sec)
+	require.NoError(t, err)
+	require.Equal(t, worker.Versioning{DeploymentName: "mcpflow", BuildID: "v1.2.3-4-gabcdef", Promote: "newest"}, *v)
+
+	sec.BuildID = "release-7"
+	v, err = workerVersioning(sec)
+	require.NoError(t, err)
+	require.Equal(t, "release-7", v.BuildID, "temporal.build_id wins over the stamp")
+
+	buildVersion, sec.BuildID = "", ""
+	if version() != "dev" {
+		t.Skipf("this test binary carries a version (%s); the unversioned case needs one without", version())
+	}
+	_, err = workerVersioning(sec)
+	require.ErrorContains(t, err, "set temporal.build_id")
 }
 
 // earlierBuild is the last commit before the report shape (cd57495): its

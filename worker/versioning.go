@@ -7,22 +7,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mcpflow/mcpflow/config"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-)
-
-// Promote policies: when a versioned worker makes its own version the
-// deployment's current version (config temporal.promote).
-const (
-	// PromoteNewest promotes unless a version of the deployment was created
-	// after this one (so a restarted older build never takes back over).
-	PromoteNewest = "newest"
-	// PromoteFirst promotes only when the deployment has no current version.
-	PromoteFirst = "first"
-	// PromoteNever leaves promotion to the operator.
-	PromoteNever = "never"
 )
 
 // Versioning puts the task queue's worker into a Temporal worker deployment
@@ -33,7 +22,11 @@ const (
 type Versioning struct {
 	DeploymentName string
 	BuildID        string
-	Promote        string // PromoteNewest, PromoteFirst or PromoteNever
+	// Promote is temporal.promote: config.PromoteNewest (unless a version
+	// of the deployment was created after this one, so a restarted older
+	// build never takes back over), config.PromoteFirst (only when the
+	// deployment has no current version) or config.PromoteNever.
+	Promote string
 }
 
 func (v *Versioning) deploymentOptions() sdkworker.DeploymentOptions {
@@ -104,15 +97,15 @@ func promoteOnce(ctx context.Context, h client.WorkerDeploymentHandle, v Version
 		}
 	}
 	switch v.Promote {
-	case PromoteNever:
+	case config.PromoteNever:
 		res.Reason = "temporal.promote is never"
 		return res, false, nil
-	case PromoteFirst:
+	case config.PromoteFirst:
 		if res.Current != "" {
 			res.Reason = "temporal.promote is first and the deployment has a current version"
 			return res, false, nil
 		}
-	case PromoteNewest:
+	case config.PromoteNewest:
 		for _, s := range info.VersionSummaries {
 			if s.Version.BuildID != v.BuildID && s.CreateTime.After(ours.CreateTime) {
 				res.Reason = fmt.Sprintf("version %s was created after this one", s.Version.BuildID)

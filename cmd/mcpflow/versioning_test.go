@@ -172,12 +172,13 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 		require.NotEqual(t, "completed", stats.Jobs[remoteID(t, s, id)].Status,
 			"the upgrade must happen mid-task; raise duration_seconds if this machine is slow")
 	}
-	// While A still runs, the stdio task's workflow moves to B and its
-	// calls still reach A's subprocess: it completes.
+	// While A still runs, the stdio task's calls still reach A's
+	// subprocess: it completes. Which build ran its last step is
+	// Temporal's choice, not checked: one CI run saw it on A 16 s after B
+	// had become current and a probe had run on B, most likely because A
+	// still had the workflow cached (sticky execution).
 	d := e.waitStatus(t, "tvs", stdio, "completed")
 	require.Equal(t, map[string]any{"answer": 42.0}, d["result"])
-	build, _ := runBuild(t, stdio)
-	require.Equal(t, "vtest-b", build)
 	a.stop(t)
 
 	requireFinishedOn(t, e, "tv", ids, labels, "vtest-b")
@@ -185,7 +186,7 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 	// New tasks run on B.
 	id := e.submit(t, "tv2", "demo_submit_job", `{"duration_seconds": 0.5}`)
 	e.waitStatus(t, "tv2", id, "completed")
-	build, _ = runBuild(t, id)
+	build, _ := runBuild(t, id)
 	require.Equal(t, "vtest-b", build)
 	// A stdio task's activities run on the worker holding its subprocess
 	// (a queue of that process, unversioned): it works under versioning.

@@ -11,9 +11,10 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// taskItem is a task list item (spec §2.10). Every field is present;
+// TaskItem is a task list item (spec §2.10): the JSON the API writes, and
+// the one mcpflow's own client (cmd/mcpflow) reads. Every field is present;
 // absent values are null.
-type taskItem struct {
+type TaskItem struct {
 	TaskID           string         `json:"task_id"`
 	TaskName         string         `json:"task_name"`
 	Status           mcpflow.Status `json:"status"`
@@ -24,10 +25,10 @@ type taskItem struct {
 	CancelRequested  bool           `json:"cancel_requested"`
 }
 
-// taskDetail adds the detail fields; it never carries the remote id, the
-// driver data or the server name.
-type taskDetail struct {
-	taskItem
+// TaskDetail is a task's detail: the list item's fields and more. It
+// never carries the remote id, the driver data or the server name.
+type TaskDetail struct {
+	TaskItem
 	LastPolledAt *time.Time `json:"last_polled_at"`
 	// StatusMessage is the server's latest progress message, if it gives one.
 	StatusMessage            *string           `json:"status_message"`
@@ -57,8 +58,8 @@ func cut(s *string) *string {
 	return &v
 }
 
-func (s *Server) item(t *mcpflow.Task) taskItem {
-	return taskItem{
+func (s *Server) item(t *mcpflow.Task) TaskItem {
+	return TaskItem{
 		TaskID: t.ID, TaskName: t.TaskName, Status: t.Status,
 		CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(), Error: cut(t.Error),
 		TrackingDegraded: s.opts.DegradedAfterErrors > 0 && t.ConsecutivePollErrorCount >= s.opts.DegradedAfterErrors,
@@ -66,9 +67,9 @@ func (s *Server) item(t *mcpflow.Task) taskItem {
 	}
 }
 
-func (s *Server) detail(t *mcpflow.Task) taskDetail {
-	d := taskDetail{
-		taskItem: s.item(t), LastPolledAt: t.LastPolledAt, StatusMessage: t.StatusMessage, LastPollError: cut(t.LastPollError),
+func (s *Server) detail(t *mcpflow.Task) TaskDetail {
+	d := TaskDetail{
+		TaskItem: s.item(t), LastPolledAt: t.LastPolledAt, StatusMessage: t.StatusMessage, LastPollError: cut(t.LastPollError),
 		LastCancelError: cut(t.LastCancelError), CancelAttemptCount: t.CancelAttemptCount,
 		NotificationStatus: t.NotificationStatus, NotificationError: cut(t.NotificationError),
 		NotificationAttemptCount: t.NotificationAttemptCount, Result: t.Result, ResultPreview: t.ResultPreview,
@@ -112,7 +113,7 @@ func (s *Server) listTasks(c *gin.Context) {
 		s.renderError(c, err)
 		return
 	}
-	items := make([]taskItem, 0, len(tasks))
+	items := make([]TaskItem, 0, len(tasks))
 	for _, task := range tasks {
 		items = append(items, s.item(task))
 	}

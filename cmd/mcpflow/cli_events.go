@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpflow/mcpflow"
 	"github.com/spf13/cobra"
 )
 
@@ -126,7 +127,8 @@ func (c *cli) printEvent(raw json.RawMessage) {
 		return
 	}
 	parts := []string{"#" + e.Seq.String(), e.CreatedAt, e.TaskID, e.TaskName, e.Status}
-	t := taskView{Status: e.Status, InputRequired: e.InputRequired}
+	var t taskView
+	t.Status, t.InputRequired = mcpflow.Status(e.Status), e.InputRequired
 	switch {
 	case e.Error != nil:
 		parts = append(parts, "error: "+firstLine(*e.Error, 120))

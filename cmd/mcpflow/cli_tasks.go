@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/api"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -25,34 +27,14 @@ const defaultWatchInterval = time.Second
 // unreachable or answers 429/502/503/504 before it gives up.
 const watchRetryFor = 2 * time.Minute
 
-// taskView is a task of the API (a list item or the detail) as the client
-// shows it.
+// taskView is a task of the API (a list item or the detail, decoded into
+// the API's own type) with what the client shows of it.
 type taskView struct {
-	TaskID           string            `json:"task_id"`
-	TaskName         string            `json:"task_name"`
-	Status           string            `json:"status"`
-	CreatedAt        time.Time         `json:"created_at"`
-	UpdatedAt        time.Time         `json:"updated_at"`
-	Error            *string           `json:"error"`
-	TrackingDegraded bool              `json:"tracking_degraded"`
-	CancelRequested  bool              `json:"cancel_requested"`
-	LastPolledAt     *time.Time        `json:"last_polled_at"`
-	LastPollError    *string           `json:"last_poll_error"`
-	Result           any               `json:"result"`
-	ResultPreview    *string           `json:"result_preview"`
-	ResultTruncated  bool              `json:"result_truncated"`
-	ResultArtifact   map[string]string `json:"result_artifact"`
-	InputRequired    map[string]any    `json:"input_required"`
-	InputAnswerable  bool              `json:"input_answerable"`
-	// StatusMessage is the server's progress message, when it gives one.
-	StatusMessage *string `json:"status_message"`
-	// TemporalUIURL links the task's workflow in the Temporal Web UI, when
-	// the API gives it.
-	TemporalUIURL string `json:"temporal_ui_url"`
+	api.TaskDetail
 }
 
 func (t *taskView) terminal() bool {
-	return t.Status == "completed" || t.Status == "failed" || t.Status == "cancelled"
+	return t.Status.IsTerminal()
 }
 
 // message is the server's progress message ("" when none).
@@ -65,7 +47,7 @@ func (t *taskView) message() string {
 
 // question is the question of an input_required task ("" when none).
 func (t *taskView) question() string {
-	if t.Status != "input_required" || len(t.InputRequired) == 0 {
+	if t.Status != mcpflow.StatusInputRequired || len(t.InputRequired) == 0 {
 		return ""
 	}
 	for _, k := range []string{"question", "message"} {
@@ -79,9 +61,9 @@ func (t *taskView) question() string {
 // exitCode is the exit code of a watch that saw the task end.
 func (t *taskView) exitCode() int {
 	switch t.Status {
-	case "completed":
+	case mcpflow.StatusCompleted:
 		return exitOK
-	case "cancelled":
+	case mcpflow.StatusCancelled:
 		return exitCancelled
 	default:
 		return exitFailed
@@ -91,7 +73,7 @@ func (t *taskView) exitCode() int {
 // line is the one-line state of a task at now: status, elapsed time, last
 // poll and the message.
 func (t *taskView) line(now time.Time) string {
-	status := t.Status
+	status := string(t.Status)
 	if t.CancelRequested && !t.terminal() {
 		status += " (cancelling)"
 	}
@@ -112,7 +94,7 @@ func (t *taskView) line(now time.Time) string {
 	if t.StatusMessage != nil && !t.terminal() {
 		parts = append(parts, strconv.Quote(firstLine(*t.StatusMessage, 120)))
 	}
-	if t.Status == "input_required" {
+	if t.Status == mcpflow.StatusInputRequired {
 		parts = append(parts, "waiting for input")
 	}
 	if t.Error != nil && t.terminal() {
@@ -131,7 +113,7 @@ func (t *taskView) changeKey() string {
 	if t.TrackingDegraded && t.LastPollError != nil {
 		pe = *t.LastPollError
 	}
-	return strings.Join([]string{t.Status, strconv.FormatBool(t.CancelRequested), t.message(), t.question(), e, pe}, "\x00")
+	return strings.Join([]string{string(t.Status), strconv.FormatBool(t.CancelRequested), t.message(), t.question(), e, pe}, "\x00")
 }
 
 func shortDuration(d time.Duration) string {

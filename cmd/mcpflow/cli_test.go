@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/internal/testenv"
 	"github.com/stretchr/testify/require"
 )
@@ -364,9 +366,11 @@ func TestCLIArguments(t *testing.T) {
 func TestCLIWatchOutput(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	polled := created.Add(20 * time.Second)
-	task := &taskView{TaskID: "mcp-task-1", TaskName: "job", Status: "working", CreatedAt: created,
-		UpdatedAt: polled, LastPolledAt: &polled, StatusMessage: ptrTo("step 2 of 3"),
-		TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/mcp-task-1"}
+	task := &taskView{api.TaskDetail{
+		TaskItem: api.TaskItem{TaskID: "mcp-task-1", TaskName: "job", Status: mcpflow.StatusWorking, CreatedAt: created,
+			UpdatedAt: polled},
+		LastPolledAt: &polled, StatusMessage: ptrTo("step 2 of 3"),
+		TemporalUIURL: "http://localhost:8233/namespaces/default/workflows/mcp-task-1"}}
 	require.Equal(t, `mcp-task-1  job  working  25s  last poll 5s ago  "step 2 of 3"`, task.line(created.Add(25*time.Second)))
 
 	var out bytes.Buffer

@@ -75,7 +75,7 @@ func (s drillState) job(id string) (drillJob, bool) {
 	return j, ok && s.Keys[id] != ""
 }
 
-// labels returns one label per task: prefix-00, prefix-01, ...
+// drillLabels returns one label per task: prefix-00, prefix-01, ...
 func drillLabels(prefix string, n int) []string {
 	labels := make([]string, n)
 	for i := range labels {

@@ -244,11 +244,7 @@ func TestWorkerKilledMidTaskRecovers(t *testing.T) {
 	e := &taskEnv{m: s}
 	first := startWorkerProc(t, cfg)
 
-	const n = 20
-	labels := make([]string, n)
-	for i := range labels {
-		labels[i] = fmt.Sprintf("recover-%02d", i)
-	}
+	labels := drillLabels("recover", 20)
 	ids := submitMany(t, s.URL(), "tw", labels, func(label string) string {
 		return fmt.Sprintf(`{"duration_seconds": 4, "poll_after_seconds": 1, "label": %q}`, label)
 	})
@@ -264,7 +260,7 @@ func TestWorkerKilledMidTaskRecovers(t *testing.T) {
 				return false
 			}
 		}
-		return len(st.Jobs) == n
+		return len(st.Jobs) == len(labels)
 	}, 30*time.Second, 100*time.Millisecond, "the first worker never polled every task")
 
 	first.kill9(t)

@@ -142,11 +142,7 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 		"build A never became current:\n%s", a.logs.String())
 	require.Contains(t, a.logs.String(), `"build_id":"vtest-a"`)
 
-	const n = 8
-	labels := make([]string, n)
-	for i := range labels {
-		labels[i] = fmt.Sprintf("upgrade-%02d", i)
-	}
+	labels := drillLabels("upgrade", 8)
 	ids := submitMany(t, s.URL(), "tv", labels, func(label string) string {
 		return fmt.Sprintf(`{"duration_seconds": 20, "poll_after_seconds": 1, "label": %q}`, label)
 	})
@@ -291,11 +287,7 @@ func TestUpgradeFromAnEarlierBuild(t *testing.T) {
 	base := "http://" + configuredAddr(t, cfg)
 	require.Eventually(t, func() bool { code, _ := get(t, base+"/readyz", ""); return code == 200 }, 30*time.Second, 100*time.Millisecond)
 
-	const n = 6
-	labels := make([]string, n)
-	for i := range labels {
-		labels[i] = fmt.Sprintf("earlier-%02d", i)
-	}
+	labels := drillLabels("earlier", 6)
 	ids := submitMany(t, base, "tu", labels, func(label string) string {
 		return fmt.Sprintf(`{"duration_seconds": 20, "poll_after_seconds": 1, "label": %q}`, label)
 	})

@@ -36,13 +36,7 @@ func TestTLSProxy(t *testing.T) {
 	t.Run("TLS", func(t *testing.T) {
 		p := StartTLSProxy(t, TLSProxyOptions{Backend: temporal.HostPort, Files: files})
 		c := dialProxy(t, p, tlsConfig(t, files, false), nil)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
-		require.NoError(t, err)
-		resp, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
-		require.NoError(t, err)
-		require.Equal(t, "default", resp.GetNamespaceInfo().GetName())
+		requireReachesTemporal(t, c)
 		require.GreaterOrEqual(t, p.Requests(), 3, "GetSystemInfo, Check and DescribeNamespace went through the proxy")
 		require.Zero(t, p.Rejected())
 		require.Empty(t, p.ClientCNs(), "no client certificate was offered")
@@ -68,16 +62,11 @@ func TestTLSProxy(t *testing.T) {
 	t.Run("MTLS", func(t *testing.T) {
 		p := StartTLSProxy(t, TLSProxyOptions{Backend: temporal.HostPort, Files: files, RequireClientCert: true})
 		c := dialProxy(t, p, tlsConfig(t, files, true), nil)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
-		require.NoError(t, err)
-		_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
-		require.NoError(t, err)
+		requireReachesTemporal(t, c)
 		require.Equal(t, []string{TLSClientCN}, p.ClientCNs())
 		before := p.Requests()
 
-		err = checkHealthLazy(t, p, tlsConfig(t, files, false), nil)
+		err := checkHealthLazy(t, p, tlsConfig(t, files, false), nil)
 		require.Error(t, err, "without a client certificate the mTLS handshake must fail")
 		require.Equal(t, before, p.Requests(), "nothing got through without a client certificate")
 	})
@@ -85,12 +74,7 @@ func TestTLSProxy(t *testing.T) {
 	t.Run("APIKey", func(t *testing.T) {
 		p := StartTLSProxy(t, TLSProxyOptions{Backend: temporal.HostPort, Files: files, RequireAPIKey: "k-123"})
 		c := dialProxy(t, p, tlsConfig(t, files, false), client.NewAPIKeyStaticCredentials("k-123"))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
-		require.NoError(t, err)
-		_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
-		require.NoError(t, err)
+		requireReachesTemporal(t, c)
 		require.Contains(t, p.Authorizations(), "Bearer k-123")
 		require.Zero(t, p.Rejected())
 
@@ -264,6 +248,19 @@ func dialProxy(t testing.TB, p *TLSProxy, conf *tls.Config, creds client.Credent
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return c
+}
+
+// requireReachesTemporal checks that c's calls reach the dev server: its
+// health check and the default namespace.
+func requireReachesTemporal(t testing.TB, c client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+	require.NoError(t, err)
+	resp, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+	require.NoError(t, err)
+	require.Equal(t, "default", resp.GetNamespaceInfo().GetName())
 }
 
 // checkHealthLazy makes a client that is expected to fail and returns the

@@ -37,7 +37,8 @@ type SessionRunner func(ctx context.Context, server, userID, threadID string, op
 // for ordinary tool results.
 //
 // Errors: an upstream task that is gone (a -32602 answer: unknown id, or
-// its ttl expired) makes the task failed (task_not_found); a malformed
+// its ttl expired, or the session it was started on ended on a server that
+// keeps tasks per session) makes the task failed (task_not_found); a malformed
 // answer (no taskId, an unknown status, a result that is not a tool
 // result) is a *mcpflow.ProtocolError; transport failures and other
 // JSON-RPC errors are plain, retryable errors.
@@ -104,7 +105,7 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 	if req.LocalTaskID != "" {
 		ctx = WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
 	}
-	ctx, pin := withTaskPin(ctx)
+	ctx, pin := withNativeTaskPin(ctx, "")
 	defer pin.release()
 	ref := nativeRef{server: req.ServerName, userID: req.UserID, threadID: req.ThreadID}
 	a, err := d.request(WithSecrets(ctx, req.Secrets), ref, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
@@ -143,7 +144,7 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 // Status sends tasks/get and maps the task; a terminal one is read with
 // tasks/result.
 func (d *NativeDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
-	ctx, pin := withTaskPin(ctx)
+	ctx, pin := withNativeTaskPin(ctx, ref.RemoteTaskID)
 	defer pin.release()
 	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
 	r := refOf(ref)
@@ -159,7 +160,7 @@ func (d *NativeDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (s
 // tasks/get, which reports the actual terminal status (and tasks/result its
 // outcome); an unknown task is failed (task_not_found).
 func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
-	ctx, pin := withTaskPin(ctx)
+	ctx, pin := withNativeTaskPin(ctx, ref.RemoteTaskID)
 	defer pin.release()
 	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
 	r := refOf(ref)
@@ -201,6 +202,8 @@ func (d *NativeDriver) question(ctx context.Context, r nativeRef) *heldQuestion 
 		return nil
 	}
 	return d.Questions.ask(ctx, questionKey{server: r.server, taskID: r.taskID}, func(rctx context.Context) error {
+		rctx, pin := withNativeTaskPin(rctx, r.taskID) // on the task's own session
+		defer pin.release()
 		_, err := d.request(rctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 			return s.AwaitTaskResult(ctx, r.taskID, meta)
 		})
@@ -243,7 +246,7 @@ func (d *NativeDriver) get(ctx context.Context, r nativeRef) (nativeTask, *mcpfl
 	}
 	if a.rpc != nil {
 		if a.rpc.Code == mcp.INVALID_PARAMS {
-			gone := goneSnapshot(r, a.rpc)
+			gone := goneSnapshot(ctx, r, a.rpc)
 			return nativeTask{}, &gone, nil
 		}
 		return nativeTask{}, nil, fmt.Errorf("MCP tasks/get on server '%s' failed: %s", r.server, rpcText(a.rpc))
@@ -304,7 +307,7 @@ func (d *NativeDriver) result(ctx context.Context, r nativeRef, t nativeTask) (m
 	}
 	if a.rpc != nil {
 		if a.rpc.Code == mcp.INVALID_PARAMS {
-			return goneSnapshot(r, a.rpc), nil
+			return goneSnapshot(ctx, r, a.rpc), nil
 		}
 		// tasks/result answers what the request itself would have: this
 		// error is the task's outcome.
@@ -325,8 +328,10 @@ func (d *NativeDriver) result(ctx context.Context, r nativeRef, t nativeTask) (m
 	return mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: result}, nil
 }
 
-// request runs send on the session of r. A JSON-RPC error the server
-// answered with is part of the answer (it never retires the session).
+// request runs send on the session of r (a task's own shared session
+// while it lives, see taskPin). A JSON-RPC error the server answered with
+// is part of the answer and never retires the session, unless it says the
+// server does not know the session (Session.taskRequest).
 func (d *NativeDriver) request(ctx context.Context, r nativeRef, send nativeSend) (nativeAnswer, error) {
 	if d == nil || d.Run == nil {
 		return nativeAnswer{}, errors.New("native MCP task driver has no session runner")
@@ -344,9 +349,16 @@ func (d *NativeDriver) request(ctx context.Context, r nativeRef, send nativeSend
 }
 
 // goneSnapshot is the failed snapshot of an upstream task the server no
-// longer knows (task_not_found).
-func goneSnapshot(r nativeRef, rpc *mcp.JSONRPCErrorDetails) mcpflow.Snapshot {
+// longer knows (task_not_found). When the request could not reach the
+// session the task was started on (it ended, or another mcpflow process
+// started the task), the server keeps its tasks per session: the message
+// says so, and the runtime notes it for the server.
+func goneSnapshot(ctx context.Context, r nativeRef, rpc *mcp.JSONRPCErrorDetails) mcpflow.Snapshot {
 	msg := fmt.Sprintf("Remote MCP task was not found on MCP server '%s' (%s): its ttl expired or the server no longer knows it", r.server, drvErrorCodeTaskNotFound)
+	if tp := taskPinFrom(ctx); tp != nil && tp.movedSession() {
+		tp.forgotten()
+		msg = fmt.Sprintf("Remote MCP task was not found on MCP server '%s' (%s): the MCP session it was started in ended (the server restarted, the connection was lost or the mcpflow worker restarted), and this server keeps its tasks per session, so the task cannot be re-attached", r.server, drvErrorCodeTaskNotFound)
+	}
 	if detail := strings.TrimSpace(rpc.Message); detail != "" {
 		msg += ": " + mcpflow.TruncateChars(detail, drvErrorDetailChars)
 	}

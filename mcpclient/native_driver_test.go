@@ -28,7 +28,12 @@ type nativeBundle struct {
 
 func newNative(t *testing.T) *nativeBundle {
 	t.Helper()
-	srv := tasksrv.Start(t)
+	return newNativeOn(t, tasksrv.Start(t))
+}
+
+// newNativeOn is newNative with the task server srv.
+func newNativeOn(t *testing.T, srv *tasksrv.Server) *nativeBundle {
+	t.Helper()
 	b := newRuntime(t, doc{"mcpServers": doc{"tasks": doc{"type": "http", "url": srv.URL, "tool_call_timeout": 20}}})
 	native := &mcpclient.NativeDriver{Run: func(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {
 		s, err := b.rt.Server(ctx, server)

@@ -127,9 +127,20 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		return err
 	}
 	rt := &Route{started: time.Now()}
-	s, err := r.acquireShared(ctx, srv, fp)
-	if err != nil {
-		return err
+	tp := taskPinFrom(ctx)
+	var s *sharedSession
+	if task := tp.sharedTask(); task != "" {
+		// A native task's call goes to the session the task was started
+		// on while it lives: the upstream may know the task there only.
+		s = r.acquireTaskShared(srv.Name, task)
+	}
+	if s == nil {
+		if s, err = r.acquireShared(ctx, srv, fp); err != nil {
+			return err
+		}
+		tp.bindShared(r, srv.Name, s, tp.sharedTask() != "")
+	} else {
+		tp.bindShared(r, srv.Name, s, false)
 	}
 	defer r.releaseShared(s)
 	err = op(context.WithValue(ctx, callHeadersKey{}, headers), s.sess, rt)

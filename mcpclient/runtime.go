@@ -128,10 +128,12 @@ type Runtime struct {
 	mu         sync.Mutex
 	state      *toolState
 	inflight   *discovery
-	lastExt    *config.Extensions          // the last configuration that loaded
-	known      map[string][]string         // server → raw tool names of its last good discovery
-	shared     map[string]*sharedSession   // by server name
-	sharedAll  map[*sharedSession]struct{} // every shared session not closed yet
+	lastExt    *config.Extensions               // the last configuration that loaded
+	known      map[string][]string              // server → raw tool names of its last good discovery
+	shared     map[string]*sharedSession        // by server name
+	sharedAll  map[*sharedSession]struct{}      // every shared session not closed yet
+	taskShared map[taskSharedKey]*sharedSession // running native tasks → the shared session they were started on
+	forgetful  map[string]bool                  // servers seen forgetting tasks when their session ended
 	submitter  Submitter
 	background BackgroundTasks
 	closed     bool
@@ -145,12 +147,14 @@ var _ mcpflow.ToolRuntime = (*Runtime)(nil)
 func NewRuntime(o Options) *Runtime {
 	o = o.withDefaults()
 	r := &Runtime{
-		opts:      o,
-		log:       o.Logger,
-		pool:      NewPool(o.MaxSessions, o.Logger),
-		known:     map[string][]string{},
-		shared:    map[string]*sharedSession{},
-		sharedAll: map[*sharedSession]struct{}{},
+		opts:       o,
+		log:        o.Logger,
+		pool:       NewPool(o.MaxSessions, o.Logger),
+		known:      map[string][]string{},
+		shared:     map[string]*sharedSession{},
+		sharedAll:  map[*sharedSession]struct{}{},
+		taskShared: map[taskSharedKey]*sharedSession{},
+		forgetful:  map[string]bool{},
 	}
 	r.pool.SetSlotWait(o.SessionSlotWait)
 	r.questions = newQuestions()

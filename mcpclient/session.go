@@ -428,7 +428,44 @@ func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err erro
 		// Any other failure after the transport was lost is the loss.
 		return s.disconnected(what, tool, err)
 	}
+	if sessUnknownSession(err.Error()) {
+		// The server no longer knows the session (it restarted): the
+		// session is lost as surely as after a disconnect.
+		s.markLost()
+		return s.disconnected(what, tool, err)
+	}
 	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " failed"}
+}
+
+// sessUnknownSession reports whether an answer that mcp-go left without a
+// code of its own (a JSON-RPC error with a server-defined code, or an
+// HTTP error without a JSON-RPC body) says that the server does not know
+// the session: "Session not found" (-32001, with 404: mcp-go reports that
+// as ErrSessionTerminated already), "Bad Request: No valid session ID
+// provided" (-32000, with 400, from servers built like the TypeScript
+// SDK's examples), "Bad Request: Server not initialized" (a restarted
+// server's transport), "Missing session ID".
+func sessUnknownSession(msg string) bool {
+	l := strings.ToLower(msg)
+	if strings.Contains(l, "server not initialized") {
+		return true
+	}
+	if !strings.Contains(l, "session") {
+		return false
+	}
+	for _, s := range []string{"not found", "no valid", "invalid", "unknown", "expired", "terminated", "missing"} {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// sessUnknownSessionAnswer reports whether a JSON-RPC error answer says
+// the server does not know the session (see sessUnknownSession): only the
+// server-defined codes of transports carry it.
+func sessUnknownSessionAnswer(e *mcp.JSONRPCErrorDetails) bool {
+	return (e.Code == -32000 || e.Code == -32001) && sessUnknownSession(e.Message)
 }
 
 // sessLost reports whether s's Done channel is closed.

@@ -119,6 +119,11 @@ func (s *Session) taskRequest(ctx context.Context, req sessRequest, method mcp.M
 		return nil, nil, s.classify(ctx, opCtx, req, err)
 	}
 	if resp.Error != nil {
+		if sessUnknownSessionAnswer(resp.Error) {
+			// Not the task's answer: the server lost the session.
+			s.markLost()
+			return nil, nil, s.disconnected(req.what, req.tool, fmt.Errorf("%s (JSON-RPC error %d)", resp.Error.Message, resp.Error.Code))
+		}
 		return nil, resp.Error, nil
 	}
 	return resp.Result, nil, nil

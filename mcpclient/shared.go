@@ -20,8 +20,15 @@ type sharedSession struct {
 	cancel  context.CancelFunc // ends the dial
 	waiters int                // callers waiting for the dial
 	busy    int                // callers using the session
+	pins    int                // running native tasks started on it (Runtime.taskShared)
 	retired bool               // out of Runtime.shared: closed once unused
 }
+
+// unused reports whether nobody uses, waits for or pins s.
+func (s *sharedSession) unused() bool { return s.busy == 0 && s.waiters == 0 && s.pins == 0 }
+
+// taskSharedKey names a native task of an SSE/HTTP server by its remote id.
+type taskSharedKey struct{ server, taskID string }
 
 // finished reports whether the dial of s is over.
 func (s *sharedSession) finished() bool {
@@ -122,7 +129,7 @@ func (r *Runtime) dialSharedLocked(srv *config.Server, config string) *sharedSes
 			delete(r.sharedAll, s)
 			return
 		}
-		if s.retired && s.waiters == 0 && s.busy == 0 {
+		if s.retired && s.unused() {
 			r.closeSharedLocked(s)
 		}
 	}()
@@ -134,20 +141,100 @@ func (r *Runtime) releaseShared(s *sharedSession) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s.busy--
-	if s.retired && s.busy == 0 && s.waiters == 0 {
+	if s.retired && s.unused() {
 		r.closeSharedLocked(s)
 	}
 }
 
 // retireSharedLocked unregisters s; its session is closed once no caller
-// uses or waits for it.
+// uses or waits for it and no running native task is pinned to it.
 func (r *Runtime) retireSharedLocked(s *sharedSession) {
 	if r.shared[s.server] == s {
 		delete(r.shared, s.server)
 	}
 	s.retired = true
-	if s.finished() && s.busy == 0 && s.waiters == 0 {
+	if s.finished() && s.unused() {
 		r.closeSharedLocked(s)
+	}
+}
+
+// acquireTaskShared returns, with one more user counted (releaseShared
+// ends it), the live shared session the native task taskID of server was
+// started on in this process; nil when there is none: the task was started
+// by another process (or before a restart), or its session was lost, in
+// which case the pin is dropped.
+func (r *Runtime) acquireTaskShared(server, taskID string) *sharedSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := taskSharedKey{server, taskID}
+	s := r.taskShared[key]
+	if s == nil {
+		return nil
+	}
+	if r.closed || s.sess == nil || sessLost(s.sess) {
+		r.log.Info("the MCP session a native task was started on is gone; the task's requests go to the server's current session",
+			"server", server)
+		r.unpinTaskLocked(key)
+		return nil
+	}
+	s.busy++
+	return s
+}
+
+// pinTaskShared keeps s, the session the native task taskID of server runs
+// on, open for the task's later requests while the task runs, even once a
+// new session replaced it for other calls: an upstream may keep its tasks
+// per session.
+func (r *Runtime) pinTaskShared(server, taskID string, s *sharedSession) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := taskSharedKey{server, taskID}
+	if old := r.taskShared[key]; old == s {
+		return
+	} else if old != nil {
+		r.unpinTaskLocked(key)
+	}
+	if r.closed {
+		return
+	}
+	if _, open := r.sharedAll[s]; !open {
+		return // closed already: nothing to keep
+	}
+	r.taskShared[key] = s
+	s.pins++
+}
+
+// unpinTaskShared ends the pin of the native task taskID of server.
+func (r *Runtime) unpinTaskShared(server, taskID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unpinTaskLocked(taskSharedKey{server, taskID})
+}
+
+func (r *Runtime) unpinTaskLocked(key taskSharedKey) {
+	s := r.taskShared[key]
+	if s == nil {
+		return
+	}
+	delete(r.taskShared, key)
+	s.pins--
+	if s.retired && s.unused() {
+		r.closeSharedLocked(s)
+	}
+}
+
+// noteTasksForgotten records, once per server and process, that server
+// did not know a native task after the session the task was started on
+// ended: it keeps its tasks per session, so its native tasks do not
+// survive a reconnect.
+func (r *Runtime) noteTasksForgotten(server string) {
+	r.mu.Lock()
+	first := !r.forgetful[server]
+	r.forgetful[server] = true
+	r.mu.Unlock()
+	if first {
+		r.log.Warn("MCP server forgets its native tasks when their session ends (server restart, lost connection or mcpflow worker restart): such tasks fail as task_not_found",
+			"server", server)
 	}
 }
 
@@ -189,6 +276,7 @@ func (r *Runtime) closeAllShared() {
 	}
 	r.sharedAll = map[*sharedSession]struct{}{}
 	r.shared = map[string]*sharedSession{}
+	r.taskShared = map[taskSharedKey]*sharedSession{}
 	r.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, sess := range sessions {
@@ -199,12 +287,17 @@ func (r *Runtime) closeAllShared() {
 }
 
 // sharedBroken reports whether a failed call on a shared SSE/HTTP session
-// should retire it: a disconnect, or any other upstream failure (a server
-// that restarted may answer an unknown session id with a plain 400, as the
-// TypeScript SDK's servers do). Timeouts, rejected arguments and unknown
-// tools keep it. The failed call is never replayed; the next one redials.
+// should retire it: only the loss of the session itself, that is a
+// disconnect or an answer saying the server does not know the session
+// (a 404, or the 400 "No valid session ID" of servers built like the
+// TypeScript SDK's examples; Session.classify reports both as
+// disconnects). Everything else a server answers (a JSON-RPC error such
+// as -32603 from one user's tool call, a timeout, rejected arguments, an
+// unknown tool) keeps it: the session is every user's, and the upstream
+// may bind running native tasks to it. The failed call is never replayed;
+// the next one redials.
 func sharedBroken(err error) bool {
-	return IsDisconnect(err) || mcpflow.ErrorCode(err) == mcpflow.EUpstream
+	return IsDisconnect(err)
 }
 
 // dropShared forgets the shared session s after a failure, if it is still

@@ -30,7 +30,7 @@ import (
 //   - "bound" runs mcp-go's default streamable HTTP, which binds each task
 //     to the session that created it (README, "Where tasks live"). The new
 //     worker's session does not see the task (-32602), so it fails with
-//     task_not_found.
+//     task_not_found, saying that the server keeps its tasks per session.
 //
 // Either way the upstream task was created once (one tools/call, keyed by
 // the local task id) and never cancelled, and the thread's events are
@@ -82,7 +82,7 @@ func TestDrillWorkerKilledNativeTask(t *testing.T) {
 		return d["status"] == "failed"
 	}, 3*time.Minute, 200*time.Millisecond, "the session-bound task never moved to the new worker")
 	d := e.waitStatus(t, thread, orphan, "failed")
-	require.Equal(t, "Remote MCP task was not found on MCP server 'bound' (task_not_found): its ttl expired or the server no longer knows it: task not found",
+	require.Equal(t, "Remote MCP task was not found on MCP server 'bound' (task_not_found): the MCP session it was started in ended (the server restarted, the connection was lost or the mcpflow worker restarted), and this server keeps its tasks per session, so the task cannot be re-attached: task not found",
 		d["error"], "%v", d)
 	require.Nil(t, d["result"])
 

@@ -52,6 +52,10 @@ const (
 	ToolMaybe = "maybe"
 	// ToolPlain has no task support; it echoes "plain: <word>".
 	ToolPlain = "plain"
+	// ToolBroken has no task support; its handler fails with the Go error
+	// "the database is down", which mcp-go answers as the JSON-RPC error
+	// -32603 (internal error): an upstream failure of one call.
+	ToolBroken = "broken"
 	// ToolWrite (taskSupport "required"; AddWriteTool adds it) writes
 	// content to the file name under the working directory after
 	// delay_ms, and completes with the text "Wrote <absolute path>" and
@@ -164,8 +168,9 @@ func (s *Server) CallMetas() []map[string]any {
 
 // ServeHTTP serves the MCP endpoint, applying the switches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	inner := s.handler()
 	if r.Method != http.MethodPost {
-		s.inner.ServeHTTP(w, r)
+		inner.ServeHTTP(w, r)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -200,11 +205,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		edit, poll = nil, 0
 	}
 	if edit == nil && poll <= 0 {
-		s.inner.ServeHTTP(w, r)
+		inner.ServeHTTP(w, r)
 		return
 	}
 	rec := httptest.NewRecorder()
-	s.inner.ServeHTTP(rec, r)
+	inner.ServeHTTP(rec, r)
 	out := rec.Body.Bytes()
 	if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
 		var b bytes.Buffer
@@ -303,6 +308,29 @@ func (s *Server) addTools() {
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("plain: " + req.GetString("word", "")), nil
 	})
+	s.MCP.AddTool(mcp.NewTool(ToolBroken,
+		mcp.WithDescription("Always fails with an internal error."),
+	), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("the database is down")
+	})
+}
+
+// ForgetSessions makes the server forget every MCP session, as a restart
+// would: from now on it validates session ids (mcp-go's stateful session
+// manager), so a request with an earlier Mcp-Session-Id answers 404, and
+// the tasks stay bound to the sessions that created them (mcp-go keeps
+// them per session), so a new session's tasks/get of one answers -32602.
+// Tasks keep running. Only for servers from Start.
+func (s *Server) ForgetSessions() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inner = server.NewStreamableHTTPServer(s.MCP, server.WithStateful(true))
+}
+
+func (s *Server) handler() http.Handler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inner
 }
 
 // AddWriteTool adds ToolWrite, which writes into the process's working

@@ -25,6 +25,31 @@ const (
 type InputAnswer struct {
 	Action  string         `json:"action"`
 	Content map[string]any `json:"content,omitempty"`
+	// QuestionID names the question the answer is for (the task's
+	// QuestionSeq when the user read it); 0 answers whatever question is
+	// current. An answer for another question than the current one is
+	// refused (StaleAnswer), never delivered to a newer question.
+	QuestionID int `json:"question_id,omitempty"`
+}
+
+// StaleAnswer returns the EConflict error of an answer for question id
+// while t's current question is another (nil when id is 0 or current).
+// The message names the current question by number and text.
+func StaleAnswer(t *Task, id int) error {
+	if id == 0 || (t.Status == StatusInputRequired && t.QuestionSeq == id) {
+		return nil
+	}
+	if t.Status != StatusInputRequired {
+		return Errorf(EConflict, "this answer is for question %d, which is no longer open: the task does not require input now", id)
+	}
+	text, _ := t.InputRequired["message"].(string)
+	if text == "" {
+		text, _ = t.InputRequired["question"].(string)
+	}
+	if text = TruncateChars(strings.TrimSpace(text), 200); text == "" {
+		return Errorf(EConflict, "this answer is for question %d, but the task's current question is question %d: read the task and answer that one", id, t.QuestionSeq)
+	}
+	return Errorf(EConflict, "this answer is for question %d, but the task's current question is question %d (%q): read the task and answer that one", id, t.QuestionSeq, text)
 }
 
 // InputDriver is a Driver that can deliver an answer to the question of a

@@ -51,7 +51,8 @@ const (
 )
 
 // Task is the projection of one durable task: the row the API reads. The
-// task's workflow is its single writer.
+// task's workflow is its writer (with the poll activity it runs, one
+// writer at a time; see RowVersion).
 type Task struct {
 	ID              string // mcp-task-<32 hex>, also the workflow id
 	UserID          string
@@ -90,6 +91,17 @@ type Task struct {
 	CompletedAt               *time.Time
 	CreatedAt                 time.Time
 	UpdatedAt                 time.Time
+	// QuestionSeq numbers the task's questions (0: it never asked one).
+	// The store sets it: it grows by one on every write that puts the task
+	// into input_required or changes its question (InputRequired), and no
+	// other write changes it, so an answer can name the question it
+	// answers. Writers leave it as they read it.
+	QuestionSeq int
+	// RowVersion counts the writes of the task's row (the store sets it).
+	// UpdateTask with a non-zero RowVersion writes only if the row still
+	// has that version: a writer that read the row cannot overwrite a
+	// newer write (EConflict).
+	RowVersion int
 }
 
 // UnmarshalJSON decodes a task (as it crosses Temporal's JSON payloads to
@@ -246,6 +258,8 @@ type TaskStore interface {
 	CreateTask(ctx context.Context, t *Task) error
 	GetTask(ctx context.Context, id string) (*Task, error)
 	ListTasks(ctx context.Context, f TaskFilter) ([]*Task, error)
+	// UpdateTask writes the whole row; with t.RowVersion set, only when the
+	// row still has that version (EConflict otherwise).
 	UpdateTask(ctx context.Context, t *Task) error
 }
 
@@ -279,3 +293,11 @@ const (
 // raw name of the tool its task-augmented tools/call ran. Its presence
 // selects the native driver (DriverNative) for the task.
 const DriverDataNativeTool = "native_tool"
+
+// TaskEventWriter is a TaskStore that can append a task's event to the
+// thread inbox (EventStore.AppendEvent) and write its row (UpdateTask) in
+// one transaction: both, or neither. A write fenced by its RowVersion
+// that is refused (EConflict) then leaves no event behind.
+type TaskEventWriter interface {
+	UpdateTaskWithEvent(ctx context.Context, t *Task, e *ThreadEvent) (int64, error)
+}

@@ -25,6 +25,7 @@ const (
 	errTypePollUnchanged = "McpTaskPollUnchanged"
 	errTypePollError     = "McpTaskPollError"
 	errTypeCancelPending = "McpTaskCancelNotTerminal"
+	errTypePollStale     = "McpTaskPollStale"
 )
 
 // Activities are the task workflow's side effects. Workflows reference them
@@ -210,6 +211,16 @@ type PersistOutput struct {
 func (a *Activities) Persist(ctx context.Context, in PersistInput) (*PersistOutput, error) {
 	t := in.Task
 	n := in.Notification
+	if w, ok := a.Tasks.(mcpflow.TaskEventWriter); ok && !in.Create && t.RowVersion != 0 {
+		// A write fenced by the row version it read (the poll activity's):
+		// its event goes in with the row, or neither does, so that a
+		// refused write leaves no event behind to take the version the
+		// workflow's own write will number.
+		done, out, err := a.persistFenced(ctx, w, t, n, in)
+		if done {
+			return out, err
+		}
+	}
 	if err := a.recordEvent(ctx, &t, &n, in.Degraded, in.InboxOnly); err != nil {
 		return nil, fmt.Errorf("persist task %s: %w", t.ID, err)
 	}
@@ -238,28 +249,69 @@ func (a *Activities) Persist(ctx context.Context, in PersistInput) (*PersistOutp
 	return &PersistOutput{Notification: n}, nil
 }
 
+// persistFenced is Persist of a fenced write through w: the event (when
+// there is a new one) and the row in one transaction. It reports done =
+// false, having written nothing, when the thread is gone or missing (the
+// plain path then dead-letters the event and writes the row).
+func (a *Activities) persistFenced(ctx context.Context, w mcpflow.TaskEventWriter, t mcpflow.Task, n mcpflow.Notification, in PersistInput) (bool, *PersistOutput, error) {
+	ev, err := taskEvent(&t, &n, in.Degraded)
+	if err != nil {
+		return true, nil, fmt.Errorf("persist task %s: %w", t.ID, err)
+	}
+	if ev == nil {
+		n.Apply(&t)
+		if err := a.Tasks.UpdateTask(ctx, &t); err != nil {
+			return true, nil, fmt.Errorf("persist task %s: %w", t.ID, err)
+		}
+		return true, &PersistOutput{Notification: n}, nil
+	}
+	if in.InboxOnly {
+		n.Dispatch()
+		n.Delivered()
+	}
+	n.Apply(&t)
+	_, err = w.UpdateTaskWithEvent(ctx, &t, ev)
+	switch code := mcpflow.ErrorCode(err); {
+	case err == nil:
+		return true, &PersistOutput{Notification: n}, nil
+	case code == mcpflow.EGone || code == mcpflow.ENotFound:
+		return false, nil, nil
+	}
+	return true, nil, fmt.Errorf("persist task %s: %w", t.ID, err)
+}
+
+// taskEvent builds the task's event; a new one (its fingerprint differs
+// from the last recorded) gets the next version in n and is returned, nil
+// otherwise.
+func taskEvent(t *mcpflow.Task, n *mcpflow.Notification, degraded bool) (*mcpflow.ThreadEvent, error) {
+	ev, ok := mcpflow.BuildEvent(t.ID, t.TaskName, t.Snapshot(), degraded, t.LastPollError)
+	if !ok {
+		return nil, nil
+	}
+	payload, err := ev.CanonicalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode event: %w", err)
+	}
+	fp, err := ev.Fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	version, changed := n.Record(fp)
+	if !changed {
+		return nil, nil
+	}
+	return &mcpflow.ThreadEvent{ThreadID: t.ThreadID, TaskID: t.ID, EventVersion: version, Status: ev.Status, Payload: payload}, nil
+}
+
 // recordEvent builds the task's event; a new one gets the next version in
 // n and is appended to the inbox. Without a webhook that append delivers
 // it; a deleted thread gets nothing and the version is dead-lettered.
 func (a *Activities) recordEvent(ctx context.Context, t *mcpflow.Task, n *mcpflow.Notification, degraded, inboxOnly bool) error {
-	ev, ok := mcpflow.BuildEvent(t.ID, t.TaskName, t.Snapshot(), degraded, t.LastPollError)
-	if !ok {
-		return nil
-	}
-	payload, err := ev.CanonicalJSON()
-	if err != nil {
-		return fmt.Errorf("encode event: %w", err)
-	}
-	fp, err := ev.Fingerprint()
-	if err != nil {
+	ev, err := taskEvent(t, n, degraded)
+	if err != nil || ev == nil {
 		return err
 	}
-	version, changed := n.Record(fp)
-	if !changed {
-		return nil
-	}
-	_, err = a.Events.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: t.ThreadID, TaskID: t.ID,
-		EventVersion: version, Status: ev.Status, Payload: payload})
+	_, err = a.Events.AppendEvent(ctx, ev)
 	switch code := mcpflow.ErrorCode(err); {
 	case err == nil:
 		if inboxOnly {
@@ -274,7 +326,7 @@ func (a *Activities) recordEvent(ctx context.Context, t *mcpflow.Task, n *mcpflo
 			n.DeadLetter(fmt.Sprintf("thread '%s' was deleted; the event was not delivered", t.ThreadID), true)
 		}
 	default:
-		return fmt.Errorf("append event v%d to the inbox: %w", version, err)
+		return fmt.Errorf("append event v%d to the inbox: %w", ev.EventVersion, err)
 	}
 	return nil
 }
@@ -444,7 +496,7 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	if unchanged && prog.Errors == 0 && snap.IsPollable() {
 		outcome = "unchanged"
 		if report && snap.Message != nil {
-			a.writeMessage(ctx, in.Ref.LocalTaskID, *snap.Message)
+			a.writeMessage(ctx, in, *snap.Message)
 		}
 		// Nothing to carry to the next attempt (no errors), so no heartbeat:
 		// an unchanged poll costs one failed attempt and no history.
@@ -475,11 +527,11 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 // so the row's event state and poll count are the truth, whatever an
 // earlier attempt's heartbeat or report lost.
 func (a *Activities) reportChange(ctx context.Context, in PollInput, prog pollProgress, out *PollOutput, signal bool) (*PollOutput, error) {
-	row, err := a.Tasks.GetTask(ctx, in.Ref.LocalTaskID)
+	row, err := a.pollRow(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("read task %s before writing its change: %w", in.Ref.LocalTaskID, err)
+		return nil, err
 	}
-	t := *row
+	t := *row // its RowVersion fences the write
 	at := out.PolledAt
 	t.LastPolledAt = &at
 	t.PollAttemptCount = in.Row.PollAttemptCount + out.Polls
@@ -551,15 +603,36 @@ func (a *Activities) rowHolds(ctx context.Context, taskID string, snap mcpflow.S
 // task to its row (a reporting poll is the row's writer while it runs):
 // the API shows it, and Temporal records nothing. A failure only leaves
 // the older message; the next poll tries again.
-func (a *Activities) writeMessage(ctx context.Context, taskID, msg string) {
-	t, err := a.Tasks.GetTask(ctx, taskID)
+func (a *Activities) writeMessage(ctx context.Context, in PollInput, msg string) {
+	t, err := a.pollRow(ctx, in)
 	if err != nil || (t.StatusMessage != nil && *t.StatusMessage == msg) {
 		return
 	}
 	t.StatusMessage = &msg
-	if err := a.Tasks.UpdateTask(ctx, t); err != nil {
-		activity.GetLogger(ctx).Debug("could not write the progress message", "task_id", taskID, "error", err)
+	if err := a.Tasks.UpdateTask(ctx, t); err != nil { // fenced by the version read
+		activity.GetLogger(ctx).Debug("could not write the progress message", "task_id", t.ID, "error", err)
 	}
+}
+
+// pollRow reads the task's row for a write of the poll activity (the
+// lean and report shapes): the row, whose RowVersion then fences the
+// write (UpdateTask writes only if nobody wrote the row since), or a
+// stale-poll error when the workflow has moved on without this poll: a
+// cancel was requested or the task ended since the poll started (the
+// attempt timed out and another one, or the workflow's cancel, took
+// over). Such a poll must write nothing: a late write would overwrite
+// the cancel.
+func (a *Activities) pollRow(ctx context.Context, in PollInput) (*mcpflow.Task, error) {
+	row, err := a.Tasks.GetTask(ctx, in.Ref.LocalTaskID)
+	if err != nil {
+		return nil, fmt.Errorf("read task %s before writing its change: %w", in.Ref.LocalTaskID, err)
+	}
+	if row.Status.IsTerminal() || (row.CancelRequestedAt != nil && (in.Row == nil || in.Row.CancelRequestedAt == nil)) {
+		return nil, temporal.NewApplicationErrorWithOptions(
+			fmt.Sprintf("task %s was cancelled or ended while this poll ran: its result is dropped", in.Ref.LocalTaskID),
+			errTypePollStale, temporal.ApplicationErrorOptions{NextRetryDelay: in.Timing.PollInterval})
+	}
+	return row, nil
 }
 
 // report signals a written change to the task's workflow (its current run).
@@ -583,7 +656,12 @@ func (a *Activities) changed(ctx context.Context, in PollInput, out *PollOutput)
 	if in.Row == nil {
 		return out, nil
 	}
+	cur, err := a.pollRow(ctx, in)
+	if err != nil {
+		return nil, err
+	}
 	t := *in.Row
+	t.RowVersion = cur.RowVersion // written only if nobody wrote the row since
 	at := out.PolledAt
 	t.LastPolledAt = &at
 	t.PollAttemptCount += out.Polls

@@ -76,7 +76,7 @@ func TestAnswerInputRoute(t *testing.T) {
 		`{"action": "maybe"}`: `action must be "accept", "decline" or "cancel"`,
 		`{"action": "accept", "content": {"interpretation": 1}}`: "content does not match the requested schema: /interpretation (type)",
 		`{"action": "accept"}`:             "content does not match the requested schema: / (required)",
-		`{"action": "accept", "extra": 1}`: `request body must be {"action": "accept"|"decline"|"cancel", "content"?: {...}}`,
+		`{"action": "accept", "extra": 1}`: `request body must be {"action": "accept"|"decline"|"cancel", "content"?: {...}, "question_id"?: <the detail's question_id>}`,
 	} {
 		code, out := b.do(t, "POST", path(asking), aliceToken, body)
 		require.Equal(t, 400, code, body)

@@ -45,6 +45,10 @@ type TaskDetail struct {
 	InputRequired            map[string]any    `json:"input_required"`
 	// InputAnswerable says POST …/input can answer input_required.
 	InputAnswerable bool `json:"input_answerable"`
+	// QuestionID numbers the current question while the task is
+	// input_required (mcpflow.Task.QuestionSeq), null otherwise: an answer
+	// names it (question_id) so that it never lands on a newer question.
+	QuestionID *int `json:"question_id"`
 	// TemporalUIURL links the task's workflow in the Temporal Web UI
 	// (temporal.web_ui_url); absent when none is configured.
 	TemporalUIURL string `json:"temporal_ui_url,omitempty"`
@@ -75,6 +79,10 @@ func (s *Server) detail(t *mcpflow.Task) TaskDetail {
 		NotificationAttemptCount: t.NotificationAttemptCount, Result: t.Result, ResultPreview: t.ResultPreview,
 		ResultTruncated: t.ResultTruncated, ResultArtifact: t.ResultArtifact, InputRequired: t.InputRequired,
 		InputAnswerable: t.InputAnswerable && t.Status == mcpflow.StatusInputRequired,
+	}
+	if t.Status == mcpflow.StatusInputRequired && t.QuestionSeq > 0 {
+		q := t.QuestionSeq
+		d.QuestionID = &q
 	}
 	if s.opts.TaskLink != nil {
 		d.TemporalUIURL = s.opts.TaskLink(t.ID)
@@ -181,7 +189,9 @@ func (s *Server) cancelTask(c *gin.Context) {
 // answer reached the MCP server; 400 for a bad action or content that does
 // not match the requested schema; 409 with the detail when the task does
 // not take an answer now (working, finished, or its question cannot be
-// answered through mcpflow).
+// answered through mcpflow); 409 with an error naming the current question
+// when question_id names another one (checked here, and again by the
+// worker right before the answer goes upstream).
 func (s *Server) answerInput(c *gin.Context) {
 	body, ok := s.readBody(c)
 	if !ok {
@@ -195,8 +205,12 @@ func (s *Server) answerInput(c *gin.Context) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
-	if err := dec.Decode(&ans); err != nil {
-		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, `request body must be {"action": "accept"|"decline"|"cancel", "content"?: {...}}`))
+	if err := dec.Decode(&ans); err != nil || ans.QuestionID < 0 {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, `request body must be {"action": "accept"|"decline"|"cancel", "content"?: {...}, "question_id"?: <the detail's question_id>}`))
+		return
+	}
+	if err := mcpflow.StaleAnswer(task, ans.QuestionID); err != nil {
+		s.renderError(c, err) // 409 naming the current question
 		return
 	}
 	if task.Status != mcpflow.StatusInputRequired || !task.InputAnswerable {
@@ -214,6 +228,10 @@ func (s *Server) answerInput(c *gin.Context) {
 	if err := s.opts.AnswerInput(c.Request.Context(), task, ans); err != nil {
 		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
 			if fresh, gerr := s.opts.Tasks.GetTask(c.Request.Context(), task.ID); gerr == nil {
+				if serr := mcpflow.StaleAnswer(fresh, ans.QuestionID); serr != nil {
+					s.renderError(c, serr) // a newer question came meanwhile
+					return
+				}
 				c.JSON(http.StatusConflict, s.detail(fresh))
 				return
 			}

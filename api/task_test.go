@@ -29,7 +29,8 @@ var (
 		"last_polled_at", "last_poll_error", "last_cancel_error", "cancel_attempt_count",
 		"notification_status", "notification_error", "notification_attempt_count",
 		"result", "result_preview", "result_truncated", "result_artifact", "input_required", "input_answerable",
-		"status_message") // mcpflow's own: the server's progress message
+		"status_message", // mcpflow's own: the server's progress message
+		"question_id")    // mcpflow's own: the number of the open question
 	// hiddenFields never leave the server.
 	hiddenFields = []string{"remote_task_id", "driver_data", "server_name"}
 )
@@ -235,7 +236,7 @@ func TestTaskDetailShape(t *testing.T) {
 		"result": map[string]any{"rows": []any{1.0, 2.0}}, "result_preview": "preview", "result_truncated": true,
 		"result_artifact":  map[string]any{"uri": "file:///tmp/r.pdf", "mime_type": "application/pdf"},
 		"input_required":   map[string]any{"question": "Which format?"},
-		"input_answerable": false,
+		"input_answerable": false, "question_id": 1.0,
 	}, d)
 
 	status, d = b.do(t, "GET", "/api/threads/t1/mcp-tasks/"+bare.ID, aliceToken, "")

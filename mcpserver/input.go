@@ -27,10 +27,12 @@ func clientElicits(sess *mcpflow.MCPSession) bool {
 		len(caps.Elicitation) > 0 && !bytes.Equal(caps.Elicitation, []byte("null"))
 }
 
-// elicitationID names a task's current question: it changes with every
-// write of the question, so each question is asked once per stream.
+// elicitationID names a task's current question by the task's question
+// number (mcpflow.Task.QuestionSeq), which changes only when the task asks
+// a new question: each question is asked once per stream, and its answer
+// names the question it answers.
 func elicitationID(t *mcpflow.Task) string {
-	return elicitationPrefix + t.ID + ":" + strconv.FormatInt(t.UpdatedAt.UnixNano(), 36)
+	return elicitationPrefix + t.ID + ":" + strconv.Itoa(t.QuestionSeq)
 }
 
 // elicitationRequest is the elicitation/create of a task's question,
@@ -54,30 +56,37 @@ func elicitationRequest(id string, t *mcpflow.Task) any {
 	}{mcp.JSONRPC_VERSION, rid, string(mcp.MethodElicitationCreate), params}
 }
 
-// elicitationTask returns the task id an elicitation response answers, ""
-// for any other response.
-func elicitationTask(id json.RawMessage) string {
+// elicitationTask returns the task id and question number an elicitation
+// response answers, "" for any other response.
+func elicitationTask(id json.RawMessage) (string, int) {
 	var s string
 	if json.Unmarshal(id, &s) != nil || !strings.HasPrefix(s, elicitationPrefix) {
-		return ""
+		return "", 0
 	}
-	task, _, ok := strings.Cut(strings.TrimPrefix(s, elicitationPrefix), ":")
+	task, q, ok := strings.Cut(strings.TrimPrefix(s, elicitationPrefix), ":")
 	if !ok || !mcpflow.ValidTaskID(task) {
-		return ""
+		return "", 0
 	}
-	return task
+	n, err := strconv.Atoi(q)
+	if err != nil || n < 1 {
+		return "", 0
+	}
+	return task, n
 }
 
 // answerElicitation takes a client's response to an elicitation/create of
-// a task's question and delivers it as the task's answer (the REST input
-// route's rules: the session's own task, still answerable, content
-// matching the requested schema). The transport answers 202 whatever
-// happens; what went wrong is logged.
-func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession, taskID string, msg *message, requestID string) {
+// a task's question (number question) and delivers it as the task's
+// answer (the REST input route's rules: the session's own task, still
+// answerable, content matching the requested schema). It returns the
+// refusal of an answer to an earlier question than the task's current one
+// (the transport answers it with 409 naming the current question); for
+// everything else the transport answers 202, and what went wrong is
+// logged.
+func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession, taskID string, question int, msg *message, requestID string) error {
 	log := s.log.With("request_id", requestID, "task_id", taskID)
 	if len(msg.Error) > 0 {
 		log.Info("MCP client answered a task's question with an error; the task keeps waiting")
-		return
+		return nil
 	}
 	var res struct {
 		Action  string         `json:"action"`
@@ -87,26 +96,37 @@ func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession
 	dec.UseNumber()
 	if err := dec.Decode(&res); err != nil {
 		log.Info("MCP client's answer to a task's question is not an elicitation result")
-		return
+		return nil
 	}
 	if s.opts.Tasks == nil || s.opts.AnswerInput == nil {
-		return
+		return nil
 	}
 	t, err := s.opts.Tasks.GetTask(ctx, taskID)
 	if err != nil || t.UserID != sess.UserID || t.ThreadID != sess.ThreadID {
 		log.Info("MCP client answered a question of a task it cannot see")
-		return
+		return nil
 	}
-	if t.Status != mcpflow.StatusInputRequired || !t.InputAnswerable {
+	if err := mcpflow.StaleAnswer(t, question); err != nil {
+		log.Info("MCP client answered an earlier question of a task; refused", "question", question, "current", t.QuestionSeq)
+		return err
+	}
+	if !t.InputAnswerable {
 		log.Info("MCP client answered a question that is no longer open")
-		return
+		return nil
 	}
-	ans := mcpflow.InputAnswer{Action: res.Action, Content: res.Content}
+	ans := mcpflow.InputAnswer{Action: res.Action, Content: res.Content, QuestionID: question}
 	if err := ans.Validate(t.InputRequired); err != nil {
 		log.Info("MCP client's answer to a task's question was refused", "reason", mcpflow.ErrorMessage(err))
-		return
+		return nil
 	}
 	if err := s.opts.AnswerInput(ctx, t, ans); err != nil {
+		if fresh, gerr := s.opts.Tasks.GetTask(ctx, taskID); gerr == nil {
+			if serr := mcpflow.StaleAnswer(fresh, question); serr != nil {
+				log.Info("MCP client answered an earlier question of a task; refused", "question", question, "current", fresh.QuestionSeq)
+				return serr // a newer question came while it was on its way
+			}
+		}
 		log.Warn("MCP client's answer to a task's question was not delivered", "reason", mcpflow.ErrorMessage(err))
 	}
+	return nil
 }

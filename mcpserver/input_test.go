@@ -101,7 +101,7 @@ func TestTaskQuestionIsElicited(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, good.StatusCode)
 	<-answered
 	mu.Lock()
-	require.Equal(t, []mcpflow.InputAnswer{{Action: "accept", Content: map[string]any{"interpretation": "historical"}}}, answers)
+	require.Equal(t, []mcpflow.InputAnswer{{Action: "accept", Content: map[string]any{"interpretation": "historical"}, QuestionID: 1}}, answers)
 	mu.Unlock()
 
 	// The task completes: the stream ends with its result.

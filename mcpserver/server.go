@@ -214,13 +214,18 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 			writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "not a JSON-RPC request, notification or response")
 			return
 		}
-		if task := elicitationTask(msg.ID); task != "" {
+		if task, question := elicitationTask(msg.ID); task != "" {
 			sess, ok := s.requireSession(w, r, req, nil)
 			if !ok {
 				return
 			}
 			req.Method = "elicitation response"
-			s.answerElicitation(ctx, sess, task, &msg, w.Header().Get("X-Request-ID"))
+			if err := s.answerElicitation(ctx, sess, task, question, &msg, w.Header().Get("X-Request-ID")); err != nil {
+				// An answer to an earlier question: refused, naming the
+				// current one (it is asked on the stream in its turn).
+				writeHTTPError(w, http.StatusConflict, nil, mcp.INVALID_PARAMS, mcpflow.ErrorMessage(err))
+				return
+			}
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return

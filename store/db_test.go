@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -21,7 +22,10 @@ func TestOpenMigrations(t *testing.T) {
 
 		v, err := b.db.schemaVersion(ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(4), v)
+		files, err := fs.Glob(migrationFiles, "migrations/"+b.backend+"/*.sql")
+		require.NoError(t, err)
+		require.NotEmpty(t, files)
+		require.Equal(t, int64(len(files)), v, "every embedded migration applied")
 
 		// Opening the migrated database again applies nothing and records
 		// nothing new.
@@ -30,8 +34,8 @@ func TestOpenMigrations(t *testing.T) {
 		defer func() { require.NoError(t, again.Close()) }()
 		v, err = again.schemaVersion(ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(4), v)
-		for _, version := range []int{1, 2, 3, 4} {
+		require.Equal(t, int64(len(files)), v, "every embedded migration applied")
+		for version := 1; version <= len(files); version++ {
 			var applied int64
 			require.NoError(t, again.sql.QueryRowContext(ctx,
 				"SELECT count(*) FROM goose_db_version WHERE version_id = $1", version).Scan(&applied))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"gorm.io/gorm"
@@ -56,6 +57,8 @@ type taskRow struct {
 	CompletedAt               *time.Time `gorm:"column:completed_at"`
 	CreatedAt                 time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	UpdatedAt                 time.Time  `gorm:"column:updated_at;autoUpdateTime:false"`
+	QuestionSeq               int        `gorm:"column:question_seq"`
+	RowVersion                int        `gorm:"column:row_version"`
 }
 
 // TableName implements gorm's Tabler.
@@ -170,6 +173,8 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 		CompletedAt:               utcPtr(r.CompletedAt),
 		CreatedAt:                 r.CreatedAt.UTC(),
 		UpdatedAt:                 r.UpdatedAt.UTC(),
+		QuestionSeq:               r.QuestionSeq,
+		RowVersion:                r.RowVersion,
 	}
 	if err := decodeJSON("result", r.Result, &t.Result); err != nil {
 		return nil, fmt.Errorf("task %s: %w", r.ID, err)
@@ -231,6 +236,10 @@ func (db *DB) CreateTask(ctx context.Context, t *mcpflow.Task) error {
 	if err != nil {
 		return fmt.Errorf("create task %s: %w", c.ID, err)
 	}
+	row.QuestionSeq, row.RowVersion = 0, 1
+	if c.Status == mcpflow.StatusInputRequired {
+		row.QuestionSeq = 1
+	}
 	if err := db.gorm.WithContext(ctx).Create(row).Error; err != nil {
 		if isDuplicateRemoteTask(err) {
 			return fmt.Errorf("create task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{
@@ -250,6 +259,8 @@ func (db *DB) CreateTask(ctx context.Context, t *mcpflow.Task) error {
 	c.NextPollAt = row.NextPollAt
 	c.CancelRequestedAt = row.CancelRequestedAt
 	c.CompletedAt = row.CompletedAt
+	c.QuestionSeq = row.QuestionSeq
+	c.RowVersion = row.RowVersion
 	*t = c
 	return nil
 }
@@ -319,10 +330,52 @@ func taskListLimit(n int) int {
 	return n
 }
 
-// UpdateTask writes the whole projection of an existing task (the task's
-// workflow is its single writer) except id and created_at, and sets
-// UpdatedAt to now, on t too. A missing task is an mcpflow.ENotFound error.
+// UpdateTask writes the whole projection of an existing task except id
+// and created_at, and sets UpdatedAt to now, on t too. The store keeps two
+// counters: row_version grows by one with every write, and question_seq
+// grows by one when the write puts the task into input_required or changes
+// its question (input_required), and is kept otherwise; t's values of both
+// are not written. With t.RowVersion non-zero the row is written only if
+// it still has that version (a writer that read the row cannot overwrite a
+// newer write): otherwise an mcpflow.EConflict error, and t.RowVersion is
+// the new version after a write. A missing task is an mcpflow.ENotFound
+// error.
 func (db *DB) UpdateTask(ctx context.Context, t *mcpflow.Task) error {
+	return db.updateTask(ctx, db.gorm.WithContext(ctx), t)
+}
+
+// UpdateTaskWithEvent implements mcpflow.TaskEventWriter: it appends e to
+// the thread inbox (as AppendEvent) and writes t (as UpdateTask) in one
+// transaction, so that a write refused by its row version (EConflict)
+// leaves no event behind either. Errors are those of both; on any of
+// them nothing was written.
+func (db *DB) UpdateTaskWithEvent(ctx context.Context, t *mcpflow.Task, e *mcpflow.ThreadEvent) (int64, error) {
+	created, err := db.checkEvent(e)
+	if err != nil {
+		return 0, err
+	}
+	var stored eventRow
+	done := *t
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// The thread row first, as AppendEvent and DeleteThread lock it.
+		var err error
+		if stored, err = appendEventTx(tx, e, created); err != nil {
+			return fmt.Errorf("append event of task %s version %d: %w", e.TaskID, e.EventVersion, err)
+		}
+		return db.updateTask(ctx, tx, &done)
+	})
+	if err != nil {
+		return 0, asUnavailable(err)
+	}
+	*t = done
+	e.Seq = stored.Seq
+	e.CreatedAt = stored.CreatedAt.UTC()
+	db.signalAppend()
+	return stored.Seq, nil
+}
+
+// updateTask is UpdateTask on tx.
+func (db *DB) updateTask(ctx context.Context, tx *gorm.DB, t *mcpflow.Task) error {
 	if t == nil {
 		return invalid("task must not be nil")
 	}
@@ -338,8 +391,26 @@ func (db *DB) UpdateTask(ctx context.Context, t *mcpflow.Task) error {
 	if err != nil {
 		return fmt.Errorf("update task %s: %w", c.ID, err)
 	}
-	res := db.gorm.WithContext(ctx).Model(&taskRow{}).Where("id = ?", c.ID).
-		Select("*").Omit("id", "created_at").Updates(row)
+	set, err := db.taskColumns(ctx, row)
+	if err != nil {
+		return fmt.Errorf("update task %s: %w", c.ID, err)
+	}
+	set["row_version"] = gorm.Expr("row_version + 1")
+	if c.Status == mcpflow.StatusInputRequired {
+		// Compared with the row as it was (the right-hand sides of an
+		// UPDATE read the old row, on both backends).
+		distinct := "IS NOT" // SQLite's null-safe inequality
+		if db.backend == BackendPostgres {
+			distinct = "IS DISTINCT FROM"
+		}
+		set["question_seq"] = gorm.Expr("CASE WHEN status <> ? OR input_required "+distinct+" ? THEN question_seq + 1 ELSE question_seq END",
+			string(mcpflow.StatusInputRequired), row.InputRequired)
+	}
+	q := tx.Model(&taskRow{}).Where("id = ?", c.ID)
+	if t.RowVersion != 0 {
+		q = q.Where("row_version = ?", t.RowVersion)
+	}
+	res := q.Updates(set)
 	if res.Error != nil {
 		if isDuplicateRemoteTask(res.Error) {
 			return fmt.Errorf("update task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{
@@ -350,6 +421,17 @@ func (db *DB) UpdateTask(ctx context.Context, t *mcpflow.Task) error {
 		return fmt.Errorf("update task %s: %w", c.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
+		if t.RowVersion != 0 {
+			var n int64
+			if err := tx.Model(&taskRow{}).Where("id = ?", c.ID).Count(&n).Error; err != nil {
+				return fmt.Errorf("update task %s: %w", c.ID, err)
+			}
+			if n == 0 {
+				return notFound("MCP task not found")
+			}
+			return &mcpflow.Error{Code: mcpflow.EConflict,
+				Message: fmt.Sprintf("MCP task '%s' was written since it was read (row version %d)", c.ID, t.RowVersion)}
+		}
 		return notFound("MCP task not found")
 	}
 	t.UpdatedAt = row.UpdatedAt
@@ -358,7 +440,30 @@ func (db *DB) UpdateTask(ctx context.Context, t *mcpflow.Task) error {
 	t.CancelRequestedAt = row.CancelRequestedAt
 	t.CompletedAt = row.CompletedAt
 	t.NotificationStatus = c.NotificationStatus
+	if t.RowVersion != 0 {
+		t.RowVersion++
+	}
 	return nil
+}
+
+// taskColumns returns the columns UpdateTask writes from row: every column
+// but id, created_at and the counters the store keeps itself.
+func (db *DB) taskColumns(ctx context.Context, row *taskRow) (map[string]any, error) {
+	stmt := &gorm.Statement{DB: db.gorm}
+	if err := stmt.Parse(row); err != nil {
+		return nil, err
+	}
+	rv := reflect.ValueOf(row).Elem()
+	set := make(map[string]any, len(stmt.Schema.Fields))
+	for _, f := range stmt.Schema.Fields {
+		switch f.DBName {
+		case "", "id", "created_at", "question_seq", "row_version":
+			continue
+		}
+		v, _ := f.ValueOf(ctx, rv)
+		set[f.DBName] = v
+	}
+	return set, nil
 }
 
 // CountTasksByStatus returns how many tasks are in each status.

@@ -149,6 +149,8 @@ func TestUpdateTask(t *testing.T) {
 		require.NoError(t, err)
 		want := *full
 		want.CreatedAt = created
+		want.QuestionSeq = 1 // working → input_required: its first question
+		want.RowVersion = 2  // created, written once
 		require.Equal(t, &want, got)
 
 		// Clearing optional fields clears the columns.
@@ -335,5 +337,159 @@ func TestListTasks(t *testing.T) {
 
 		_, err = db.ListTasks(testCtx, mcpflow.TaskFilter{ThreadID: "thread-1"})
 		requireCode(t, mcpflow.EInvalid, err)
+	})
+}
+
+// TestQuestionSeq: the store numbers a task's questions. Only entering
+// input_required or a changed question counts; rewriting the same question
+// (a progress message, a counted poll error, a cancel request, the
+// question becoming answerable) keeps the number.
+func TestQuestionSeq(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		task := newTask("alice", "thread-1", "remote-1")
+		task.Status = mcpflow.StatusWorking
+		require.NoError(t, db.CreateTask(testCtx, task))
+		seq := func() int {
+			t.Helper()
+			got, err := db.GetTask(testCtx, task.ID)
+			require.NoError(t, err)
+			return got.QuestionSeq
+		}
+		write := func(edit func(*mcpflow.Task)) {
+			t.Helper()
+			got, err := db.GetTask(testCtx, task.ID)
+			require.NoError(t, err)
+			edit(got)
+			require.NoError(t, db.UpdateTask(testCtx, got))
+		}
+		require.Equal(t, 0, seq())
+
+		q1 := map[string]any{"message": "Which year?", "requested_schema": map[string]any{"type": "object"}}
+		write(func(t *mcpflow.Task) { t.Status, t.InputRequired = mcpflow.StatusInputRequired, q1 })
+		require.Equal(t, 1, seq())
+
+		msg, perr := "still thinking", "timeout"
+		write(func(t *mcpflow.Task) { t.StatusMessage = &msg })
+		write(func(t *mcpflow.Task) { t.ConsecutivePollErrorCount, t.LastPollError = 1, &perr })
+		write(func(t *mcpflow.Task) { t.InputAnswerable = true })
+		now := time.Now()
+		write(func(t *mcpflow.Task) { t.CancelRequestedAt = &now })
+		write(func(t *mcpflow.Task) {
+			// The same question, written from a fresh map (as a poll
+			// would): the same content is the same question.
+			t.InputRequired = map[string]any{"requested_schema": map[string]any{"type": "object"}, "message": "Which year?"}
+		})
+		require.Equal(t, 1, seq(), "writes that keep the question kept its number")
+
+		write(func(t *mcpflow.Task) { t.InputRequired = map[string]any{"message": "Which month?"} })
+		require.Equal(t, 2, seq(), "a new question while input_required")
+
+		write(func(t *mcpflow.Task) { t.Status, t.InputRequired = mcpflow.StatusWorking, nil })
+		require.Equal(t, 2, seq())
+		write(func(t *mcpflow.Task) {
+			t.Status, t.InputRequired = mcpflow.StatusInputRequired, map[string]any{"message": "Which month?"}
+		})
+		require.Equal(t, 3, seq(), "the same text asked again after an answer is a new question")
+
+		// A task created asking has its first question.
+		asking := newTask("alice", "thread-1", "remote-2")
+		asking.Status, asking.InputRequired = mcpflow.StatusInputRequired, q1
+		require.NoError(t, db.CreateTask(testCtx, asking))
+		require.Equal(t, 1, asking.QuestionSeq)
+	})
+}
+
+// TestUpdateTaskRowVersion: a write that names the row version it read
+// lands only if nobody wrote the row since; a plain write always lands.
+func TestUpdateTaskRowVersion(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		task := newTask("alice", "thread-1", "remote-1")
+		task.Status = mcpflow.StatusWorking
+		require.NoError(t, db.CreateTask(testCtx, task))
+		require.Equal(t, 1, task.RowVersion)
+
+		read, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		stale := *read
+
+		// Another writer (the workflow applying a cancel) writes first.
+		cancelled := *read
+		cancelled.RowVersion = 0 // unconditional
+		cancelled.Status = mcpflow.StatusCancelled
+		now := time.Now()
+		cancelled.CancelRequestedAt = &now
+		require.NoError(t, db.UpdateTask(testCtx, &cancelled))
+
+		msg := "late progress"
+		stale.StatusMessage = &msg
+		err = db.UpdateTask(testCtx, &stale)
+		requireCode(t, mcpflow.EConflict, err)
+		got, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, mcpflow.StatusCancelled, got.Status, "the stale write did not land")
+		require.NotNil(t, got.CancelRequestedAt)
+		require.Nil(t, got.StatusMessage)
+		require.Equal(t, 2, got.RowVersion)
+
+		// A write from the current version lands and moves it on.
+		got.StatusMessage = &msg
+		require.NoError(t, db.UpdateTask(testCtx, got))
+		require.Equal(t, 3, got.RowVersion)
+		again, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, 3, again.RowVersion)
+		require.Equal(t, msg, *again.StatusMessage)
+
+		// A missing task is still not found, fenced or not.
+		missing := newTask("alice", "thread-1", "remote-9")
+		missing.RowVersion = 4
+		requireCode(t, mcpflow.ENotFound, db.UpdateTask(testCtx, missing))
+	})
+}
+
+// TestUpdateTaskWithEvent: the event and the fenced row write go in
+// together, or neither does.
+func TestUpdateTaskWithEvent(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		task := newTask("alice", "thread-1", "remote-1")
+		task.Status = mcpflow.StatusWorking
+		require.NoError(t, db.CreateTask(testCtx, task))
+		read, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+
+		ev := func(v int) *mcpflow.ThreadEvent {
+			return &mcpflow.ThreadEvent{ThreadID: "thread-1", TaskID: task.ID, EventVersion: v,
+				Status: mcpflow.StatusCompleted, Payload: []byte(`{"status":"completed"}`)}
+		}
+		ok := *read
+		ok.Status, ok.EventVersion = mcpflow.StatusCompleted, 1
+		seq, err := db.UpdateTaskWithEvent(testCtx, &ok, ev(1))
+		require.NoError(t, err)
+		require.Positive(t, seq)
+		require.Equal(t, read.RowVersion+1, ok.RowVersion)
+
+		stale := *read // the version before that write
+		stale.Status, stale.EventVersion = mcpflow.StatusFailed, 2
+		_, err = db.UpdateTaskWithEvent(testCtx, &stale, ev(2))
+		requireCode(t, mcpflow.EConflict, err)
+		events, err := db.ListEvents(testCtx, "thread-1", 0, 10)
+		require.NoError(t, err)
+		require.Len(t, events, 1, "the refused write left its event behind")
+		got, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, mcpflow.StatusCompleted, got.Status)
+
+		// A deleted thread refuses the event, and nothing is written.
+		require.NoError(t, db.DeleteThread(testCtx, "thread-1", time.Now()))
+		gone := *got
+		gone.Status, gone.EventVersion = mcpflow.StatusFailed, 2
+		_, err = db.UpdateTaskWithEvent(testCtx, &gone, ev(2))
+		requireCode(t, mcpflow.EGone, err)
 	})
 }

@@ -52,61 +52,15 @@ func (r *eventRow) event() *mcpflow.ThreadEvent {
 // error and a deleted one an mcpflow.EGone error; ownership is the caller's
 // check. The payload must be a JSON value.
 func (db *DB) AppendEvent(ctx context.Context, e *mcpflow.ThreadEvent) (int64, error) {
-	if e == nil {
-		return 0, invalid("event must not be nil")
-	}
-	if e.TaskID == "" {
-		return 0, invalid("event task_id must not be empty")
-	}
-	if !json.Valid(e.Payload) {
-		return 0, invalid("event payload must be valid JSON")
-	}
-	created := e.CreatedAt
-	if created.IsZero() {
-		created = db.now()
+	created, err := db.checkEvent(e)
+	if err != nil {
+		return 0, err
 	}
 	var stored eventRow
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		// Locking the thread row serializes the appends of one thread, so
-		// their seq values commit in order and a reader's "after" cursor
-		// never skips an event that commits late; it also holds off a
-		// concurrent DeleteThread. (PostgreSQL; SQLite write transactions
-		// are serial already.)
-		var th threadRow
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", e.ThreadID).Take(&th).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return notFound("thread not found")
-		}
-		if err != nil {
-			return fmt.Errorf("read thread: %w", err)
-		}
-		if th.DeletedAt != nil {
-			return gone("thread has been deleted")
-		}
-		row := eventRow{
-			ThreadID:     e.ThreadID,
-			TaskID:       e.TaskID,
-			EventVersion: e.EventVersion,
-			Status:       string(e.Status),
-			Payload:      string(e.Payload),
-			CreatedAt:    dbTime(created),
-		}
-		res := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "task_id"}, {Name: "event_version"}},
-			DoNothing: true,
-		}).Create(&row)
-		if res.Error != nil {
-			return fmt.Errorf("insert: %w", res.Error)
-		}
-		if res.RowsAffected == 1 {
-			stored = row
-			return nil
-		}
-		err = tx.Where("task_id = ? AND event_version = ?", e.TaskID, e.EventVersion).Take(&stored).Error
-		if err != nil {
-			return fmt.Errorf("read existing: %w", err)
-		}
-		return nil
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		stored, err = appendEventTx(tx, e, created)
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("append event of task %s version %d: %w", e.TaskID, e.EventVersion, asUnavailable(err))
@@ -115,6 +69,70 @@ func (db *DB) AppendEvent(ctx context.Context, e *mcpflow.ThreadEvent) (int64, e
 	e.CreatedAt = stored.CreatedAt.UTC()
 	db.signalAppend()
 	return stored.Seq, nil
+}
+
+// checkEvent checks an event to append and returns its creation time (now
+// when unset).
+func (db *DB) checkEvent(e *mcpflow.ThreadEvent) (time.Time, error) {
+	if e == nil {
+		return time.Time{}, invalid("event must not be nil")
+	}
+	if e.TaskID == "" {
+		return time.Time{}, invalid("event task_id must not be empty")
+	}
+	if !json.Valid(e.Payload) {
+		return time.Time{}, invalid("event payload must be valid JSON")
+	}
+	if e.CreatedAt.IsZero() {
+		return db.now(), nil
+	}
+	return e.CreatedAt, nil
+}
+
+// appendEventTx appends e in the transaction tx (see AppendEvent) and
+// returns the stored row: the new one, or the one already stored for the
+// task's version.
+func appendEventTx(tx *gorm.DB, e *mcpflow.ThreadEvent, created time.Time) (eventRow, error) {
+	var stored eventRow
+	// Locking the thread row serializes the appends of one thread, so
+	// their seq values commit in order and a reader's "after" cursor
+	// never skips an event that commits late; it also holds off a
+	// concurrent DeleteThread. (PostgreSQL; SQLite write transactions
+	// are serial already.)
+	var th threadRow
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", e.ThreadID).Take(&th).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return stored, notFound("thread not found")
+	}
+	if err != nil {
+		return stored, fmt.Errorf("read thread: %w", err)
+	}
+	if th.DeletedAt != nil {
+		return stored, gone("thread has been deleted")
+	}
+	row := eventRow{
+		ThreadID:     e.ThreadID,
+		TaskID:       e.TaskID,
+		EventVersion: e.EventVersion,
+		Status:       string(e.Status),
+		Payload:      string(e.Payload),
+		CreatedAt:    dbTime(created),
+	}
+	res := tx.Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "task_id"}, {Name: "event_version"}},
+		DoNothing: true,
+	}).Create(&row)
+	if res.Error != nil {
+		return stored, fmt.Errorf("insert: %w", res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return row, nil
+	}
+	err = tx.Where("task_id = ? AND event_version = ?", e.TaskID, e.EventVersion).Take(&stored).Error
+	if err != nil {
+		return stored, fmt.Errorf("read existing: %w", err)
+	}
+	return stored, nil
 }
 
 // GetEvent returns one version of a task's event, or an mcpflow.ENotFound

@@ -75,17 +75,23 @@ func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
 	p := w.answer
 	opts := workflow.ActivityOptions{RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3,
-		NonRetryableErrorTypes: []string{ErrTypeInputGone}}}
+		NonRetryableErrorTypes: []string{ErrTypeInputGone, ErrTypeInputStale}}}
 	if w.st.InputQueue != "" {
 		opts.TaskQueue = w.st.InputQueue
 		opts.ScheduleToStartTimeout = pinnedScheduleToStart
 	}
 	err := w.exec(ctx, "deliver answer to the task's question", opts, a.Answer, nil,
 		activities.AnswerInput{Ref: w.ref(), Answer: p.answer})
+	var ae *temporal.ApplicationError
 	switch {
 	case err == nil:
 		w.st.Snapshot = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
 		w.st.Fingerprint = ""
+	case errors.As(err, &ae) && ae.Type() == ErrTypeInputStale:
+		// An answer for an earlier question: refused, and the current
+		// question stays open. (The same commands follow as in the other
+		// cases, so histories recorded before this case replay.)
+		err = errors.New(ae.Message())
 	default:
 		// Gone, or the worker that held it never picked the delivery up:
 		// the question cannot be answered any more; polling goes on.
@@ -93,7 +99,9 @@ func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
 		w.st.Fingerprint = ""
 		err = errors.New(appMessage(err).Error())
 	}
-	w.st.InputQueue = ""
+	if ae == nil || ae.Type() != ErrTypeInputStale {
+		w.st.InputQueue = "" // the question was answered or is gone
+	}
 	p.err, p.done = err, true
 	w.answer = nil
 	if perr := w.persist(ctx, false, 0); perr != nil {

@@ -134,3 +134,28 @@ func TestInputAnswerToAGoneQuestion(t *testing.T) {
 	require.Len(t, d.answers, 1)
 	require.Equal(t, mcpflow.StatusCancelled, b.task(t).Status)
 }
+
+// An answer for another question than the task's current one (the row's
+// question number) is refused right before delivery: it never reaches the
+// server, the question stays open, and the answer that names it is
+// delivered.
+func TestInputAnswerForAnotherQuestionIsRefused(t *testing.T) {
+	t.Parallel()
+	d := &answeringDriver{fakeDriver: &fakeDriver{submitID: "r-3", statuses: []statusAnswer{working()}}, holds: true}
+	b := setupAnswering(t, d)
+	var stale, current updateOutcome
+	b.answerAt(10*time.Minute, "a-stale", mcpflow.InputAnswer{Action: mcpflow.InputAccept,
+		Content: map[string]any{"interpretation": "technical"}, QuestionID: 7}, &stale)
+	b.answerAt(20*time.Minute, "a-current", mcpflow.InputAnswer{Action: mcpflow.InputAccept,
+		Content: map[string]any{"interpretation": "historical"}, QuestionID: 1}, &current)
+	_, err := b.run(t)
+	require.NoError(t, err)
+
+	require.True(t, stale.completed, "%+v", stale)
+	require.ErrorContains(t, stale.err, "this answer is for question 7, but the task's current question is question 1")
+	require.True(t, current.completed, "the question stayed open for its own answer: %+v", current)
+	require.NoError(t, current.err)
+	require.Len(t, d.answers, 1, "the stale answer never reached the server")
+	require.Equal(t, "historical", d.answers[0].Content["interpretation"])
+	require.Equal(t, mcpflow.StatusCompleted, b.task(t).Status)
+}

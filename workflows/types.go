@@ -38,6 +38,7 @@ const (
 	ErrTypePollError     = "McpTaskPollError"            // transient poll failure, retried with backoff
 	ErrTypeCancelPending = "McpTaskCancelNotTerminal"    // remote cancel not terminal yet
 	ErrTypeInputGone     = "McpTaskInputGone"            // the question can no longer be answered
+	ErrTypeInputStale    = "McpTaskInputStale"           // the answer is for an earlier question
 )
 
 // PersistFailedMessage is what the agent hears when the task's row could

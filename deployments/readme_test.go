@@ -11,7 +11,7 @@ package deployments_test
 //     directory whose .dev/ is that DEV_DIR and whose bin/ is the
 //     repository's. The default ports in the text (8080, 7233, 8233, 8765
 //     after 127.0.0.1:) become the test's; TEMPORAL_ADDRESS and MCPFLOW_URL
-//     point at them.
+//     point at them, as the export lines make dev prints say.
 //   - A command is a line, continued by lines ending in "\". Every command
 //     must exit 0.
 //   - A comment starting with "=>", after the command on its line or on the
@@ -239,6 +239,10 @@ func hermeticEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
+// bannerExport matches a variable make dev's banner says to export
+// (export NAME=value, several on a line).
+var bannerExport = regexp.MustCompile(`\b(TEMPORAL_ADDRESS|MCPFLOW_URL)=([^\s)]+)`)
+
 // errorLine matches a log line that reports an error.
 var errorLine = regexp.MustCompile(`(?i)\blevel=(error|fatal|panic|dpanic)\b|"level":\s*"(error|fatal|panic|dpanic)"|^panic:|^fatal error:|make dev: .* exited`)
 
@@ -323,6 +327,15 @@ func TestREADMEExamples(t *testing.T) {
 	}
 	require.True(t, ready, "the stack was not ready within 3 minutes\n%s", logs())
 
+	// The examples run with what make dev's banner tells a user to export
+	// for bin/temporal and bin/mcpflow on these ports.
+	exports := map[string]string{}
+	for _, m := range bannerExport.FindAllStringSubmatch(stackOut.String(), -1) {
+		exports[m[1]] = m[2]
+	}
+	require.Equal(t, "127.0.0.1:"+ports["temporal"], exports["TEMPORAL_ADDRESS"], "make dev's banner\n%s", logs())
+	require.Equal(t, api, exports["MCPFLOW_URL"], "make dev's banner\n%s", logs())
+
 	// The examples, in one bash, each command followed by a marker with its index.
 	const marker = "\x1eREADME-EXAMPLE-DONE "
 	var script strings.Builder
@@ -339,8 +352,8 @@ func TestREADMEExamples(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	sh := exec.CommandContext(ctx, "bash", scriptPath)
 	sh.Dir = work
-	sh.Env = hermeticEnv("TEMPORAL_ADDRESS=127.0.0.1:"+ports["temporal"], "TEMPORAL_CONFIG_FILE="+emptyToml,
-		"MCPFLOW_URL="+api)
+	sh.Env = hermeticEnv("TEMPORAL_ADDRESS="+exports["TEMPORAL_ADDRESS"], "TEMPORAL_CONFIG_FILE="+emptyToml,
+		"MCPFLOW_URL="+exports["MCPFLOW_URL"])
 	sh.Stdout, sh.Stderr = &stdout, &stderr
 	runErr := sh.Run()
 

@@ -140,20 +140,78 @@ func decodeJSON(b []byte, v any) error {
 	return nil
 }
 
-// compactJSON is b on one line.
+// compactJSON is b on one line, without HTML escapes (see unescapeHTML).
 func compactJSON(b []byte) []byte {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
 		return bytes.TrimSpace(b)
 	}
-	return buf.Bytes()
+	return unescapeHTML(buf.Bytes())
 }
 
-// indentJSON renders v as indented JSON (numbers as they came).
-func indentJSON(v any) string {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+// indentRawJSON is b indented by two spaces, keys in the order they came,
+// without HTML escapes; ok is false when b is not JSON.
+func indentRawJSON(b []byte) (string, bool) {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return "", false
+	}
+	return string(unescapeHTML(buf.Bytes())), true
+}
+
+// indentJSON renders v as indented JSON (numbers as they came), without
+// HTML escapes.
+func indentJSON(v any) string { return encodeJSON(v, "  ") }
+
+// oneLineJSON renders v as JSON on one line, without HTML escapes.
+func oneLineJSON(v any) string { return encodeJSON(v, "") }
+
+// encodeJSON is v as JSON, indented by indent when it is not empty. People
+// read it: "<", ">" and "&" stay as they are (json.Marshal would write
+// \u003c, \u003e and \u0026).
+func encodeJSON(v any, indent string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent != "" {
+		enc.SetIndent("", indent)
+	}
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// unescapeHTML turns the HTML escapes the API's JSON encoder writes in
+// strings (\u003c, \u003e, \u0026) back into "<", ">" and "&", leaving
+// every other escape, and the order of keys, as they are. b must be valid
+// JSON: a backslash occurs only in strings, always starting an escape.
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+5 < len(b) {
+			switch strings.ToLower(string(b[i+2 : i+6])) {
+			case "003c":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		// Another escape (\\, \", \n, \u…): copy its first two bytes as
+		// they are, so an escaped backslash never starts an escape.
+		out, i = append(out, b[i], b[i+1]), i+1
+	}
+	return out
 }

@@ -135,8 +135,7 @@ func (c *cli) printEvent(raw json.RawMessage) {
 	case t.question() != "":
 		parts = append(parts, "question: "+firstLine(t.question(), 120))
 	case e.Result != nil:
-		b, _ := json.Marshal(e.Result)
-		parts = append(parts, "result: "+firstLine(string(b), 120))
+		parts = append(parts, "result: "+firstLine(oneLineJSON(e.Result), 120))
 	case e.ResultPreview != nil:
 		parts = append(parts, "result: "+firstLine(*e.ResultPreview, 120))
 	}

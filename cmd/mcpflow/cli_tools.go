@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -98,9 +97,8 @@ func (c *cli) showTool(tv toolsView, name string, raw []byte) error {
 		}
 		fmt.Fprintf(c.stdout, "\n%s\n", strings.TrimSpace(t.Description))
 		if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
-			var buf bytes.Buffer
-			if json.Indent(&buf, t.InputSchema, "", "  ") == nil {
-				fmt.Fprintf(c.stdout, "\narguments (JSON Schema):\n%s\n", buf.String())
+			if schema, ok := indentRawJSON(t.InputSchema); ok {
+				fmt.Fprintf(c.stdout, "\narguments (JSON Schema):\n%s\n", schema)
 			}
 		}
 		return nil

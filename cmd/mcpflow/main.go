@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,8 @@ commands:
   healthcheck [URL]
            exit 0 when URL (default http://127.0.0.1:8080/readyz) answers 2xx
            within 5 s, else 1: a container health check without a shell
+  version  print mcpflow's version (the commit make build stamps) and Go's
+           (also --version)
 
 The config file comes from --config, else $MCPFLOW_CONFIG; without either,
 defaults and MCPFLOW_* environment variables apply.
@@ -73,6 +76,9 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 		return 0
 	}
 	mode := args[0]
+	if mode == "version" || mode == "--version" {
+		return printVersion(args[1:], stdout, stderr)
+	}
 	if isCLI(args) {
 		return runCLI(ctx, args, env, stdout, stderr)
 	}
@@ -155,6 +161,23 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 
 func oneLine(s string) string {
 	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// printVersion prints the binary's version (what make build stamps with
+// -ldflags "-X main.buildVersion=...", see version), the Go release that
+// built it, and its platform: "mcpflow <version> <go version> <os>/<arch>".
+// The MCP endpoint reports the same version as serverInfo.version.
+func printVersion(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" {
+			fmt.Fprintln(stdout, "usage: mcpflow version (or mcpflow --version): print mcpflow's version, Go's and the platform")
+			return 0
+		}
+		fmt.Fprintf(stderr, "mcpflow: version takes no arguments (got %q)\n", args[0])
+		return 2
+	}
+	fmt.Fprintf(stdout, "mcpflow %s %s %s/%s\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return 0
 }
 
 // healthcheck GETs a URL and reports whether it answered 2xx.

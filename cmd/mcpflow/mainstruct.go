@@ -269,7 +269,7 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	var mcpEndpoint mcpflow.MCPEndpoint
 	if m.serves() {
 		mo := mcpserver.Options{Tools: m.MCP, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger,
-			TaskLink: taskLink}
+			TaskLink: taskLink, Version: version()} // serverInfo.version: the stamp mcpflow version prints
 		if m.Tasks != nil {
 			mo.Tasks, mo.CancelTask, mo.AnswerInput = m.DB, m.Tasks.CancelTask, m.Tasks.AnswerInput
 		}

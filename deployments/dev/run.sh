@@ -142,10 +142,17 @@ elif grep -qF -e '"$DEMO_MCP_BIN"' -e '"http://127.0.0.1:8765/mcp"' "$DEV/extens
   echo "make dev: updated $DEV/extensions_config.json (\"command\": \"demo-mcp\", \"url\": \"\$DEMO_MCP_URL\"); the old one is extensions_config.json.bak"
 fi
 
+# The client commands (bin/mcpflow tools, call, tasks, events) default to
+# port 8080 and ./.dev/user.token: say what they need on other ports, or
+# with another state directory.
+CLI_EXPORT="export MCPFLOW_URL=http://127.0.0.1:$API_PORT"
+if [ "$DEV" != "$ROOT/.dev" ]; then CLI_EXPORT+=" MCPFLOW_TOKEN=\$(cat $(printf %q "$DEV/user.token"))"; fi
+
 cat <<MSG
 
   mcpflow dev is starting
     API           http://127.0.0.1:$API_PORT   (curl http://127.0.0.1:$API_PORT/readyz)
+                  (bin/mcpflow: $CLI_EXPORT)
     Temporal UI   http://127.0.0.1:$UI_PORT
     Temporal      $TEMPORAL_ADDR   (bin/temporal: export TEMPORAL_ADDRESS=$TEMPORAL_ADDR)
     demo MCP      $DEMO_MCP_URL

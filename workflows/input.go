@@ -110,3 +110,25 @@ func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
 	w.upsertStatus(ctx)
 	return nil
 }
+
+// versionSettleAnswer is the change id of settleAnswer (workflow.GetVersion).
+const versionSettleAnswer = "settle-answer-before-continue-as-new"
+
+// settleAnswer finishes an answer accepted while the run decided to
+// continue as new, before it waits for its handlers: the answer's update
+// waits for the tracking loop, which has ended, so it would wait forever
+// (and the run with it). The answer is delivered, or refused when the task
+// is being cancelled. Versioned: a run recorded before this existed (one
+// that hung here) replays as it ran.
+func (w *taskRun) settleAnswer(ctx workflow.Context) error {
+	if !w.answerDue() || workflow.GetVersion(ctx, versionSettleAnswer, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	if w.cancelled {
+		p := w.answer
+		p.err, p.done = errInputCancelling, true
+		w.answer = nil
+		return nil
+	}
+	return w.deliverAnswer(ctx)
+}

@@ -32,6 +32,13 @@ const pinnedScheduleToStart = time.Minute
 // the report shape that activity signals each change ("report") and polls
 // on, and the workflow reads the row back whenever it stops it.
 func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
+	if in.Config.Shape > ShapeNewest {
+		// A panic fails the workflow task (the worker's default panic
+		// policy blocks the workflow), so it is retried, on a newer worker
+		// once one polls; returning an error would fail the task itself.
+		panic(fmt.Sprintf("this mcpflow worker runs task shapes up to %d, but task %s was started with shape %d by a newer mcpflow: a worker of that version must run it",
+			ShapeNewest, in.TaskID, in.Config.Shape))
+	}
 	w := &taskRun{in: in, log: workflow.GetLogger(ctx)}
 	if in.State != nil {
 		w.st = *in.State
@@ -103,6 +110,9 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 		// A delivery in flight finishes first (its outcome is recorded);
 		// a delivery waiting for its retry time waits in the next run.
 		_ = workflow.Await(root, func() bool { return !w.delivering })
+		if err := w.settleAnswer(root); err != nil {
+			return nil, err
+		}
 		_ = workflow.Await(root, func() bool { return workflow.AllHandlersFinished(root) })
 		next := w.in
 		st := w.st

@@ -87,6 +87,12 @@ type TaskConfig struct {
 const (
 	ShapeLean   = 1
 	ShapeReport = 2
+	// ShapeNewest is the newest shape this build runs. A task started with
+	// a newer one (by a newer mcpflow, during a rolling upgrade) fails its
+	// workflow task here instead of running as a shape it is not: Temporal
+	// retries the workflow task until a worker that knows the shape takes
+	// it.
+	ShapeNewest = ShapeReport
 )
 
 // TaskInput starts a task workflow. Arguments are the agent's submit

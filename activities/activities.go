@@ -26,6 +26,7 @@ const (
 	errTypePollError     = "McpTaskPollError"
 	errTypeCancelPending = "McpTaskCancelNotTerminal"
 	errTypePollStale     = "McpTaskPollStale"
+	errTypeLimit         = "McpTaskLimit"
 )
 
 // Activities are the task workflow's side effects. Workflows reference them
@@ -151,8 +152,11 @@ func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput,
 			return nil, fmt.Errorf("the submit attempt was interrupted: %w", cerr)
 		}
 		typ := errTypeSubmit
-		if mcpflow.IsProtocolError(err) {
+		switch {
+		case mcpflow.IsProtocolError(err):
 			typ = errTypeProtocol
+		case mcpflow.ErrorCode(err) == mcpflow.ETooMany:
+			typ = errTypeLimit // a per-user cap refused it before it was sent
 		}
 		return nil, temporal.NewNonRetryableApplicationError(boundText(err.Error()), typ, nil)
 	}

@@ -55,6 +55,11 @@ func (s *Server) renderError(c *gin.Context, err error) {
 	if code == mcpflow.ETimeout && msg == "internal error" {
 		msg = "the operation timed out"
 	}
+	if status == http.StatusTooManyRequests && c.Writer.Header().Get("Retry-After") == "" {
+		// A per-user cap whose slots free on their own time (running
+		// durable tasks, pinned sessions); caps of calls in flight set 1.
+		c.Header("Retry-After", "5")
+	}
 	if status >= 500 {
 		s.log.LogAttrs(c.Request.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)),

@@ -58,7 +58,9 @@ func TestAnswerNamesItsQuestion(t *testing.T) {
 
 	// Once the task works again, no question is open: an answer naming
 	// one is refused, and the detail names none.
-	write(func(tk *mcpflow.Task) { tk.Status, tk.InputRequired, tk.InputAnswerable = mcpflow.StatusWorking, nil, false })
+	write(func(tk *mcpflow.Task) {
+		tk.Status, tk.InputRequired, tk.InputAnswerable = mcpflow.StatusWorking, nil, false
+	})
 	require.Nil(t, questionID())
 	code, out = b.do(t, "POST", path+"/input", aliceToken, `{"action": "decline", "question_id": 2}`)
 	require.Equal(t, 409, code, out)

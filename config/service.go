@@ -216,6 +216,17 @@ type MCPTasksSection struct {
 	// after sending it is then sent again instead of answering "outcome
 	// unknown". Not one of DeerFlow's keys.
 	IdempotentSubmitServers []string `yaml:"idempotent_submit_servers"`
+	// MaxRunningTasksPerUser caps one user's durable tasks that have not
+	// ended (submitted, working, input_required), counted in the database
+	// across replicas when a task is submitted: one more answers 429.
+	// 1..1000000, default 100. Not one of DeerFlow's keys.
+	MaxRunningTasksPerUser int `yaml:"max_running_tasks_per_user"`
+	// MaxPinnedSessionsPerUser caps the stdio sessions one user's running
+	// durable tasks hold pinned in one worker (a pinned session cannot be
+	// evicted while its tasks run, for up to 25 h): a submit that would pin
+	// one more is refused with 429 before it reaches the server. 1..100000,
+	// default 16 (the pool holds 256). Not one of DeerFlow's keys.
+	MaxPinnedSessionsPerUser int `yaml:"max_pinned_sessions_per_user"`
 }
 
 // PollInterval returns poll_interval_seconds as a duration.
@@ -294,6 +305,8 @@ func DefaultService() Service {
 			TrackingDegradedAfterErrors:      3,
 			MaxResultBytes:                   65536,
 			ResultPreviewMaxChars:            2000,
+			MaxRunningTasksPerUser:           100,
+			MaxPinnedSessionsPerUser:         16,
 		},
 		ToolSearch: ToolSearchSection{Enabled: false, AutoPromoteTopK: 3},
 	}
@@ -700,7 +713,8 @@ var (
 	sha256Pattern = regexp.MustCompile(`^[0-9A-Fa-f]{64}$`)
 )
 
-// mcpTaskBounds are the bounds of spec §1.8, in file order.
+// mcpTaskBounds are the bounds of spec §1.8, in file order, then those of
+// mcpflow's own keys.
 var mcpTaskBounds = []struct {
 	key      string
 	min, max int
@@ -714,6 +728,9 @@ var mcpTaskBounds = []struct {
 	{"tracking_degraded_after_errors", 1, 100, func(m *MCPTasksSection) int { return m.TrackingDegradedAfterErrors }},
 	{"max_result_bytes", 1024, 10485760, func(m *MCPTasksSection) int { return m.MaxResultBytes }},
 	{"result_preview_max_chars", 64, 100000, func(m *MCPTasksSection) int { return m.ResultPreviewMaxChars }},
+	// mcpflow's own per-user caps.
+	{"max_running_tasks_per_user", 1, 1000000, func(m *MCPTasksSection) int { return m.MaxRunningTasksPerUser }},
+	{"max_pinned_sessions_per_user", 1, 100000, func(m *MCPTasksSection) int { return m.MaxPinnedSessionsPerUser }},
 }
 
 type validator struct {

@@ -163,6 +163,8 @@ func TestMCPTasksBounds(t *testing.T) {
 		{"tracking_degraded_after_errors", 1, 100},
 		{"max_result_bytes", 1024, 10485760},
 		{"result_preview_max_chars", 64, 100000},
+		{"max_running_tasks_per_user", 1, 1000000},
+		{"max_pinned_sessions_per_user", 1, 100000},
 	}
 	require.Len(t, bounds, len(mcpTaskBounds))
 	dir := t.TempDir()
@@ -378,7 +380,7 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 48)
+	require.Len(t, keys, 50)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_WORKER_ADDR",

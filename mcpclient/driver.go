@@ -95,7 +95,7 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 	if req.LocalTaskID != "" {
 		ctx = WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
 	}
-	ctx, pin := withTaskPin(ctx)
+	ctx, pin := withSubmitPin(ctx)
 	defer pin.release()
 	p, err := d.call(WithSecrets(ctx, req.Secrets), req.ServerName, tool, req.UserID, req.ThreadID, args)
 	if err != nil {

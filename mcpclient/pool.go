@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -396,6 +397,43 @@ func (p *Pool) Unpin(key PoolKey, task string) {
 		}
 	}
 	p.signalLocked()
+}
+
+// PinnedScopes returns how many keys of the scope prefix (a user's
+// "<user_id>:") back a running durable task, other than except: the
+// sessions that user's tasks hold pinned. Pins of a call in flight (taskPin
+// holds) do not count.
+func (p *Pool) PinnedScopes(prefix string, except PoolKey) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for key := range p.pins {
+		if key == except || !strings.HasPrefix(key.Scope, prefix) || !p.pinnedLocked(key) {
+			continue
+		}
+		for task := range p.pins[key] {
+			if !strings.HasPrefix(task, taskPinCallPrefix) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// pinned reports whether key backs a running durable task.
+func (p *Pool) pinned(key PoolKey) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.pinnedLocked(key) {
+		return false
+	}
+	for task := range p.pins[key] {
+		if !strings.HasPrefix(task, taskPinCallPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // pinnedLocked reports whether key backs a running task, dropping lapsed

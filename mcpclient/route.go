@@ -7,6 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 )
 
@@ -118,6 +119,9 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions})
 		}
 		if tp := taskPinFrom(ctx); tp != nil {
+			if err := r.checkPinned(tp, key, userID); err != nil {
+				return err
+			}
 			tp.hold(r.pool, key)
 		}
 		return r.pool.run(ctx, key, fp, dial, func(s *Session) error { return op(ctx, s, rt) })
@@ -160,4 +164,19 @@ func hasText(res *mcp.CallToolResult) bool {
 		}
 	}
 	return false
+}
+
+// checkPinned refuses the submit of a durable task on a stdio session that
+// would make userID hold more than MaxPinnedPerUser sessions pinned by
+// running tasks (ETooMany); a session the user pins already (another task
+// of the same thread) costs nothing more.
+func (r *Runtime) checkPinned(tp *taskPin, key PoolKey, userID string) error {
+	max := r.opts.MaxPinnedPerUser
+	if max <= 0 || !tp.submit {
+		return nil
+	}
+	if n := r.pool.PinnedScopes(userID+":", key); n >= max && !r.pool.pinned(key) {
+		return mcpflow.Errorf(mcpflow.ETooMany, "this user's running durable tasks already hold %d stdio sessions, the most one user may (mcp_tasks.max_pinned_sessions_per_user); wait for one of them to finish or cancel one, or start the task in a thread that already runs one", n)
+	}
+	return nil
 }

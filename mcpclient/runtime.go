@@ -40,6 +40,12 @@ type Options struct {
 	// running durable task, before it fails with EUnavailable (default
 	// 10 s; negative: no wait).
 	SessionSlotWait time.Duration
+	// MaxPinnedPerUser caps the stdio sessions one user's running durable
+	// tasks hold pinned in this process (sessions that cannot be evicted
+	// while their tasks run): the submit of a task that would pin one more
+	// fails with ETooMany before it reaches the server, so one user cannot
+	// fill the pool. 0: no cap.
+	MaxPinnedPerUser int
 	// DiscoveryRetry is the delay before a server whose tool discovery
 	// failed is tried again (default 1 s); it doubles after each failure up
 	// to DiscoveryRetryMax (default 1 minute). A retry runs in the

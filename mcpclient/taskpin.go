@@ -28,6 +28,10 @@ type taskPin struct {
 	key   PoolKey
 	token string // the hold's pin, "" when unbound
 
+	// submit is set for a task's submit: on stdio it may pin one more
+	// session of the user (Options.MaxPinnedPerUser).
+	submit bool
+
 	// Native tasks on SSE/HTTP.
 	native bool   // pins shared sessions (NativeDriver)
 	remote string // the remote task the call is about ("" for a submit)
@@ -39,6 +43,10 @@ type taskPin struct {
 
 type taskPinKey struct{}
 
+// taskPinCallPrefix starts the pins of calls in flight (hold), as opposed
+// to those of running tasks (their remote ids).
+const taskPinCallPrefix = "call#"
+
 var taskPinSeq atomic.Uint64
 
 // withTaskPin returns ctx carrying a new taskPin.
@@ -47,10 +55,16 @@ func withTaskPin(ctx context.Context) (context.Context, *taskPin) {
 	return context.WithValue(ctx, taskPinKey{}, tp), tp
 }
 
+// withSubmitPin returns ctx carrying a new taskPin of a task's submit.
+func withSubmitPin(ctx context.Context) (context.Context, *taskPin) {
+	tp := &taskPin{submit: true}
+	return context.WithValue(ctx, taskPinKey{}, tp), tp
+}
+
 // withNativeTaskPin returns ctx carrying a new taskPin of a native task's
 // call; remoteID is the upstream task id, "" for its submit.
 func withNativeTaskPin(ctx context.Context, remoteID string) (context.Context, *taskPin) {
-	tp := &taskPin{native: true, remote: remoteID}
+	tp := &taskPin{native: true, remote: remoteID, submit: remoteID == ""}
 	return context.WithValue(ctx, taskPinKey{}, tp), tp
 }
 
@@ -67,7 +81,7 @@ func (tp *taskPin) hold(pool *Pool, key PoolKey) {
 		return
 	}
 	tp.pool, tp.key = pool, key
-	tp.token = "call#" + strconv.FormatUint(taskPinSeq.Add(1), 10)
+	tp.token = taskPinCallPrefix + strconv.FormatUint(taskPinSeq.Add(1), 10)
 	pool.Pin(key, tp.token)
 }
 

@@ -21,6 +21,10 @@ const (
 	// codeTooManyCalls answers a tool call over the user's limit (with HTTP
 	// 429).
 	codeTooManyCalls = -32002
+	// retryAfterCap is the Retry-After (seconds) of a refusal by a per-user
+	// cap on running durable tasks or pinned sessions: they end on their
+	// own time, so a quick retry rarely helps.
+	retryAfterCap = "5"
 	// codeRequestCancelled answers a request that notifications/cancelled
 	// ended (the transport needs an answer; clients ignore it).
 	codeRequestCancelled = -32800

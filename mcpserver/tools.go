@@ -213,6 +213,14 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
 			return nil, invalidParams("Unknown tool: %s", truncate(p.Name, 200))
 		}
+		if mcpflow.ErrorCode(err) == mcpflow.ETooMany {
+			// A per-user cap (running durable tasks, pinned sessions): 429
+			// like the cap on calls in flight, with the cap's message.
+			c.w.Header().Set("Retry-After", retryAfterCap)
+			writeHTTPError(c.w, http.StatusTooManyRequests, c.msg.ID, codeTooManyCalls, mcpflow.ErrorMessage(err))
+			c.answered = true
+			return nil, nil
+		}
 		msg := c.failureText("call tool", err)
 		if tool != nil {
 			return nil, &rpcError{Code: codeToolFailed, Message: msg}

@@ -466,6 +466,17 @@ func (db *DB) taskColumns(ctx context.Context, row *taskRow) (map[string]any, er
 	return set, nil
 }
 
+// CountActiveTasks returns how many of the user's tasks have not ended
+// (the pollable statuses: submitted, working, input_required).
+func (db *DB) CountActiveTasks(ctx context.Context, userID string) (int, error) {
+	var n int64
+	err := db.gorm.WithContext(ctx).Model(&taskRow{}).Where("user_id = ? AND status IN ?", userID, pollableStatuses).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count the active tasks of a user: %w", asUnavailable(err))
+	}
+	return int(n), nil
+}
+
 // CountTasksByStatus returns how many tasks are in each status.
 func (db *DB) CountTasksByStatus(ctx context.Context) (map[mcpflow.Status]int64, error) {
 	var rows []struct {

@@ -43,7 +43,12 @@ type TaskClient struct {
 	// IdempotentSubmit holds the servers of
 	// mcp_tasks.idempotent_submit_servers.
 	IdempotentSubmit map[string]bool
-	Logger           *slog.Logger
+	// MaxRunningPerUser caps a user's durable tasks that have not ended
+	// (mcp_tasks.max_running_tasks_per_user), as Running counts them: a
+	// submit beyond it is ETooMany (429). 0 or a nil Running: no cap.
+	MaxRunningPerUser int
+	Running           func(ctx context.Context, userID string) (int, error)
+	Logger            *slog.Logger
 }
 
 // Submit starts the durable task behind a submit wrapper tool, or behind a
@@ -63,6 +68,9 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	}
 	if !ok {
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task-enabled server configuration changed after mcpflow started (%s); restart mcpflow before using durable task tools", tool.Server)
+	}
+	if err := c.checkRunning(ctx, call.UserID); err != nil {
+		return nil, err
 	}
 	taskID := mcpflow.NewTaskID()
 	driver := mcpflow.DriverOrdinary
@@ -122,6 +130,23 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res}, nil
 }
 
+// checkRunning refuses a submit of a user whose running durable tasks are
+// at the cap (ETooMany). The count is the database's, across replicas; two
+// submits racing at the cap may both pass (a soft cap).
+func (c *TaskClient) checkRunning(ctx context.Context, userID string) error {
+	if c.MaxRunningPerUser <= 0 || c.Running == nil {
+		return nil
+	}
+	n, err := c.Running(ctx, userID)
+	if err != nil {
+		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot count this user's running durable tasks; retry shortly", Err: err}
+	}
+	if n >= c.MaxRunningPerUser {
+		return mcpflow.Errorf(mcpflow.ETooMany, "this user already has %d running durable tasks, the most one user may (mcp_tasks.max_running_tasks_per_user); wait for one to finish or cancel one", n)
+	}
+	return nil
+}
+
 // sealSecrets seals the secrets srv's headers_from_context maps, and only
 // those ("" when it maps none or the request has none of them).
 func (c *TaskClient) sealSecrets(taskID string, srv *config.Server, secrets map[string]string) (string, error) {
@@ -172,6 +197,8 @@ func submitError(err error, ctx context.Context) (*mcpflow.ToolResult, error) {
 		switch ae.Type() {
 		case workflows.ErrTypeDuplicate:
 			return nil, mcpflow.Errorf(mcpflow.EConflict, "%s", ae.Message())
+		case workflows.ErrTypeLimit:
+			return nil, mcpflow.Errorf(mcpflow.ETooMany, "%s", ae.Message())
 		case workflows.ErrTypeSubmit, workflows.ErrTypeProtocol, workflows.ErrTypePersist, workflows.ErrTypeSubmitUnknown:
 			return toolError(ae.Message()), nil
 		}

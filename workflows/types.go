@@ -39,6 +39,7 @@ const (
 	ErrTypeCancelPending = "McpTaskCancelNotTerminal"    // remote cancel not terminal yet
 	ErrTypeInputGone     = "McpTaskInputGone"            // the question can no longer be answered
 	ErrTypeInputStale    = "McpTaskInputStale"           // the answer is for an earlier question
+	ErrTypeLimit         = "McpTaskLimit"                // a per-user cap refused the submit before it was sent
 )
 
 // PersistFailedMessage is what the agent hears when the task's row could

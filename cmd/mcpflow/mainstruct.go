@@ -218,6 +218,7 @@ func (m *Main) Open(ctx context.Context) error {
 		Tracer:         tel.tracer.Tracer("github.com/mcpflow/mcpflow/mcpclient"),
 	}
 	if cfg.MCPTasks.Enabled {
+		ro.MaxPinnedPerUser = cfg.MCPTasks.MaxPinnedSessionsPerUser
 		ro.FrozenTaskServers = m.taskServers
 		if m.Extensions != nil {
 			ro.FrozenInterceptors = m.Extensions.MCPInterceptors
@@ -227,7 +228,8 @@ func (m *Main) Open(ctx context.Context) error {
 
 	if cfg.MCPTasks.Enabled {
 		m.Tasks = &worker.TaskClient{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Config: m.taskConfig(),
-			Servers: m.taskServers, CurrentServer: m.MCP.Server, Secrets: m.secrets, Logger: log, IdempotentSubmit: m.idempotentSubmit}
+			Servers: m.taskServers, CurrentServer: m.MCP.Server, Secrets: m.secrets, Logger: log, IdempotentSubmit: m.idempotentSubmit,
+			MaxRunningPerUser: cfg.MCPTasks.MaxRunningTasksPerUser, Running: m.DB.CountActiveTasks}
 		if m.serves() {
 			m.MCP.SetSubmitter(m.Tasks.Submit)
 			m.MCP.SetBackgroundTasks(backgroundTasks{m.DB, m.Tasks})

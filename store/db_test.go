@@ -21,7 +21,7 @@ func TestOpenMigrations(t *testing.T) {
 
 		v, err := b.db.schemaVersion(ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(4), v)
+		require.Equal(t, int64(5), v)
 
 		// Opening the migrated database again applies nothing and records
 		// nothing new.
@@ -30,8 +30,8 @@ func TestOpenMigrations(t *testing.T) {
 		defer func() { require.NoError(t, again.Close()) }()
 		v, err = again.schemaVersion(ctx)
 		require.NoError(t, err)
-		require.Equal(t, int64(4), v)
-		for _, version := range []int{1, 2, 3, 4} {
+		require.Equal(t, int64(5), v)
+		for _, version := range []int{1, 2, 3, 4, 5} {
 			var applied int64
 			require.NoError(t, again.sql.QueryRowContext(ctx,
 				"SELECT count(*) FROM goose_db_version WHERE version_id = $1", version).Scan(&applied))

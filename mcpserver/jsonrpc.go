@@ -18,9 +18,9 @@ const (
 	// codeToolFailed answers a task-augmented call whose submit did not
 	// create a task: the tool's error text is the message.
 	codeToolFailed = -32000
-	// codeTooManyCalls answers a tool call over the user's limit (with HTTP
-	// 429).
-	codeTooManyCalls = -32002
+	// codeTooMany answers a request over one of the user's limits (tool
+	// calls in flight, waits, GET streams), with HTTP 429 and Retry-After.
+	codeTooMany = -32002
 	// codeRequestCancelled answers a request that notifications/cancelled
 	// ended (the transport needs an answer; clients ignore it).
 	codeRequestCancelled = -32800

@@ -387,7 +387,7 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 48)
+	require.Len(t, keys, 51)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_WORKER_ADDR",
@@ -430,6 +430,9 @@ func TestEnvKeys(t *testing.T) {
 		"MCPFLOW_AUTH_USERS",
 		"MCPFLOW_NOTIFICATIONS_WEBHOOK_URL",
 		"MCPFLOW_NOTIFICATIONS_WEBHOOK_SECRET",
+		"MCPFLOW_SERVER_MAX_WAITS_PER_USER",
+		"MCPFLOW_SERVER_MAX_MCP_STREAMS_PER_USER",
+		"MCPFLOW_SERVER_MAX_MCP_SESSIONS_PER_USER",
 	} {
 		require.Contains(t, keys, k)
 	}

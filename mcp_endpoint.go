@@ -16,6 +16,13 @@ type MCPRequest struct {
 	// server.max_concurrent_calls_per_user); ok is false when all are
 	// taken. The endpoint calls release when the call ends.
 	AcquireCall func() (release func(), ok bool)
+	// AcquireWait takes one of the user's wait slots, shared with the REST
+	// events long poll (server.max_waits_per_user): a tasks/result or
+	// tasks/cancel that waits for a task holds one while it waits.
+	// AcquireStream takes one of the user's GET stream slots
+	// (server.max_mcp_streams_per_user). Nil means no limit.
+	AcquireWait   func() (release func(), ok bool)
+	AcquireStream func() (release func(), ok bool)
 	// Method is set by the endpoint to the JSON-RPC method of a POST, for
 	// the access log.
 	Method string
@@ -46,11 +53,14 @@ type MCPSession struct {
 // GetMCPSession returns ENotFound for an unknown (or deleted) session.
 // TouchMCPSession records a use. DeleteMCPSession removes a session
 // (ENotFound when absent). DeleteIdleMCPSessions removes the sessions last
-// used before a time and returns how many it removed.
+// used before a time and returns how many it removed. EvictMCPSessions
+// removes a user's sessions beyond the keep most recently used and returns
+// their ids.
 type MCPSessionStore interface {
 	CreateMCPSession(ctx context.Context, s *MCPSession) error
 	GetMCPSession(ctx context.Context, id string) (*MCPSession, error)
 	TouchMCPSession(ctx context.Context, id string, at time.Time) error
 	DeleteMCPSession(ctx context.Context, id string) error
 	DeleteIdleMCPSessions(ctx context.Context, before time.Time) (int64, error)
+	EvictMCPSessions(ctx context.Context, userID string, keep int) ([]string, error)
 }

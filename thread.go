@@ -61,12 +61,20 @@ type ThreadStore interface {
 // EventsAppended returns a channel closed at this process's next append, a
 // wake-up hint for long polls. LatestEventSeq returns the highest sequence
 // number of a thread's events, of all threads for "" (0 when none).
+// SubscribeAppends calls fn with the thread and seq of each event this
+// process appends until unsubscribe is called (fn must not block), so that
+// waiters of that thread alone are woken. ThreadsWithEventsAfter returns
+// the threads with events after a seq, each with its highest seq, at most
+// limit of them (clamped to 1..1000): how a process finds, in one query,
+// which threads other processes appended to.
 type EventStore interface {
 	AppendEvent(ctx context.Context, e *ThreadEvent) (int64, error)
 	ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*ThreadEvent, error)
 	GetEvent(ctx context.Context, taskID string, version int) (*ThreadEvent, error)
 	EventsAppended() <-chan struct{}
 	LatestEventSeq(ctx context.Context, threadID string) (int64, error)
+	SubscribeAppends(fn func(threadID string, seq int64)) (unsubscribe func())
+	ThreadsWithEventsAfter(ctx context.Context, after int64, limit int) (map[string]int64, error)
 }
 
 // defaultThreadPrefix starts the id of a user's default thread.

@@ -62,16 +62,17 @@ func (s *Server) listEvents(c *gin.Context) {
 	}
 	// A long poll holds one of the user's wait slots while it runs, so one
 	// user cannot hold unbounded connections (and the database reads
-	// behind them) open.
-	if !s.calls.acquireWait(t.UserID) {
+	// behind them) open. The MCP endpoint's tasks/result and tasks/cancel
+	// waits take from the same slots.
+	if !s.waits.acquire(t.UserID) {
 		c.Header("Retry-After", "1")
-		s.renderError(c, mcpflow.Errorf(mcpflow.ETooMany, "too many event long-polls (wait=) open for this user (at most %d); retry shortly", s.calls.max))
+		s.renderError(c, mcpflow.Errorf(mcpflow.ETooMany, "too many waits open for this user (at most %d event long polls (wait=) and MCP tasks/result or tasks/cancel waits together: server.max_waits_per_user); retry shortly", s.waits.max))
 		return
 	}
 	evs, err := func() ([]*mcpflow.ThreadEvent, error) {
 		// Freed before the answer is written: a client that got its
 		// answer may poll again at once.
-		defer s.calls.releaseWait(t.UserID)
+		defer s.waits.release(t.UserID)
 		return s.waitEvents(ctx, t.ID, after, int(limit), wait)
 	}()
 	if err != nil {

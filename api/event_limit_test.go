@@ -89,10 +89,10 @@ func getAsync(ctx context.Context, url, token string) <-chan pollAnswer {
 	return out
 }
 
-// Open event long-polls count per user: with
-// server.max_concurrent_calls_per_user = 2, a third waiting poll of the same
-// user is 429 with Retry-After, while reads without wait, the user's tool
-// calls and another user's polls go on; a poll that answered frees its slot.
+// Open event long-polls count per user: with server.max_waits_per_user =
+// 2, a third waiting poll of the same user is 429 with Retry-After, while
+// reads without wait, the user's tool calls (their own cap) and another
+// user's polls go on; a poll that answered frees its slot.
 func TestEventLongPollsPerUserLimit(t *testing.T) {
 	t.Parallel()
 	db, err := store.Open(context.Background(), store.BackendSQLite, filepath.Join(t.TempDir(), "w.db"))
@@ -101,7 +101,7 @@ func TestEventLongPollsPerUserLimit(t *testing.T) {
 	auth, err := api.NewAuthenticator(api.AuthConfig{Users: []api.UserToken{{UserID: "alice", Token: aliceToken}, {UserID: "bob", Token: bobToken}}})
 	require.NoError(t, err)
 	events := &listedEvents{EventStore: db, reads: map[string]int{}, read: make(chan struct{}, 1)}
-	srv := api.New(api.Options{Auth: auth, Threads: db, Events: events, MaxCallsPerUser: 2,
+	srv := api.New(api.Options{Auth: auth, Threads: db, Events: events, MaxCallsPerUser: 1, MaxWaitsPerUser: 2,
 		Tools:  &blockingTools{entered: make(chan string, 10), release: closed()},
 		Logger: slog.New(slog.DiscardHandler)})
 	ts := httptest.NewServer(srv.Handler())

@@ -47,43 +47,46 @@ func (s *Server) readBody(c *gin.Context) ([]byte, bool) {
 	return body, true
 }
 
-// userSlots counts each user's tool calls in flight and, apart from them,
-// each user's open event long-polls; both are capped at max
-// (server.max_concurrent_calls_per_user), so a user waiting on its inbox
-// keeps every call slot.
+// userSlots caps what each user holds at once in this process: one pool
+// per kind of thing held (tool calls in flight, waits, MCP GET streams),
+// each with its own cap, so that a user waiting on its inbox keeps every
+// call slot.
 type userSlots struct {
-	max   int
-	mu    sync.Mutex
-	n     map[string]int // tool calls
-	waits map[string]int // event long-polls
+	max int
+	mu  sync.Mutex
+	n   map[string]int
 }
 
-func (u *userSlots) acquire(user string) bool { return u.take(&u.n, user) }
-
-func (u *userSlots) release(user string) { u.give(&u.n, user) }
-
-// acquireWait takes one of the user's long-poll slots.
-func (u *userSlots) acquireWait(user string) bool { return u.take(&u.waits, user) }
-
-func (u *userSlots) releaseWait(user string) { u.give(&u.waits, user) }
-
-func (u *userSlots) take(m *map[string]int, user string) bool {
+// acquire takes one of the user's slots; false when all are taken.
+func (u *userSlots) acquire(user string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if *m == nil {
-		*m = map[string]int{}
+	if u.n == nil {
+		u.n = map[string]int{}
 	}
-	if (*m)[user] >= u.max {
+	if u.n[user] >= u.max {
 		return false
 	}
-	(*m)[user]++
+	u.n[user]++
 	return true
 }
 
-func (u *userSlots) give(m *map[string]int, user string) {
+// release gives back a slot acquire took.
+func (u *userSlots) release(user string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if (*m)[user]--; (*m)[user] <= 0 {
-		delete(*m, user)
+	if u.n[user]--; u.n[user] <= 0 {
+		delete(u.n, user)
+	}
+}
+
+// acquirer is acquire as the MCP endpoint takes it (mcpflow.MCPRequest):
+// a release func, or false when the user has no slot left.
+func (u *userSlots) acquirer(user string) func() (func(), bool) {
+	return func() (func(), bool) {
+		if !u.acquire(user) {
+			return nil, false
+		}
+		return func() { u.release(user) }, true
 	}
 }

@@ -53,7 +53,8 @@ func (s *Server) mcpPreflight(c *gin.Context) {
 // serveMCP hands a request of the MCP endpoint to the MCP server, with its
 // user, its thread (from the path, else the Mcpflow-Thread-Id header, else
 // the user's default thread "default@<user id>"; created on first use like
-// a tool call's) and a gate on the user's tool calls in flight.
+// a tool call's) and gates on the user's tool calls in flight, waits
+// (shared with the events long poll) and GET streams.
 func (s *Server) serveMCP(c *gin.Context) {
 	id := c.Param("thread_id")
 	if id == "" {
@@ -67,12 +68,8 @@ func (s *Server) serveMCP(c *gin.Context) {
 		return
 	}
 	user := t.UserID
-	req := &mcpflow.MCPRequest{UserID: user, ThreadID: t.ID, AcquireCall: func() (func(), bool) {
-		if !s.calls.acquire(user) {
-			return nil, false
-		}
-		return func() { s.calls.release(user) }, true
-	}}
+	req := &mcpflow.MCPRequest{UserID: user, ThreadID: t.ID, AcquireCall: s.calls.acquirer(user),
+		AcquireWait: s.waits.acquirer(user), AcquireStream: s.streams.acquirer(user)}
 	s.opts.MCP.ServeMCP(c.Writer, c.Request, req)
 	if req.Method != "" {
 		c.Set(ctxMCPMethod, req.Method)

@@ -70,8 +70,15 @@ type Options struct {
 	// MaxCallsPerUser caps one user's tool calls in flight (429 beyond
 	// it); default 32.
 	MaxCallsPerUser int
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// MaxWaitsPerUser caps one user's waits: events long polls (wait=)
+	// and the MCP endpoint's tasks/result and tasks/cancel waits, counted
+	// together (429 beyond it); default 32.
+	MaxWaitsPerUser int
+	// MaxStreamsPerUser caps one user's open MCP GET streams (429 beyond
+	// it); default 32.
+	MaxStreamsPerUser int
+	Logger            *slog.Logger
+	Now               func() time.Time
 }
 
 // Server is the HTTP API.
@@ -81,7 +88,9 @@ type Server struct {
 	engine  *gin.Engine
 	now     func() time.Time
 	threads threadCache
-	calls   userSlots
+	calls   userSlots // tool calls in flight
+	waits   userSlots // events long polls and MCP waits
+	streams userSlots // MCP GET streams
 	metrics *httpMetrics
 }
 
@@ -105,7 +114,15 @@ func New(opts Options) *Server {
 	if s.opts.MaxCallsPerUser <= 0 {
 		s.opts.MaxCallsPerUser = 32
 	}
+	if s.opts.MaxWaitsPerUser <= 0 {
+		s.opts.MaxWaitsPerUser = 32
+	}
+	if s.opts.MaxStreamsPerUser <= 0 {
+		s.opts.MaxStreamsPerUser = 32
+	}
 	s.calls.max = s.opts.MaxCallsPerUser
+	s.waits.max = s.opts.MaxWaitsPerUser
+	s.streams.max = s.opts.MaxStreamsPerUser
 	s.metrics = newHTTPMetrics(opts.Meter)
 	e := gin.New()
 	e.ContextWithFallback = true

@@ -68,6 +68,23 @@ type ServerSection struct {
 	// MaxConcurrentCallsPerUser caps one user's tool calls in flight in this
 	// process, 1..10000. Default 32; more are answered 429 with Retry-After.
 	MaxConcurrentCallsPerUser int `yaml:"max_concurrent_calls_per_user"`
+	// MaxWaitsPerUser caps one user's open waits in this process, counted
+	// together: events long polls (wait=) and the MCP endpoint's waiting
+	// tasks/result and tasks/cancel, 1..10000. Default 32; a long poll or
+	// tasks/result beyond it is answered 429 with Retry-After, a
+	// tasks/cancel beyond it is sent and answered without waiting.
+	MaxWaitsPerUser int `yaml:"max_waits_per_user"`
+	// MaxMCPStreamsPerUser caps one user's open MCP GET streams in this
+	// process, 1..10000. Default 32; more are answered 429 with
+	// Retry-After (a session reconnecting its own stream replaces it and
+	// needs no second slot).
+	MaxMCPStreamsPerUser int `yaml:"max_mcp_streams_per_user"`
+	// MaxMCPSessionsPerUser caps one user's stored MCP sessions, across
+	// every replica (they live in the database), 1..10000. Default 100; an
+	// initialize beyond it ends the user's least recently used sessions
+	// (uses are recorded at most once an hour), whose clients get 404 and
+	// initialize again.
+	MaxMCPSessionsPerUser int `yaml:"max_mcp_sessions_per_user"`
 	// HTTP server timeouts in seconds: reading a request's headers
 	// (1..300, default 10), a whole request (1..3600, default 60), writing
 	// the answer (1..86400, default 900: the connection is cut this long
@@ -290,7 +307,8 @@ func (s ServerSection) ShutdownTimeout() time.Duration {
 func DefaultService() Service {
 	return Service{
 		Server: ServerSection{Addr: "127.0.0.1:8080", WorkerAddr: "127.0.0.1:9090", ShutdownTimeoutSeconds: 20, MaxBodyBytes: 1 << 20,
-			MaxConcurrentCallsPerUser: 32, ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 60,
+			MaxConcurrentCallsPerUser: 32, MaxWaitsPerUser: 32, MaxMCPStreamsPerUser: 32, MaxMCPSessionsPerUser: 100,
+			ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 60,
 			WriteTimeoutSeconds: 900, IdleTimeoutSeconds: 120},
 		Database:  DatabaseSection{Backend: BackendSQLite, DSN: "mcpflow.db"},
 		Temporal:  TemporalSection{TaskQueue: "mcpflow-tasks", DeploymentName: "mcpflow", Promote: PromoteNewest},
@@ -779,6 +797,9 @@ func (s *Service) validate(origins map[string]string) error {
 		{"shutdown_timeout_seconds", s.Server.ShutdownTimeoutSeconds, 1, 600},
 		{"max_body_bytes", s.Server.MaxBodyBytes, 1024, 64 << 20},
 		{"max_concurrent_calls_per_user", s.Server.MaxConcurrentCallsPerUser, 1, 10000},
+		{"max_waits_per_user", s.Server.MaxWaitsPerUser, 1, 10000},
+		{"max_mcp_streams_per_user", s.Server.MaxMCPStreamsPerUser, 1, 10000},
+		{"max_mcp_sessions_per_user", s.Server.MaxMCPSessionsPerUser, 1, 10000},
 		{"read_header_timeout_seconds", s.Server.ReadHeaderTimeoutSeconds, 1, 300},
 		{"read_timeout_seconds", s.Server.ReadTimeoutSeconds, 1, 3600},
 		{"write_timeout_seconds", s.Server.WriteTimeoutSeconds, 1, 86400},

@@ -41,6 +41,9 @@ func TestLoadServiceDefaults(t *testing.T) {
 	require.Equal(t, "mcpflow-tasks", s.Temporal.TaskQueue)
 	require.False(t, s.MCPTasks.Enabled)
 	require.Equal(t, 5, s.MCPTasks.PollIntervalSeconds)
+	require.Equal(t, 32, s.Server.MaxWaitsPerUser)
+	require.Equal(t, 32, s.Server.MaxMCPStreamsPerUser)
+	require.Equal(t, 100, s.Server.MaxMCPSessionsPerUser)
 	require.Empty(t, s.Path)
 	require.Empty(t, s.Dir)
 	require.NoError(t, want.Validate())
@@ -251,6 +254,12 @@ func TestLoadServiceErrors(t *testing.T) {
 		{"max_body_bytes high", "", map[string]string{"MCPFLOW_SERVER_MAX_BODY_BYTES": "67108865"}, "env MCPFLOW_SERVER_MAX_BODY_BYTES: must be between 1024 and 67108864 (got 67108865)"},
 		{"max_concurrent_calls_per_user low", "server: { max_concurrent_calls_per_user: 0 }\n", nil, "FILE: server.max_concurrent_calls_per_user: must be between 1 and 10000 (got 0)"},
 		{"max_concurrent_calls_per_user high", "", map[string]string{"MCPFLOW_SERVER_MAX_CONCURRENT_CALLS_PER_USER": "10001"}, "env MCPFLOW_SERVER_MAX_CONCURRENT_CALLS_PER_USER: must be between 1 and 10000 (got 10001)"},
+		{"max_waits_per_user low", "server: { max_waits_per_user: 0 }\n", nil, "FILE: server.max_waits_per_user: must be between 1 and 10000 (got 0)"},
+		{"max_waits_per_user high", "", map[string]string{"MCPFLOW_SERVER_MAX_WAITS_PER_USER": "10001"}, "env MCPFLOW_SERVER_MAX_WAITS_PER_USER: must be between 1 and 10000 (got 10001)"},
+		{"max_mcp_streams_per_user low", "server: { max_mcp_streams_per_user: 0 }\n", nil, "FILE: server.max_mcp_streams_per_user: must be between 1 and 10000 (got 0)"},
+		{"max_mcp_streams_per_user high", "", map[string]string{"MCPFLOW_SERVER_MAX_MCP_STREAMS_PER_USER": "10001"}, "env MCPFLOW_SERVER_MAX_MCP_STREAMS_PER_USER: must be between 1 and 10000 (got 10001)"},
+		{"max_mcp_sessions_per_user low", "server: { max_mcp_sessions_per_user: 0 }\n", nil, "FILE: server.max_mcp_sessions_per_user: must be between 1 and 10000 (got 0)"},
+		{"max_mcp_sessions_per_user high", "", map[string]string{"MCPFLOW_SERVER_MAX_MCP_SESSIONS_PER_USER": "10001"}, "env MCPFLOW_SERVER_MAX_MCP_SESSIONS_PER_USER: must be between 1 and 10000 (got 10001)"},
 		{"read_header_timeout_seconds low", "server: { read_header_timeout_seconds: 0 }\n", nil, "FILE: server.read_header_timeout_seconds: must be between 1 and 300 (got 0)"},
 		{"read_header_timeout_seconds high", "", map[string]string{"MCPFLOW_SERVER_READ_HEADER_TIMEOUT_SECONDS": "301"}, "env MCPFLOW_SERVER_READ_HEADER_TIMEOUT_SECONDS: must be between 1 and 300 (got 301)"},
 		{"read_timeout_seconds low", "server: { read_timeout_seconds: 0 }\n", nil, "FILE: server.read_timeout_seconds: must be between 1 and 3600 (got 0)"},
@@ -380,7 +389,7 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 50)
+	require.Len(t, keys, 53)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_WORKER_ADDR",
@@ -423,6 +432,9 @@ func TestEnvKeys(t *testing.T) {
 		"MCPFLOW_AUTH_USERS",
 		"MCPFLOW_NOTIFICATIONS_WEBHOOK_URL",
 		"MCPFLOW_NOTIFICATIONS_WEBHOOK_SECRET",
+		"MCPFLOW_SERVER_MAX_WAITS_PER_USER",
+		"MCPFLOW_SERVER_MAX_MCP_STREAMS_PER_USER",
+		"MCPFLOW_SERVER_MAX_MCP_SESSIONS_PER_USER",
 	} {
 		require.Contains(t, keys, k)
 	}

@@ -21,6 +21,19 @@
 // statically, while mcpflow's tools are discovered per user and thread and
 // its tasks are Temporal workflows.
 //
+// Each user's long waits are bounded through the slots the API hands over
+// in mcpflow.MCPRequest (tool calls, waits shared with the REST events
+// long poll, GET streams; per process), and each user's stored sessions
+// by Options.MaxSessionsPerUser (database-wide: the least recently used
+// end). Waiters wake for their own thread only.
+//
+// tasks/cancel deviates from the 2025-11-25 spec's "MUST transition the
+// task to cancelled before responding": the remote server decides a
+// task's outcome and the remote cancel is retried until it confirms, so
+// mcpflow answers the task's real state (cancelled when it is, else
+// completed, failed, or working with "cancellation requested"), never a
+// cancelled it cannot guarantee.
+//
 // The API (api/) authenticates each request, checks its Origin, applies
 // the body limit and resolves its thread before it reaches ServeMCP. This
 // package imports the root package and mcp-go's mcp package only; it must

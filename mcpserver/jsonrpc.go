@@ -18,9 +18,9 @@ const (
 	// codeToolFailed answers a task-augmented call whose submit did not
 	// create a task: the tool's error text is the message.
 	codeToolFailed = -32000
-	// codeTooManyCalls answers a tool call over the user's limit (with HTTP
-	// 429).
-	codeTooManyCalls = -32002
+	// codeTooMany answers a request over one of the user's limits (tool
+	// calls in flight, waits, GET streams), with HTTP 429 and Retry-After.
+	codeTooMany = -32002
 	// retryAfterCap is the Retry-After (seconds) of a refusal by a per-user
 	// cap on running durable tasks or pinned sessions: they end on their
 	// own time, so a quick retry rarely helps.

@@ -61,6 +61,10 @@ type Options struct {
 	CancelWait time.Duration
 	// SessionIdleTTL removes sessions unused this long; default 30 days.
 	SessionIdleTTL time.Duration
+	// MaxSessionsPerUser caps a user's stored sessions, across replicas
+	// (server.max_mcp_sessions_per_user): an initialize beyond it ends the
+	// user's least recently used sessions. Default DefaultMaxSessionsPerUser.
+	MaxSessionsPerUser int
 	// KeepAlive is the interval of SSE comments on open streams; default
 	// 15 s.
 	KeepAlive time.Duration
@@ -81,7 +85,7 @@ type Server struct {
 	inflight sync.Map // inflightKey → *inflightCall
 
 	mu       sync.Mutex
-	streams  map[string]context.CancelFunc // session id → its open GET stream here
+	streams  map[string]*openStream // session id → its open GET stream here
 	stopping chan struct{}
 
 	pruneMu   sync.Mutex
@@ -106,16 +110,18 @@ func New(opts Options) *Server {
 	if opts.SessionIdleTTL <= 0 {
 		opts.SessionIdleTTL = DefaultSessionIdleTTL
 	}
+	if opts.MaxSessionsPerUser <= 0 {
+		opts.MaxSessionsPerUser = DefaultMaxSessionsPerUser
+	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 15 * time.Second
 	}
 	if opts.Version == "" {
 		opts.Version = moduleVersion()
 	}
-	s := &Server{opts: opts, log: opts.Logger, now: opts.Now, streams: map[string]context.CancelFunc{},
+	s := &Server{opts: opts, log: opts.Logger, now: opts.Now, streams: map[string]*openStream{},
 		stopping: make(chan struct{})}
-	s.watch = newWatch(func(ctx context.Context) (int64, error) { return opts.Events.LatestEventSeq(ctx, "") },
-		opts.Events.EventsAppended)
+	s.watch = newWatch(opts.Events)
 	return s
 }
 
@@ -328,13 +334,42 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 		writeHTTPError(w, http.StatusServiceUnavailable, nil, mcp.INTERNAL_ERROR, "the session could not be ended; retry shortly")
 		return
 	}
-	s.sessions.forget(sess.ID)
-	s.mu.Lock()
-	if cancel, ok := s.streams[sess.ID]; ok {
-		cancel()
-	}
-	s.mu.Unlock()
+	s.forgetSessions(sess.ID)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// forgetSessions drops ended sessions from this replica's cache and ends
+// their open GET streams here.
+func (s *Server) forgetSessions(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.sessions.forget(id)
+		if st, ok := s.streams[id]; ok {
+			st.end()
+		}
+	}
+}
+
+// slot takes a per-user slot with acquire (nil: no limit) and returns an
+// idempotent release.
+func slot(acquire func() (func(), bool)) (release func(), ok bool) {
+	if acquire == nil {
+		return func() {}, true
+	}
+	rel, ok := acquire()
+	if !ok {
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(rel) }, true
+}
+
+// tooMany answers a request over one of the user's limits: 429 with
+// Retry-After and a JSON-RPC error naming the limit.
+func tooMany(w http.ResponseWriter, id json.RawMessage, msg string) {
+	w.Header().Set("Retry-After", "1")
+	writeHTTPError(w, http.StatusTooManyRequests, id, codeTooMany, msg)
 }
 
 // inflightKey names a request of a session for notifications/cancelled.

@@ -45,15 +45,20 @@ func TestStatusMessage(t *testing.T) {
 	for range 600 {
 		long += "é"
 	}
-	require.Equal(t, "boom", statusMessage(mcpflow.StatusFailed, ptr("boom"), nil, false, nil))
-	require.Equal(t, "", statusMessage(mcpflow.StatusCancelled, nil, nil, true, nil), "a finished task has no pending cancel")
-	require.Equal(t, "cancellation requested", statusMessage(mcpflow.StatusWorking, nil, nil, true, nil))
-	require.Equal(t, "", statusMessage(mcpflow.StatusWorking, ptr("old error"), nil, false, nil))
-	require.Equal(t, "Which year?", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"message": "Which year?", "x": 1}, false, nil))
-	require.Equal(t, "Pick one", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"question": "Pick one"}, false, nil))
-	require.Equal(t, `{"choices":[1,2],"ü":true}`, statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"ü": true, "choices": []any{1, 2}}, false, nil))
-	require.Equal(t, "input required", statusMessage(mcpflow.StatusInputRequired, nil, nil, false, nil))
-	require.Len(t, []rune(statusMessage(mcpflow.StatusFailed, &long, nil, false, nil)), mcpflow.MaxAPIErrorChars)
+	require.Equal(t, "boom", statusMessage(mcpflow.StatusFailed, ptr("boom"), nil, false, nil, nil))
+	require.Equal(t, "", statusMessage(mcpflow.StatusCancelled, nil, nil, true, nil, nil), "a finished task has no pending cancel")
+	require.Equal(t, "cancellation requested", statusMessage(mcpflow.StatusWorking, nil, nil, true, nil, nil))
+	require.Equal(t, "", statusMessage(mcpflow.StatusWorking, ptr("old error"), nil, false, nil, nil))
+	require.Equal(t, "Which year?", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"message": "Which year?", "x": 1}, false, nil, nil))
+	require.Equal(t, "Pick one", statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"question": "Pick one"}, false, nil, nil))
+	require.Equal(t, `{"choices":[1,2],"ü":true}`, statusMessage(mcpflow.StatusInputRequired, nil, map[string]any{"ü": true, "choices": []any{1, 2}}, false, nil, nil))
+	require.Equal(t, "input required", statusMessage(mcpflow.StatusInputRequired, nil, nil, false, nil, nil))
+	require.Len(t, []rune(statusMessage(mcpflow.StatusFailed, &long, nil, false, nil, nil)), mcpflow.MaxAPIErrorChars)
+	// A pending cancel whose remote attempt failed says so (it is retried).
+	require.Equal(t, "cancellation requested; the last attempt to cancel the remote task failed and is retried: 503 from upstream",
+		statusMessage(mcpflow.StatusWorking, nil, nil, true, ptr("503 from upstream"), ptr("50% done")))
+	require.Equal(t, "50% done", statusMessage(mcpflow.StatusWorking, nil, nil, false, ptr("stale"), ptr("50% done")))
+	require.Equal(t, "", statusMessage(mcpflow.StatusCancelled, nil, nil, true, ptr("stale"), nil))
 }
 
 func TestCursorRoundTrip(t *testing.T) {
@@ -143,46 +148,15 @@ func TestTaskJSON(t *testing.T) {
 	require.NotContains(t, string(b), "pollInterval", "a finished task is not polled")
 }
 
-// The watch wakes waiters for appends of this process at once, and for
-// appends of another process (another store on the same database) by its
-// poll.
-func TestWatch(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "w.db")
-	ctx := context.Background()
-	db, err := store.Open(ctx, store.BackendSQLite, path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	other, err := store.Open(ctx, store.BackendSQLite, path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = other.Close() })
-	_, _, err = db.CreateThread(ctx, &mcpflow.Thread{ID: "th", UserID: "u"})
-	require.NoError(t, err)
-
-	w := newWatch(func(ctx context.Context) (int64, error) { return db.LatestEventSeq(ctx, "") }, db.EventsAppended)
-	release := w.hold()
-	defer release()
-	for i, s := range []*store.DB{db, other} {
-		changed := w.next()
-		_, err := s.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: "th", TaskID: "t", EventVersion: i + 1,
-			Status: mcpflow.StatusCompleted, Payload: json.RawMessage(`{}`)})
-		require.NoError(t, err)
-		select {
-		case <-changed:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no wake-up for the append of store %d", i)
-		}
-	}
-	release()
-	release() // idempotent
-	require.Zero(t, w.holders)
-}
-
 // nopEvents is an empty inbox, for tests that never wait on it.
 type nopEvents struct{ mcpflow.EventStore }
 
 func (nopEvents) EventsAppended() <-chan struct{}                       { return nil }
 func (nopEvents) LatestEventSeq(context.Context, string) (int64, error) { return 0, nil }
+func (nopEvents) SubscribeAppends(func(string, int64)) func()           { return func() {} }
+func (nopEvents) ThreadsWithEventsAfter(context.Context, int64, int) (map[string]int64, error) {
+	return nil, nil
+}
 
 // noTools is a thread without tools (tasks/list needs none).
 type noTools struct{ mcpflow.ToolRuntime }

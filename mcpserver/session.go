@@ -24,9 +24,14 @@ const (
 	DefaultSessionIdleTTL = 30 * 24 * time.Hour
 	// pruneEvery is how often a replica removes idle sessions.
 	pruneEvery = time.Hour
-	// maxClientFieldBytes caps the clientInfo and capabilities a session
-	// keeps.
-	maxClientFieldBytes = 64 << 10
+	// MaxClientDataBytes caps what a session keeps of the client's
+	// initialize: its clientInfo and capabilities together, as stored
+	// (compact JSON). With the session's fixed columns (ids, protocol
+	// version, times: under 300 bytes) it bounds a stored session.
+	MaxClientDataBytes = 16 << 10
+	// DefaultMaxSessionsPerUser is server.max_mcp_sessions_per_user's
+	// default.
+	DefaultMaxSessionsPerUser = 100
 )
 
 // sessionIDPrefix starts every session id.

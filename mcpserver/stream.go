@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -73,11 +74,96 @@ func (o *sseWriter) event(id string, v any) error {
 	return o.write(buf.Bytes())
 }
 
+// streamEndGrace is how long an ended stream may take to finish on its
+// own before its connection's writes are cut.
+const streamEndGrace = time.Second
+
+// openStream is a GET stream open in this process.
+type openStream struct {
+	cancel context.CancelFunc
+	rc     *http.ResponseController
+	// release frees the user's stream slot the stream holds; a stream that
+	// replaces it takes it over (Server.mu guards it).
+	release func()
+
+	mu       sync.Mutex
+	finished bool // the handler is returning: its connection is no longer ours
+}
+
+// end stops the stream: its context ends at once, so it finishes cleanly
+// at its next step; a stream still there after streamEndGrace (a write
+// blocked on a connection nobody reads) has its writes cut.
+func (o *openStream) end() {
+	o.cancel()
+	time.AfterFunc(streamEndGrace, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if !o.finished {
+			_ = o.rc.SetWriteDeadline(time.Now())
+		}
+	})
+}
+
+// claimStream registers a new GET stream of a session in this process. A
+// stream the session already has here is ended and replaced (a client
+// that reconnects need not wait until the old connection fails), and its
+// slot of the user's streams passes to the new one; otherwise the stream
+// takes a slot of its own. It reports false when the user has no slot
+// left.
+func (s *Server) claimStream(sid string, me *openStream, acquire func() (func(), bool)) bool {
+	var own func()
+	for {
+		s.mu.Lock()
+		if old := s.streams[sid]; old != nil {
+			old.end()
+			me.release, old.release = old.release, nil
+			s.streams[sid] = me
+			s.mu.Unlock()
+			if own != nil {
+				own()
+			}
+			return true
+		}
+		if own != nil {
+			me.release = own
+			s.streams[sid] = me
+			s.mu.Unlock()
+			return true
+		}
+		s.mu.Unlock()
+		rel, ok := slot(acquire)
+		if !ok {
+			return false
+		}
+		own = rel
+	}
+}
+
+// dropStream unregisters a stream that ended and frees its slot unless a
+// newer stream took it over.
+func (s *Server) dropStream(sid string, me *openStream) {
+	me.mu.Lock()
+	me.finished = true
+	me.mu.Unlock()
+	s.mu.Lock()
+	if s.streams[sid] == me {
+		delete(s.streams, sid)
+	}
+	release := me.release
+	me.release = nil
+	s.mu.Unlock()
+	if release != nil {
+		release()
+	}
+}
+
 // get serves the GET stream of a session: notifications/tasks/status for
 // the thread's tasks, from the thread inbox. Each event's SSE id is its
 // inbox seq, so a client that reconnects with Last-Event-ID (to any
 // replica) gets what it missed; a new stream starts at the inbox's end.
-// One stream per session per replica (409 for a second).
+// One stream per session per replica: a new GET replaces the open one.
+// Each user holds at most Options' AcquireStream slots of open streams in
+// this process (429 beyond).
 func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
 	if !acceptsSSE(r) {
 		writeHTTPError(w, http.StatusNotAcceptable, nil, mcp.INVALID_REQUEST, "the GET stream needs Accept: text/event-stream")
@@ -107,33 +193,28 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	s.mu.Lock()
-	if _, busy := s.streams[sess.ID]; busy {
-		s.mu.Unlock()
-		writeHTTPError(w, http.StatusConflict, nil, mcp.INVALID_REQUEST, "this session already has an open stream")
+	me := &openStream{cancel: cancel, rc: http.NewResponseController(w)}
+	// A stream outlives write_timeout_seconds. (Lifted before the stream
+	// is registered: from then on a newer stream may cut it short.)
+	_ = me.rc.SetWriteDeadline(time.Time{})
+	if !s.claimStream(sess.ID, me, req.AcquireStream) {
+		tooMany(w, nil, "too many GET streams open for this user (server.max_mcp_streams_per_user): end a session's stream (DELETE the session) or retry shortly")
 		return
 	}
-	s.streams[sess.ID] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.streams, sess.ID)
-		s.mu.Unlock()
-	}()
+	defer s.dropStream(sess.ID, me)
 
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{}) // a stream outlives write_timeout_seconds
 	out := newSSEWriter(w)
 	out.start()
 	// A priming event: its id lets the client resume from here.
 	if err := out.write([]byte("id: " + strconv.FormatInt(after, 10) + "\ndata: \n\n")); err != nil {
 		return
 	}
-	release := s.watch.hold()
+	release := s.watch.hold(sess.ThreadID)
 	defer release()
 	keep := time.NewTicker(s.opts.KeepAlive)
 	defer keep.Stop()
 	for {
-		changed := s.watch.next()
+		changed := s.watch.next(sess.ThreadID)
 		evs, err := s.opts.Events.ListEvents(ctx, sess.ThreadID, after, streamPage)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -189,7 +270,7 @@ func (s *Server) statusNotification(ctx context.Context, e *mcpflow.ThreadEvent)
 		return notification{}, false
 	}
 	task := mcp.Task{TaskId: t.ID, Status: mcpStatus(e.Status), CreatedAt: isoTime(t.CreatedAt), LastUpdatedAt: isoTime(e.CreatedAt),
-		StatusMessage: statusMessage(e.Status, ev.Error, ev.InputRequired, false, nil)}
+		StatusMessage: statusMessage(e.Status, ev.Error, ev.InputRequired, false, nil, nil)}
 	if !e.Status.IsTerminal() {
 		poll := s.opts.PollInterval.Milliseconds()
 		task.PollInterval = &poll

@@ -40,9 +40,10 @@ func mcpStatus(s mcpflow.Status) mcp.TaskStatus {
 func isoTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // statusMessage is the task's statusMessage: the error of a failed or
-// cancelled task, the question of one that needs input, a pending cancel,
-// else the server's progress message (progress; nil when none).
-func statusMessage(status mcpflow.Status, errText *string, input map[string]any, cancelRequested bool, progress *string) string {
+// cancelled task, the question of one that needs input, a pending cancel
+// (with the last remote cancel attempt's error, cancelErr, while it is
+// retried), else the server's progress message (progress; nil when none).
+func statusMessage(status mcpflow.Status, errText *string, input map[string]any, cancelRequested bool, cancelErr, progress *string) string {
 	var msg string
 	switch status {
 	case mcpflow.StatusFailed, mcpflow.StatusCancelled:
@@ -53,6 +54,8 @@ func statusMessage(status mcpflow.Status, errText *string, input map[string]any,
 		msg = inputQuestion(input)
 	default:
 		switch {
+		case cancelRequested && cancelErr != nil && *cancelErr != "":
+			msg = "cancellation requested; the last attempt to cancel the remote task failed and is retried: " + *cancelErr
 		case cancelRequested:
 			msg = "cancellation requested"
 		case progress != nil:
@@ -99,7 +102,7 @@ func (s *Server) withLink(msg, taskID string) string {
 func (s *Server) task(t *mcpflow.Task) mcp.Task {
 	poll := s.opts.PollInterval.Milliseconds()
 	out := mcp.Task{TaskId: t.ID, Status: mcpStatus(t.Status), CreatedAt: isoTime(t.CreatedAt), LastUpdatedAt: isoTime(t.UpdatedAt),
-		StatusMessage: s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil, t.StatusMessage), t.ID)}
+		StatusMessage: s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil, t.LastCancelError, t.StatusMessage), t.ID)}
 	if !t.Status.IsTerminal() {
 		out.PollInterval = &poll
 	}
@@ -257,10 +260,20 @@ func (c *call) listTasks(ctx context.Context) (any, *rpcError) {
 }
 
 // cancelTask sends the task's workflow the cancel signal, then waits (up
-// to CancelWait) for the remote cancel to land, and answers the task as it
-// is then: cancelled, or completed/failed when the remote task ended
-// first, or still working with "cancellation requested" while the remote
-// cancel is retried. A task that already ended is -32602.
+// to CancelWait, holding one of the user's wait slots) for the remote
+// cancel to land, and answers the task as it is then: cancelled, or
+// completed/failed when the remote task ended first, or still working
+// with "cancellation requested" while the remote cancel is retried. A user
+// with no wait slot left gets that answer at once, without the wait: the
+// cancel is sent all the same. A task that already ended is -32602.
+//
+// This deviates from the 2025-11-25 Tasks spec, which says the receiver
+// MUST move the task to cancelled before it answers and keep it there.
+// mcpflow cannot promise that: the remote server decides the outcome (a
+// task it finished before the cancel landed keeps its real result, on MCP
+// as on REST), and the remote cancel is retried until the server confirms.
+// So the answer is the task's real state, never a cancelled that could
+// later turn out to be completed.
 func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 	t, rerr := c.paramTask(ctx)
 	if rerr != nil {
@@ -281,13 +294,23 @@ func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 		}
 		return nil, c.domainError("cancel task", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.s.opts.CancelWait)
-	defer cancel()
-	t, rerr = c.waitTerminal(wctx, id, t, nil)
-	if rerr != nil {
-		return nil, rerr
+	if release, ok := slot(c.req.AcquireWait); ok {
+		wctx, cancel := context.WithTimeout(ctx, c.s.opts.CancelWait)
+		t, rerr = c.waitTerminal(wctx, id, t, nil)
+		cancel()
+		release()
+		if rerr != nil {
+			return nil, rerr
+		}
 	}
 	if !t.Status.IsTerminal() {
+		// The task as it is now (the wait may have ended mid-read, or not
+		// run at all).
+		if t, rerr = c.ownTask(ctx, id); rerr != nil {
+			return nil, rerr
+		}
+	}
+	if !t.Status.IsTerminal() && t.CancelRequestedAt == nil {
 		now := c.s.now()
 		t.CancelRequestedAt = &now
 	}
@@ -298,12 +321,12 @@ func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 // the inbox (a terminal status always appends an event) and at least
 // every taskRecheck; it returns the last read.
 func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task, ask func(*mcpflow.Task)) (*mcpflow.Task, *rpcError) {
-	release := c.s.watch.hold()
+	release := c.s.watch.hold(c.sess.ThreadID)
 	defer release()
 	tick := time.NewTicker(taskRecheck)
 	defer tick.Stop()
 	for !t.Status.IsTerminal() {
-		changed := c.s.watch.next()
+		changed := c.s.watch.next(c.sess.ThreadID)
 		fresh, rerr := c.ownTask(ctx, id)
 		if ctx.Err() != nil {
 			return t, nil
@@ -347,6 +370,14 @@ func (c *call) taskResult(ctx context.Context) {
 		writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, c.s.taskResultOf(t), nil))
 		return
 	}
+	// The wait holds one of the user's wait slots, so one user cannot hold
+	// unbounded connections (and the reads behind them) open.
+	release, ok := slot(c.req.AcquireWait)
+	if !ok {
+		tooMany(c.w, c.msg.ID, "too many waiting requests open for this user (tasks/result and tasks/cancel waits and event long polls count together: server.max_waits_per_user); retry shortly, or poll tasks/get")
+		return
+	}
+	defer release()
 	// The wait may outlast server.write_timeout_seconds: lift it for this
 	// response.
 	_ = http.NewResponseController(c.w).SetWriteDeadline(time.Time{})
@@ -356,6 +387,9 @@ func (c *call) taskResult(ctx context.Context) {
 		out.w.start()
 	}
 	t, rerr = c.waitResult(ctx, t, out)
+	// Freed before the answer is written: a client that got its answer may
+	// wait again at once.
+	release()
 	var answer response
 	switch {
 	case ctx.Err() != nil:

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -57,15 +58,16 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow
 		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, err))
 		return
 	}
-	if len(p.ClientInfo) > maxClientFieldBytes || len(p.Capabilities) > maxClientFieldBytes {
-		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, invalidParams("clientInfo and capabilities must each be at most %d bytes", maxClientFieldBytes)))
-		return
-	}
-	for _, raw := range []json.RawMessage{p.ClientInfo, p.Capabilities} {
-		if len(raw) > 0 && string(raw) != "null" && raw[0] != '{' {
+	for _, raw := range []*json.RawMessage{&p.ClientInfo, &p.Capabilities} {
+		if len(*raw) > 0 && string(*raw) != "null" && (*raw)[0] != '{' {
 			writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, invalidParams("clientInfo and capabilities must be objects")))
 			return
 		}
+		*raw = compactJSON(*raw)
+	}
+	if n := len(p.ClientInfo) + len(p.Capabilities); n > MaxClientDataBytes {
+		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, invalidParams("clientInfo and capabilities must be at most %d bytes together as compact JSON (got %d)", MaxClientDataBytes, n)))
+		return
 	}
 	version := LatestProtocolVersion
 	if slices.Contains(SupportedProtocolVersions, p.ProtocolVersion) {
@@ -80,6 +82,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow
 		return
 	}
 	s.sessions.put(sess, s.now())
+	s.evictSessions(ctx, req.UserID, c.requestID())
 	s.pruneSessions()
 
 	res := initializeResult{ProtocolVersion: version, ServerInfo: mcp.Implementation{Name: serverName, Version: s.opts.Version}}
@@ -96,6 +99,36 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow
 	}
 	w.Header().Set(HeaderSessionID, sess.ID)
 	writeJSON(w, http.StatusOK, newResponse(msg.ID, res, nil))
+}
+
+// evictSessions ends the user's least recently used sessions beyond
+// MaxSessionsPerUser (database-wide: sessions live in the store, and any
+// replica serves them). An ended session answers 404 (-32001), which tells
+// its client to initialize again. A failure is logged: the new session
+// stands, and the next initialize evicts.
+func (s *Server) evictSessions(ctx context.Context, user, requestID string) {
+	ids, err := s.opts.Sessions.EvictMCPSessions(ctx, user, s.opts.MaxSessionsPerUser)
+	if len(ids) > 0 {
+		s.forgetSessions(ids...)
+		s.log.Info("ended the least recently used MCP sessions of a user over server.max_mcp_sessions_per_user",
+			"request_id", requestID, "user_id", user, "count", len(ids), "max", s.opts.MaxSessionsPerUser)
+	}
+	if err != nil {
+		s.log.Warn("could not end MCP sessions over server.max_mcp_sessions_per_user", "request_id", requestID, "error", err)
+	}
+}
+
+// compactJSON is raw without insignificant space (raw itself when it is
+// not valid JSON: the params decoding already refused that).
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
 }
 
 func nullToEmpty(raw json.RawMessage) json.RawMessage {
@@ -196,10 +229,9 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		}
 		tool = &tools[i]
 	}
-	release, ok := c.req.AcquireCall()
+	release, ok := slot(c.req.AcquireCall)
 	if !ok {
-		c.w.Header().Set("Retry-After", "1")
-		writeHTTPError(c.w, http.StatusTooManyRequests, c.msg.ID, codeTooManyCalls, "too many tool calls in flight for this user (server.max_concurrent_calls_per_user); retry shortly")
+		tooMany(c.w, c.msg.ID, "too many tool calls in flight for this user (server.max_concurrent_calls_per_user); retry shortly")
 		c.answered = true
 		return nil, nil
 	}
@@ -217,7 +249,7 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 			// A per-user cap (running durable tasks, pinned sessions): 429
 			// like the cap on calls in flight, with the cap's message.
 			c.w.Header().Set("Retry-After", retryAfterCap)
-			writeHTTPError(c.w, http.StatusTooManyRequests, c.msg.ID, codeTooManyCalls, mcpflow.ErrorMessage(err))
+			writeHTTPError(c.w, http.StatusTooManyRequests, c.msg.ID, codeTooMany, mcpflow.ErrorMessage(err))
 			c.answered = true
 			return nil, nil
 		}

@@ -4,43 +4,79 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/mcpflow/mcpflow"
 )
 
-// inboxRecheck is how often a replica looks for inbox appends made by other
-// processes (its own appends wake waiters at once).
-const inboxRecheck = 500 * time.Millisecond
+// Rechecks of the inbox for appends of other processes.
+const (
+	// inboxRecheck is how often a replica looks for inbox appends made by
+	// other processes (its own appends wake waiters at once).
+	inboxRecheck = 500 * time.Millisecond
+	// recheckLag is how many rechecks back each recheck looks. Seqs of
+	// different threads may commit out of order (each thread's appends are
+	// serialized, not all of them): an event whose seq was taken before a
+	// higher one of another thread but committed after it is still seen
+	// when it commits within recheckLag × inboxRecheck. Later than that,
+	// waiters find it at their own periodic re-read (taskRecheck, the
+	// stream's keep-alive).
+	recheckLag = 8
+	// recheckLimit is how many threads one recheck names at most; when
+	// more got events, every waiter of this process is woken (each reads
+	// its own thread and finds out).
+	recheckLimit = 1000
+)
 
 // watch tells the waiters of this process (GET streams, tasks/result,
-// tasks/cancel) when the thread inbox may have grown: at once for appends
-// of this process, within inboxRecheck for those of other processes (one
-// query of the inbox's highest seq per interval, whatever the number of
-// waiters). It polls only while someone waits.
+// tasks/cancel) when their thread's inbox may have grown, and only the
+// waiters of that thread: at once for appends of this process (the store
+// says which thread it appended to), within inboxRecheck for those of
+// other processes (one query per interval, whatever the number of waiters:
+// the threads with events after the last seen seq). It polls only while
+// someone waits.
 type watch struct {
-	latest   func(ctx context.Context) (int64, error)
-	appended func() <-chan struct{}
+	events mcpflow.EventStore
 
 	mu      sync.Mutex
-	changed chan struct{} // closed at the next change
+	threads map[string]*threadWatch // the threads waited on
 	holders int
 	stop    chan struct{} // closes the poll loop
+	unsub   func()        // ends the append subscription
+	// seen is the highest seq known of each thread that had events after
+	// the recheck's floor: a recheck wakes a thread when it finds a
+	// higher one.
+	seen map[string]int64
 }
 
-func newWatch(latest func(ctx context.Context) (int64, error), appended func() <-chan struct{}) *watch {
-	return &watch{latest: latest, appended: appended, changed: make(chan struct{})}
+// threadWatch is the waiters of one thread.
+type threadWatch struct {
+	holders int
+	changed chan struct{} // closed at the thread's next change
 }
 
-// hold registers a waiter and starts the poll loop for the first one; call
-// the returned func when done waiting.
-func (w *watch) hold() (release func()) {
+func newWatch(events mcpflow.EventStore) *watch {
+	return &watch{events: events, threads: map[string]*threadWatch{}}
+}
+
+// hold registers a waiter of a thread, and starts the poll loop for the
+// first waiter of the process; call the returned func when done waiting.
+func (w *watch) hold(thread string) (release func()) {
 	w.mu.Lock()
+	tw := w.threads[thread]
+	if tw == nil {
+		tw = &threadWatch{changed: make(chan struct{})}
+		w.threads[thread] = tw
+	}
+	tw.holders++
 	w.holders++
 	if w.holders == 1 {
 		// Subscribe and read the baseline before anyone waits, so that no
 		// append after hold returns goes unseen.
-		appended := w.appended()
-		last, _ := w.read()
+		w.seen = map[string]int64{}
+		w.unsub = w.events.SubscribeAppends(w.appended)
+		floor, err := w.latest()
 		w.stop = make(chan struct{})
-		go w.loop(w.stop, appended, last)
+		go w.loop(w.stop, floor, err == nil)
 	}
 	w.mu.Unlock()
 	var once sync.Once
@@ -48,51 +84,109 @@ func (w *watch) hold() (release func()) {
 		once.Do(func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
+			if tw.holders--; tw.holders == 0 {
+				delete(w.threads, thread)
+			}
 			if w.holders--; w.holders == 0 {
 				close(w.stop)
+				w.unsub()
 			}
 		})
 	}
 }
 
-// next returns a channel closed at the next change. Take it before reading
-// what you wait for, so that no change is missed.
-func (w *watch) next() <-chan struct{} {
+// next returns a channel closed at the thread's next change. The thread
+// must be held. Take it before reading what you wait for, so that no
+// change is missed.
+func (w *watch) next(thread string) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.changed
+	if tw := w.threads[thread]; tw != nil {
+		return tw.changed
+	}
+	return nil
 }
 
-func (w *watch) fire() {
+// fireLocked wakes the waiters of a thread (w.mu held).
+func (w *watch) fireLocked(thread string) {
+	if tw := w.threads[thread]; tw != nil {
+		close(tw.changed)
+		tw.changed = make(chan struct{})
+	}
+}
+
+// appended is the store's callback for an append of this process.
+func (w *watch) appended(thread string, seq int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	close(w.changed)
-	w.changed = make(chan struct{})
+	if w.seen != nil && seq > w.seen[thread] {
+		w.seen[thread] = seq // the next recheck need not wake it again
+	}
+	w.fireLocked(thread)
 }
 
-func (w *watch) loop(stop chan struct{}, appended <-chan struct{}, last int64) {
+func (w *watch) loop(stop chan struct{}, floor int64, known bool) {
 	tick := time.NewTicker(inboxRecheck)
 	defer tick.Stop()
+	top := floor
+	var past []int64 // top at each recheck, oldest first
 	for {
 		select {
 		case <-stop:
 			return
-		case <-appended:
-			// An append between the close and this new subscription is
-			// caught by the next tick (the seq differs from last).
-			appended = w.appended()
-			w.fire()
 		case <-tick.C:
-			if seq, err := w.read(); err == nil && seq != last {
-				last = seq
-				w.fire()
+		}
+		if !known {
+			// The baseline could not be read: without it every thread
+			// with events would look changed.
+			if seq, err := w.latest(); err == nil {
+				floor, top, known = seq, seq, true
+			}
+			continue
+		}
+		got, err := w.recheck(floor)
+		if err != nil {
+			continue
+		}
+		w.mu.Lock()
+		select {
+		case <-stop: // released meanwhile; seen belongs to a newer loop
+			w.mu.Unlock()
+			return
+		default:
+		}
+		for thread, seq := range got {
+			top = max(top, seq)
+			if seq > w.seen[thread] {
+				w.seen[thread] = seq
+				w.fireLocked(thread)
 			}
 		}
+		if len(got) >= recheckLimit {
+			for thread := range w.threads {
+				w.fireLocked(thread)
+			}
+		}
+		if past = append(past, top); len(past) > recheckLag {
+			floor, past = past[0], past[1:]
+		}
+		for thread, seq := range w.seen {
+			if seq <= floor {
+				delete(w.seen, thread) // a new event of it will be above the floor
+			}
+		}
+		w.mu.Unlock()
 	}
 }
 
-func (w *watch) read() (int64, error) {
+func (w *watch) latest() (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), inboxRecheck*4)
 	defer cancel()
-	return w.latest(ctx)
+	return w.events.LatestEventSeq(ctx, "")
+}
+
+func (w *watch) recheck(after int64) (map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), inboxRecheck*4)
+	defer cancel()
+	return w.events.ThreadsWithEventsAfter(ctx, after, recheckLimit)
 }

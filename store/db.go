@@ -34,6 +34,8 @@ type DB struct {
 
 	appendMu sync.Mutex
 	appended chan struct{} // closed at the next AppendEvent (EventsAppended)
+	// appendSubs are the SubscribeAppends callbacks, by subscription.
+	appendSubs map[*appendSub]struct{}
 }
 
 var (

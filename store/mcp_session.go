@@ -121,3 +121,36 @@ func (db *DB) DeleteIdleMCPSessions(ctx context.Context, before time.Time) (int6
 	}
 	return res.RowsAffected, nil
 }
+
+// evictBatch is how many sessions EvictMCPSessions removes per statement.
+const evictBatch = 500
+
+// EvictMCPSessions removes the user's sessions beyond the keep most
+// recently used ones (by last use, then creation, then id) and returns the
+// ids it removed. Run after CreateMCPSession, outside any transaction: of
+// concurrent initializes of one user, the last eviction to start sees every
+// committed session, so the user ends with at most keep.
+func (db *DB) EvictMCPSessions(ctx context.Context, userID string, keep int) ([]string, error) {
+	if keep < 0 {
+		return nil, invalid("MCP sessions to keep must not be negative")
+	}
+	var removed []string
+	for {
+		var ids []string
+		err := db.gorm.WithContext(ctx).Model(&mcpSessionRow{}).Where("user_id = ?", userID).
+			Order("last_used_at DESC, created_at DESC, id DESC").Offset(keep).Limit(evictBatch).Pluck("id", &ids).Error
+		if err != nil {
+			return removed, fmt.Errorf("list MCP sessions to evict: %w", err)
+		}
+		if len(ids) == 0 {
+			return removed, nil
+		}
+		if err := db.gorm.WithContext(ctx).Where("user_id = ? AND id IN ?", userID, ids).Delete(&mcpSessionRow{}).Error; err != nil {
+			return removed, fmt.Errorf("evict MCP sessions: %w", err)
+		}
+		removed = append(removed, ids...)
+		if len(ids) < evictBatch {
+			return removed, nil
+		}
+	}
+}

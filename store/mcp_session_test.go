@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,5 +80,72 @@ func TestLatestEventSeq(t *testing.T) {
 		n, err = db.LatestEventSeq(testCtx, "nobody")
 		require.NoError(t, err)
 		require.Zero(t, n)
+	})
+}
+
+// EvictMCPSessions keeps a user's most recently used sessions and removes
+// the rest, oldest use first; other users' sessions are untouched.
+func TestEvictMCPSessions(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "ta", "alice")
+		createThread(t, db, "tb", "bob")
+		mk := func(id, user, thread string, created, used time.Duration) {
+			require.NoError(t, db.CreateMCPSession(testCtx, &mcpflow.MCPSession{ID: id, UserID: user, ThreadID: thread,
+				ProtocolVersion: "2025-11-25", CreatedAt: at(created), LastUsedAt: at(used)}))
+		}
+		mk("a-old-used-late", "alice", "ta", 0, 5*time.Hour)
+		mk("a-new-idle", "alice", "ta", time.Hour, time.Hour)
+		mk("a-mid", "alice", "ta", 2*time.Hour, 3*time.Hour)
+		mk("a-newest", "alice", "ta", 4*time.Hour, 4*time.Hour)
+		mk("b-1", "bob", "tb", 0, 0)
+
+		removed, err := db.EvictMCPSessions(testCtx, "alice", 4)
+		require.NoError(t, err)
+		require.Empty(t, removed, "nothing beyond the cap")
+
+		removed, err = db.EvictMCPSessions(testCtx, "alice", 2)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{"a-new-idle", "a-mid"}, removed, "the least recently used go, whenever they were created")
+		for _, id := range []string{"a-old-used-late", "a-newest", "b-1"} {
+			_, err := db.GetMCPSession(testCtx, id)
+			require.NoError(t, err, id)
+		}
+		for _, id := range removed {
+			_, err := db.GetMCPSession(testCtx, id)
+			requireCode(t, mcpflow.ENotFound, err)
+		}
+
+		// Equal last uses: the newer session stays.
+		mk("a-tie", "alice", "ta", 6*time.Hour, 5*time.Hour)
+		removed, err = db.EvictMCPSessions(testCtx, "alice", 2)
+		require.NoError(t, err)
+		require.Equal(t, []string{"a-newest"}, removed)
+
+		removed, err = db.EvictMCPSessions(testCtx, "alice", 0)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{"a-tie", "a-old-used-late"}, removed)
+		_, err = db.GetMCPSession(testCtx, "b-1")
+		require.NoError(t, err, "bob keeps his")
+		_, err = db.EvictMCPSessions(testCtx, "alice", -1)
+		requireCode(t, mcpflow.EInvalid, err)
+	})
+}
+
+// More sessions than one batch of EvictMCPSessions are all evicted.
+func TestEvictManyMCPSessions(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "ta", "alice")
+		for i := range evictBatch + 7 {
+			require.NoError(t, db.CreateMCPSession(testCtx, &mcpflow.MCPSession{ID: fmt.Sprintf("s-%04d", i), UserID: "alice", ThreadID: "ta",
+				ProtocolVersion: "2025-11-25", CreatedAt: at(time.Duration(i) * time.Second)}))
+		}
+		removed, err := db.EvictMCPSessions(testCtx, "alice", 3)
+		require.NoError(t, err)
+		require.Len(t, removed, evictBatch+4)
+		left, err := db.EvictMCPSessions(testCtx, "alice", 0)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{fmt.Sprintf("s-%04d", evictBatch+6), fmt.Sprintf("s-%04d", evictBatch+5), fmt.Sprintf("s-%04d", evictBatch+4)}, left)
 	})
 }

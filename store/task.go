@@ -370,7 +370,7 @@ func (db *DB) UpdateTaskWithEvent(ctx context.Context, t *mcpflow.Task, e *mcpfl
 	*t = done
 	e.Seq = stored.Seq
 	e.CreatedAt = stored.CreatedAt.UTC()
-	db.signalAppend()
+	db.signalAppend(stored.ThreadID, stored.Seq)
 	return stored.Seq, nil
 }
 

@@ -67,7 +67,7 @@ func (db *DB) AppendEvent(ctx context.Context, e *mcpflow.ThreadEvent) (int64, e
 	}
 	e.Seq = stored.Seq
 	e.CreatedAt = stored.CreatedAt.UTC()
-	db.signalAppend()
+	db.signalAppend(stored.ThreadID, stored.Seq)
 	return stored.Seq, nil
 }
 
@@ -161,12 +161,44 @@ func (db *DB) EventsAppended() <-chan struct{} {
 	return db.appended
 }
 
-func (db *DB) signalAppend() {
+// appendSub is one SubscribeAppends subscription.
+type appendSub struct {
+	fn func(threadID string, seq int64)
+}
+
+// SubscribeAppends calls fn with the thread and seq of every event this
+// process appends from now on (after its transaction committed, also for an
+// append that found its event already stored), until the returned func is
+// called. fn runs on the appending goroutine and must not block. Appends
+// of other processes are not seen: ThreadsWithEventsAfter finds those.
+func (db *DB) SubscribeAppends(fn func(threadID string, seq int64)) (unsubscribe func()) {
+	sub := &appendSub{fn: fn}
 	db.appendMu.Lock()
-	defer db.appendMu.Unlock()
+	if db.appendSubs == nil {
+		db.appendSubs = map[*appendSub]struct{}{}
+	}
+	db.appendSubs[sub] = struct{}{}
+	db.appendMu.Unlock()
+	return func() {
+		db.appendMu.Lock()
+		defer db.appendMu.Unlock()
+		delete(db.appendSubs, sub)
+	}
+}
+
+func (db *DB) signalAppend(threadID string, seq int64) {
+	db.appendMu.Lock()
 	if db.appended != nil {
 		close(db.appended)
 		db.appended = nil
+	}
+	subs := make([]*appendSub, 0, len(db.appendSubs))
+	for sub := range db.appendSubs {
+		subs = append(subs, sub)
+	}
+	db.appendMu.Unlock()
+	for _, sub := range subs {
+		sub.fn(threadID, seq)
 	}
 }
 
@@ -213,4 +245,27 @@ func (db *DB) LatestEventSeq(ctx context.Context, threadID string) (int64, error
 		return 0, nil
 	}
 	return *seq, nil
+}
+
+// ThreadsWithEventsAfter returns the threads that have events with seq >
+// after, each with its highest seq: one query, whatever the number of
+// threads waited on. It returns at most limit threads (clamped to
+// 1..MaxEventListLimit; which ones is unspecified when more qualify, so a
+// caller that gets limit of them must assume it missed some).
+func (db *DB) ThreadsWithEventsAfter(ctx context.Context, after int64, limit int) (map[string]int64, error) {
+	limit = min(max(limit, 1), MaxEventListLimit)
+	var rows []struct {
+		ThreadID string `gorm:"column:thread_id"`
+		Seq      int64  `gorm:"column:seq"`
+	}
+	err := db.gorm.WithContext(ctx).Model(&eventRow{}).Select("thread_id, MAX(seq) AS seq").
+		Where("seq > ?", after).Group("thread_id").Limit(limit).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("threads with events after seq %d: %w", after, err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.ThreadID] = r.Seq
+	}
+	return out, nil
 }

@@ -206,3 +206,74 @@ func TestGetEventAndAppendSignal(t *testing.T) {
 		require.JSONEq(t, string(e.Payload), string(got.Payload))
 	})
 }
+
+// ThreadsWithEventsAfter names the threads that got events after a seq,
+// each with its highest seq, in one query.
+func TestThreadsWithEventsAfter(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		for _, th := range []string{"ta", "tb", "tc"} {
+			createThread(t, db, th, "alice")
+		}
+		got, err := db.ThreadsWithEventsAfter(testCtx, 0, 100)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		a1, err := db.AppendEvent(testCtx, event("ta", "t1", 1, mcpflow.StatusCompleted))
+		require.NoError(t, err)
+		b1, err := db.AppendEvent(testCtx, event("tb", "t2", 1, mcpflow.StatusInputRequired))
+		require.NoError(t, err)
+		b2, err := db.AppendEvent(testCtx, event("tb", "t2", 2, mcpflow.StatusCompleted))
+		require.NoError(t, err)
+		c1, err := db.AppendEvent(testCtx, event("tc", "t3", 1, mcpflow.StatusFailed))
+		require.NoError(t, err)
+
+		got, err = db.ThreadsWithEventsAfter(testCtx, 0, 100)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"ta": a1, "tb": b2, "tc": c1}, got)
+		got, err = db.ThreadsWithEventsAfter(testCtx, b1, 100)
+		require.NoError(t, err)
+		require.Equal(t, map[string]int64{"tb": b2, "tc": c1}, got, "only events after the seq count")
+		got, err = db.ThreadsWithEventsAfter(testCtx, c1, 100)
+		require.NoError(t, err)
+		require.Empty(t, got)
+		got, err = db.ThreadsWithEventsAfter(testCtx, 0, 2)
+		require.NoError(t, err)
+		require.Len(t, got, 2, "at most limit threads")
+	})
+}
+
+// SubscribeAppends tells each subscriber the thread and seq of every append
+// of this process, before AppendEvent returns, until it unsubscribes.
+func TestSubscribeAppends(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "ta", "alice")
+		createThread(t, db, "tb", "alice")
+		type seen struct {
+			thread string
+			seq    int64
+		}
+		var mu sync.Mutex
+		var got1, got2 []seen
+		unsub1 := db.SubscribeAppends(func(th string, seq int64) { mu.Lock(); got1 = append(got1, seen{th, seq}); mu.Unlock() })
+		unsub2 := db.SubscribeAppends(func(th string, seq int64) { mu.Lock(); got2 = append(got2, seen{th, seq}); mu.Unlock() })
+		a, err := db.AppendEvent(testCtx, event("ta", "t1", 1, mcpflow.StatusCompleted))
+		require.NoError(t, err)
+		unsub2()
+		b, err := db.AppendEvent(testCtx, event("tb", "t2", 1, mcpflow.StatusCompleted))
+		require.NoError(t, err)
+		again, err := db.AppendEvent(testCtx, event("tb", "t2", 1, mcpflow.StatusCompleted))
+		require.NoError(t, err)
+		require.Equal(t, b, again)
+		_, err = db.AppendEvent(testCtx, event("missing", "t3", 1, mcpflow.StatusCompleted))
+		requireCode(t, mcpflow.ENotFound, err)
+		unsub1()
+		unsub1() // idempotent
+		_, err = db.AppendEvent(testCtx, event("ta", "t1", 2, mcpflow.StatusCompleted))
+		require.NoError(t, err)
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, []seen{{"ta", a}, {"tb", b}, {"tb", b}}, got1, "a failed append is not signalled; an idempotent repeat is")
+		require.Equal(t, []seen{{"ta", a}}, got2)
+	})
+}

@@ -271,7 +271,8 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	var mcpEndpoint mcpflow.MCPEndpoint
 	if m.serves() {
 		mo := mcpserver.Options{Tools: m.MCP, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger,
-			TaskLink: taskLink, Version: version()} // serverInfo.version: the stamp mcpflow version prints
+			TaskLink: taskLink, MaxSessionsPerUser: cfg.Server.MaxMCPSessionsPerUser,
+			Version: version()} // serverInfo.version: the stamp mcpflow version prints
 		if m.Tasks != nil {
 			mo.Tasks, mo.CancelTask, mo.AnswerInput = m.DB, m.Tasks.CancelTask, m.Tasks.AnswerInput
 		}
@@ -307,6 +308,8 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		MCPTasksEnabled:     func() bool { return m.Tasks != nil },
 		MaxBodyBytes:        int64(cfg.Server.MaxBodyBytes),
 		MaxCallsPerUser:     cfg.Server.MaxConcurrentCallsPerUser,
+		MaxWaitsPerUser:     cfg.Server.MaxWaitsPerUser,
+		MaxStreamsPerUser:   cfg.Server.MaxMCPStreamsPerUser,
 		Logger:              m.Logger,
 	})
 	addr, what, key := cfg.Server.Addr, "API listening", "server.addr"

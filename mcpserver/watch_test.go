@@ -1,0 +1,190 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/store"
+)
+
+// woken waits until ch is closed.
+func woken(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no wake-up for %s", what)
+	}
+}
+
+// asleep checks that ch is not closed (yet).
+func asleep(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatalf("%s was woken", what)
+	default:
+	}
+}
+
+// The watch wakes the waiters of the thread that got an event, and only
+// them: for appends of this process at once (before AppendEvent returns),
+// and for appends of another process (another store on the same database)
+// at its next recheck, which wakes every thread it found in one pass.
+func TestWatchWakesOnlyTheThreadThatChanged(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "w.db")
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.BackendSQLite, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	other, err := store.Open(ctx, store.BackendSQLite, path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	for _, th := range []string{"a", "b"} {
+		_, _, err = db.CreateThread(ctx, &mcpflow.Thread{ID: th, UserID: "u"})
+		require.NoError(t, err)
+	}
+
+	w := newWatch(db)
+	releaseA := w.hold("a")
+	releaseA2 := w.hold("a") // two waiters of one thread
+	releaseB := w.hold("b")
+	version := 0
+	appendTo := func(s *store.DB, thread string) {
+		version++
+		_, err := s.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: thread, TaskID: "t-" + thread, EventVersion: version,
+			Status: mcpflow.StatusCompleted, Payload: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+	}
+
+	// This process: the wake-up is done when AppendEvent returns.
+	a, b := w.next("a"), w.next("b")
+	appendTo(db, "b")
+	select {
+	case <-b:
+	default:
+		t.Fatal("an append of this process did not wake its thread's waiters before AppendEvent returned")
+	}
+	asleep(t, a, "thread a, by an append to thread b")
+	appendTo(db, "a")
+	woken(t, a, "thread a's own append")
+
+	// Another process: found by the recheck.
+	a, b = w.next("a"), w.next("b")
+	appendTo(other, "b")
+	woken(t, b, "an append to b by another process")
+	asleep(t, a, "thread a, by another process's append to thread b")
+	appendTo(other, "a")
+	woken(t, a, "an append to a by another process")
+
+	// A thread nobody waits on wakes nobody; releasing is idempotent and
+	// the last release stops the loop.
+	releaseA()
+	releaseA()
+	a = w.next("a")
+	appendTo(db, "a")
+	woken(t, a, "the remaining waiter of a")
+	releaseA2()
+	releaseB()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	require.Zero(t, w.holders)
+	require.Empty(t, w.threads)
+}
+
+// fakeInbox is an inbox whose commits the test orders: ThreadsWithEventsAfter
+// answers from the events "committed" so far, so a seq can commit after a
+// higher one of another thread, as on PostgreSQL.
+type fakeInbox struct {
+	nopEvents
+	mu        sync.Mutex
+	committed map[string][]int64
+	subs      int
+}
+
+func (f *fakeInbox) commit(thread string, seq int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.committed[thread] = append(f.committed[thread], seq)
+}
+
+func (f *fakeInbox) LatestEventSeq(context.Context, string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var top int64
+	for _, seqs := range f.committed {
+		for _, s := range seqs {
+			top = max(top, s)
+		}
+	}
+	return top, nil
+}
+
+func (f *fakeInbox) ThreadsWithEventsAfter(_ context.Context, after int64, limit int) (map[string]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int64{}
+	for th, seqs := range f.committed {
+		for _, s := range seqs {
+			if s > after && s > out[th] && (len(out) < limit || out[th] > 0) {
+				out[th] = s
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeInbox) SubscribeAppends(func(string, int64)) func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.subs--
+	}
+}
+
+// An event of another process whose seq is lower than one already seen
+// (it committed later) still wakes its thread's waiters.
+func TestWatchSeesALateCommit(t *testing.T) {
+	t.Parallel()
+	f := &fakeInbox{committed: map[string][]int64{"old": {5}}}
+	w := newWatch(f)
+	releaseA, releaseB := w.hold("a"), w.hold("b")
+	a, b := w.next("a"), w.next("b")
+	f.commit("b", 11)
+	woken(t, b, "b's seq 11")
+	asleep(t, a, "a, by b's event")
+	f.commit("a", 10) // taken before 11, committed after it
+	woken(t, a, "a's seq 10, committed after b's 11")
+	releaseA()
+	releaseB()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Zero(t, f.subs, "the last release ends the subscription")
+}
+
+// When more threads got events than one recheck names, every waiter is
+// woken (and reads its own thread).
+func TestWatchWakesAllBeyondTheRecheckLimit(t *testing.T) {
+	t.Parallel()
+	f := &fakeInbox{committed: map[string][]int64{}}
+	w := newWatch(f)
+	release := w.hold("a")
+	defer release()
+	a := w.next("a")
+	for i := range recheckLimit + 1 {
+		f.commit(fmt.Sprintf("t%d", i), int64(i+1))
+	}
+	woken(t, a, "a waiter, when more threads changed than a recheck names")
+}

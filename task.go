@@ -72,14 +72,16 @@ type Task struct {
 	InputRequired   map[string]any
 	InputAnswerable bool
 	// StatusMessage is the server's latest progress message (Snapshot.Message).
-	StatusMessage             *string
-	DriverData                map[string]string
-	NotificationStatus        string
-	NotificationError         *string
-	NotificationAttemptCount  int
-	EventFingerprint          *string
-	EventVersion              int
-	NotifiedVersion           int
+	StatusMessage            *string
+	DriverData               map[string]string
+	NotificationStatus       string
+	NotificationError        *string
+	NotificationAttemptCount int
+	EventFingerprint         *string
+	EventVersion             int
+	NotifiedVersion          int
+	// LastPolledAt is when mcpflow last read the remote status (each
+	// poll, changed or not).
 	LastPolledAt              *time.Time
 	LastPollError             *string
 	PollAttemptCount          int
@@ -293,6 +295,12 @@ const (
 // raw name of the tool its task-augmented tools/call ran. Its presence
 // selects the native driver (DriverNative) for the task.
 const DriverDataNativeTool = "native_tool"
+
+// PollRecorder is a TaskStore that records a poll that changed nothing
+// (last_polled_at only, never backwards) without writing the row.
+type PollRecorder interface {
+	TouchPolled(ctx context.Context, id string, at time.Time) (bool, error)
+}
 
 // TaskEventWriter is a TaskStore that can append a task's event to the
 // thread inbox (EventStore.AppendEvent) and write its row (UpdateTask) in

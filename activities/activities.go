@@ -483,6 +483,7 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 			out := &PollOutput{ConsecutiveErrors: prog.Errors, PollError: &msg, PolledAt: polledAt, Polls: polls}
 			return a.reportChange(ctx, in, prog, out, false)
 		}
+		a.touchPolled(ctx, in, polledAt)
 		activity.RecordHeartbeat(ctx, prog)
 		return nil, temporal.NewApplicationErrorWithOptions(msg, errTypePollError, temporal.ApplicationErrorOptions{
 			NextRetryDelay: in.Timing.ErrorBackoff(n),
@@ -500,7 +501,9 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 	if unchanged && prog.Errors == 0 && snap.IsPollable() {
 		outcome = "unchanged"
 		if report && snap.Message != nil {
-			a.writeMessage(ctx, in, *snap.Message)
+			a.writeMessage(ctx, in, *snap.Message, polledAt)
+		} else {
+			a.touchPolled(ctx, in, polledAt)
 		}
 		// Nothing to carry to the next attempt (no errors), so no heartbeat:
 		// an unchanged poll costs one failed attempt and no history.
@@ -607,14 +610,32 @@ func (a *Activities) rowHolds(ctx context.Context, taskID string, snap mcpflow.S
 // task to its row (a reporting poll is the row's writer while it runs):
 // the API shows it, and Temporal records nothing. A failure only leaves
 // the older message; the next poll tries again.
-func (a *Activities) writeMessage(ctx context.Context, in PollInput, msg string) {
+func (a *Activities) writeMessage(ctx context.Context, in PollInput, msg string, polledAt time.Time) {
 	t, err := a.pollRow(ctx, in)
-	if err != nil || (t.StatusMessage != nil && *t.StatusMessage == msg) {
+	if err != nil {
+		return
+	}
+	if t.StatusMessage != nil && *t.StatusMessage == msg {
+		a.touchPolled(ctx, in, polledAt)
 		return
 	}
 	t.StatusMessage = &msg
+	t.LastPolledAt = &polledAt
 	if err := a.Tasks.UpdateTask(ctx, t); err != nil { // fenced by the version read
 		activity.GetLogger(ctx).Debug("could not write the progress message", "task_id", t.ID, "error", err)
+	}
+}
+
+// touchPolled records a poll that changed nothing in the row's
+// last_polled_at (mcpflow.PollRecorder): one column, no event, no
+// Temporal history. A failure only leaves the older time.
+func (a *Activities) touchPolled(ctx context.Context, in PollInput, at time.Time) {
+	pr, ok := a.Tasks.(mcpflow.PollRecorder)
+	if !ok {
+		return
+	}
+	if _, err := pr.TouchPolled(ctx, in.Ref.LocalTaskID, at); err != nil {
+		activity.GetLogger(ctx).Debug("could not record the poll time", "task_id", in.Ref.LocalTaskID, "error", err)
 	}
 }
 

@@ -169,3 +169,37 @@ func TestLatePollWriteCannotOverwriteACancel(t *testing.T) {
 type noSignals struct{}
 
 func (noSignals) SignalWorkflow(context.Context, string, string, string, any) error { return nil }
+
+// TestUnchangedPollRecordsItsTime: a poll that finds nothing new still
+// moves the row's last_polled_at (the detail's "last poll"), without a
+// write of the row (updated_at and the row version stay) or an event.
+func TestUnchangedPollRecordsItsTime(t *testing.T) {
+	t.Parallel()
+	for _, report := range []bool{false, true} {
+		b := newFence(t)
+		polled := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+		d := &statusDriver{snap: mcpflow.Snapshot{Status: mcpflow.StatusWorking}}
+		a := &activities.Activities{Driver: d, Tasks: b.db, Threads: b.db, Events: b.db, Reports: noSignals{},
+			Now: func() time.Time { return polled }}
+		in := b.in
+		in.Report = report
+		in.LastFingerprint = activities.Fingerprint(d.snap) // nothing new
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivity(a)
+		_, err := env.ExecuteActivity(a.Poll, in)
+		var ae *temporal.ApplicationError
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, "McpTaskPollUnchanged", ae.Type(), "%v", err)
+
+		got, gerr := b.db.GetTask(context.Background(), b.task.ID)
+		require.NoError(t, gerr)
+		require.NotNil(t, got.LastPolledAt, "report=%v", report)
+		require.Equal(t, polled, *got.LastPolledAt)
+		require.Equal(t, b.task.UpdatedAt, got.UpdatedAt, "a poll is not a change")
+		require.Equal(t, b.task.RowVersion, got.RowVersion)
+		events, lerr := b.db.ListEvents(context.Background(), "th", 0, 10)
+		require.NoError(t, lerr)
+		require.Empty(t, events)
+	}
+}

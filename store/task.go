@@ -396,6 +396,13 @@ func (db *DB) updateTask(ctx context.Context, tx *gorm.DB, t *mcpflow.Task) erro
 		return fmt.Errorf("update task %s: %w", c.ID, err)
 	}
 	set["row_version"] = gorm.Expr("row_version + 1")
+	if row.LastPolledAt != nil {
+		// Never backwards: TouchPolled records polls that changed nothing
+		// without a whole-row write, and a writer's copy of the row may be
+		// older than the last of them.
+		set["last_polled_at"] = gorm.Expr("CASE WHEN last_polled_at IS NULL OR last_polled_at < ? THEN ? ELSE last_polled_at END",
+			*row.LastPolledAt, *row.LastPolledAt)
+	}
 	if c.Status == mcpflow.StatusInputRequired {
 		// Compared with the row as it was (the right-hand sides of an
 		// UPDATE read the old row, on both backends).
@@ -464,6 +471,22 @@ func (db *DB) taskColumns(ctx context.Context, row *taskRow) (map[string]any, er
 		set[f.DBName] = v
 	}
 	return set, nil
+}
+
+// TouchPolled records that the task's remote status was read at at (a
+// poll that changed nothing the user sees): last_polled_at moves to at
+// unless it is later already; nothing else of the row changes (not
+// updated_at, not row_version), and a task that ended is left alone. It
+// reports whether the row was written.
+func (db *DB) TouchPolled(ctx context.Context, id string, at time.Time) (bool, error) {
+	t := dbTime(at)
+	res := db.gorm.WithContext(ctx).Model(&taskRow{}).
+		Where("id = ? AND status IN ? AND (last_polled_at IS NULL OR last_polled_at < ?)", id, pollableStatuses, t).
+		UpdateColumn("last_polled_at", t)
+	if res.Error != nil {
+		return false, fmt.Errorf("record the poll of task %s: %w", id, asUnavailable(res.Error))
+	}
+	return res.RowsAffected > 0, nil
 }
 
 // CountActiveTasks returns how many of the user's tasks have not ended

@@ -493,3 +493,58 @@ func TestUpdateTaskWithEvent(t *testing.T) {
 		requireCode(t, mcpflow.EGone, err)
 	})
 }
+
+// TestTouchPolled: a poll that changed nothing moves last_polled_at
+// forward and nothing else; a whole-row write never moves it backwards; a
+// task that ended is left alone.
+func TestTouchPolled(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		task := newTask("alice", "thread-1", "remote-1")
+		task.Status = mcpflow.StatusWorking
+		first := at(time.Minute)
+		task.LastPolledAt = &first
+		require.NoError(t, db.CreateTask(testCtx, task))
+		before, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+
+		later := at(2 * time.Minute)
+		ok, err := db.TouchPolled(testCtx, task.ID, later)
+		require.NoError(t, err)
+		require.True(t, ok)
+		got, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, normalized(later), *got.LastPolledAt)
+		require.Equal(t, before.UpdatedAt, got.UpdatedAt, "a poll is not a change")
+		require.Equal(t, before.RowVersion, got.RowVersion)
+
+		ok, err = db.TouchPolled(testCtx, task.ID, first)
+		require.NoError(t, err)
+		require.False(t, ok, "never backwards")
+
+		// A whole-row write from an older copy keeps the later poll time.
+		stale := *before
+		stale.RowVersion = 0
+		msg := "half way"
+		stale.StatusMessage = &msg
+		require.NoError(t, db.UpdateTask(testCtx, &stale))
+		got, err = db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, normalized(later), *got.LastPolledAt)
+		require.Equal(t, msg, *got.StatusMessage)
+		// A later one moves it on.
+		latest := at(3 * time.Minute)
+		got.LastPolledAt = &latest
+		require.NoError(t, db.UpdateTask(testCtx, got))
+		got, err = db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, normalized(latest), *got.LastPolledAt)
+
+		got.Status = mcpflow.StatusCompleted
+		require.NoError(t, db.UpdateTask(testCtx, got))
+		ok, err = db.TouchPolled(testCtx, task.ID, at(time.Hour))
+		require.NoError(t, err)
+		require.False(t, ok, "an ended task is not polled")
+	})
+}

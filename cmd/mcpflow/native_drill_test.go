@@ -54,8 +54,8 @@ func TestDrillWorkerKilledNativeTask(t *testing.T) {
 	orphan := e.submitNative(t, thread, "bound_"+tasksrv.ToolGate, tasksrv.ToolGate, `{"topic": "orphan"}`)
 
 	// The first worker polls both tasks: each server answers tasks/get.
-	// (An unchanged poll leaves the row alone, last_polled_at included, so
-	// the servers' counts are what shows the polling.)
+	// (The servers' counts show the polling: they count requests where
+	// they arrive.)
 	for _, task := range []struct {
 		id  string
 		srv *tasksrv.Server

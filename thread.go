@@ -58,8 +58,7 @@ type ThreadStore interface {
 // EGone. ListEvents returns the events of a thread with Seq > after in
 // ascending order, at most limit of them (0 means 100; clamped to 1..1000).
 // GetEvent returns one version of a task's event (ENotFound when absent).
-// EventsAppended returns a channel closed at this process's next append, a
-// wake-up hint for long polls. LatestEventSeq returns the highest sequence
+// LatestEventSeq returns the highest sequence
 // number of a thread's events, of all threads for "" (0 when none).
 // SubscribeAppends calls fn with the thread and seq of each event this
 // process appends until unsubscribe is called (fn must not block), so that
@@ -71,7 +70,6 @@ type EventStore interface {
 	AppendEvent(ctx context.Context, e *ThreadEvent) (int64, error)
 	ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*ThreadEvent, error)
 	GetEvent(ctx context.Context, taskID string, version int) (*ThreadEvent, error)
-	EventsAppended() <-chan struct{}
 	LatestEventSeq(ctx context.Context, threadID string) (int64, error)
 	SubscribeAppends(fn func(threadID string, seq int64)) (unsubscribe func())
 	ThreadsWithEventsAfter(ctx context.Context, after int64, limit int) (map[string]int64, error)

@@ -3,7 +3,8 @@
 // tools (list, call, cache reset), durable tasks (list, detail, cancel) and
 // the thread event inbox (with long-polling), the config admin routes
 // (GET/PUT/PATCH /api/mcp/config, POST /api/mcp/config/servers), request
-// limits (body size 413, tool calls in flight per user 429), HTTP metrics
+// limits (body size 413; per user 429: tool calls in flight, waits, MCP
+// streams), HTTP metrics
 // and spans, and /openapi.json. With HealthOnly (a worker process) it
 // serves /healthz, /readyz and /metrics only.
 //

@@ -90,9 +90,21 @@ func (s *Server) waitEvents(ctx context.Context, threadID string, after int64, l
 	defer deadline.Stop()
 	tick := time.NewTicker(eventRecheck)
 	defer tick.Stop()
+	// Appends of this process to this thread wake the wait at once (those
+	// to other threads do not); other processes' appends are read on the
+	// recheck. Subscribed before the first read: no append is missed.
+	woken := make(chan struct{}, 1)
+	unsubscribe := s.opts.Events.SubscribeAppends(func(thread string, _ int64) {
+		if thread == threadID {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer unsubscribe()
 	last := false
 	for {
-		woken := s.opts.Events.EventsAppended() // taken before the read: no append is missed
 		evs, err := s.opts.Events.ListEvents(ctx, threadID, after, limit)
 		if err != nil || len(evs) > 0 || last {
 			return evs, err

@@ -33,7 +33,6 @@ type DB struct {
 	now     func() time.Time
 
 	appendMu sync.Mutex
-	appended chan struct{} // closed at the next AppendEvent (EventsAppended)
 	// appendSubs are the SubscribeAppends callbacks, by subscription.
 	appendSubs map[*appendSub]struct{}
 }

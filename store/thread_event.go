@@ -149,18 +149,6 @@ func (db *DB) GetEvent(ctx context.Context, taskID string, version int) (*mcpflo
 	return row.event(), nil
 }
 
-// EventsAppended returns a channel that is closed when this process next
-// appends an event. Long polls wait on it; appends of other processes are
-// not signalled, so they also re-read on a timer.
-func (db *DB) EventsAppended() <-chan struct{} {
-	db.appendMu.Lock()
-	defer db.appendMu.Unlock()
-	if db.appended == nil {
-		db.appended = make(chan struct{})
-	}
-	return db.appended
-}
-
 // appendSub is one SubscribeAppends subscription.
 type appendSub struct {
 	fn func(threadID string, seq int64)
@@ -188,10 +176,6 @@ func (db *DB) SubscribeAppends(fn func(threadID string, seq int64)) (unsubscribe
 
 func (db *DB) signalAppend(threadID string, seq int64) {
 	db.appendMu.Lock()
-	if db.appended != nil {
-		close(db.appended)
-		db.appended = nil
-	}
 	subs := make([]*appendSub, 0, len(db.appendSubs))
 	for sub := range db.appendSubs {
 		subs = append(subs, sub)

@@ -183,21 +183,30 @@ func TestGetEventAndAppendSignal(t *testing.T) {
 		_, err := db.GetEvent(testCtx, "task-g", 1)
 		require.Equal(t, mcpflow.ENotFound, mcpflow.ErrorCode(err))
 
-		woken := db.EventsAppended()
-		select {
-		case <-woken:
-			t.Fatal("signalled before any append")
-		default:
-		}
+		var mu sync.Mutex
+		var seen []string
+		woken := make(chan struct{}, 1)
+		unsubscribe := db.SubscribeAppends(func(thread string, _ int64) {
+			mu.Lock()
+			seen = append(seen, thread)
+			mu.Unlock()
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		})
+		defer unsubscribe()
 		e := event("thread-g", "task-g", 1, mcpflow.StatusCompleted)
 		_, err = db.AppendEvent(testCtx, e)
 		require.NoError(t, err)
 		select {
 		case <-woken:
 		case <-time.After(5 * time.Second):
-			t.Fatal("an append did not close the channel")
+			t.Fatal("an append was not signalled")
 		}
-		require.NotEqual(t, woken, db.EventsAppended(), "the next wait gets a fresh channel")
+		mu.Lock()
+		require.Equal(t, []string{"thread-g"}, seen)
+		mu.Unlock()
 
 		got, err := db.GetEvent(testCtx, "task-g", 1)
 		require.NoError(t, err)

@@ -48,11 +48,18 @@ type questionBundle struct {
 	events  chan map[string]any
 	wakes   int // inbox events appended to wake the stream
 
-	mu      sync.Mutex
-	answers []mcpflow.InputAnswer
+	mu       sync.Mutex
+	answers  []mcpflow.InputAnswer
+	answered chan struct{} // one per delivered answer
 }
 
 func newQuestionBundle(t *testing.T) *questionBundle {
+	t.Helper()
+	return newQuestionBundleAsking(t, map[string]any{"message": "Which year?"})
+}
+
+// newQuestionBundleAsking is newQuestionBundle with the task's question.
+func newQuestionBundleAsking(t *testing.T, question map[string]any) *questionBundle {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, store.BackendSQLite, filepath.Join(t.TempDir(), "q.db"))
@@ -62,16 +69,17 @@ func newQuestionBundle(t *testing.T) *questionBundle {
 	require.NoError(t, err)
 	task := &mcpflow.Task{ID: mcpflow.NewTaskID(), UserID: "u", ThreadID: "th", ServerName: "s", DriverName: mcpflow.DriverNative,
 		RemoteTaskID: "r", TaskName: "research", Status: mcpflow.StatusInputRequired,
-		InputRequired: map[string]any{"message": "Which year?"}, InputAnswerable: true}
+		InputRequired: question, InputAnswerable: true}
 	require.NoError(t, db.CreateTask(ctx, task))
 	b := &questionBundle{db: db, task: task, tasks: &readsTasks{DB: db, id: task.ID, reads: make(chan struct{}, 1)},
-		events: make(chan map[string]any, 20)}
+		events: make(chan map[string]any, 20), answered: make(chan struct{}, 10)}
 	s := New(Options{Tools: noTools{}, Sessions: db, Events: db, Tasks: b.tasks, KeepAlive: time.Hour,
 		CancelTask: func(context.Context, *mcpflow.Task) error { return nil },
 		AnswerInput: func(_ context.Context, _ *mcpflow.Task, a mcpflow.InputAnswer) error {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.answers = append(b.answers, a)
+			b.answered <- struct{}{}
 			return nil
 		}})
 	t.Cleanup(s.Stop)

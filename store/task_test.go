@@ -347,10 +347,7 @@ func TestListTasks(t *testing.T) {
 func TestQuestionSeq(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, db *DB) {
-		createThread(t, db, "thread-1", "alice")
-		task := newTask("alice", "thread-1", "remote-1")
-		task.Status = mcpflow.StatusWorking
-		require.NoError(t, db.CreateTask(testCtx, task))
+		task := createWorking(t, db)
 		seq := func() int {
 			t.Helper()
 			got, err := db.GetTask(testCtx, task.ID)
@@ -406,10 +403,7 @@ func TestQuestionSeq(t *testing.T) {
 func TestUpdateTaskRowVersion(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, db *DB) {
-		createThread(t, db, "thread-1", "alice")
-		task := newTask("alice", "thread-1", "remote-1")
-		task.Status = mcpflow.StatusWorking
-		require.NoError(t, db.CreateTask(testCtx, task))
+		task := createWorking(t, db)
 		require.Equal(t, 1, task.RowVersion)
 
 		read, err := db.GetTask(testCtx, task.ID)
@@ -456,10 +450,7 @@ func TestUpdateTaskRowVersion(t *testing.T) {
 func TestUpdateTaskWithEvent(t *testing.T) {
 	t.Parallel()
 	forEachBackend(t, func(t *testing.T, db *DB) {
-		createThread(t, db, "thread-1", "alice")
-		task := newTask("alice", "thread-1", "remote-1")
-		task.Status = mcpflow.StatusWorking
-		require.NoError(t, db.CreateTask(testCtx, task))
+		task := createWorking(t, db)
 		read, err := db.GetTask(testCtx, task.ID)
 		require.NoError(t, err)
 
@@ -547,4 +538,14 @@ func TestTouchPolled(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, ok, "an ended task is not polled")
 	})
+}
+
+// createWorking creates thread-1 of alice and a working task in it.
+func createWorking(t *testing.T, db *DB) *mcpflow.Task {
+	t.Helper()
+	createThread(t, db, "thread-1", "alice")
+	task := newTask("alice", "thread-1", "remote-1")
+	task.Status = mcpflow.StatusWorking
+	require.NoError(t, db.CreateTask(testCtx, task))
+	return task
 }

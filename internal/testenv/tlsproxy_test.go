@@ -28,7 +28,7 @@ import (
 // clients and workers through StartTLSProxy.
 func TestTLSProxy(t *testing.T) {
 	if _, err := TemporalCLIPath(); err != nil {
-		t.Skip(err)
+		MissingDependency(t, "%v", err)
 	}
 	temporal := StartTemporalT(t, TemporalOptions{})
 	files := NewTLSFiles(t)

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
 // The launch policy's npx grammar pinned against the real launcher: for
@@ -21,7 +24,7 @@ import (
 func TestNpxVerdictsMatchTheRealLauncher(t *testing.T) {
 	npx, err := exec.LookPath("npx")
 	if err != nil {
-		t.Skip("npx is not installed: the launcher check needs it (the policy's own vectors run in api tests)")
+		testenv.MissingDependency(t, "npx is not installed: the launcher check needs it (install Node.js; the policy's own vectors run in api tests)")
 	}
 	t.Parallel()
 	dir := t.TempDir()
@@ -53,9 +56,9 @@ func TestNpxVerdictsMatchTheRealLauncher(t *testing.T) {
 		}
 		return argv, string(b)
 	}
-	policy := NewLaunchPolicy(nil)
+	policy := config.NewLaunchPolicy(nil)
 	check := func(args []string) error {
-		s := NewObject()
+		s := config.NewObject()
 		s.Set("type", "stdio")
 		s.Set("command", "npx")
 		a := make([]any, len(args))
@@ -63,7 +66,7 @@ func TestNpxVerdictsMatchTheRealLauncher(t *testing.T) {
 			a[i] = x
 		}
 		s.Set("args", a)
-		return policy.Check("s", s, noEnv)
+		return policy.Check("s", s, func(string) (string, bool) { return "", false })
 	}
 
 	// Allowed: the tokens after the package reach the server (vectors 33,
@@ -105,7 +108,7 @@ func TestNpxVerdictsMatchTheRealLauncher(t *testing.T) {
 			args[i] = strings.ReplaceAll(a, "=MARK", "=touch "+marker)
 		}
 		err := check(args)
-		var pe *PolicyError
+		var pe *config.PolicyError
 		require.ErrorAs(t, err, &pe, "the policy refuses %v", tc.args)
 		require.Equal(t, tc.flag, pe.Flag)
 		_, out := run(t, args)

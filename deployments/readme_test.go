@@ -254,12 +254,12 @@ func TestREADMEExamples(t *testing.T) {
 	require.NoError(t, err)
 	for _, b := range []string{"mcpflow", "demo-mcp", "temporal"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", b)); err != nil {
-			t.Skipf("bin/%s is missing: run make build tools (make test does)", b)
+			testenv.MissingDependency(t, "bin/%s is missing: run make build tools (make test does)", b)
 		}
 	}
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the README's examples need it", tool)
+			testenv.MissingDependency(t, "%s is not installed: the README's examples need it", tool)
 		}
 	}
 	t.Parallel()

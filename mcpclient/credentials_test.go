@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,7 +104,8 @@ type tokenEndpoint struct {
 	// reply builds the JSON answer to the n-th request (from 1); status is
 	// its HTTP status.
 	reply func(n int, form url.Values) (status int, body map[string]any)
-	delay time.Duration
+	// gate, when set, holds every request until it is closed.
+	gate chan struct{}
 }
 
 func newTokenEndpoint(t *testing.T, reply func(n int, form url.Values) (int, map[string]any)) *tokenEndpoint {
@@ -113,9 +116,15 @@ func newTokenEndpoint(t *testing.T, reply func(n int, form url.Values) (int, map
 		e.mu.Lock()
 		e.forms = append(e.forms, r.PostForm)
 		n := len(e.forms)
-		delay := e.delay
+		gate := e.gate
 		e.mu.Unlock()
-		time.Sleep(delay)
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		status, body := e.reply(n, r.PostForm)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -349,26 +358,31 @@ func TestCredentialsTokenCacheAndCustomFields(t *testing.T) {
 func TestCredentialsSingleFlightRefresh(t *testing.T) {
 	t.Parallel()
 	up := newCredUpstream(t, config.TransportHTTP)
+	var lasting atomic.Bool
 	tok := newTokenEndpoint(t, func(n int, _ url.Values) (int, map[string]any) {
-		// With a 60 s skew the first token is good for one second; the
-		// second lasts.
-		exp := 61
-		if n > 1 {
+		// With a 60 s skew a 30 s token is due for a refresh as soon as
+		// it arrives, whatever the clock says: so are discovery's; the
+		// refresh's lasts.
+		exp := 30
+		if lasting.Load() {
 			exp = 3600
 		}
 		return 200, map[string]any{"access_token": fmt.Sprintf("tok-%d", n), "token_type": "Bearer", "expires_in": exp}
 	})
 	b := newRuntime(t, doc{"mcpServers": doc{"s": doc{"type": "http", "url": up.url, "oauth": oauthBlock(tok.URL, doc{"refresh_skew_seconds": 60})}}})
-	b.list(t) // discovery took token 1
-	require.Equal(t, 1, tok.count())
-	time.Sleep(1100 * time.Millisecond) // token 1 is due for a refresh now
+	b.list(t) // discovery's token is due now
+	gate := make(chan struct{})
 	tok.mu.Lock()
-	tok.delay = 300 * time.Millisecond // a slow endpoint: all callers arrive while it works
+	tok.gate = gate // the refresh is held until every caller waits for it
 	tok.mu.Unlock()
+	lasting.Store(true)
+	before := tok.count()
+	require.NotZero(t, before)
 
+	const callers = 50
 	var wg sync.WaitGroup
-	errs := make(chan error, 50)
-	for i := 0; i < 50; i++ {
+	errs := make(chan error, callers)
+	for i := 0; i < callers; i++ {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), generous)
 			defer cancel()
@@ -379,17 +393,46 @@ func TestCredentialsSingleFlightRefresh(t *testing.T) {
 			errs <- err
 		})
 	}
+	// All 50 are inside the OAuth token cache at once (one of them in the
+	// held token request) before the endpoint answers.
+	require.Eventually(t, func() bool { return goroutinesIn("mcpclient.(*oauthTokens).header(") == callers },
+		generous, 5*time.Millisecond, "every caller waits for the token (goroutines in oauthTokens.header: %d)", goroutinesIn("mcpclient.(*oauthTokens).header("))
+	close(gate)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, 2, tok.count(), "50 calls with an expired token made one token request")
+	require.Equal(t, before+1, tok.count(), "50 calls with an expired token made one token request")
+	calls := 0
 	for _, c := range up.calls() {
 		if c.Tool == "headers" {
-			require.Equal(t, "Bearer tok-2", c.Headers.Get("Authorization"))
+			require.Equal(t, fmt.Sprintf("Bearer tok-%d", before+1), c.Headers.Get("Authorization"))
+			calls++
 		}
 	}
+	require.Equal(t, callers, calls)
+}
+
+// goroutinesIn counts the goroutines whose stack holds a frame of fn (as
+// runtime.Stack prints it, e.g. "pkg.(*T).method(").
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			count++
+		}
+	}
+	return count
 }
 
 // §6 #9–#16: user_auth.

@@ -147,7 +147,7 @@ func (r *Runtime) checkFresh(st *toolState) (bool, error) {
 	if path == "" {
 		return true, nil
 	}
-	nowNS := time.Now().UnixNano()
+	nowNS := r.opts.now().UnixNano()
 	if nowNS-st.statted.Load() < int64(statEvery) {
 		return true, nil
 	}
@@ -157,7 +157,7 @@ func (r *Runtime) checkFresh(st *toolState) (bool, error) {
 	// still seen within a second without hashing on every call.
 	if fi, err := os.Stat(path); err == nil && !st.sig.IsZero() &&
 		fi.Size() == st.sig.Size && fi.ModTime().Equal(st.sig.ModTime) &&
-		time.Since(time.Unix(0, st.hashed.Load())) < time.Second {
+		nowNS-st.hashed.Load() < int64(time.Second) {
 		return true, nil
 	}
 	sig, err := config.FileSignature(path)
@@ -168,7 +168,7 @@ func (r *Runtime) checkFresh(st *toolState) (bool, error) {
 		return false, nil // present but unreadable: stale
 	}
 	if !st.sig.IsZero() && sig.Equal(st.sig) {
-		st.hashed.Store(time.Now().UnixNano())
+		st.hashed.Store(r.opts.now().UnixNano())
 		return true, nil
 	}
 	ext, err := config.LoadExtensions(path, r.opts.Env)
@@ -183,7 +183,7 @@ func (r *Runtime) checkFresh(st *toolState) (bool, error) {
 	if cur := r.state; cur != nil && cur.slice == st.slice {
 		cp := cur.clone()
 		cp.ext, cp.sig = ext, sig
-		cp.hashed.Store(time.Now().UnixNano())
+		cp.hashed.Store(r.opts.now().UnixNano())
 		r.state = cp
 	}
 	r.mu.Unlock()
@@ -304,7 +304,7 @@ func (r *Runtime) discover(d *discovery) {
 		ext = &config.Extensions{}
 	}
 	st.ext, st.sig, st.slice = ext, sig, sliceFingerprint(ext)
-	st.hashed.Store(time.Now().UnixNano())
+	st.hashed.Store(r.opts.now().UnixNano())
 	for i := range ext.Servers {
 		if srv := &ext.Servers[i]; srv.Enabled {
 			st.fps[srv.Name] = connFingerprint(*srv)

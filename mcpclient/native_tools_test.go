@@ -116,7 +116,7 @@ func TestRuntimeNativeTasksFrozen(t *testing.T) {
 		change(d)
 		d["mcpServers"].(doc)["tasks"].(doc)["tool_call_timeout"] = 7 // not frozen: free to change
 		b.write(t, d)
-		settle()
+		b.settle()
 		ctx, cancel := context.WithTimeout(t.Context(), generous)
 		_, err := b.rt.CallTool(ctx, mcpflow.ToolCall{UserID: "alice", ThreadID: "t1", Tool: "opt_plain"})
 		cancel()

@@ -70,6 +70,10 @@ type Options struct {
 	// (nil: none).
 	Meter  metric.Meter
 	Tracer trace.Tracer
+
+	// now is the clock of the configuration's freshness check (nil:
+	// time.Now); tests move it on instead of sleeping (export_test.go).
+	now func() time.Time
 }
 
 // Option defaults.
@@ -100,6 +104,9 @@ func (o Options) withDefaults() Options {
 	o.DiscoveryRetryMax = max(o.DiscoveryRetryMax, o.DiscoveryRetry)
 	if o.DiscoveryTimeout <= 0 {
 		o.DiscoveryTimeout = defaultDiscoveryTimeout
+	}
+	if o.now == nil {
+		o.now = time.Now
 	}
 	return o
 }

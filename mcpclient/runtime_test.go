@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -114,11 +115,17 @@ func startNamedToolsServer(t *testing.T, names ...string) string {
 
 // rtBundle is what a runtime test works with.
 type rtBundle struct {
-	rt   *mcpclient.Runtime
-	path string // extensions_config.json
-	root string // workspace.root
-	logs *testenv.SyncBuffer
+	rt    *mcpclient.Runtime
+	path  string // extensions_config.json
+	root  string // workspace.root
+	logs  *testenv.SyncBuffer
+	clock *testClock // the runtime's freshness-check clock
 }
+
+// testClock is time.Now moved on by what a test added.
+type testClock struct{ offset atomic.Int64 }
+
+func (c *testClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
 
 // doc is an extensions_config.json document.
 type doc = map[string]any
@@ -129,9 +136,10 @@ func newRuntime(t *testing.T, cfg doc, opts ...func(*mcpclient.Options)) *rtBund
 	t.Helper()
 	dir := t.TempDir()
 	b := &rtBundle{
-		path: filepath.Join(dir, "extensions_config.json"),
-		root: filepath.Join(dir, "workspace"),
-		logs: &testenv.SyncBuffer{},
+		path:  filepath.Join(dir, "extensions_config.json"),
+		root:  filepath.Join(dir, "workspace"),
+		logs:  &testenv.SyncBuffer{},
+		clock: &testClock{},
 	}
 	if cfg != nil {
 		b.write(t, cfg)
@@ -141,6 +149,7 @@ func newRuntime(t *testing.T, cfg doc, opts ...func(*mcpclient.Options)) *rtBund
 		WorkspaceRoot:  b.root,
 		Logger:         slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
+	mcpclient.WithClock(b.clock.now)(&o)
 	for _, f := range opts {
 		f(&o)
 	}
@@ -185,10 +194,12 @@ func (b *rtBundle) tryList() map[string]mcpflow.Tool {
 	return byName(tools)
 }
 
-// settle waits longer than the runtime throttles its freshness check
-// (statEvery, 250 ms), so the next use looks at the config file; it is
-// for edits that must not change anything visible.
-func settle() { time.Sleep(300 * time.Millisecond) }
+// settle moves the runtime's clock past the throttles of its freshness
+// check (a stat at most every 250 ms, statEvery, and a full re-hash of an
+// unchanged-looking file at most every second), so the next use of the
+// runtime reads the config file: for edits that must not change anything
+// visible, and edits whose effect must show on the very next call.
+func (b *rtBundle) settle() { b.clock.offset.Add(int64(2 * time.Second)) }
 
 func (b *rtBundle) callAs(t *testing.T, user, thread, tool string, args map[string]any) *mcpflow.ToolResult {
 	t.Helper()
@@ -538,7 +549,7 @@ func TestRuntimeCacheInvalidation(t *testing.T) {
 	// A skills-only edit keeps the tools and the very same session.
 	cfg["skills"] = doc{"one": doc{"enabled": true}, "two": doc{"enabled": false}}
 	b.write(t, cfg)
-	settle()
+	b.settle()
 	require.Equal(t, first, b.list(t))
 	require.Equal(t, "b", text(t, b.call(t, "demo_echo", map[string]any{"message": "b"})))
 	require.Equal(t, pid1, b.sessionPID(t, "demo", "alice", "t1"), "skills-only edit keeps the stdio session")
@@ -592,7 +603,7 @@ func TestRuntimeCacheInvalidation(t *testing.T) {
 	// Deleting the config keeps serving the last-known-good tools and
 	// sessions.
 	require.NoError(t, os.Remove(b.path))
-	settle()
+	b.settle()
 	require.Equal(t, names(tools), names(b.list(t)))
 	require.Equal(t, "e", text(t, b.call(t, "echo", map[string]any{"message": "e"})))
 	require.Equal(t, pid3, b.sessionPID(t, "demo", "alice", "t1"))
@@ -985,7 +996,7 @@ func TestRuntimeTaskServerDrift(t *testing.T) {
 		require.NoError(t, json.Unmarshal(data, &d))
 		f(d)
 		b.write(t, d)
-		settle()
+		b.settle()
 		b.list(t)
 	}
 	require.NoError(t, callErr("tasks_echo"))

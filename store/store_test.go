@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
 // postgresTests counts the PostgreSQL subtests that ran.
@@ -59,7 +60,7 @@ type testBundle struct {
 
 // forEachBackend runs fn as the subtests "sqlite" (a fresh file) and
 // "postgres" (a fresh schema of TEST_DATABASE_URL, skipped when it is
-// unset), in parallel.
+// unset: testenv.PostgresURL), in parallel.
 func forEachBackend(t *testing.T, fn func(t *testing.T, db *DB)) {
 	t.Helper()
 	forEachBundle(t, func(t *testing.T, b *testBundle) { fn(t, b.db) })
@@ -88,16 +89,14 @@ func setup(t *testing.T, backend string) *testBundle {
 
 // newDSN returns the DSN of an empty database: a file in t.TempDir() for
 // SQLite, or a schema created for this test (and dropped after it) for
-// PostgreSQL. PostgreSQL tests are skipped when TEST_DATABASE_URL is unset.
+// PostgreSQL. PostgreSQL tests are skipped when TEST_DATABASE_URL is unset
+// (and fail under MCPFLOW_TEST_REQUIRE_ALL=1).
 func newDSN(t *testing.T, backend string) string {
 	t.Helper()
 	if backend == BackendSQLite {
 		return filepath.Join(t.TempDir(), "mcpflow.db")
 	}
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("PostgreSQL store suite skipped: TEST_DATABASE_URL is unset")
-	}
+	base := testenv.PostgresURL(t)
 	postgresTests.Add(1)
 	schema := "store_test_" + randomHex(t, 8)
 	admin, err := sql.Open("pgx", base)

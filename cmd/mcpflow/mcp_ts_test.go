@@ -31,16 +31,16 @@ const (
 )
 
 // tsClientScript returns the path of mcp_client.mjs, skipping t when node
-// or the SDK is not installed.
+// or the SDK is not installed (testenv.MissingDependency).
 func tsClientScript(t *testing.T) string {
 	t.Helper()
 	npm := filepath.Join(testenv.RepoRoot(), "internal", "testdata", "npm")
 	sdk := filepath.Join(npm, "node_modules", "@modelcontextprotocol", "sdk")
 	if _, err := os.Stat(sdk); err != nil {
-		t.Skipf("the TypeScript MCP SDK is not installed at %s: run `make testdeps` (needs npm)", sdk)
+		testenv.MissingDependency(t, "the TypeScript MCP SDK is not installed at %s: run `make testdeps` (needs npm)", sdk)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node not found on PATH: install Node.js and run `make testdeps` to test the MCP endpoint with the TypeScript SDK client")
+		testenv.MissingDependency(t, "node not found on PATH: install Node.js and run `make testdeps` to test the MCP endpoint with the TypeScript SDK client")
 	}
 	return filepath.Join(npm, "mcp_client.mjs")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
 
 	"github.com/mcpflow/mcpflow/activities"
 	"github.com/mcpflow/mcpflow/internal/testenv"
@@ -126,6 +127,21 @@ func (e *taskEnv) waitNotification(t *testing.T, thread, id, want string) map[st
 	return e.waitDetail(t, thread, id, "notification_status", want)
 }
 
+// waitClosed waits until the task's workflow has closed and requires that
+// it completed. The workflow ends only once its last delivery attempt's
+// outcome is stored, so from then on no POST can follow: what the
+// receiver got is all it will ever get.
+func waitClosed(t *testing.T, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err := temporal.Client().GetWorkflow(ctx, id, "").Get(ctx, nil)
+	require.NoError(t, err, "the workflow of task %s completed", id)
+	d, err := temporal.Client().DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.GetWorkflowExecutionInfo().GetStatus())
+}
+
 func requireOneKey(t *testing.T, id string, posts []hookPost) {
 	t.Helper()
 	for i, p := range posts {
@@ -145,8 +161,9 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 		hook.script(id, 500, 500, 200)
 		d := e.waitNotification(t, "n1", id, "delivered")
 		require.EqualValues(t, 0, d["notification_attempt_count"])
+		waitClosed(t, id)
 		posts := hook.got(id)
-		require.Len(t, posts, 3, "delivered once: no POST after the 2xx")
+		require.Equal(t, 3, len(posts), "delivered once: no POST after the 2xx")
 		requireOneKey(t, id, posts)
 		ev := posts[2].event
 		require.Equal(t, "completed", ev["status"])
@@ -165,16 +182,15 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 		d := e.waitNotification(t, "n2", id, "dead_letter")
 		require.EqualValues(t, 5, d["notification_attempt_count"])
 		require.Equal(t, "Notification delivery stopped after 5 failed attempts: webhook answered HTTP 500 Internal Server Error", d["notification_error"])
+		waitClosed(t, id)
 		posts := hook.got(id)
-		require.Len(t, posts, 5)
+		require.Equal(t, 5, len(posts), "no attempt after the dead letter")
 		requireOneKey(t, id, posts)
 		// poll_interval 1 s: the retries wait 1, 2, 4 and 8 s (at least).
 		for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
 			waited := posts[i+1].at.Sub(posts[i].at)
 			require.GreaterOrEqual(t, waited, want-100*time.Millisecond, "backoff before attempt %d", i+2)
 		}
-		time.Sleep(2 * time.Second)
-		require.Len(t, hook.got(id), 5, "no attempt after the dead letter")
 	})
 	t.Run("410 dead-letters after one attempt", func(t *testing.T) {
 		t.Parallel()
@@ -183,8 +199,8 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 		d := e.waitNotification(t, "n3", id, "dead_letter")
 		require.EqualValues(t, 1, d["notification_attempt_count"])
 		require.Equal(t, "webhook answered HTTP 410 Gone", d["notification_error"])
-		time.Sleep(1500 * time.Millisecond)
-		require.Len(t, hook.got(id), 1)
+		waitClosed(t, id)
+		require.Equal(t, 1, len(hook.got(id)), "no attempt after the 410")
 	})
 	t.Run("409 twice then 200 is delivered with no failure counted", func(t *testing.T) {
 		t.Parallel()
@@ -193,8 +209,9 @@ func TestWebhookDeliveryEndToEnd(t *testing.T) {
 		d := e.waitNotification(t, "n4", id, "delivered")
 		require.EqualValues(t, 0, d["notification_attempt_count"])
 		require.Nil(t, d["notification_error"])
+		waitClosed(t, id)
 		posts := hook.got(id)
-		require.Len(t, posts, 3)
+		require.Equal(t, 3, len(posts), "delivered once: no POST after the 2xx")
 		requireOneKey(t, id, posts)
 	})
 	t.Run("a deleted thread gets nothing", func(t *testing.T) {

@@ -244,13 +244,17 @@ func TestWorkerVersioningBuildID(t *testing.T) {
 const earlierBuild = "d84c3df"
 
 // buildEarlier builds ./cmd/mcpflow of commit rev from this repository's
-// history (git archive, no change to the checkout). It skips the test when
-// the history is not there (a shallow clone), saying so.
+// history (git archive, no change to the checkout). When the commit is not
+// there (a shallow clone) it skips the test, saying how to get it, or
+// fails it under MCPFLOW_TEST_REQUIRE_ALL=1 (.ci/run fetches the whole
+// history of a shallow clone first).
 func buildEarlier(t *testing.T, rev string) string {
 	t.Helper()
 	root := testenv.RepoRoot()
 	if err := exec.Command("git", "-C", root, "cat-file", "-e", rev+"^{commit}").Run(); err != nil {
-		t.Skipf("commit %s is not in this clone's history (shallow clone?), so the earlier build cannot be made: %v", rev, err)
+		shallow, _ := exec.Command("git", "-C", root, "rev-parse", "--is-shallow-repository").Output()
+		testenv.MissingDependency(t, "commit %s is not in this clone's history (shallow clone: %s), so the earlier build cannot be made: "+
+			"run `git fetch --unshallow` (.ci/run does): %v", rev, strings.TrimSpace(string(shallow)), err)
 	}
 	dir := t.TempDir()
 	archive := exec.Command("git", "-C", root, "archive", "--format=tar", rev)

@@ -15,16 +15,16 @@ import (
 // EverythingEntry returns the entry point (dist/index.js) of the reference
 // MCP server @modelcontextprotocol/server-everything that `make testdeps`
 // installs in internal/testdata/npm, skipping t when it or node is
-// missing. Run it with `node <entry> stdio`, or see StartEverythingHTTP.
+// missing (MissingDependency). Run it with `node <entry> stdio`, or see StartEverythingHTTP.
 func EverythingEntry(t testing.TB) string {
 	t.Helper()
 	pkg := filepath.Join(RepoRoot(), "internal", "testdata", "npm", "node_modules", "@modelcontextprotocol", "server-everything")
 	entry := filepath.Join(pkg, "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
-		t.Skipf("reference MCP server not installed at %s: run `make testdeps` (needs npm)", pkg)
+		MissingDependency(t, "the reference MCP server is not installed at %s: run `make testdeps` (needs npm)", pkg)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node not found on PATH: install Node.js and run `make testdeps` to test against @modelcontextprotocol/server-everything")
+		MissingDependency(t, "node not found on PATH: install Node.js and run `make testdeps` to test against @modelcontextprotocol/server-everything")
 	}
 	return entry
 }

@@ -63,21 +63,22 @@ func isFile(p string) bool {
 
 // StartPostgres creates a PostgreSQL cluster of its own for t (initdb into a
 // temporary directory), starts it on a free 127.0.0.1 port and waits until
-// it accepts connections. It skips t with a message when no PostgreSQL
-// server binaries are installed, or when the test runs as root and there
-// is no postgres user to run the server as (initdb refuses root). Cleanup
+// it accepts connections. It skips t with a message (MissingDependency)
+// when no PostgreSQL server binaries are installed, or when the test runs
+// as root and there is no postgres user to run the server as (initdb
+// refuses root). Cleanup
 // stops the server and removes the directory.
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
 	bin, ok := postgresBinDir()
 	if !ok {
-		t.Skip("skipped: no PostgreSQL server binaries (initdb and postgres in /usr/lib/postgresql/*/bin or on PATH) to run a PostgreSQL of the test's own")
+		MissingDependency(t, "no PostgreSQL server binaries (initdb and postgres in /usr/lib/postgresql/*/bin or on PATH) to run a PostgreSQL of the test's own")
 	}
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			t.Skipf("skipped: running as root, and initdb refuses root, but there is no postgres user to run it as: %v", err)
+			MissingDependency(t, "running as root, and initdb refuses root, but there is no postgres user to run it as: %v", err)
 		}
 		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
 		gid, _ := strconv.ParseUint(u.Gid, 10, 32)

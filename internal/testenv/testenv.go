@@ -144,13 +144,13 @@ func SQLiteFile(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "mcpflow.db")
 }
 
-// PostgresURL returns TEST_DATABASE_URL, or skips t with a message saying
-// so when it is unset.
+// PostgresURL returns TEST_DATABASE_URL; when it is unset it skips t
+// (fails it under MCPFLOW_TEST_REQUIRE_ALL=1: MissingDependency).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	u := os.Getenv("TEST_DATABASE_URL")
 	if u == "" {
-		t.Skip("PostgreSQL tests skipped: TEST_DATABASE_URL is unset")
+		MissingDependency(t, "TEST_DATABASE_URL is unset: the PostgreSQL tests need a PostgreSQL server's URL in it (.ci/run sets postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
 	return u
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
@@ -28,7 +29,7 @@ import (
 // clients and workers through StartTLSProxy.
 func TestTLSProxy(t *testing.T) {
 	if _, err := TemporalCLIPath(); err != nil {
-		t.Skip(err)
+		MissingDependency(t, "%v", err)
 	}
 	temporal := StartTemporalT(t, TemporalOptions{})
 	files := NewTLSFiles(t)
@@ -187,20 +188,22 @@ func TestTLSProxy(t *testing.T) {
 			defer cancel()
 			_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
 			require.NoError(t, err)
-			before := p.Requests()
+			queue := fmt.Sprintf("tlsproxy-empty-%d", time.Now().UnixNano())
 			done := make(chan error, 1)
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 				defer cancel()
 				_, err := c.WorkflowService().PollWorkflowTaskQueue(ctx, &workflowservice.PollWorkflowTaskQueueRequest{
 					Namespace: "default",
-					TaskQueue: &taskqueuepb.TaskQueue{Name: fmt.Sprintf("tlsproxy-empty-%d", time.Now().UnixNano())},
+					TaskQueue: &taskqueuepb.TaskQueue{Name: queue},
 					Identity:  "tlsproxy-test",
 				})
 				done <- err
 			}()
-			require.Eventually(t, func() bool { return p.Requests() > before }, 5*time.Second, 10*time.Millisecond)
-			time.Sleep(500 * time.Millisecond) // the poll is now held by the server
+			// The server holds the poll once it lists the poller on the
+			// queue (asked directly, not through the proxy).
+			require.Eventually(t, func() bool { return hasPoller(t, temporal.Client(), queue, "tlsproxy-test") }, 30*time.Second, 10*time.Millisecond,
+				"the server never saw the poll through the proxy")
 			p.Close()
 			select {
 			case pollErr = <-done:
@@ -213,6 +216,22 @@ func TestTLSProxy(t *testing.T) {
 		})
 		require.NoError(t, goleak.Find(ignore))
 	})
+}
+
+// hasPoller reports whether the server lists a poller named identity on
+// the workflow task queue.
+func hasPoller(t testing.TB, c client.Client, queue, identity string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	require.NoError(t, err)
+	for _, p := range resp.GetPollers() {
+		if p.GetIdentity() == identity {
+			return true
+		}
+	}
+	return false
 }
 
 // tlsConfig trusts files.CA for TLSServerName, with the client certificate

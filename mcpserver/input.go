@@ -17,14 +17,14 @@ import (
 // from it alone.
 const elicitationPrefix = "mcpflow-input:"
 
-// clientElicits reports whether the session's client declared the
-// elicitation capability at initialize.
-func clientElicits(sess *mcpflow.MCPSession) bool {
-	var caps struct {
+// clientElicits reports whether a client declared the elicitation
+// capability (its capabilities: the session's, or a 2026-07-28 request's
+// own).
+func clientElicits(caps json.RawMessage) bool {
+	var c struct {
 		Elicitation json.RawMessage `json:"elicitation"`
 	}
-	return sess != nil && json.Unmarshal(sess.ClientCapabilities, &caps) == nil &&
-		len(caps.Elicitation) > 0 && !bytes.Equal(caps.Elicitation, []byte("null"))
+	return json.Unmarshal(caps, &c) == nil && len(c.Elicitation) > 0 && !bytes.Equal(c.Elicitation, []byte("null"))
 }
 
 // elicitationID names a task's current question by the task's question

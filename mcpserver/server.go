@@ -150,6 +150,12 @@ func (s *Server) tasksEnabled() bool { return s.opts.Tasks != nil && s.opts.Canc
 
 // ServeMCP implements mcpflow.MCPEndpoint.
 func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
+	if r.Method != http.MethodPost && mcp.IsModernProtocol(r.Header.Get(HeaderProtocolVersion)) {
+		// 2026-07-28 has no GET stream and no session to DELETE.
+		w.Header().Set("Allow", "POST")
+		writeHTTPError(w, http.StatusMethodNotAllowed, nil, mcp.INVALID_REQUEST, "protocol "+ProtocolVersion2026+" takes POST only (subscriptions/listen streams notifications)")
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		s.post(w, r, req)
@@ -167,7 +173,8 @@ func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, req *mcpflow.M
 // "(unknown)": method names are client text).
 var knownMethods = []string{string(mcp.MethodInitialize), string(mcp.MethodPing), string(mcp.MethodToolsList),
 	string(mcp.MethodToolsCall), string(mcp.MethodTasksGet), string(mcp.MethodTasksList), string(mcp.MethodTasksCancel),
-	string(mcp.MethodTasksResult), "notifications/initialized", "notifications/cancelled", "server/discover"}
+	string(mcp.MethodTasksResult), "notifications/initialized", "notifications/cancelled", "server/discover",
+	"tasks/update", "subscriptions/listen"}
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
 	if !isJSON(r.Header.Get("Content-Type")) {
@@ -203,15 +210,19 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 	} else if msg.Method != "" {
 		req.Method = "(unknown)"
 	}
+	if env, modern := modernClaim(r, &msg); modern {
+		s.modern(w, r, req, &msg, env)
+		return
+	}
 	ctx := r.Context()
 	switch {
 	case msg.isRequest() && msg.Method == string(mcp.MethodInitialize):
 		s.initialize(w, r, req, &msg)
 		return
 	case msg.isRequest() && msg.Method == "server/discover":
-		// 2026-07-28 clients probe with it; a -32601 makes them fall
-		// back to initialize.
-		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, methodNotFound("server/discover is not supported: send initialize (protocol %s)", LatestProtocolVersion)))
+		// Without a 2026-07-28 _meta: not a request of that revision.
+		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, methodNotFound(
+			"server/discover needs params._meta[%q] = %q (protocol %s); earlier revisions send initialize", metaProtocol, ProtocolVersion2026, ProtocolVersion2026)))
 		return
 	case !msg.isRequest() && !msg.isNotification():
 		// A response to a request of ours (an elicitation of a task's
@@ -247,7 +258,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	c := &call{s: s, w: w, r: r, req: req, sess: sess, msg: &msg}
+	c := &call{s: s, w: w, r: r, req: req, msg: &msg, caps: sess.ClientCapabilities}
 	var result any
 	var rerr *rpcError
 	switch mcp.MCPMethod(msg.Method) {
@@ -412,12 +423,16 @@ func truncate(s string, n int) string {
 
 // call is one JSON-RPC request being answered.
 type call struct {
-	s        *Server
-	w        http.ResponseWriter
-	r        *http.Request
-	req      *mcpflow.MCPRequest
-	sess     *mcpflow.MCPSession
-	msg      *message
+	s   *Server
+	w   http.ResponseWriter
+	r   *http.Request
+	req *mcpflow.MCPRequest // its user and thread own the tasks the call sees
+	msg *message
+	// caps are the client's capabilities: the session's (2025-11-25), or
+	// the request's own _meta (2026-07-28).
+	caps json.RawMessage
+	// modern is set for a 2026-07-28 request (stateless; see modern.go).
+	modern   bool
 	answered bool // the handler wrote the HTTP answer itself
 }
 

@@ -116,7 +116,7 @@ func (c *call) ownTask(ctx context.Context, id string) (*mcpflow.Task, *rpcError
 		return nil, invalidParams("Task not found: %s", truncate(id, 100))
 	}
 	t, err := c.s.opts.Tasks.GetTask(ctx, id)
-	if err == nil && (t.UserID != c.sess.UserID || t.ThreadID != c.sess.ThreadID) {
+	if err == nil && (t.UserID != c.req.UserID || t.ThreadID != c.req.ThreadID) {
 		err = mcpflow.Errorf(mcpflow.ENotFound, "not found")
 	}
 	if err != nil {
@@ -233,7 +233,7 @@ func (c *call) listTasks(ctx context.Context) (any, *rpcError) {
 	if err := c.params(&p); err != nil {
 		return nil, err
 	}
-	f := mcpflow.TaskFilter{UserID: c.sess.UserID, ThreadID: c.sess.ThreadID, Limit: tasksPageSize + 1}
+	f := mcpflow.TaskFilter{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Limit: tasksPageSize + 1}
 	if p.Cursor != nil && *p.Cursor != "" {
 		after, ok := decodeCursor(*p.Cursor)
 		if !ok {
@@ -321,12 +321,12 @@ func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 // the inbox (a terminal status always appends an event) and at least
 // every taskRecheck; it returns the last read.
 func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task, ask func(*mcpflow.Task)) (*mcpflow.Task, *rpcError) {
-	release := c.s.watch.hold(c.sess.ThreadID)
+	release := c.s.watch.hold(c.req.ThreadID)
 	defer release()
 	tick := time.NewTicker(taskRecheck)
 	defer tick.Stop()
 	for !t.Status.IsTerminal() {
-		changed := c.s.watch.next(c.sess.ThreadID)
+		changed := c.s.watch.next(c.req.ThreadID)
 		fresh, rerr := c.ownTask(ctx, id)
 		if ctx.Err() != nil {
 			return t, nil
@@ -450,7 +450,7 @@ func (c *call) waitResult(ctx context.Context, t *mcpflow.Task, out *lockedSSE) 
 		}
 	}()
 	var ask func(*mcpflow.Task)
-	if c.s.opts.AnswerInput != nil && clientElicits(c.sess) {
+	if c.s.opts.AnswerInput != nil && clientElicits(c.caps) {
 		asked := ""
 		ask = func(t *mcpflow.Task) {
 			id := elicitationID(t)

@@ -171,10 +171,17 @@ func (c *call) listTools(ctx context.Context) (any, *rpcError) {
 		if len(tj.InputSchema) == 0 || string(tj.InputSchema) == "null" {
 			tj.InputSchema = emptySchema
 		}
-		if t.TaskToolset != nil && c.s.tasksEnabled() {
+		if t.TaskToolset != nil && c.s.tasksEnabled() && !c.modern {
+			// 2026-07-28 has no execution field: the server decides per
+			// call (the Tasks extension).
 			tj.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 		}
 		out = append(out, tj)
+	}
+	if c.modern {
+		// Per user and thread (private); not cached, as the
+		// configuration may change at any time.
+		return map[string]any{"tools": out, "ttlMs": 0, "cacheScope": cacheScopePrivate}, nil
 	}
 	return map[string]any{"tools": out}, nil
 }
@@ -212,6 +219,21 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		return nil, err
 	}
 	var tool *mcpflow.Tool
+	if c.modern {
+		// 2026-07-28: the server decides. A durable tool's call is a task
+		// (resultType "task") for a client that declares the Tasks
+		// extension on this request; params.task is ignored.
+		p.Task = nil
+		if c.s.tasksEnabled() && declares(c.caps, ExtTasks) {
+			tools, err := c.s.opts.Tools.ListTools(ctx, c.req.UserID, c.req.ThreadID)
+			if err != nil {
+				return nil, c.domainError("list tools", err)
+			}
+			if i := slices.IndexFunc(tools, func(t mcpflow.Tool) bool { return t.Name == p.Name }); i >= 0 && tools[i].TaskToolset != nil {
+				tool = &tools[i]
+			}
+		}
+	}
 	if p.Task != nil {
 		if !c.s.tasksEnabled() {
 			return nil, methodNotFound("task augmentation is not supported: durable tasks are not enabled on this mcpflow")
@@ -254,10 +276,13 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 			return nil, nil
 		}
 		msg := c.failureText("call tool", err)
-		if tool != nil {
+		if tool != nil && !c.modern {
 			return nil, &rpcError{Code: codeToolFailed, Message: msg}
 		}
 		return callToolResult{Content: []json.RawMessage{textContent(msg)}, IsError: true}, nil
+	}
+	if tool != nil && c.modern {
+		return c.createTaskResultExt(ctx, res)
 	}
 	if tool != nil {
 		return c.createTaskResult(ctx, res)

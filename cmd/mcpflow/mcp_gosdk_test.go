@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,10 +21,12 @@ import (
 // exchange is one HTTP request the go-sdk client sent to the MCP endpoint
 // and what it got back.
 type exchange struct {
-	httpMethod string // POST, GET, DELETE
-	rpcMethod  string // the JSON-RPC method of a POST ("" for a response)
-	status     int
-	rpcError   *int // the JSON-RPC error code of a JSON answer, if any
+	httpMethod     string // POST, GET, DELETE
+	rpcMethod      string // the JSON-RPC method of a POST ("" for a response)
+	protocolHeader string // its MCP-Protocol-Version header
+	sessionHeader  string // its Mcp-Session-Id header
+	status         int
+	rpcError       *int // the JSON-RPC error code of a JSON answer, if any
 }
 
 // recordingTransport authenticates the go-sdk client's requests (and names
@@ -41,7 +44,7 @@ func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	for k, v := range rt.headers {
 		req.Header.Set(k, v)
 	}
-	ex := exchange{httpMethod: req.Method}
+	ex := exchange{httpMethod: req.Method, protocolHeader: req.Header.Get("Mcp-Protocol-Version"), sessionHeader: req.Header.Get("Mcp-Session-Id")}
 	if req.Method == http.MethodPost && req.Body != nil {
 		b, err := io.ReadAll(req.Body)
 		if err != nil {
@@ -91,18 +94,24 @@ func (rt *recordingTransport) exchanges() []exchange {
 
 // TestMCPEndpointGoSDKClient drives the MCP endpoint with the official MCP
 // Go SDK (an implementation independent of mcp-go, without MCP Tasks),
-// over both forms of the endpoint: it negotiates 2025-11-25 after its
-// server/discover probe, lists and calls tools, gets the REST handle of a
-// durable task that then completes, and ends its session with DELETE.
+// over both forms of the endpoint and both revisions: by default it
+// negotiates 2026-07-28 with server/discover and then sends every request
+// stateless (per-request _meta and headers, no session); pinned to
+// 2025-11-25 it initializes a session, which Close ends with DELETE.
+// Either way it lists and calls tools, and gets the REST handle of a
+// durable task (it does not declare the Tasks extension) that completes.
 func TestMCPEndpointGoSDKClient(t *testing.T) {
 	e := startTaskEnv(t)
 	for _, form := range []struct {
 		name, path string
 		headers    map[string]string
 		thread     string
+		version    string // pinned revision; "" negotiates
 	}{
-		{"path", "/mcp/threads/go-sdk-1", nil, "go-sdk-1"},
-		{"header", "/mcp", map[string]string{"Mcpflow-Thread-Id": "go-sdk-2"}, "go-sdk-2"},
+		{"2026/path", "/mcp/threads/go-sdk-1", nil, "go-sdk-1", ""},
+		{"2026/header", "/mcp", map[string]string{"Mcpflow-Thread-Id": "go-sdk-2"}, "go-sdk-2", ""},
+		{"2025/path", "/mcp/threads/go-sdk-3", nil, "go-sdk-3", "2025-11-25"},
+		{"2025/header", "/mcp", map[string]string{"Mcpflow-Thread-Id": "go-sdk-4"}, "go-sdk-4", "2025-11-25"},
 	} {
 		t.Run(form.name, func(t *testing.T) {
 			url := e.m.URL() + form.path
@@ -113,7 +122,11 @@ func TestMCPEndpointGoSDKClient(t *testing.T) {
 			client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-e2e-go-sdk", Version: "1"}, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}, nil)
+			var opts *mcp.ClientSessionOptions
+			if form.version != "" {
+				opts = &mcp.ClientSessionOptions{ProtocolVersion: form.version}
+			}
+			session, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}, opts)
 			require.NoError(t, err)
 			closed := false
 			t.Cleanup(func() {
@@ -121,11 +134,8 @@ func TestMCPEndpointGoSDKClient(t *testing.T) {
 					_ = session.Close()
 				}
 			})
-
-			// The 2026-07-28 probe is refused with -32601 and the client
-			// falls back to initialize with 2025-11-25.
+			modern := form.version == ""
 			init := session.InitializeResult()
-			require.Equal(t, "2025-11-25", init.ProtocolVersion)
 			require.NotNil(t, init.ServerInfo)
 			require.Equal(t, "mcpflow", init.ServerInfo.Name)
 			var posts []exchange
@@ -134,18 +144,24 @@ func TestMCPEndpointGoSDKClient(t *testing.T) {
 					posts = append(posts, ex)
 				}
 			}
-			require.GreaterOrEqual(t, len(posts), 3, "%+v", posts)
-			require.Equal(t, "server/discover", posts[0].rpcMethod)
-			require.Equal(t, http.StatusOK, posts[0].status)
-			require.NotNil(t, posts[0].rpcError, "server/discover must answer a JSON-RPC error")
-			require.Equal(t, jsonrpc.CodeMethodNotFound, *posts[0].rpcError)
-			require.Equal(t, "initialize", posts[1].rpcMethod)
-			require.Equal(t, http.StatusOK, posts[1].status)
-			require.Nil(t, posts[1].rpcError)
-			require.Equal(t, "notifications/initialized", posts[2].rpcMethod)
-			require.Equal(t, http.StatusAccepted, posts[2].status)
+			if modern {
+				require.Equal(t, "2026-07-28", init.ProtocolVersion)
+				require.NotEmpty(t, posts)
+				require.Equal(t, "server/discover", posts[0].rpcMethod)
+				require.Equal(t, http.StatusOK, posts[0].status)
+				require.Nil(t, posts[0].rpcError, "server/discover answers the revisions and capabilities")
+				require.Empty(t, session.ID(), "2026-07-28 has no session")
+			} else {
+				require.Equal(t, "2025-11-25", init.ProtocolVersion)
+				i := slices.IndexFunc(posts, func(ex exchange) bool { return ex.rpcMethod == "initialize" })
+				require.GreaterOrEqual(t, i, 0, "%+v", posts)
+				require.Equal(t, http.StatusOK, posts[i].status)
+				require.Nil(t, posts[i].rpcError)
+			}
 			sid := session.ID()
-			require.Regexp(t, `^mcp-session-[0-9a-f]{32}$`, sid)
+			if !modern {
+				require.Regexp(t, `^mcp-session-[0-9a-f]{32}$`, sid)
+			}
 
 			// tools/list: the REST listing, status and cancel tools hidden.
 			tools, err := session.ListTools(ctx, nil)
@@ -210,6 +226,18 @@ func TestMCPEndpointGoSDKClient(t *testing.T) {
 			var werr *jsonrpc.Error
 			require.True(t, errors.As(err, &werr), "%T: %v", err, err)
 			require.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code)
+
+			if modern {
+				// Every request after discover was stateless: its revision
+				// in the header, no session.
+				for _, ex := range rt.exchanges()[1:] {
+					require.Equal(t, "2026-07-28", ex.protocolHeader, "%+v", ex)
+					require.Empty(t, ex.sessionHeader, "%+v", ex)
+				}
+				require.NoError(t, session.Close())
+				closed = true
+				return
+			}
 
 			// Close sends DELETE; the session is gone afterwards.
 			require.NoError(t, session.Close())

@@ -1,0 +1,142 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Notification methods of 2026-07-28 subscriptions.
+const (
+	methodSubscriptionsAcked = "notifications/subscriptions/acknowledged"
+	methodTaskNotification   = "notifications/tasks" // the Tasks extension's
+	maxListenTasks           = 100
+)
+
+// listenFilter is subscriptions/listen's params.notifications. mcpflow
+// honors taskIds (the Tasks extension) only: it emits no list-changed
+// notifications and hosts no resources.
+type listenFilter struct {
+	TaskIDs []string `json:"taskIds"`
+}
+
+// listen serves subscriptions/listen: an SSE stream whose first message
+// acknowledges the honored filter (the caller's own tasks among taskIds),
+// followed by notifications/tasks (the task as tasks/get shows it) each
+// time one of them changes, until every one ended, the client closes the
+// stream or the server stops; then the listen result ends it. The changes
+// come from the thread inbox, so they reach the stream from any replica.
+// The stream holds one of the user's stream slots.
+func (c *call) listen(ctx context.Context) *modernError {
+	var p struct {
+		Notifications *json.RawMessage `json:"notifications"`
+	}
+	if err := c.params(&p); err != nil {
+		return &modernError{status: http.StatusOK, err: err}
+	}
+	if p.Notifications == nil || !isJSONObject(*p.Notifications) {
+		return refuse(http.StatusOK, mcp.INVALID_PARAMS, nil, "params.notifications (the subscription filter) is required and must be an object")
+	}
+	var f listenFilter
+	if err := json.Unmarshal(*p.Notifications, &f); err != nil {
+		return refuse(http.StatusOK, mcp.INVALID_PARAMS, nil, "params.notifications.taskIds must be an array of task ids")
+	}
+	if len(f.TaskIDs) > 0 && !declares(c.caps, ExtTasks) {
+		return needTasksExt("subscriptions/listen with taskIds")
+	}
+	if len(f.TaskIDs) > maxListenTasks {
+		return refuse(http.StatusOK, mcp.INVALID_PARAMS, nil, "params.notifications.taskIds: at most %d tasks per subscription", maxListenTasks)
+	}
+	honored := []string{}
+	if c.s.tasksEnabled() {
+		for _, id := range f.TaskIDs {
+			if _, rerr := c.ownTask(ctx, id); rerr == nil && !slices.Contains(honored, id) {
+				honored = append(honored, id)
+			}
+		}
+	}
+	subID := c.msg.ID
+	subMeta := map[string]any{metaSubscription: subID}
+	ack := notification{JSONRPC: mcp.JSONRPC_VERSION, Method: methodSubscriptionsAcked,
+		Params: map[string]any{"notifications": map[string]any{"taskIds": honored}, "_meta": subMeta}}
+	end := newResponse(c.msg.ID, c.s.modernResult(map[string]any{"_meta": subMeta}), nil)
+
+	release, ok := slot(c.req.AcquireStream)
+	if !ok {
+		c.answered = true
+		tooMany(c.w, c.msg.ID, "too many streams open for this user (server.max_mcp_streams_per_user): close a subscription or retry shortly")
+		return nil
+	}
+	defer release()
+	c.answered = true
+	_ = http.NewResponseController(c.w).SetWriteDeadline(time.Time{}) // a stream outlives write_timeout_seconds
+	out := newSSEWriter(c.w)
+	out.start()
+	if out.event("", ack) != nil {
+		return nil
+	}
+	if len(honored) == 0 {
+		_ = out.event("", end)
+		return nil
+	}
+	c.s.followTasks(ctx, c, honored, subMeta, out)
+	_ = out.event("", end)
+	return nil
+}
+
+// followTasks sends notifications/tasks for the tasks ids (of the call's
+// thread) as their rows change, until all ended, ctx ends or the server
+// stops.
+func (s *Server) followTasks(ctx context.Context, c *call, ids []string, subMeta map[string]any, out *sseWriter) {
+	thread := c.req.ThreadID
+	release := s.watch.hold(thread)
+	defer release()
+	keep := time.NewTicker(s.opts.KeepAlive)
+	defer keep.Stop()
+	recheck := time.NewTicker(taskRecheck)
+	defer recheck.Stop()
+	sent := map[string]string{} // task id → the version of it last sent
+	for len(ids) > 0 {
+		changed := s.watch.next(thread)
+		live := ids[:0]
+		for _, id := range ids {
+			t, rerr := c.ownTask(ctx, id)
+			if ctx.Err() != nil {
+				return
+			}
+			if rerr != nil {
+				continue // gone: nothing more to say about it
+			}
+			version := string(t.Status) + "@" + t.UpdatedAt.String()
+			if sent[id] != version {
+				sent[id] = version
+				params := s.taskExt(t, true)
+				params["_meta"] = subMeta
+				if out.event("", notification{JSONRPC: mcp.JSONRPC_VERSION, Method: methodTaskNotification, Params: params}) != nil {
+					return
+				}
+			}
+			if !t.Status.IsTerminal() {
+				live = append(live, id)
+			}
+		}
+		ids = live
+		if len(ids) == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-recheck.C:
+		case <-keep.C:
+			out.comment()
+		case <-ctx.Done():
+			return
+		case <-s.stopping:
+			return
+		}
+	}
+}

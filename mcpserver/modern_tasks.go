@@ -1,0 +1,173 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+)
+
+// The Tasks extension (io.modelcontextprotocol/tasks, SEP-2663) of
+// 2026-07-28, on the same tasks as the 2025-11-25 MCP Tasks and the REST
+// routes: one row, one workflow. The server decides: a durable tool's
+// tools/call answers resultType "task" once the remote submit succeeded
+// and the row is stored (tasks/get resolves at once). tasks/get carries
+// the status, the question as inputRequests while the task waits for an
+// answer mcpflow can deliver, and the result or error once it ended;
+// tasks/update delivers an answer (the path of POST …/mcp-tasks/{id}/input)
+// before it acknowledges; tasks/cancel sends the cancel signal and
+// acknowledges.
+
+// questionKey is the inputRequests key of a task's question: unique over
+// the task's life, as its question number only grows.
+func questionKey(t *mcpflow.Task) string {
+	return "mcpflow-question-" + strconv.Itoa(t.QuestionSeq)
+}
+
+// taskExt is a task as the extension shows it: the Task fields, and with
+// detail the DetailedTask fields of its status.
+func (s *Server) taskExt(t *mcpflow.Task, detail bool) map[string]any {
+	out := map[string]any{"taskId": t.ID, "status": mcpStatus(t.Status), "createdAt": isoTime(t.CreatedAt),
+		"lastUpdatedAt": isoTime(t.UpdatedAt), "ttlMs": nil}
+	if msg := s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil, t.LastCancelError, t.StatusMessage), t.ID); msg != "" {
+		out["statusMessage"] = msg
+	}
+	if !t.Status.IsTerminal() {
+		out["pollIntervalMs"] = s.opts.PollInterval.Milliseconds()
+	}
+	if !detail {
+		return out
+	}
+	switch t.Status {
+	case mcpflow.StatusInputRequired:
+		if t.InputAnswerable && s.opts.AnswerInput != nil {
+			out["inputRequests"] = map[string]any{questionKey(t): map[string]any{
+				"method": string(mcp.MethodElicitationCreate),
+				"params": map[string]any{"mode": "form", "message": inputQuestion(t.InputRequired), "requestedSchema": requestedSchema(t)},
+			}}
+		}
+	case mcpflow.StatusCompleted:
+		res := s.taskResultOf(t)
+		res.Meta = nil // the 2025 related-task key has no place here
+		out["result"] = s.modernResult(res)
+	case mcpflow.StatusFailed:
+		out["error"] = rpcError{Code: mcp.INTERNAL_ERROR, Message: orText(t.Error, "Task failed.")}
+	}
+	return out
+}
+
+// requestedSchema is the schema of a task's question (an empty object
+// schema when it has none).
+func requestedSchema(t *mcpflow.Task) any {
+	if schema, ok := t.InputRequired["requested_schema"].(map[string]any); ok {
+		return schema
+	}
+	return map[string]any{"type": "object", "properties": map[string]any{}}
+}
+
+// createTaskResultExt answers a durable tool's call for a client that
+// declared the extension: the CreateTaskResult of the task the submit
+// started and stored. A submit that did not start a task is the tool's
+// error result.
+func (c *call) createTaskResultExt(ctx context.Context, res *mcpflow.ToolResult) (any, *rpcError) {
+	if res.IsError {
+		out := callToolResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: true}
+		if out.Content == nil {
+			out.Content = []json.RawMessage{}
+		}
+		return out, nil
+	}
+	var handle struct {
+		TaskID string `json:"task_id"`
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, &handle)
+	}
+	if err != nil || handle.TaskID == "" {
+		return nil, c.domainError("read the submit's handle", fmt.Errorf("submit answered without a task id: %w", err))
+	}
+	t, rerr := c.ownTask(ctx, handle.TaskID)
+	if rerr != nil {
+		return nil, rerr
+	}
+	out := c.s.taskExt(t, false)
+	out["resultType"] = resultTask
+	return out, nil
+}
+
+func (c *call) getTaskExt(ctx context.Context) (any, *rpcError) {
+	t, rerr := c.paramTask(ctx)
+	if rerr != nil {
+		return nil, rerr
+	}
+	return c.s.taskExt(t, true), nil
+}
+
+// updateTaskExt delivers the answers of tasks/update: the one to the
+// task's current question goes to its workflow and reaches the server
+// before the acknowledgement; keys that name no open question (an earlier
+// one, or one never asked) are ignored, as the extension says.
+func (c *call) updateTaskExt(ctx context.Context) (any, *rpcError) {
+	var p struct {
+		TaskID         string                     `json:"taskId"`
+		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	}
+	if err := c.params(&p); err != nil {
+		return nil, err
+	}
+	if p.TaskID == "" {
+		return nil, invalidParams("taskId is required")
+	}
+	t, rerr := c.ownTask(ctx, p.TaskID)
+	if rerr != nil {
+		return nil, rerr
+	}
+	raw, ok := p.InputResponses[questionKey(t)]
+	if !ok || t.Status != mcpflow.StatusInputRequired || !t.InputAnswerable || c.s.opts.AnswerInput == nil {
+		return struct{}{}, nil
+	}
+	var res struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&res); err != nil {
+		return nil, invalidParams("inputResponses[%q] must be an elicitation result {action, content?}", questionKey(t))
+	}
+	ans := mcpflow.InputAnswer{Action: res.Action, Content: res.Content, QuestionID: t.QuestionSeq}
+	if err := ans.Validate(t.InputRequired); err != nil {
+		return nil, invalidParams("inputResponses[%q]: %s", questionKey(t), mcpflow.ErrorMessage(err))
+	}
+	if err := c.s.opts.AnswerInput(ctx, t, ans); err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
+			// The question closed or changed meanwhile: this answer is for
+			// no open question, which the extension says to ignore.
+			return struct{}{}, nil
+		}
+		return nil, c.domainError("deliver the answer", err)
+	}
+	return struct{}{}, nil
+}
+
+// cancelTaskExt sends the task's workflow the cancel signal and
+// acknowledges (cancellation is cooperative in the extension: the task
+// ends cancelled, or completed or failed when the remote task finished
+// first). A task that ended already is acknowledged too.
+func (c *call) cancelTaskExt(ctx context.Context) (any, *rpcError) {
+	t, rerr := c.paramTask(ctx)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if !t.Status.IsTerminal() {
+		if err := c.s.opts.CancelTask(ctx, t); err != nil && mcpflow.ErrorCode(err) != mcpflow.EConflict {
+			return nil, c.domainError("cancel task", err)
+		}
+	}
+	return struct{}{}, nil
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMCPEndpointMCPGoDefaults: mcp-go v1.2.1 with its defaults probes
+// server/discover and speaks 2026-07-28 to mcpflow (stateless: no
+// session), lists the thread's tools and calls one.
+func TestMCPEndpointMCPGoDefaults(t *testing.T) {
+	e := startTaskEnv(t)
+	c, err := mcpclient.NewStreamableHttpClient(e.m.URL()+"/mcp/threads/mcpgo-2026",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, c.Start(ctx))
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "mcp-go-defaults", Version: "1"}
+	res, err := c.Initialize(ctx, init)
+	require.NoError(t, err)
+	require.Equal(t, "2026-07-28", c.ProtocolVersion())
+	require.Equal(t, "mcpflow", res.ServerInfo.Name)
+	require.Empty(t, c.GetSessionId(), "no session in 2026-07-28")
+
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	require.Contains(t, names, "demo_add")
+	call := mcp.CallToolRequest{}
+	call.Params.Name, call.Params.Arguments = "demo_add", map[string]any{"a": 2, "b": 3}
+	out, err := c.CallTool(ctx, call)
+	require.NoError(t, err)
+	require.False(t, out.IsError)
+	require.Equal(t, "5", out.Content[0].(mcp.TextContent).Text)
+}
+
+// rpc2026 posts 2026-07-28 requests to one MCP URL (raw HTTP: the wire is
+// what the test checks).
+type rpc2026 struct {
+	url   string
+	token string
+	ext   bool // declare the Tasks extension
+	seq   atomic.Int64
+}
+
+func (c *rpc2026) meta() map[string]any {
+	caps := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	if c.ext {
+		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+	}
+	return map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": caps,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-2026", "version": "1"}}
+}
+
+// request sends method with params and the standard headers (name is
+// Mcp-Name, "" for none) and returns the HTTP response, unread.
+func (c *rpc2026) request(t *testing.T, ctx context.Context, method, name string, params map[string]any) *http.Response {
+	t.Helper()
+	params["_meta"] = c.meta()
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.seq.Add(1), "method": method, "params": params})
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(ctx, "POST", c.url, strings.NewReader(string(body)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+// call sends one request and returns its JSON answer's result (failing on
+// a JSON-RPC error).
+func (c *rpc2026) call(t *testing.T, method, name string, params map[string]any) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	resp := c.request(t, ctx, method, name, params)
+	defer resp.Body.Close()
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", out)
+	require.Nil(t, out["error"], "%s: %v", method, out)
+	res := out["result"].(map[string]any)
+	return res
+}
+
+// waitTask polls tasks/get until the task's status is want.
+func (c *rpc2026) waitTask(t *testing.T, id, want string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		res := c.call(t, "tasks/get", id, map[string]any{"taskId": id})
+		if res["status"] == want {
+			return res
+		}
+		require.True(t, time.Now().Before(deadline), "task %s is still %v, not %s: %v", id, res["status"], want, res)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestMCPEndpointTasksExtension: a 2026-07-28 client that declares the
+// Tasks extension gets a durable tool's call as a task (resultType task,
+// readable at once), polls it to its result, answers its question with
+// tasks/update, cancels one, and follows one with subscriptions/listen;
+// a client that does not declare it gets the task's handle, as a 2025
+// client without task augmentation does.
+func TestMCPEndpointTasksExtension(t *testing.T) {
+	e := startInputEnv(t)
+	c := &rpc2026{url: e.m.URL() + "/mcp/threads/ext", token: testUserToken, ext: true}
+
+	// A task that completes.
+	created := c.call(t, "tools/call", "demo_submit_job", map[string]any{"name": "demo_submit_job",
+		"arguments": map[string]any{"duration_seconds": 1}})
+	require.Equal(t, "task", created["resultType"], "%v", created)
+	id, _ := created["taskId"].(string)
+	require.Regexp(t, `^mcp-task-[0-9a-f]{32}$`, id)
+	require.Contains(t, []any{"working"}, created["status"])
+	require.Equal(t, 1000.0, created["pollIntervalMs"])
+	require.Contains(t, created, "ttlMs")
+	require.NotContains(t, created, "task", "flat, not the 2025 wrapper")
+	got := c.call(t, "tasks/get", id, map[string]any{"taskId": id}) // durable: readable at once
+	require.Equal(t, id, got["taskId"])
+	done := c.waitTask(t, id, "completed")
+	result := done["result"].(map[string]any)
+	require.Equal(t, "complete", result["resultType"])
+	require.Equal(t, false, result["isError"])
+	require.NotNil(t, result["structuredContent"])
+
+	// A task that asks: the question comes as inputRequests, the answer
+	// goes with tasks/update and reaches the server before the ack.
+	created = c.call(t, "tools/call", "demo_submit_job", map[string]any{"name": "demo_submit_job",
+		"arguments": map[string]any{"duration_seconds": 0.5, "outcome": "ask", "answer_duration_seconds": 0.5}})
+	qid := created["taskId"].(string)
+	asking := c.waitTask(t, qid, "input_required")
+	reqs := asking["inputRequests"].(map[string]any)
+	require.Len(t, reqs, 1, "%v", asking)
+	var key string
+	for k, v := range reqs {
+		key = k
+		el := v.(map[string]any)
+		require.Equal(t, "elicitation/create", el["method"])
+		require.Equal(t, "Which format should the report have?", el["params"].(map[string]any)["message"])
+	}
+	ack := c.call(t, "tasks/update", qid, map[string]any{"taskId": qid,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"format": "pdf"}}}})
+	require.Equal(t, "complete", ack["resultType"])
+	done = c.waitTask(t, qid, "completed")
+	require.Equal(t, map[string]any{"action": "accept", "answer": map[string]any{"format": "pdf"}},
+		done["result"].(map[string]any)["structuredContent"], "the server used the answer")
+
+	// A task followed with subscriptions/listen, then cancelled.
+	created = c.call(t, "tools/call", "demo_submit_job", map[string]any{"name": "demo_submit_job",
+		"arguments": map[string]any{"duration_seconds": 300}})
+	lid := created["taskId"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	resp := c.request(t, ctx, "subscriptions/listen", "", map[string]any{"notifications": map[string]any{"taskIds": []any{lid}}})
+	defer resp.Body.Close()
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	frames := make(chan map[string]any, 16)
+	go func() {
+		defer close(frames)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(data), &m) == nil {
+					frames <- m
+				}
+			}
+		}
+	}()
+	first := <-frames
+	require.Equal(t, "notifications/subscriptions/acknowledged", first["method"], "%v", first)
+	ack = c.call(t, "tasks/cancel", lid, map[string]any{"taskId": lid})
+	require.Equal(t, "complete", ack["resultType"])
+	require.NotContains(t, ack, "status")
+	var final map[string]any
+	for f := range frames {
+		if f["method"] == "notifications/tasks" && f["params"].(map[string]any)["status"] == "cancelled" {
+			final = f
+		}
+		if f["id"] != nil {
+			break // the listen result: every task ended
+		}
+	}
+	require.NotNil(t, final, "the stream never said the task was cancelled")
+	c.waitTask(t, lid, "cancelled")
+
+	// Without the extension, the durable tool answers its handle.
+	plain := &rpc2026{url: c.url, token: testUserToken}
+	res := plain.call(t, "tools/call", "demo_submit_job", map[string]any{"name": "demo_submit_job",
+		"arguments": map[string]any{"duration_seconds": 0.2}})
+	require.Equal(t, "complete", res["resultType"])
+	handle := res["structuredContent"].(map[string]any)
+	require.Equal(t, "job", handle["task_name"], fmt.Sprint(res))
+}

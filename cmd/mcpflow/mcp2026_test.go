@@ -6,7 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
 // TestMCPEndpointMCPGoDefaults: mcp-go v1.2.1 with its defaults probes
@@ -219,4 +227,104 @@ func TestMCPEndpointTasksExtension(t *testing.T) {
 	require.Equal(t, "complete", res["resultType"])
 	handle := res["structuredContent"].(map[string]any)
 	require.Equal(t, "job", handle["task_name"], fmt.Sprint(res))
+}
+
+// roundRobin is a reverse proxy written for the test: it sends each
+// request to the next backend in turn (streams flushed as they come) and
+// counts what each backend served.
+type roundRobin struct {
+	backends []*httputil.ReverseProxy
+	next     atomic.Int64
+	served   []atomic.Int64
+}
+
+func newRoundRobin(t *testing.T, urls ...string) *httptest.Server {
+	t.Helper()
+	rr := &roundRobin{served: make([]atomic.Int64, len(urls))}
+	for _, u := range urls {
+		target, err := url.Parse(u)
+		require.NoError(t, err)
+		p := httputil.NewSingleHostReverseProxy(target)
+		p.FlushInterval = -1
+		rr.backends = append(rr.backends, p)
+	}
+	srv := httptest.NewServer(rr)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		for i := range rr.served {
+			t.Logf("replica %d served %d requests", i, rr.served[i].Load())
+		}
+	})
+	roundRobins.Store(srv.URL, rr)
+	return srv
+}
+
+var roundRobins sync.Map // proxy URL → *roundRobin
+
+func (rr *roundRobin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	i := int(rr.next.Add(1)-1) % len(rr.backends)
+	rr.served[i].Add(1)
+	rr.backends[i].ServeHTTP(w, r)
+}
+
+// TestMCP2026Replicas: 2026-07-28 needs no session, so any replica answers
+// any request. Two mcpflow serve processes on one PostgreSQL (and a
+// worker) behind a round-robin proxy: a 2026 client that declares the
+// Tasks extension submits a task that asks a question, polls it, answers
+// it and reads its result, then submits one and cancels it, every request
+// going to the other replica than the one before.
+func TestMCP2026Replicas(t *testing.T) {
+	pg := testenv.PostgresURL(t)
+	dir := t.TempDir()
+	demo := demoHTTP(t)
+	const asking = `"task_toolsets": [{"name": "job", "submit_tool": "submit_job", "status_tool": "get_job_status", "cancel_tool": "cancel_job", "input_tool": "answer_job"}]`
+	ext := fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q, "tool_call_timeout": 30, %s}}}`, demo, asking)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "extensions_config.json"), []byte(ext), 0o600))
+	queue := fmt.Sprintf("e2e-2026-%d", time.Now().UnixNano())
+	mains := map[string]*Main{}
+	for _, mode := range []string{"serve-a", "serve-b", "worker"} {
+		cfg := filepath.Join(dir, mode+".yaml")
+		body := strings.Replace(mcpServiceConfig(testenv.FreeAddr(t), testenv.FreeAddr(t), queue, ""),
+			"database: { backend: sqlite, dsn: mcpflow.db }\n", fmt.Sprintf("database: { backend: postgres, dsn: %q }\n", pg), 1)
+		require.NoError(t, os.WriteFile(cfg, []byte(body), 0o600))
+		m := ModeServe
+		if mode == "worker" {
+			m = ModeWorker
+		}
+		mains[mode] = startMain(t, m, cfg, nil)
+	}
+	require.Eventually(t, func() bool { return mains["worker"].WorkerPolling() }, 30*time.Second, 50*time.Millisecond)
+	proxy := newRoundRobin(t, mains["serve-a"].URL(), mains["serve-b"].URL())
+	thread := fmt.Sprintf("rr-%d", time.Now().UnixNano()) // the database outlives the test
+	c := &rpc2026{url: proxy.URL + "/mcp/threads/" + thread, token: testUserToken, ext: true}
+
+	created := c.call(t, "tools/call", "demo_submit_job", map[string]any{"name": "demo_submit_job",
+		"arguments": map[string]any{"duration_seconds": 0.5, "outcome": "ask", "answer_duration_seconds": 0.5}})
+	require.Equal(t, "task", created["resultType"], "%v", created)
+	id := created["taskId"].(string)
+	asking2 := c.waitTask(t, id, "input_required")
+	var key string
+	for k := range asking2["inputRequests"].(map[string]any) {
+		key = k
+	}
+	require.NotEmpty(t, key, "%v", asking2)
+	c.call(t, "tasks/update", id, map[string]any{"taskId": id,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"format": "csv"}}}})
+	done := c.waitTask(t, id, "completed")
+	require.Equal(t, map[string]any{"action": "accept", "answer": map[string]any{"format": "csv"}},
+		done["result"].(map[string]any)["structuredContent"])
+
+	created = c.call(t, "tools/call", "demo_submit_job", map[string]any{"name": "demo_submit_job",
+		"arguments": map[string]any{"duration_seconds": 300}})
+	long := created["taskId"].(string)
+	c.call(t, "tasks/get", long, map[string]any{"taskId": long})
+	c.call(t, "tasks/cancel", long, map[string]any{"taskId": long})
+	c.waitTask(t, long, "cancelled")
+
+	v, _ := roundRobins.Load(proxy.URL)
+	rr := v.(*roundRobin)
+	a, b := rr.served[0].Load(), rr.served[1].Load()
+	require.GreaterOrEqual(t, a, int64(4))
+	require.LessOrEqual(t, a-b, int64(1), "requests alternated: %d and %d", a, b)
+	require.LessOrEqual(t, b-a, int64(1), "requests alternated: %d and %d", a, b)
 }

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -16,7 +18,11 @@ const HeaderThreadID = "Mcpflow-Thread-Id"
 // checkOrigin refuses a request whose Origin header is present and not one
 // of server.allowed_origins (403): a web page must not reach the MCP
 // endpoint through a user's browser (DNS rebinding). Requests without
-// Origin (non-browser clients) pass; an allowed origin gets the CORS
+// Origin (non-browser clients) pass, and so do loopback origins
+// (http://127.0.0.1:<port>, http://localhost:<port>, http://[::1]:<port>)
+// on a connection to a loopback address: pages served from this machine,
+// such as a local MCP Inspector, which DNS rebinding cannot fake (a
+// rebound page keeps its own origin). An allowed origin gets the CORS
 // headers a browser needs to read the answer and its Mcp-Session-Id.
 func (s *Server) checkOrigin(c *gin.Context) {
 	origin := c.GetHeader("Origin")
@@ -24,15 +30,17 @@ func (s *Server) checkOrigin(c *gin.Context) {
 		c.Next()
 		return
 	}
+	allowed := loopbackOrigin(origin) && loopbackConn(c.Request)
 	for _, o := range s.opts.AllowedOrigins {
-		if strings.EqualFold(o, origin) {
-			h := c.Writer.Header()
-			h.Set("Access-Control-Allow-Origin", origin)
-			h.Add("Vary", "Origin")
-			h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After, X-Request-ID")
-			c.Next()
-			return
-		}
+		allowed = allowed || strings.EqualFold(o, origin)
+	}
+	if allowed {
+		h := c.Writer.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After, X-Request-ID")
+		c.Next()
+		return
 	}
 	s.renderError(c, mcpflow.Errorf(mcpflow.EForbidden, "Origin not allowed: add it to server.allowed_origins to use the MCP endpoint from that web page"))
 }
@@ -44,7 +52,7 @@ func (s *Server) mcpPreflight(c *gin.Context) {
 	h.Set("Allow", "GET, POST, DELETE, OPTIONS")
 	if c.GetHeader("Origin") != "" {
 		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, Mcpflow-Thread-Id")
+		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID, Mcpflow-Thread-Id")
 		h.Set("Access-Control-Max-Age", "600")
 	}
 	c.Status(http.StatusNoContent)
@@ -74,4 +82,30 @@ func (s *Server) serveMCP(c *gin.Context) {
 	if req.Method != "" {
 		c.Set(ctxMCPMethod, req.Method)
 	}
+}
+
+// loopbackOrigin reports whether an Origin names a loopback host over
+// http or https.
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Path != "" {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackConn reports whether the request came in on a loopback address
+// of this process's listener.
+func loopbackConn(r *http.Request) bool {
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

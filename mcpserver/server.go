@@ -210,6 +210,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 	} else if msg.Method != "" {
 		req.Method = "(unknown)"
 	}
+	if len(msg.ID) > 0 && !hasID(msg.ID) {
+		// "id": null is neither a request (whose id is a string or a
+		// number) nor a notification (which has no id): a client that
+		// sent it must learn, not see it dropped with 202.
+		writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, `"id" must be a string or a number (a notification has no "id" at all)`)
+		return
+	}
 	if env, modern := modernClaim(r, &msg); modern {
 		s.modern(w, r, req, &msg, env)
 		return

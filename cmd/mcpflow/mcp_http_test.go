@@ -161,6 +161,27 @@ func TestMCPEndpointHTTP(t *testing.T) {
 		a = doRPC(t, base, "OPTIONS", rpc{path: "/mcp", headers: map[string]string{"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}})
 		require.Equal(t, 403, a.status)
 		require.Empty(t, a.header.Get("Access-Control-Allow-Origin"))
+
+		// mcpflow listens on loopback here: pages of this machine (a
+		// local MCP Inspector) are let in without configuration; a name
+		// that merely resolves here (DNS rebinding) is not.
+		for _, origin := range []string{"http://127.0.0.1:6274", "http://localhost:6274", "http://[::1]:6274"} {
+			a = doRPC(t, base, "POST", rpc{path: "/mcp", token: testUserToken, headers: map[string]string{"Origin": origin}, body: initBody})
+			require.Equal(t, 200, a.status, "%s: %s", origin, a.raw)
+			require.Equal(t, origin, a.header.Get("Access-Control-Allow-Origin"))
+		}
+		for _, origin := range []string{"http://rebind.example:8080", "http://127.0.0.1.evil.example", "file://127.0.0.1"} {
+			a = doRPC(t, base, "POST", rpc{path: "/mcp", token: testUserToken, headers: map[string]string{"Origin": origin}, body: initBody})
+			require.Equal(t, 403, a.status, origin)
+		}
+	})
+
+	t.Run("id null", func(t *testing.T) {
+		// Neither a request nor a notification: refused, not dropped.
+		a := doRPC(t, base, "POST", rpc{path: "/mcp/threads/x", token: testUserToken,
+			body: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`})
+		require.Equal(t, 400, a.status, a.raw)
+		require.Equal(t, -32600.0, a.errorCode(), a.raw)
 	})
 
 	t.Run("threads", func(t *testing.T) {

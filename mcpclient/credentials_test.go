@@ -71,6 +71,12 @@ func newCredUpstream(t *testing.T, transport string) *credUpstream {
 	return u
 }
 
+// dials returns the recorded requests that opened a session: the
+// 2026-07-28 server/discover probe, or a 2025-11-25 initialize.
+func (u *credUpstream) dials() []credRequest {
+	return append(u.of("server/discover"), u.of("initialize")...)
+}
+
 // of returns the recorded requests of one JSON-RPC method.
 func (u *credUpstream) of(method string) []credRequest {
 	u.mu.Lock()
@@ -220,7 +226,7 @@ func TestCredentialsDurableCallOAuthAndStatic(t *testing.T) {
 			b := newRuntime(t, doc{"mcpServers": doc{"srv": doc{"type": "http", "url": up.url,
 				"headers": doc{"X-Static": "configured", spelling: "static-value"}, "oauth": oauthBlock(tok.URL, nil)}}})
 			require.NoError(t, b.durableCall(t, "srv", "headers", "owner"))
-			init := up.of("initialize")
+			init := up.dials()
 			require.Len(t, init, 1)
 			for _, h := range []http.Header{init[0].headers, up.lastCall(t)} {
 				require.Equal(t, "configured", one(t, h, "X-Static"))
@@ -268,10 +274,16 @@ func TestCredentialsDiscoveryHeaders(t *testing.T) {
 	require.Contains(t, tools, "a_echo")
 	require.Contains(t, tools, "b_echo")
 	require.Contains(t, tools, "c_echo", "a failing token endpoint does not skip a server that answers without it")
-	for _, m := range []string{"initialize", "tools/list"} {
-		require.Equal(t, "Bearer token-initial", one(t, withOAuth.of(m)[0].headers, "Authorization"), m)
-		require.Empty(t, without.of(m)[0].headers.Values("Authorization"), m)
-		require.Empty(t, broken.of(m)[0].headers.Values("Authorization"), m)
+	for _, m := range []string{"dial", "tools/list"} {
+		of := func(u *credUpstream) []credRequest {
+			if m == "dial" {
+				return u.dials()
+			}
+			return u.of(m)
+		}
+		require.Equal(t, "Bearer token-initial", one(t, of(withOAuth)[0].headers, "Authorization"), m)
+		require.Empty(t, of(without)[0].headers.Values("Authorization"), m)
+		require.Empty(t, of(broken)[0].headers.Values("Authorization"), m)
 	}
 	require.Equal(t, 1, tok.count(), "one token request serves discovery")
 	require.Contains(t, b.logs.String(), "OAuth token is unavailable")

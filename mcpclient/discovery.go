@@ -637,7 +637,7 @@ func (r *Runtime) listServer(ctx context.Context, srv *config.Server) ([]mcp.Too
 		if err != nil {
 			return nil, err
 		}
-		sess, err := Dial(ctx, srv, DialOptions{Dir: dir, Env: env, Logger: r.log, Questions: r.questions})
+		sess, err := r.dial(ctx, srv, connFingerprint(*srv), DialOptions{Dir: dir, Env: env, Logger: r.log, Questions: r.questions})
 		if err != nil {
 			return nil, err
 		}

@@ -367,7 +367,7 @@ func httpResponder(url string, tr *transport.StreamableHTTP, headers func(contex
 		if id := tr.GetSessionId(); id != "" {
 			req.Header.Set(transport.HeaderKeySessionID, id)
 		}
-		req.Header.Set(transport.HeaderKeyProtocolVersion, sessProtocolVersion)
+		req.Header.Set(transport.HeaderKeyProtocolVersion, sessLegacyVersion) // answers exist in 2025-11-25 only
 		res, err := sessHTTPClient.Do(req)
 		if err != nil {
 			return fmt.Errorf("send the answer: %w", err)

@@ -116,7 +116,7 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		}
 		key := PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
 		dial := func(dctx context.Context) (*Session, error) {
-			return Dial(dctx, srv, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions})
+			return r.dial(dctx, srv, fp, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions})
 		}
 		if tp := taskPinFrom(ctx); tp != nil {
 			if err := r.checkPinned(tp, key, userID); err != nil {

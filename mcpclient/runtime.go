@@ -147,6 +147,7 @@ type Runtime struct {
 	sharedAll  map[*sharedSession]struct{}      // every shared session not closed yet
 	taskShared map[taskSharedKey]*sharedSession // running native tasks → the shared session they were started on
 	forgetful  map[string]bool                  // servers seen forgetting tasks when their session ended
+	protocols  map[string]string                // server and configuration → the revision its dials settled on (below 2026-07-28)
 	submitter  Submitter
 	background BackgroundTasks
 	closed     bool
@@ -168,6 +169,7 @@ func NewRuntime(o Options) *Runtime {
 		sharedAll:  map[*sharedSession]struct{}{},
 		taskShared: map[taskSharedKey]*sharedSession{},
 		forgetful:  map[string]bool{},
+		protocols:  map[string]string{},
 	}
 	r.pool.SetSlotWait(o.SessionSlotWait)
 	r.questions = newQuestions()
@@ -294,6 +296,7 @@ func (r *Runtime) ResetCache() {
 	if r.opts.ExtensionsPath != "" {
 		r.opts.Initial = nil // a reset reads the file again
 	}
+	r.protocols = map[string]string{} // servers may have learned 2026-07-28 meanwhile
 	r.gen++ // a discovery in flight read the file before the reset
 	if !r.closed {
 		r.startDiscoveryLocked()

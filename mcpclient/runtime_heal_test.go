@@ -156,7 +156,7 @@ func TestRuntimeDiscoveryWithoutInitTimeoutIsBounded(t *testing.T) {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			if bytes.Contains(body, []byte(`"initialize"`)) && held.CompareAndSwap(false, true) {
+			if opensSession(body) && held.CompareAndSwap(false, true) {
 				select { // the first initialize is never answered
 				case <-r.Context().Done():
 				case <-stop:

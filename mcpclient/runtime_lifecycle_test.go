@@ -182,7 +182,7 @@ func TestRuntimeSharedDialWithoutInitTimeout(t *testing.T) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			switch {
-			case bytes.Contains(body, []byte(`"initialize"`)) && hold.CompareAndSwap(true, false):
+			case opensSession(body) && hold.CompareAndSwap(true, false):
 				held <- struct{}{}
 				select { // a server that never answers
 				case <-r.Context().Done():
@@ -224,17 +224,17 @@ func TestRuntimeSharedDialWithoutInitTimeout(t *testing.T) {
 
 // TestRuntimeCloseWaitsForSharedSessions pins that Close returns only after
 // the shared SSE/HTTP sessions are closed (the server saw the HTTP
-// session's DELETE).
+// session's DELETE; a 2025-11-25 session, as 2026-07-28 has none).
 func TestRuntimeCloseWaitsForSharedSessions(t *testing.T) {
 	t.Parallel()
 	var deletes atomic.Int32
 	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return legacyOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodDelete {
 				deletes.Add(1)
 			}
 			next.ServeHTTP(w, r)
-		})
+		}))
 	})
 	b := newRuntime(t, doc{"mcpServers": doc{"demo": doc{"type": "http", "url": url}}})
 	require.Equal(t, "a", text(t, b.call(t, "demo_echo", map[string]any{"message": "a"})))

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,10 +28,20 @@ import (
 	"github.com/mcpflow/mcpflow/config"
 )
 
-// sessProtocolVersion is the MCP revision every session is pinned to: it
-// skips the server/discover probe, is what durable tasks need and is the
-// cheaper per-call path of mcp-go v1.2.1 (notes/perf-baselines.md §1).
-const sessProtocolVersion = mcp.ProtocolVersion20251125
+// sessLegacyVersion is the revision of sessions that do not speak
+// 2026-07-28: servers without server/discover, the legacy SSE transport,
+// and servers whose MCP Tasks work in 2025-11-25 only (see Dial).
+const sessLegacyVersion = mcp.ProtocolVersion20251125
+
+// sessDiscoverTimeout bounds the server/discover probe of a dial: a server
+// that predates 2026-07-28 answers it at once (-32601), one that ignores
+// unknown methods is taken for a 2025-11-25 server after this long.
+const sessDiscoverTimeout = 2 * time.Second
+
+// ExtTasks is the MCP Tasks extension of 2026-07-28 (SEP-2663):
+// mcpflow declares it on every 2026 request (it runs tasks durably) and
+// tracks the tasks servers answer with.
+const ExtTasks = "io.modelcontextprotocol/tasks"
 
 // Shutdown and transport bounds.
 const (
@@ -89,6 +100,10 @@ type DialOptions struct {
 	// the elicitation capability and hand the questions servers ask about
 	// native tasks to it (see Questions).
 	Questions *Questions
+	// Protocol pins the session's revision ("" negotiates: server/discover,
+	// and 2025-11-25 where it fails). The runtime pins a server to what an
+	// earlier dial of it settled on.
+	Protocol string
 }
 
 // Session is one initialized MCP client session to one server. It is safe
@@ -100,6 +115,12 @@ type Session struct {
 	callTimeout time.Duration // 0: none
 	proc        *sessProc     // stdio only
 	cancel      context.CancelFunc
+	version     string                 // the negotiated revision
+	caps        mcp.ServerCapabilities // the server's capabilities
+	info        mcp.Implementation     // mcpflow's clientInfo
+	clientCaps  map[string]any         // mcpflow's capabilities in a 2026 request's _meta
+	toolsMu     sync.Mutex
+	tools       map[string]mcp.Tool // the last listing, for Mcp-Param-* headers
 
 	done      chan struct{}
 	lostOnce  sync.Once
@@ -148,8 +169,17 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 	}
 
 	err := s.connect(sessCtx, initCtx, srv, o)
+	if err == nil && s.legacyTasks() {
+		// A 2026-07-28 server that runs MCP Tasks without the extension
+		// (mcp-go v1.2.1: tasks/result and tasks/list are gone there, so a
+		// task's outcome could not be read): its tasks need 2025-11-25.
+		log.Info("MCP server offers 2026-07-28 but its tasks only work in 2025-11-25; using 2025-11-25", "server", srv.Name)
+		s.abort()
+		o.Protocol = sessLegacyVersion
+		return Dial(ctx, srv, o)
+	}
 	if err == nil {
-		log.Debug("MCP session initialized", "pid", s.PID())
+		log.Debug("MCP session initialized", "pid", s.PID(), "protocol", s.version)
 		return s, nil
 	}
 	s.abort()
@@ -179,8 +209,17 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 // connect builds the transport, starts it under sessCtx and initializes the
 // session under initCtx.
 func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, o DialOptions) error {
-	opts := []client.ClientOption{client.WithProtocolVersion(sessProtocolVersion)}
+	protocol := o.Protocol
+	if srv.Type == config.TransportSSE {
+		protocol = sessLegacyVersion // the legacy transport has no 2026-07-28
+	}
+	opts := []client.ClientOption{client.WithDiscoverTimeout(sessDiscoverTimeout)}
+	if protocol != "" {
+		opts = append(opts, client.WithProtocolVersion(protocol))
+	}
+	s.clientCaps = map[string]any{"extensions": map[string]any{ExtTasks: map[string]any{}}}
 	if o.Questions != nil && srv.Type != config.TransportSSE {
+		s.clientCaps["elicitation"] = map[string]any{"form": map[string]any{}}
 		// Declares the capability; serverRequests answers the requests.
 		opts = append(opts, client.WithElicitationHandler(sessNoElicit{}))
 	}
@@ -246,10 +285,36 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 	}
 
 	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = sessProtocolVersion
-	req.Params.ClientInfo = mcp.Implementation{Name: "mcpflow", Version: sessClientVersion()}
-	_, err := s.client.Initialize(initCtx, req)
-	return err
+	req.Params.ProtocolVersion = protocol
+	s.info = mcp.Implementation{Name: "mcpflow", Version: sessClientVersion()}
+	req.Params.ClientInfo = s.info
+	req.Params.Capabilities.Extensions = map[string]any{ExtTasks: map[string]any{}}
+	res, err := s.client.Initialize(initCtx, req)
+	if err != nil {
+		return err
+	}
+	s.version, s.caps = s.client.ProtocolVersion(), res.Capabilities
+	if s.version == "" {
+		s.version = res.ProtocolVersion
+	}
+	return nil
+}
+
+// Protocol returns the revision the session speaks.
+func (s *Session) Protocol() string { return s.version }
+
+// Modern reports whether the session speaks 2026-07-28 (stateless: every
+// request carries its protocol version and mcpflow's capabilities).
+func (s *Session) Modern() bool { return mcp.IsModernProtocol(s.version) }
+
+// legacyTasks reports a 2026-07-28 session with a server that advertises
+// the 2025-11-25 tasks capability but not the Tasks extension.
+func (s *Session) legacyTasks() bool {
+	if !s.Modern() || s.caps.Tasks == nil {
+		return false
+	}
+	_, ext := s.caps.Extensions[ExtTasks]
+	return !ext
 }
 
 // Server returns the name of the server the session is connected to.
@@ -275,6 +340,15 @@ func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 	if err != nil {
 		return nil, s.classify(ctx, ctx, s.listingRequest(), err)
 	}
+	if s.Modern() {
+		known := make(map[string]mcp.Tool, len(res.Tools))
+		for _, t := range res.Tools {
+			known[t.Name] = t
+		}
+		s.toolsMu.Lock()
+		s.tools = known
+		s.toolsMu.Unlock()
+	}
 	return res.Tools, nil
 }
 
@@ -295,6 +369,14 @@ func WithCallMeta(ctx context.Context, meta map[string]any) context.Context {
 // true, other failures are EUpstream; when ctx ends the error wraps
 // ctx.Err(). The call is never retried. A function set with
 // mcpflow.WithBeforeSend runs first; when it fails nothing is sent.
+//
+// The answer is read whatever the revision: a result (resultType
+// "complete", or none before 2026-07-28); a task (resultType "task", the
+// Tasks extension) is a *TaskAnswer error, for the runtime to track the
+// task durably; an answer asking for input (resultType "input_required")
+// goes to the InputRelay of ctx and the call is sent again with the
+// answers (without one it is EUpstream); any other resultType is
+// EUpstream: an answer mcpflow cannot read is never an empty success.
 func (s *Session) CallTool(ctx context.Context, name string, args map[string]any, meta map[string]any) (*mcp.CallToolResult, error) {
 	callCtx := ctx
 	if s.callTimeout > 0 {
@@ -302,16 +384,145 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 		callCtx, cancel = context.WithTimeout(ctx, s.callTimeout)
 		defer cancel()
 	}
-	req := mcp.CallToolRequest{}
-	req.Params = callParams(ctx, name, args, meta)
+	params := callParams(ctx, name, args, meta)
 	if err := mcpflow.BeforeSend(ctx); err != nil {
 		return nil, err
 	}
-	res, err := s.client.CallTool(callCtx, req)
-	if err != nil {
-		return nil, s.classify(ctx, callCtx, s.toolRequest(name), err)
+	req := s.toolRequest(name)
+	var round mcp.MultiRoundTripParams
+	for rounds := 0; ; rounds++ {
+		params.MultiRoundTripParams = round
+		raw, rpc, err := s.rawRequest(callCtx, mcp.MethodToolsCall, name, params)
+		if err != nil {
+			return nil, s.classify(ctx, callCtx, req, err)
+		}
+		if rpc != nil {
+			return nil, s.classify(ctx, callCtx, req, rpc.AsError())
+		}
+		res, input, err := s.toolAnswer(name, raw)
+		if err != nil || input == nil {
+			return res, err
+		}
+		if rounds >= sessMaxInputRounds {
+			return nil, &mcpflow.Error{Code: mcpflow.EUpstream,
+				Message: fmt.Sprintf("%s asked for input %d times in one call; mcpflow gave up", req.what, rounds+1)}
+		}
+		if round, err = s.relayInput(callCtx, name, input); err != nil {
+			return nil, err
+		}
 	}
-	return res, nil
+}
+
+// sessMaxInputRounds bounds the input round trips of one tools/call.
+const sessMaxInputRounds = 10
+
+// TaskAnswer is the error of a tools/call the server answered with a task
+// (resultType "task", the MCP Tasks extension): the call's outcome is the
+// remote task, which mcpflow must track (the runtime adopts it as a
+// durable task) and never report as a result.
+type TaskAnswer struct {
+	Server, Tool string
+	TaskID       string
+}
+
+func (e *TaskAnswer) Error() string {
+	return fmt.Sprintf("MCP tool '%s' on server '%s' answered with task '%s'", e.Tool, e.Server, e.TaskID)
+}
+
+// inputRequired is a tools/call answer asking for input (2026-07-28,
+// resultType "input_required").
+type inputRequired struct {
+	Requests     map[string]json.RawMessage `json:"inputRequests"`
+	RequestState string                     `json:"requestState"`
+}
+
+// toolAnswer reads a tools/call answer by its resultType.
+func (s *Session) toolAnswer(name string, raw json.RawMessage) (*mcp.CallToolResult, *inputRequired, error) {
+	var probe struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+	}
+	what := s.toolRequest(name).what
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
+	}
+	switch probe.ResultType {
+	case "", "complete":
+		res, err := mcp.ParseCallToolResult(&raw)
+		if err != nil {
+			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", what, err)}
+		}
+		return res, nil, nil
+	case "task":
+		if probe.TaskID == "" {
+			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: what + " answered a task without a taskId"}
+		}
+		return nil, nil, &TaskAnswer{Server: s.server, Tool: name, TaskID: probe.TaskID}
+	case "input_required":
+		var in inputRequired
+		if err := json.Unmarshal(raw, &in); err != nil || (len(in.Requests) == 0 && in.RequestState == "") {
+			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: what + " asked for input without saying what it needs"}
+		}
+		return nil, &in, nil
+	}
+	return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: fmt.Sprintf(
+		"%s answered resultType %q, which mcpflow cannot read: the call's outcome is unknown", what, mcpflow.TruncateChars(probe.ResultType, 40))}
+}
+
+// InputRelay answers the input requests a server sends during a call
+// (2026-07-28 inputRequests, keyed by the server's keys; each a
+// {"method", "params"} object such as elicitation/create) with their
+// results, keyed alike: the caller's client answers them.
+type InputRelay func(ctx context.Context, requests map[string]json.RawMessage) (map[string]json.RawMessage, error)
+
+type inputRelayKey struct{}
+
+// WithInputRelay returns ctx whose tool calls relay the servers' input
+// requests to relay.
+func WithInputRelay(ctx context.Context, relay InputRelay) context.Context {
+	return context.WithValue(ctx, inputRelayKey{}, relay)
+}
+
+// relayInput answers an input_required answer through the InputRelay of
+// ctx and returns the next round's params; a server that only asked to be
+// called again (requestState alone) is called again.
+func (s *Session) relayInput(ctx context.Context, name string, in *inputRequired) (mcp.MultiRoundTripParams, error) {
+	next := mcp.MultiRoundTripParams{RequestState: in.RequestState}
+	if len(in.Requests) == 0 {
+		return next, nil
+	}
+	relay, _ := ctx.Value(inputRelayKey{}).(InputRelay)
+	if relay == nil {
+		return next, &mcpflow.Error{Code: mcpflow.EUpstream, Message: fmt.Sprintf(
+			"%s asked the caller a question (%s), but this call cannot ask its caller: call it through an MCP client that declares the elicitation capability",
+			s.toolRequest(name).what, inputKinds(in.Requests))}
+	}
+	answers, err := relay(ctx, in.Requests)
+	if err != nil {
+		return next, err
+	}
+	next.InputResponses = make(mcp.InputResponses, len(answers))
+	for k, v := range answers {
+		var r mcp.InputResponse
+		_ = r.UnmarshalJSON(v) // keeps the raw answer, relayed as it is
+		next.InputResponses[k] = r
+	}
+	return next, nil
+}
+
+// inputKinds names the methods of input requests ("elicitation/create").
+func inputKinds(requests map[string]json.RawMessage) string {
+	var kinds []string
+	for _, raw := range requests {
+		var r struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(raw, &r) == nil && r.Method != "" && !slices.Contains(kinds, r.Method) {
+			kinds = append(kinds, r.Method)
+		}
+	}
+	slices.Sort(kinds)
+	return strings.Join(kinds, ", ")
 }
 
 // callParams returns the params of a tools/call of name with args and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"strconv"
 	"sync/atomic"
 
@@ -106,25 +107,97 @@ func (s *Session) taskRequest(ctx context.Context, req sessRequest, method mcp.M
 			return nil, nil, err
 		}
 	}
-	resp, err := s.client.GetTransport().SendRequest(opCtx, transport.JSONRPCRequest{
+	name := req.tool
+	if p, ok := params.(map[string]any); ok && req.tool == "" {
+		name, _ = p["taskId"].(string)
+	}
+	raw, rpc, err := s.rawRequest(opCtx, method, name, params)
+	if err != nil {
+		return nil, nil, s.classify(ctx, opCtx, req, err)
+	}
+	return raw, rpc, nil
+}
+
+// rawRequest sends one request as its own JSON-RPC message and returns
+// the raw result, or the JSON-RPC error the server answered with. In
+// 2026-07-28 the request carries the per-request _meta (the revision,
+// mcpflow's capabilities and identity) and the Mcp-Method, Mcp-Name (name:
+// the tool of a tools/call, the task of a tasks/* request) and Mcp-Param-*
+// headers. An answer saying the server does not know the session is a
+// disconnect. Errors are mcp-go's, unclassified.
+func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	req := transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
 		ID:      mcp.NewRequestId("mcpflow-" + strconv.FormatUint(sessTaskSeq.Add(1), 10)),
 		Method:  string(method),
 		Params:  params,
-	})
+	}
+	if s.Modern() {
+		body, err := s.withEnvelope(params)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Params = body
+		req.Header = http.Header{}
+		req.Header.Set(mcp.HeaderMethod, string(method))
+		if name != "" || mcp.MethodRequiresNameHeader(method) {
+			if v, ok := mcp.EncodeHeaderValue(name); ok {
+				req.Header.Set(mcp.HeaderName, v)
+			}
+		}
+		if method == mcp.MethodToolsCall {
+			s.toolsMu.Lock()
+			tool, known := s.tools[name]
+			s.toolsMu.Unlock()
+			if known {
+				for k, v := range mcp.GenerateParamHeaders(&tool, body) {
+					req.Header.Set(k, v)
+				}
+			}
+		}
+	}
+	resp, err := s.client.GetTransport().SendRequest(ctx, req)
 	if err == nil && resp == nil {
 		err = fmt.Errorf("no answer to %s", method)
 	}
 	if err != nil {
-		return nil, nil, s.classify(ctx, opCtx, req, err)
+		return nil, nil, err
 	}
 	if resp.Error != nil {
 		if sessUnknownSessionAnswer(resp.Error) {
-			// Not the task's answer: the server lost the session.
+			// Not the request's answer: the server lost the session.
 			s.markLost()
-			return nil, nil, s.disconnected(req.what, req.tool, fmt.Errorf("%s (JSON-RPC error %d)", resp.Error.Message, resp.Error.Code))
+			return nil, nil, fmt.Errorf("%w: %s (JSON-RPC error %d)", errSessDisconnected, resp.Error.Message, resp.Error.Code)
 		}
 		return nil, resp.Error, nil
 	}
 	return resp.Result, nil, nil
+}
+
+// withEnvelope returns params as a JSON object with the 2026-07-28
+// per-request _meta merged in (the request's own _meta keys kept).
+func (s *Session) withEnvelope(params any) (json.RawMessage, error) {
+	fields := map[string]json.RawMessage{}
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, fmt.Errorf("encode the request: %w", err)
+		}
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return nil, fmt.Errorf("the request's params are not an object: %w", err)
+		}
+	}
+	meta := map[string]any{}
+	if raw, ok := fields["_meta"]; ok {
+		_ = json.Unmarshal(raw, &meta)
+	}
+	meta[mcp.MetaKeyProtocolVersion] = s.version
+	meta[mcp.MetaKeyClientCapabilities] = s.clientCaps
+	meta[mcp.MetaKeyClientInfo] = s.info
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request's _meta: %w", err)
+	}
+	fields["_meta"] = b
+	return json.Marshal(fields)
 }

@@ -134,6 +134,29 @@ func sessDemoInProcess(t *testing.T, transport string, wrap func(http.Handler) h
 	return sessEndpoint(ts.URL, transport), func() { closeAll(context.Background()) }
 }
 
+// opensSession reports whether a request body is the first request of a
+// session's dial: the 2026-07-28 server/discover probe, or a 2025-11-25
+// initialize.
+func opensSession(body []byte) bool {
+	return bytes.Contains(body, []byte(`"server/discover"`)) || bytes.Contains(body, []byte(`"initialize"`))
+}
+
+// legacyOnly makes an MCP server a 2025-11-25 one for the client: its
+// server/discover probe is answered -32601, so the session initializes.
+// For tests of what 2025-11-25 sessions do (Mcp-Session-Id, DELETE).
+func legacyOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"server/discover"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"Method not found"}}`))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // sessDial dials srv and closes the session at cleanup.
 func sessDial(t *testing.T, srv *config.Server, o mcpclient.DialOptions) *mcpclient.Session {
 	t.Helper()
@@ -534,8 +557,15 @@ func TestSessionCallMeta(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, metas, 2)
-	require.Equal(t, meta, metas[0])
-	require.Empty(t, slices.Collect(maps.Keys(metas[1])), "no meta, no _meta")
+	// 2026-07-28 (the demo server speaks it): every request carries the
+	// revision, mcpflow's capabilities and identity beside the call's own.
+	envelope := []string{"io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/clientInfo", "io.modelcontextprotocol/protocolVersion"}
+	require.Equal(t, "2026-07-28", metas[0]["io.modelcontextprotocol/protocolVersion"])
+	require.Equal(t, map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+		metas[0]["io.modelcontextprotocol/clientCapabilities"])
+	require.Equal(t, meta["headers"], metas[0]["headers"])
+	require.ElementsMatch(t, append([]string{"headers"}, envelope...), slices.Collect(maps.Keys(metas[0])))
+	require.ElementsMatch(t, envelope, slices.Collect(maps.Keys(metas[1])), "no call meta: the envelope alone")
 }
 
 func TestSessionSSEStreamLost(t *testing.T) {

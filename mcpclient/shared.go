@@ -116,7 +116,7 @@ func (r *Runtime) dialSharedLocked(srv *config.Server, config string) *sharedSes
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		sess, err := Dial(dctx, srv, DialOptions{Headers: r.connHeaders(srv), Logger: r.log, Questions: r.questions})
+		sess, err := r.dial(dctx, srv, s.config, DialOptions{Headers: r.connHeaders(srv), Logger: r.log, Questions: r.questions})
 		cancel()
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -312,4 +312,23 @@ func (r *Runtime) dropShared(server string, s *sharedSession) {
 
 func errShuttingDown() error {
 	return mcpflow.Errorf(mcpflow.EUnavailable, "the MCP runtime is shutting down")
+}
+
+// dial connects to srv (configuration fingerprint fp) with the revision an
+// earlier dial of the same configuration settled on when that was not
+// 2026-07-28: a server without server/discover (or whose tasks need
+// 2025-11-25) is not probed again on every new session (a stdio server is
+// a new process per user and thread).
+func (r *Runtime) dial(ctx context.Context, srv *config.Server, fp string, o DialOptions) (*Session, error) {
+	key := srv.Name + "\x00" + fp
+	r.mu.Lock()
+	o.Protocol = r.protocols[key]
+	r.mu.Unlock()
+	sess, err := Dial(ctx, srv, o)
+	if err == nil && o.Protocol == "" && !sess.Modern() {
+		r.mu.Lock()
+		r.protocols[key] = sess.Protocol()
+		r.mu.Unlock()
+	}
+	return sess, err
 }

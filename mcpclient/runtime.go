@@ -297,7 +297,7 @@ func (r *Runtime) ResetCache() {
 		r.opts.Initial = nil // a reset reads the file again
 	}
 	r.protocols = map[string]string{} // servers may have learned 2026-07-28 meanwhile
-	r.gen++ // a discovery in flight read the file before the reset
+	r.gen++                           // a discovery in flight read the file before the reset
 	if !r.closed {
 		r.startDiscoveryLocked()
 	}

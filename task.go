@@ -296,6 +296,12 @@ const (
 // selects the native driver (DriverNative) for the task.
 const DriverDataNativeTool = "native_tool"
 
+// DriverDataAdoptTask is the driver data key of a native task mcpflow did
+// not start itself: the upstream answered an ordinary tools/call with a task
+// (2026-07-28, resultType "task"), whose remote id this is. The driver's
+// submit then adopts that task instead of calling the tool again.
+const DriverDataAdoptTask = "adopt_task"
+
 // PollRecorder is a TaskStore that records a poll that changed nothing
 // (last_polled_at only, never backwards) without writing the row.
 type PollRecorder interface {

@@ -41,6 +41,11 @@ type ToolResult struct {
 	Content           []json.RawMessage `json:"content"`
 	StructuredContent any               `json:"structured_content"`
 	IsError           bool              `json:"is_error"`
+	// Task is the local id of the durable task the call started (a submit
+	// wrapper, or a call the server answered with a task), whose handle
+	// the result is; "" otherwise. The MCP endpoint answers such a call
+	// as a task to clients of the Tasks extension.
+	Task string `json:"-"`
 }
 
 // ToolRuntime lists and calls MCP tools. Errors are domain errors: ENotFound

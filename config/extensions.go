@@ -197,6 +197,10 @@ type TaskToolset struct {
 	// native MCP task (never configured): Name and SubmitTool are the raw
 	// tool name, StatusTool and CancelTool are empty.
 	Native bool `json:"-"`
+	// Adopt, with Native, is the remote id of a task the server already
+	// started: it answered an ordinary tools/call of SubmitTool with it
+	// (2026-07-28, resultType "task"). Never configured.
+	Adopt string `json:"-"`
 }
 
 // HiddenTools returns the raw names of the toolset's tools that agents do

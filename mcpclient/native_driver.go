@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,17 +103,35 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 	if args == nil {
 		args = map[string]any{}
 	}
+	if adopt := req.DriverData[mcpflow.DriverDataAdoptTask]; adopt != "" {
+		return d.adopt(ctx, req, adopt)
+	}
 	if req.LocalTaskID != "" {
 		ctx = WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
 	}
 	ctx, pin := withNativeTaskPin(ctx, "")
 	defer pin.release()
 	ref := nativeRef{server: req.ServerName, userID: req.UserID, threadID: req.ThreadID}
+	var modern *modernSubmit
 	a, err := d.request(WithSecrets(ctx, req.Secrets), ref, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		if s.Modern() {
+			// 2026-07-28: the server decides; a plain call answered with
+			// a task (or at once).
+			res, err := s.CallTool(ctx, tool, args, meta)
+			modern = &modernSubmit{res: res, err: err}
+			var ta *TaskAnswer
+			if errors.As(err, &ta) || err == nil {
+				return nil, nil, nil
+			}
+			return nil, nil, err
+		}
 		return s.CallToolTask(ctx, tool, args, meta)
 	})
 	if err != nil {
 		return mcpflow.Submission{}, err
+	}
+	if modern != nil {
+		return d.modernSubmission(ctx, req, tool, pin, modern)
 	}
 	if a.rpc != nil {
 		return mcpflow.Submission{}, fmt.Errorf("MCP tool '%s' on server '%s' refused the task-augmented call: %s", tool, req.ServerName, rpcText(a.rpc))
@@ -141,9 +160,79 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 	return mcpflow.Submission{RemoteTaskID: t.id, Snapshot: snap, DriverData: data}, nil
 }
 
+// modernSubmit is the answer of a 2026-07-28 submit: a task (a
+// *TaskAnswer error) or a result at once.
+type modernSubmit struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// modernSubmission turns a 2026-07-28 submit's answer into the task's
+// submission: the task the server started, or, when the server answered
+// at once, a task that is already over with that result.
+func (d *NativeDriver) modernSubmission(ctx context.Context, req mcpflow.SubmitRequest, tool string, pin *taskPin, m *modernSubmit) (mcpflow.Submission, error) {
+	var ta *TaskAnswer
+	if errors.As(m.err, &ta) {
+		req.DriverData = maps.Clone(req.DriverData)
+		req.DriverData[mcpflow.DriverDataAdoptTask] = ta.TaskID
+		return d.adopt(ctx, req, ta.TaskID)
+	}
+	snap, err := completedSnapshot(m.res, req.ServerName)
+	if err != nil {
+		return mcpflow.Submission{}, err
+	}
+	return mcpflow.Submission{RemoteTaskID: "immediate:" + req.LocalTaskID, Snapshot: snap, DriverData: maps.Clone(req.DriverData)}, nil
+}
+
+// adopt takes over the task remoteID the server started for the call (it
+// answered a tools/call with it): no call is sent; the task is read with
+// tasks/get, and its session pinned while it runs, as after a submit.
+func (d *NativeDriver) adopt(ctx context.Context, req mcpflow.SubmitRequest, remoteID string) (mcpflow.Submission, error) {
+	ctx, pin := withNativeTaskPin(ctx, remoteID)
+	defer pin.release()
+	ref := nativeRef{server: req.ServerName, userID: req.UserID, threadID: req.ThreadID, taskID: remoteID}
+	t, gone, err := d.get(ctx, ref)
+	var snap mcpflow.Snapshot
+	switch {
+	case err != nil && mcpflow.IsProtocolError(err):
+		return mcpflow.Submission{}, err
+	case err != nil:
+		// The task exists (the server just named it): its first poll
+		// reads what could not be read now.
+		snap = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
+	case gone != nil:
+		snap = *gone
+	default:
+		if snap, err = d.snapshot(ctx, ref, t); err != nil {
+			if mcpflow.IsProtocolError(err) {
+				return mcpflow.Submission{}, err
+			}
+			snap = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
+		}
+	}
+	pin.task(remoteID, !snap.Status.IsTerminal())
+	return mcpflow.Submission{RemoteTaskID: remoteID, Snapshot: snap, DriverData: maps.Clone(req.DriverData)}, nil
+}
+
+// completedSnapshot is the snapshot of a tool result: completed with its
+// value, or failed with its text when isError.
+func completedSnapshot(res *mcp.CallToolResult, server string) (mcpflow.Snapshot, error) {
+	if res.IsError {
+		return failedSnapshot(resultText(res.Content)), nil
+	}
+	v, err := resultValue(res)
+	if err != nil {
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP tool result of server '%s': %v", server, err)
+	}
+	return mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: v}, nil
+}
+
 // Status sends tasks/get and maps the task; a terminal one is read with
-// tasks/result.
+// tasks/result (2025-11-25; in 2026-07-28 tasks/get carries the outcome).
 func (d *NativeDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	if strings.HasPrefix(ref.RemoteTaskID, "immediate:") {
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("the task ended when it was submitted; it has nothing to poll")
+	}
 	ctx, pin := withNativeTaskPin(ctx, ref.RemoteTaskID)
 	defer pin.release()
 	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
@@ -164,7 +253,9 @@ func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (s
 	defer pin.release()
 	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
 	r := refOf(ref)
+	modern := false
 	a, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		modern = s.Modern()
 		return s.CancelTask(ctx, r.taskID, meta)
 	})
 	if err != nil {
@@ -172,6 +263,14 @@ func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (s
 	}
 	var t nativeTask
 	switch {
+	case modern && a.rpc == nil:
+		// The extension acknowledges a cancel; tasks/get says where the
+		// task is (a cancel that has not landed yet is retried).
+		var gone *mcpflow.Snapshot
+		t, gone, err = d.get(ctx, r)
+		if err != nil || gone != nil {
+			return derefSnap(gone), err
+		}
 	case a.rpc != nil && a.rpc.Code == mcp.INVALID_PARAMS:
 		var gone *mcpflow.Snapshot
 		t, gone, err = d.get(ctx, r)
@@ -214,8 +313,55 @@ func (d *NativeDriver) question(ctx context.Context, r nativeRef) *heldQuestion 
 // Answer implements mcpflow.InputDriver: it sends the answer as the
 // response to the server's elicitation/create request of the task, once.
 // A question that no longer waits in this process is mcpflow.ErrInputGone.
+//
+// In 2026-07-28 (the Tasks extension) the question is the task's, not a
+// request held in memory: the answer goes with tasks/update to the task's
+// current elicitation, from any worker; a task whose question is gone or
+// changed is ErrInputGone.
 func (d *NativeDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
-	return d.Questions.answer(ctx, questionKey{server: ref.ServerName, taskID: ref.RemoteTaskID}, answer)
+	if d.Questions.waiting(questionKey{server: ref.ServerName, taskID: ref.RemoteTaskID}) != nil {
+		return d.Questions.answer(ctx, questionKey{server: ref.ServerName, taskID: ref.RemoteTaskID}, answer)
+	}
+	r := refOf(ref)
+	var gone bool
+	_, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		if !s.Modern() {
+			gone = true
+			return nil, nil, nil
+		}
+		raw, rpc, err := s.GetTask(ctx, r.taskID, meta)
+		if err != nil || rpc != nil {
+			gone = rpc != nil
+			return nil, nil, err
+		}
+		t, err := parseNativeTask(raw, "tasks/get", r.server)
+		if err != nil || t.status != mcp.TaskStatusInputRequired {
+			gone = true
+			return nil, nil, nil
+		}
+		key, _, ok := t.question()
+		if !ok {
+			gone = true
+			return nil, nil, nil
+		}
+		result := map[string]any{"action": answer.Action}
+		if answer.Content != nil {
+			result["content"] = answer.Content
+		}
+		b, _ := json.Marshal(result)
+		_, rpc, err = s.UpdateTask(ctx, r.taskID, map[string]json.RawMessage{key: b}, meta)
+		if rpc != nil {
+			gone = true
+		}
+		return nil, nil, err
+	})
+	if err != nil {
+		return err
+	}
+	if gone {
+		return mcpflow.ErrInputGone
+	}
+	return nil
 }
 
 // HoldsQuestion implements mcpflow.InputDriver: a native task's question
@@ -238,7 +384,9 @@ func derefSnap(s *mcpflow.Snapshot) mcpflow.Snapshot {
 // get sends tasks/get: the task, or the failed snapshot of a task that is
 // gone.
 func (d *NativeDriver) get(ctx context.Context, r nativeRef) (nativeTask, *mcpflow.Snapshot, error) {
+	modern := false
 	a, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		modern = s.Modern()
 		return s.GetTask(ctx, r.taskID, meta)
 	})
 	if err != nil {
@@ -255,6 +403,7 @@ func (d *NativeDriver) get(ctx context.Context, r nativeRef) (nativeTask, *mcpfl
 	if err == nil {
 		err = t.matches(r.taskID)
 	}
+	t.modern = modern
 	return t, nil, err
 }
 
@@ -271,6 +420,17 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 	case mcp.TaskStatusInputRequired:
 		s.PollAfterSeconds = t.pollAfter
 		s.InputRequired = map[string]any{"message": t.message}
+		if t.modern {
+			// The extension: the question is the task's inputRequests,
+			// answered with tasks/update from any worker.
+			if _, q, ok := t.question(); ok {
+				s.InputRequired = q
+				s.InputAnswerable = true
+			} else if t.message == "" {
+				s.InputRequired = map[string]any{"message": "the server asks for input mcpflow cannot give (sampling or roots)"}
+			}
+			break
+		}
 		if hq := d.question(ctx, r); hq != nil {
 			s.InputRequired = map[string]any{"message": hq.message}
 			if hq.schema != nil {
@@ -285,7 +445,12 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 		}
 	default:
 		var err error
-		if s, err = d.result(ctx, r, t); err != nil {
+		if t.modern {
+			s, err = t.outcome(r.server)
+		} else {
+			s, err = d.result(ctx, r, t)
+		}
+		if err != nil {
 			return mcpflow.Snapshot{}, err
 		}
 	}
@@ -432,7 +597,60 @@ type nativeTask struct {
 	status             mcp.TaskStatus
 	message            string
 	createdAt          time.Time // zero when absent or unreadable
-	pollAfter          *float64  // pollInterval in seconds
+	pollAfter          *float64  // pollInterval (pollIntervalMs) in seconds
+	// The Tasks extension of 2026-07-28 (modern): tasks/get carries the
+	// questions and the outcome.
+	modern        bool
+	inputRequests map[string]json.RawMessage
+	result        json.RawMessage           // completed
+	failure       *mcp.JSONRPCErrorDetails // failed
+}
+
+// question returns the task's question (2026-07-28): the first, by key,
+// of its inputRequests that is a form elicitation, as mcpflow's question
+// {"message", "requested_schema"}.
+func (t nativeTask) question() (string, map[string]any, bool) {
+	for _, key := range slices.Sorted(maps.Keys(t.inputRequests)) {
+		var req struct {
+			Method string `json:"method"`
+			Params struct {
+				Mode            string         `json:"mode"`
+				Message         string         `json:"message"`
+				RequestedSchema map[string]any `json:"requestedSchema"`
+			} `json:"params"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(t.inputRequests[key]))
+		dec.UseNumber()
+		if dec.Decode(&req) != nil || req.Method != string(mcp.MethodElicitationCreate) || (req.Params.Mode != "" && req.Params.Mode != "form") {
+			continue
+		}
+		q := map[string]any{"message": req.Params.Message}
+		if req.Params.RequestedSchema != nil {
+			q["requested_schema"] = req.Params.RequestedSchema
+		}
+		return key, q, true
+	}
+	return "", nil, false
+}
+
+// outcome is the snapshot of a 2026-07-28 task that ended: its inlined
+// result (completed; isError makes it failed) or error (failed).
+func (t nativeTask) outcome(server string) (mcpflow.Snapshot, error) {
+	if t.status == mcp.TaskStatusFailed {
+		if t.failure != nil {
+			return failedSnapshot(t.failure.Message, t.message), nil
+		}
+		return failedSnapshot(t.message), nil
+	}
+	if len(t.result) == 0 {
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP task of server '%s' completed without its result", server)
+	}
+	raw := t.result
+	res, err := mcp.ParseCallToolResult(&raw)
+	if err != nil {
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP task result of server '%s' is not a tool result: %v", server, err)
+	}
+	return completedSnapshot(res, server)
 }
 
 // parseNativeTask reads a Task object from method's answer. taskId and
@@ -471,11 +689,25 @@ func parseNativeTask(raw json.RawMessage, method, server string) (nativeTask, er
 			t.createdAt = ts
 		}
 	}
-	var ms json.Number
-	if v, ok := fields["pollInterval"]; ok && json.Unmarshal(v, &ms) == nil {
-		if f, err := ms.Float64(); err == nil && mcpflow.ValidatePollAfter(f/1000) == nil {
-			secs := f / 1000
-			t.pollAfter = &secs
+	for _, key := range []string{"pollInterval", "pollIntervalMs"} {
+		var ms json.Number
+		if v, ok := fields[key]; ok && json.Unmarshal(v, &ms) == nil {
+			if f, err := ms.Float64(); err == nil && mcpflow.ValidatePollAfter(f/1000) == nil {
+				secs := f / 1000
+				t.pollAfter = &secs
+			}
+		}
+	}
+	if raw, ok := fields["inputRequests"]; ok {
+		_ = json.Unmarshal(raw, &t.inputRequests)
+	}
+	if raw, ok := fields["result"]; ok && string(raw) != "null" {
+		t.result = raw
+	}
+	if raw, ok := fields["error"]; ok && string(raw) != "null" {
+		var e mcp.JSONRPCErrorDetails
+		if json.Unmarshal(raw, &e) == nil {
+			t.failure = &e
 		}
 	}
 	return t, nil

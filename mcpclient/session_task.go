@@ -68,6 +68,15 @@ func (s *Session) AwaitTaskResult(ctx context.Context, taskID string, meta map[s
 	return s.taskRequest(ctx, req, mcp.MethodTasksResult, params, false, false)
 }
 
+// UpdateTask sends tasks/update (2026-07-28, the Tasks extension) with the
+// answers to the task's input requests, keyed as the server keyed them;
+// see TaskResult.
+func (s *Session) UpdateTask(ctx context.Context, taskID string, responses map[string]json.RawMessage, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	params, req := s.taskParams("tasks/update", taskID, meta)
+	params["inputResponses"] = responses
+	return s.taskRequest(ctx, req, "tasks/update", params, false, true)
+}
+
 // CancelTask sends tasks/cancel for taskID; see TaskResult.
 func (s *Session) CancelTask(ctx context.Context, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	return s.taskMethod(ctx, mcp.MethodTasksCancel, taskID, meta)

@@ -281,7 +281,9 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		}
 		return callToolResult{Content: []json.RawMessage{textContent(msg)}, IsError: true}, nil
 	}
-	if tool != nil && c.modern {
+	if c.modern && res.Task != "" && (tool != nil || (c.s.tasksEnabled() && declares(c.caps, ExtTasks))) {
+		// A durable tool's call, or an ordinary call the server answered
+		// with a task that mcpflow now tracks.
 		return c.createTaskResultExt(ctx, res)
 	}
 	if tool != nil {

@@ -81,6 +81,9 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	if ts.Native {
 		driver = mcpflow.DriverNative
 		data = map[string]string{mcpflow.DriverDataNativeTool: ts.SubmitTool}
+		if ts.Adopt != "" {
+			data[mcpflow.DriverDataAdoptTask] = ts.Adopt
+		}
 	}
 	req := mcpflow.SubmitRequest{UserID: call.UserID, ThreadID: call.ThreadID, RunID: call.RunID, ToolCallID: call.ToolCallID,
 		ServerName: tool.Server, TaskName: ts.Name, Arguments: call.Arguments, LocalTaskID: taskID, DriverData: data}
@@ -127,7 +130,7 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	}
 	b, _ := json.Marshal(res)
 	text, _ := json.Marshal(mcp.NewTextContent(string(b)))
-	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res}, nil
+	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res, Task: res.TaskID}, nil
 }
 
 // checkRunning refuses a submit of a user whose running durable tasks are

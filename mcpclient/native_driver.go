@@ -602,7 +602,7 @@ type nativeTask struct {
 	// questions and the outcome.
 	modern        bool
 	inputRequests map[string]json.RawMessage
-	result        json.RawMessage           // completed
+	result        json.RawMessage          // completed
 	failure       *mcp.JSONRPCErrorDetails // failed
 }
 

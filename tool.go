@@ -21,6 +21,14 @@ type Tool struct {
 	OriginalName string          `json:"original_name"` // the server's own (raw) tool name
 	Routing      *Routing        `json:"routing"`       // nil when routing mode is off
 	TaskToolset  *string         `json:"task_toolset"`  // toolset name for a submit wrapper, else nil
+	// The server's own fields of the tool, as it gave them (absent when
+	// it gave none): what MCP hosts show and use.
+	Title        string          `json:"title,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`   // readOnlyHint, destructiveHint, …
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"` // JSON Schema of the structured content
+	Icons        json.RawMessage `json:"icons,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+	Execution    json.RawMessage `json:"execution,omitempty"` // 2025-11-25's taskSupport
 }
 
 // ToolCall is one call of a tool for a user's thread.

@@ -566,6 +566,14 @@ func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.
 		tool := mcpflow.Tool{
 			Name: name, Description: t.Description, InputSchema: schema,
 			Server: srv.Name, OriginalName: t.Name,
+			Title: t.Title, OutputSchema: t.RawOutputSchema,
+			Annotations: nonEmptyJSON(t.Annotations), Meta: nonEmptyJSON(t.Meta),
+		}
+		if len(t.Icons) > 0 {
+			tool.Icons = nonEmptyJSON(t.Icons)
+		}
+		if t.Execution != nil {
+			tool.Execution = nonEmptyJSON(t.Execution)
 		}
 		if rt := srv.EffectiveRouting(t.Name); rt.Mode != "" && rt.Mode != config.RoutingOff {
 			tool.Routing = &mcpflow.Routing{Mode: rt.Mode, Priority: rt.Priority, Keywords: append([]string{}, rt.Keywords...)}
@@ -686,4 +694,18 @@ func (r *Runtime) discoveryDir() (string, map[string]string, error) {
 		return "", nil, fmt.Errorf("create discovery directory: %w", err)
 	}
 	return dir, map[string]string{"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}, nil
+}
+
+// nonEmptyJSON is v as JSON, nil when it encodes to nothing worth keeping
+// (null, {} or []).
+func nonEmptyJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	switch string(b) {
+	case "null", "{}", "[]":
+		return nil
+	}
+	return b
 }

@@ -335,21 +335,87 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 
 // ListTools lists all the server's tools, following every page. It is
 // bounded by ctx only.
+//
+// Each tool's schemas are kept as the server wrote them (RawInputSchema,
+// RawOutputSchema: $schema, $defs and every keyword survive). In
+// 2026-07-28 a tool whose x-mcp-header annotations are invalid is dropped,
+// as the revision says, with a warning.
 func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
-	res, err := s.client.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		return nil, s.classify(ctx, ctx, s.listingRequest(), err)
+	var tools []mcp.Tool
+	cursor := ""
+	for page := 0; ; page++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, rpc, err := s.rawRequest(ctx, mcp.MethodToolsList, "", params)
+		if err == nil && rpc != nil {
+			err = rpc.AsError()
+		}
+		if err != nil {
+			return nil, s.classify(ctx, ctx, s.listingRequest(), err)
+		}
+		var res struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: s.listingRequest().what + " answered something that is not a tool listing"}
+		}
+		for _, rt := range res.Tools {
+			t, err := rawTool(rt)
+			if err != nil {
+				s.log.Warn("dropping an MCP tool that cannot be read", "err", err)
+				continue
+			}
+			if s.Modern() {
+				if err := mcp.ValidateParamHeaderAnnotations(&t); err != nil {
+					s.log.Warn("dropping an MCP tool with invalid x-mcp-header annotations", "tool", t.Name, "err", err)
+					continue
+				}
+			}
+			tools = append(tools, t)
+		}
+		if res.NextCursor == "" || page >= sessMaxListPages {
+			break
+		}
+		cursor = res.NextCursor
 	}
 	if s.Modern() {
-		known := make(map[string]mcp.Tool, len(res.Tools))
-		for _, t := range res.Tools {
+		known := make(map[string]mcp.Tool, len(tools))
+		for _, t := range tools {
 			known[t.Name] = t
 		}
 		s.toolsMu.Lock()
 		s.tools = known
 		s.toolsMu.Unlock()
 	}
-	return res.Tools, nil
+	return tools, nil
+}
+
+// sessMaxListPages bounds the pages of one tool listing.
+const sessMaxListPages = 100
+
+// rawTool reads a tool with its schemas kept as written.
+func rawTool(raw json.RawMessage) (mcp.Tool, error) {
+	var t mcp.Tool
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return t, err
+	}
+	var schemas struct {
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	if err := json.Unmarshal(raw, &schemas); err != nil {
+		return t, err
+	}
+	if len(schemas.InputSchema) > 0 && string(schemas.InputSchema) != "null" {
+		t.InputSchema, t.RawInputSchema = mcp.ToolInputSchema{}, schemas.InputSchema
+	}
+	if len(schemas.OutputSchema) > 0 && string(schemas.OutputSchema) != "null" {
+		t.OutputSchema, t.RawOutputSchema = mcp.ToolOutputSchema{}, schemas.OutputSchema
+	}
+	return t, nil
 }
 
 type callMetaKey struct{}

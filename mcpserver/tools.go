@@ -140,11 +140,20 @@ func nullToEmpty(raw json.RawMessage) json.RawMessage {
 
 // toolJSON is a tool as tools/list shows it.
 type toolJSON struct {
-	Name        string             `json:"name"`
-	Description string             `json:"description,omitempty"`
-	InputSchema json.RawMessage    `json:"inputSchema"`
-	Execution   *mcp.ToolExecution `json:"execution,omitempty"`
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Icons        json.RawMessage `json:"icons,omitempty"`
+	Execution    json.RawMessage `json:"execution,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
 }
+
+// optionalTask is the execution of a durable task tool to 2025-11-25
+// clients.
+var optionalTask, _ = json.Marshal(mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional})
 
 // emptySchema stands in for a tool without an input schema: MCP requires
 // an object schema.
@@ -167,14 +176,19 @@ func (c *call) listTools(ctx context.Context) (any, *rpcError) {
 	}
 	out := make([]toolJSON, 0, len(tools))
 	for _, t := range tools {
-		tj := toolJSON{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+		tj := toolJSON{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+			OutputSchema: t.OutputSchema, Annotations: t.Annotations, Icons: t.Icons, Meta: t.Meta}
 		if len(tj.InputSchema) == 0 || string(tj.InputSchema) == "null" {
 			tj.InputSchema = emptySchema
 		}
-		if t.TaskToolset != nil && c.s.tasksEnabled() && !c.modern {
+		switch {
+		case c.modern:
 			// 2026-07-28 has no execution field: the server decides per
 			// call (the Tasks extension).
-			tj.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+		case t.TaskToolset != nil && c.s.tasksEnabled():
+			tj.Execution = optionalTask
+		case t.TaskToolset == nil:
+			tj.Execution = t.Execution
 		}
 		out = append(out, tj)
 	}

@@ -30,12 +30,25 @@ $(BIN)/temporal:
 	@echo "building the Temporal CLI $(TEMPORAL_CLI_VERSION) with go install (takes a few minutes once)"
 	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
-testdeps: ## Install the reference MCP server and the TypeScript SDK client the tests use (npm; skipped when npm is missing)
-	@if command -v npm >/dev/null; then \
-	  { [ -d internal/testdata/npm/node_modules/@modelcontextprotocol/server-everything ] && \
-	    [ -d internal/testdata/npm/node_modules/@modelcontextprotocol/sdk ]; } || \
-	    npm ci --prefix internal/testdata/npm --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: tests against @modelcontextprotocol/server-everything and the TypeScript SDK client will be skipped"; fi
+# The npm test packages (internal/testdata/npm): reference servers, the
+# TypeScript SDK clients, the conformance runners and a local Node 22. An
+# install is current when node_modules/.testdeps-stamp holds the hash of
+# package.json and package-lock.json; otherwise npm ci reinstalls (from the
+# npm cache first), so an existing checkout picks up a changed lock.
+NPM_DIR := internal/testdata/npm
+NPM_STAMP := $(NPM_DIR)/node_modules/.testdeps-stamp
+
+testdeps: ## Install the npm test packages (MCP servers, SDK clients, conformance runners, Node 22) when the lock changed (npm ci)
+	@if ! command -v npm >/dev/null; then \
+	  echo "npm not found: tests against the reference MCP servers, the TypeScript SDK clients and the conformance runner will be skipped"; exit 0; fi; \
+	if command -v sha256sum >/dev/null; then sum=sha256sum; else sum="shasum -a 256"; fi; \
+	want=$$(cat $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json | $$sum | cut -d' ' -f1); \
+	have=$$(cat $(NPM_STAMP) 2>/dev/null || true); \
+	if [ "$$want" != "$$have" ] || [ ! -x $(NPM_DIR)/node_modules/node/bin/node ]; then \
+	  echo "installing the npm test packages ($(NPM_DIR)/package-lock.json changed since the last install, or nothing is installed)"; \
+	  npm ci --prefix $(NPM_DIR) --prefer-offline --no-audit --no-fund --loglevel=error; \
+	  echo "$$want" > $(NPM_STAMP); \
+	fi
 
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

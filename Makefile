@@ -11,7 +11,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 export TEMPORAL_CLI := $(BIN)/temporal
 
-.PHONY: help build tools testdeps dev test histories lint bench bench-peer soak clean
+.PHONY: help build tools testdeps dev test histories lint bench bench-peer soak conformance clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -147,5 +147,25 @@ bench-peer: build $(BIN)/mcp-proxy ## Tool-call bench with the peer gateway TBXa
 soak: build tools ## Scale-out soak (not in make test): 2 serve + 2 worker on PostgreSQL, 1,000 tasks, workers killed at random
 	$(GO) run ./cmd/taskbench -soak -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
 
+# make conformance runs the official MCP conformance runner's server
+# scenarios (0.1.16 for 2025-11-25, 0.2.0-alpha.12 --requirements 2026-07-28
+# with the tasks-* extension scenarios) and prints the report table
+# (scripts/conformance.sh; internal/testdata/npm/CONFORMANCE.md explains it).
+# CONFORMANCE_URL is the endpoint under test. Empty, the target tests the
+# tool fixtures (internal/testdata/npm/conformance_fixture_server.mjs)
+# directly.
+# TODO(issue 25): once mcpflow serves 2026-07-28 at /mcp, start mcpflow with
+# the fixture server as its upstream and set CONFORMANCE_URL to mcpflow's
+# /mcp (and CONFORMANCE_TOKEN to a test user's token: the runner sends no
+# Authorization of its own, scripts/conformance.sh adds it).
+CONFORMANCE_URL    ?=
+CONFORMANCE_TOKEN  ?=
+CONFORMANCE_REPORT ?= $(CURDIR)/.conformance/report.md
+
+conformance: testdeps ## MCP conformance runner, both revisions, against CONFORMANCE_URL (default: the tool fixtures directly); prints the report
+	@rc=0; scripts/conformance.sh $(if $(CONFORMANCE_URL),--url '$(CONFORMANCE_URL)',--fixture) \
+	  $(if $(CONFORMANCE_TOKEN),--token '$(CONFORMANCE_TOKEN)') --out '$(CONFORMANCE_REPORT)' || rc=$$?; \
+	  [ ! -f '$(CONFORMANCE_REPORT)' ] || cat '$(CONFORMANCE_REPORT)'; exit $$rc
+
 clean: ## Remove build output and dev state
-	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp $(BIN)/mcp-proxy .dev .test.log
+	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp $(BIN)/mcp-proxy .dev .test.log .conformance

@@ -1,12 +1,10 @@
 package testenv
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,21 +93,17 @@ func StartConformanceFixture(t testing.TB, args ...string) string {
 func startNodeServer(t testing.TB, script string, args ...string) string {
 	t.Helper()
 	node := Node2026(t)
-	dir := NPMDir()
 	cmd := exec.Command(node, append([]string{script, "--port", "0"}, args...)...)
-	cmd.Dir = dir
+	cmd.Dir = NPMDir()
 	stderr := &SyncBuffer{}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stdout := &firstLine{line: make(chan string, 1)}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start node %s: %v", script, err)
 	}
 	exited := make(chan struct{})
-	var waitErr error
+	var waitErr error // set before exited closes
 	go func() { waitErr = cmd.Wait(); close(exited) }()
 	var once sync.Once
 	stop := func() {
@@ -119,26 +113,41 @@ func startNodeServer(t testing.TB, script string, args ...string) string {
 		})
 	}
 	t.Cleanup(stop)
-
-	first := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		first <- strings.TrimSpace(line)
-		_, _ = io.Copy(stderr, r) // keep the pipe drained
-	}()
 	select {
-	case url := <-first:
+	case url := <-stdout.line:
 		if !strings.HasPrefix(url, "http://") {
 			stop()
-			t.Fatalf("node %s printed %q instead of its URL (exit: %v): %s", script, url, waitErr, stderr)
+			t.Fatalf("node %s printed %q instead of its URL: %s", script, url, stderr)
 		}
 		return url
+	case <-exited:
+		t.Fatalf("node %s exited (%v) before printing its URL: %s%s", script, waitErr, stdout, stderr)
 	case <-time.After(nodeServerStartLimit):
 		stop()
 		t.Fatalf("node %s printed no URL within %s: %s", script, nodeServerStartLimit, stderr)
 	}
 	return ""
+}
+
+// firstLine is a child's stdout: it keeps what the child writes and sends
+// the first line, without its newline, on line.
+type firstLine struct {
+	SyncBuffer
+	mu   sync.Mutex
+	sent bool
+	line chan string
+}
+
+// Write appends p and sends the first line once it is complete.
+func (w *firstLine) Write(p []byte) (int, error) {
+	n, err := w.SyncBuffer.Write(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.SyncBuffer.String(); !w.sent && strings.Contains(s, "\n") {
+		w.sent = true
+		w.line <- strings.TrimSpace(s[:strings.Index(s, "\n")])
+	}
+	return n, err
 }
 
 // RunMCP2026Client runs mcp2026_client.mjs against url as the bearer token

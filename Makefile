@@ -11,7 +11,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 export TEMPORAL_CLI := $(BIN)/temporal
 
-.PHONY: help build tools testdeps dev test histories lint bench bench-peer soak clean
+.PHONY: help build tools testdeps dev test histories lint bench bench-peer soak conformance clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,12 +30,25 @@ $(BIN)/temporal:
 	@echo "building the Temporal CLI $(TEMPORAL_CLI_VERSION) with go install (takes a few minutes once)"
 	GOBIN=$(BIN) $(GO) install github.com/temporalio/cli/cmd/temporal@$(TEMPORAL_CLI_VERSION)
 
-testdeps: ## Install the reference MCP server and the TypeScript SDK client the tests use (npm; skipped when npm is missing)
-	@if command -v npm >/dev/null; then \
-	  { [ -d internal/testdata/npm/node_modules/@modelcontextprotocol/server-everything ] && \
-	    [ -d internal/testdata/npm/node_modules/@modelcontextprotocol/sdk ]; } || \
-	    npm ci --prefix internal/testdata/npm --no-audit --no-fund --loglevel=error; \
-	else echo "npm not found: tests against @modelcontextprotocol/server-everything and the TypeScript SDK client will be skipped"; fi
+# The npm test packages (internal/testdata/npm): reference servers, the
+# TypeScript SDK clients, the conformance runners and a local Node 22. An
+# install is current when node_modules/.testdeps-stamp holds the hash of
+# package.json and package-lock.json; otherwise npm ci reinstalls (from the
+# npm cache first), so an existing checkout picks up a changed lock.
+NPM_DIR := internal/testdata/npm
+NPM_STAMP := $(NPM_DIR)/node_modules/.testdeps-stamp
+
+testdeps: ## Install the npm test packages (MCP servers, SDK clients, conformance runners, Node 22) when the lock changed (npm ci)
+	@if ! command -v npm >/dev/null; then \
+	  echo "npm not found: tests against the reference MCP servers, the TypeScript SDK clients and the conformance runner will be skipped"; exit 0; fi; \
+	if command -v sha256sum >/dev/null; then sum=sha256sum; else sum="shasum -a 256"; fi; \
+	want=$$(cat $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json | $$sum | cut -d' ' -f1); \
+	have=$$(cat $(NPM_STAMP) 2>/dev/null || true); \
+	if [ "$$want" != "$$have" ] || [ ! -x $(NPM_DIR)/node_modules/node/bin/node ]; then \
+	  echo "installing the npm test packages ($(NPM_DIR)/package-lock.json changed since the last install, or nothing is installed)"; \
+	  npm ci --prefix $(NPM_DIR) --prefer-offline --no-audit --no-fund --loglevel=error; \
+	  echo "$$want" > $(NPM_STAMP); \
+	fi
 
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -134,5 +147,25 @@ bench-peer: build $(BIN)/mcp-proxy ## Tool-call bench with the peer gateway TBXa
 soak: build tools ## Scale-out soak (not in make test): 2 serve + 2 worker on PostgreSQL, 1,000 tasks, workers killed at random
 	$(GO) run ./cmd/taskbench -soak -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
 
+# make conformance runs the official MCP conformance runner's server
+# scenarios (0.1.16 for 2025-11-25, 0.2.0-alpha.12 --requirements 2026-07-28
+# with the tasks-* extension scenarios) and prints the report table
+# (scripts/conformance.sh; internal/testdata/npm/CONFORMANCE.md explains it).
+# CONFORMANCE_URL is the endpoint under test. Empty, the target tests the
+# tool fixtures (internal/testdata/npm/conformance_fixture_server.mjs)
+# directly.
+# TODO(issue 25): once mcpflow serves 2026-07-28 at /mcp, start mcpflow with
+# the fixture server as its upstream and set CONFORMANCE_URL to mcpflow's
+# /mcp (and CONFORMANCE_TOKEN to a test user's token: the runner sends no
+# Authorization of its own, scripts/conformance.sh adds it).
+CONFORMANCE_URL    ?=
+CONFORMANCE_TOKEN  ?=
+CONFORMANCE_REPORT ?= $(CURDIR)/.conformance/report.md
+
+conformance: testdeps ## MCP conformance runner, both revisions, against CONFORMANCE_URL (default: the tool fixtures directly); prints the report
+	@rc=0; scripts/conformance.sh $(if $(CONFORMANCE_URL),--url '$(CONFORMANCE_URL)',--fixture) \
+	  $(if $(CONFORMANCE_TOKEN),--token '$(CONFORMANCE_TOKEN)') --out '$(CONFORMANCE_REPORT)' || rc=$$?; \
+	  [ ! -f '$(CONFORMANCE_REPORT)' ] || cat '$(CONFORMANCE_REPORT)'; exit $$rc
+
 clean: ## Remove build output and dev state
-	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp $(BIN)/mcp-proxy .dev .test.log
+	rm -rf $(BIN)/mcpflow $(BIN)/demo-mcp $(BIN)/mcp-proxy .dev .test.log .conformance

@@ -1,0 +1,201 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The Node test programs of protocol revision 2026-07-28, in
+// internal/testdata/npm (installed by `make testdeps`):
+//
+//   - mcp2026_server.mjs: a 2026-only upstream MCP server with the Tasks
+//     extension, on @modelcontextprotocol/server 2.4.0 (StartMCP2026Server);
+//   - mcp2026_client.mjs: a 2026 test client on @modelcontextprotocol/client
+//     2.4.0 and @modelcontextprotocol/ext-tasks 0.2.2 (RunMCP2026Client);
+//   - conformance_fixture_server.mjs: the tool fixtures of the conformance
+//     runner's server scenarios, for 2026-07-28 and 2025-11-25 clients
+//     (StartConformanceFixture).
+//
+// Each file's comment says what it serves or does; the tests assert on what
+// these independent implementations see, not on mcpflow's own code.
+const (
+	mcp2026ServerScript  = "mcp2026_server.mjs"
+	mcp2026ClientScript  = "mcp2026_client.mjs"
+	conformanceFixture   = "conformance_fixture_server.mjs"
+	mcp2026ClientTimeout = 2 * time.Minute
+	nodeServerStartLimit = 30 * time.Second
+)
+
+// NPMDir returns internal/testdata/npm, where `make testdeps` installs the
+// npm test packages.
+func NPMDir() string { return filepath.Join(RepoRoot(), "internal", "testdata", "npm") }
+
+// Node2026 returns the node binary that runs the 2026 test programs: the
+// local Node 22 that `make testdeps` installs (node_modules/node/bin/node),
+// else node on PATH (the SDK v2 packages need Node 20 or later). It ends t
+// through MissingDependency when there is no node or the packages are not
+// installed.
+func Node2026(t testing.TB) string {
+	t.Helper()
+	dir := NPMDir()
+	for _, pkg := range []string{"@modelcontextprotocol/server", "@modelcontextprotocol/client", "@modelcontextprotocol/ext-tasks"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+			MissingDependency(t, "the npm package %s is not installed in %s: run `make testdeps` (needs npm)", pkg, dir)
+		}
+	}
+	if local := filepath.Join(dir, "node_modules", "node", "bin", "node"); isExecutable(local) {
+		return local
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		MissingDependency(t, "node not found: run `make testdeps` (it installs Node 22 in %s) or install Node.js 20 or later", dir)
+	}
+	return node
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// StartMCP2026Server runs mcp2026_server.mjs, a 2026-only MCP server with
+// the Tasks extension, on a free 127.0.0.1 port and returns its endpoint
+// URL (http://127.0.0.1:<port>/mcp). args go to the script, such as
+// "--token", "T" to require "Authorization: Bearer T". The server is killed
+// at cleanup. Its tools: echo, progress, mrtr_question (ordinary);
+// sleep_task, ask_question, fail_task, tool_error_task, long_task (tasks).
+func StartMCP2026Server(t testing.TB, args ...string) string {
+	t.Helper()
+	return startNodeServer(t, mcp2026ServerScript, args...)
+}
+
+// StartConformanceFixture runs conformance_fixture_server.mjs, the tool
+// fixtures of the conformance runner's server scenarios for 2026-07-28 and
+// 2025-11-25 clients, on a free 127.0.0.1 port and returns its endpoint URL.
+// args go to the script (--token T). It is killed at cleanup.
+func StartConformanceFixture(t testing.TB, args ...string) string {
+	t.Helper()
+	return startNodeServer(t, conformanceFixture, args...)
+}
+
+// startNodeServer runs script with port 0 and waits for the URL it prints
+// as its first stdout line.
+func startNodeServer(t testing.TB, script string, args ...string) string {
+	t.Helper()
+	node := Node2026(t)
+	cmd := exec.Command(node, append([]string{script, "--port", "0"}, args...)...)
+	cmd.Dir = NPMDir()
+	stderr := &SyncBuffer{}
+	stdout := &firstLine{line: make(chan string, 1)}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start node %s: %v", script, err)
+	}
+	exited := make(chan struct{})
+	var waitErr error // set before exited closes
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		})
+	}
+	t.Cleanup(stop)
+	select {
+	case url := <-stdout.line:
+		if !strings.HasPrefix(url, "http://") {
+			stop()
+			t.Fatalf("node %s printed %q instead of its URL: %s", script, url, stderr)
+		}
+		return url
+	case <-exited:
+		t.Fatalf("node %s exited (%v) before printing its URL: %s%s", script, waitErr, stdout, stderr)
+	case <-time.After(nodeServerStartLimit):
+		stop()
+		t.Fatalf("node %s printed no URL within %s: %s", script, nodeServerStartLimit, stderr)
+	}
+	return ""
+}
+
+// firstLine is a child's stdout: it keeps what the child writes and sends
+// the first line, without its newline, on line.
+type firstLine struct {
+	SyncBuffer
+	mu   sync.Mutex
+	sent bool
+	line chan string
+}
+
+// Write appends p and sends the first line once it is complete.
+func (w *firstLine) Write(p []byte) (int, error) {
+	n, err := w.SyncBuffer.Write(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s := w.SyncBuffer.String(); !w.sent && strings.Contains(s, "\n") {
+		w.sent = true
+		w.line <- strings.TrimSpace(s[:strings.Index(s, "\n")])
+	}
+	return n, err
+}
+
+// RunMCP2026Client runs mcp2026_client.mjs against url as the bearer token
+// (none when empty) through scenario (discover, ordinary, task, question,
+// cancel) and returns the JSON object it printed for each step, in order.
+// args follow the scenario on the command line: the script reads one, a JSON
+// object naming the tool, its arguments and the answer to questions (see the
+// script's comment). A non-zero exit fails t with the client's stderr.
+func RunMCP2026Client(t testing.TB, url, token, scenario string, args ...string) []map[string]any {
+	t.Helper()
+	steps, stderr, err := runMCP2026Client(t, url, token, scenario, args...)
+	if err != nil {
+		t.Fatalf("node %s %s %s: %v\nstderr: %s\nsteps: %v", mcp2026ClientScript, scenario, strings.Join(args, " "), err, stderr, steps)
+	}
+	return steps
+}
+
+func runMCP2026Client(t testing.TB, url, token, scenario string, args ...string) ([]map[string]any, string, error) {
+	t.Helper()
+	node := Node2026(t)
+	ctx, cancel := context.WithTimeout(context.Background(), mcp2026ClientTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{mcp2026ClientScript, "--url", url, scenario}, args...)...)
+	cmd.Dir = NPMDir()
+	cmd.Env = append(os.Environ(), "MCP_TOKEN="+token)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var steps []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var step map[string]any
+		if err := json.Unmarshal([]byte(line), &step); err != nil {
+			return steps, stderr.String(), errors.Join(runErr, errors.New("a line that is not JSON: "+line))
+		}
+		steps = append(steps, step)
+	}
+	return steps, stderr.String(), runErr
+}
+
+// Step returns the last of steps whose "step" is name, or nil.
+func Step(steps []map[string]any, name string) map[string]any {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i]["step"] == name {
+			return steps[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow/internal/testenv"
+)
+
+// TestMCP2026TSClient: the official TypeScript SDK v2 client (2.4.0) with
+// the Tasks extension (ext-tasks 0.2.2), an implementation independent of
+// mcpflow, drives durable tasks through mcpflow's MCP endpoint over
+// 2026-07-28: discover, a task to its result, a task whose question it
+// answers with tasks/update, and a cancel.
+func TestMCP2026TSClient(t *testing.T) {
+	testenv.Node2026(t)
+	e := startInputEnv(t)
+	url := e.m.URL() + "/mcp/threads/ts-2026"
+
+	steps := testenv.RunMCP2026Client(t, url, testUserToken, "discover")
+	connect := testenv.Step(steps, "connect")
+	require.NotNil(t, connect, "%v", steps)
+	require.Contains(t, fmt.Sprint(connect), "2026-07-28", "%v", connect)
+	disc := testenv.Step(steps, "discover")
+	require.Contains(t, fmt.Sprint(disc), "io.modelcontextprotocol/tasks", "%v", disc)
+
+	steps = testenv.RunMCP2026Client(t, url, testUserToken, "task", `{"tool": "demo_submit_job", "arguments": {"duration_seconds": 1}}`)
+	require.Equal(t, "task", testenv.Step(steps, "call")["kind"], "%v", steps)
+	outcome := testenv.Step(steps, "outcome")
+	require.Equal(t, "completed", outcome["status"], "%v", steps)
+
+	steps = testenv.RunMCP2026Client(t, url, testUserToken, "question",
+		`{"tool": "demo_submit_job", "arguments": {"duration_seconds": 0.5, "outcome": "ask", "answer_duration_seconds": 0.5}, "answer": {"format": "pdf"}}`)
+	require.NotNil(t, testenv.Step(steps, "input_request"), "%v", steps)
+	outcome = testenv.Step(steps, "outcome")
+	require.Equal(t, "completed", outcome["status"], "%v", steps)
+	require.Contains(t, fmt.Sprint(outcome["result"]), "pdf", "the server used the answer: %v", outcome)
+
+	steps = testenv.RunMCP2026Client(t, url, testUserToken, "cancel", `{"tool": "demo_submit_job", "arguments": {"duration_seconds": 300}}`)
+	require.Equal(t, "cancelled", testenv.Step(steps, "final")["status"], "%v", steps)
+}
+
+// TestMCP2026Upstream: a 2026-07-28-only upstream (the TypeScript SDK v2
+// server with the Tasks extension) behind mcpflow: mcpflow discovers it and
+// speaks 2026-07-28 to it; its ordinary tool answers; a task it answers a
+// plain tools/call with becomes a durable mcpflow task (REST and MCP),
+// whose question is answered through mcpflow, one that fails fails, one
+// that is cancelled is cancelled upstream; the tools keep their own fields.
+func TestMCP2026Upstream(t *testing.T) {
+	up := testenv.StartMCP2026Server(t)
+	ext := fmt.Sprintf(`{"mcpServers": {"modern": {"type": "http", "url": %q, "tool_call_timeout": 30}}}`, up)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1, input_required_poll_interval_seconds: 5 }\n", ext)
+	e := &taskEnv{m: waitReady(t, startMain(t, ModeDev, cfg, nil))}
+
+	// The tools with their own fields.
+	code, body := get(t, e.m.URL()+"/api/threads/up26/tools", testUserToken)
+	require.Equal(t, 200, code, "%v", body)
+	byName := map[string]map[string]any{}
+	for _, raw := range body["tools"].([]any) {
+		tl := raw.(map[string]any)
+		byName[tl["name"].(string)] = tl
+	}
+	echo := byName["modern_echo"]
+	require.NotNil(t, echo, "%v", body)
+	require.NotEmpty(t, echo["title"], "%v", echo)
+	require.NotNil(t, echo["annotations"], "%v", echo)
+	require.Contains(t, echo["input_schema"], "$schema", "%v", echo)
+
+	// An ordinary call.
+	code, out := e.post(t, "/api/threads/up26/tools/modern_echo/call", `{"arguments": {"text": "hi"}}`)
+	require.Equal(t, 200, code, "%v", out)
+	require.Equal(t, false, out["is_error"], "%v", out)
+	require.Contains(t, fmt.Sprint(out["content"]), "hi")
+
+	// A plain call the server answers with a task: a durable task.
+	code, out = e.post(t, "/api/threads/up26/tools/modern_sleep_task/call", `{"arguments": {"ms": 500}}`)
+	require.Equal(t, 200, code, "%v", out)
+	require.Equal(t, false, out["is_error"], "%v", out)
+	id := out["structured_content"].(map[string]any)["task_id"].(string)
+	d := e.waitStatus(t, "up26", id, "completed")
+	require.NotNil(t, d["result"], "%v", d)
+
+	// A task that asks: answered through the REST input route, delivered
+	// upstream with tasks/update.
+	code, out = e.post(t, "/api/threads/up26/tools/modern_ask_question/call", `{"arguments": {}}`)
+	require.Equal(t, 200, code, "%v", out)
+	qid := out["structured_content"].(map[string]any)["task_id"].(string)
+	d = e.waitQuestion(t, "up26", qid)
+	require.Equal(t, true, d["input_answerable"], "%v", d)
+	q := d["input_required"].(map[string]any)
+	content := map[string]any{}
+	if props, ok := q["requested_schema"].(map[string]any)["properties"].(map[string]any); ok {
+		for k := range props {
+			content[k] = "blue"
+		}
+	}
+	b := fmt.Sprintf(`{"action": "accept", "content": %s}`, mustJSON(t, content))
+	code, out = e.post(t, "/api/threads/up26/mcp-tasks/"+qid+"/input", b)
+	require.Equal(t, 202, code, "%v", out)
+	d = e.waitStatus(t, "up26", qid, "completed")
+	require.Contains(t, fmt.Sprint(d["result"]), "blue", "the server got the answer: %v", d)
+
+	// A task that fails.
+	code, out = e.post(t, "/api/threads/up26/tools/modern_fail_task/call", `{"arguments": {}}`)
+	require.Equal(t, 200, code, "%v", out)
+	fid := out["structured_content"].(map[string]any)["task_id"].(string)
+	d = e.waitStatus(t, "up26", fid, "failed")
+	require.NotEmpty(t, d["error"], "%v", d)
+
+	// A task that is cancelled.
+	code, out = e.post(t, "/api/threads/up26/tools/modern_long_task/call", `{"arguments": {}}`)
+	require.Equal(t, 200, code, "%v", out)
+	lid := out["structured_content"].(map[string]any)["task_id"].(string)
+	e.waitStatus(t, "up26", lid, "working")
+	code, out = e.post(t, "/api/threads/up26/mcp-tasks/"+lid+"/cancel", "")
+	require.Equal(t, 202, code, "%v", out)
+	e.waitStatus(t, "up26", lid, "cancelled")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

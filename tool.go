@@ -3,6 +3,7 @@ package mcpflow
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // Routing is the effective routing hint of a tool (spec §1.6, §3.9).
@@ -40,7 +41,45 @@ type ToolCall struct {
 	Secrets    map[string]string // request-scoped credentials; never logged or stored
 	RunID      *string
 	ToolCallID *string
+	// Relay is set for a call an MCP client made through the MCP endpoint:
+	// what mcpflow passes on to the MCP server and back (nil for REST).
+	Relay *CallRelay
 }
+
+// CallRelay is what an MCP client's call carries through mcpflow to the
+// MCP server and back, so that mcpflow is transparent to it.
+type CallRelay struct {
+	// ClientCapabilities are the capabilities declared to the server for
+	// the call (2026-07-28: per request): the client's own, so the server
+	// asks it only what it can answer.
+	ClientCapabilities json.RawMessage
+	// PassInput returns a server's request for input (2026-07-28,
+	// resultType "input_required") to the client as it is
+	// (ToolResult.InputRequired); the client's retry brings InputResponses
+	// and RequestState back.
+	PassInput      bool
+	InputResponses json.RawMessage
+	RequestState   string
+	// Ask, when set, answers a server's input requests during the call by
+	// asking the client (a 2025-11-25 client: as requests on its stream);
+	// keyed as the server keyed them.
+	Ask func(ctx context.Context, requests map[string]json.RawMessage) (map[string]json.RawMessage, error)
+	// Progress, when set, receives the server's progress notifications of
+	// the call (their params, without the server's progressToken).
+	Progress func(params map[string]any)
+}
+
+// RPCError is a JSON-RPC error an MCP server answered a relayed call with
+// that is its caller's to hear as it is (-32021: the call needs a client
+// capability the caller did not declare). ToolRuntime.CallTool returns it
+// for calls with a CallRelay only.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
 // ToolResult is what a tool call returned. Content holds MCP content blocks
 // as JSON objects (text, image, audio, resource_link, resource). A tool
@@ -54,6 +93,10 @@ type ToolResult struct {
 	// the result is; "" otherwise. The MCP endpoint answers such a call
 	// as a task to clients of the Tasks extension.
 	Task string `json:"-"`
+	// InputRequired is the server's request for input (2026-07-28,
+	// resultType "input_required"), for a call with CallRelay.PassInput:
+	// the MCP endpoint answers it to the client as it is.
+	InputRequired json.RawMessage `json:"-"`
 }
 
 // ToolRuntime lists and calls MCP tools. Errors are domain errors: ENotFound

@@ -283,6 +283,45 @@ func (q *Questions) elicit(ctx context.Context, server string, req transport.JSO
 	}
 }
 
+// relatesToTask reports whether an elicitation/create belongs to a
+// durable task (its related-task _meta, or the task reader it arrived on).
+func (q *Questions) relatesToTask(ctx context.Context, server string, req transport.JSONRPCRequest) bool {
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	if raw, err := json.Marshal(req.Params); err == nil {
+		_ = json.Unmarshal(raw, &p)
+	}
+	if relatedTask(p.Meta) != "" {
+		return true
+	}
+	key, ok := ctx.Value(readerKeyCtx{}).(questionKey)
+	return ok && key.server == server
+}
+
+// askCaller asks the caller of an ordinary call a server's question
+// (relayed as it is) and answers with the caller's answer, or with the
+// caller's refusal.
+func askCaller(ctx context.Context, a *mcpflow.CallRelay, req transport.JSONRPCRequest) *transport.JSONRPCResponse {
+	inner, err := json.Marshal(map[string]any{"method": req.Method, "params": req.Params})
+	if err != nil {
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_REQUEST, "malformed request params", nil)
+	}
+	answers, err := a.Ask(ctx, map[string]json.RawMessage{"q": inner})
+	if err != nil {
+		var rpc *mcpflow.RPCError
+		if errors.As(err, &rpc) {
+			return transport.NewJSONRPCErrorResponse(req.ID, rpc.Code, rpc.Message, rpc.Data)
+		}
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, mcpflow.ErrorMessage(err), nil)
+	}
+	res, ok := answers["q"]
+	if !ok {
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, "the caller did not answer", nil)
+	}
+	return transport.NewJSONRPCResultResponse(req.ID, res)
+}
+
 // relatedTask reads the task id of a request's related-task _meta.
 func relatedTask(m *mcp.Meta) string {
 	if m == nil || m.AdditionalFields == nil {
@@ -323,6 +362,16 @@ func (s *Session) serverRequests(tr transport.Interface, q *Questions, post func
 		case string(mcp.MethodElicitationCreate):
 		default:
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not supported by mcpflow: "+req.Method, nil), nil
+		}
+		if a := s.askerOf(ctx); a != nil && !q.relatesToTask(ctx, s.server, req) {
+			// An ordinary call's question: the caller answers it, as long
+			// as its call lasts (mcp-go gives this handler 30 s only).
+			resp := askCaller(context.WithoutCancel(ctx), a, req)
+			if post == nil {
+				return resp, nil
+			}
+			_ = post(context.WithoutCancel(ctx), resp)
+			return nil, nil
 		}
 		if post == nil {
 			// stdio: the response goes back through the transport.

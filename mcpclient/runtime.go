@@ -380,10 +380,16 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 		call.Arguments = args
 		return sub(ctx, call, e.tool, *e.toolset)
 	}
-	res, err := r.call(WithSecrets(ctx, call.Secrets), e.server, e.config, e.tool.OriginalName, call.UserID, call.ThreadID, args)
+	res, err := r.call(WithRelay(WithSecrets(ctx, call.Secrets), call.Relay), e.server, e.config, e.tool.OriginalName, call.UserID, call.ThreadID, args)
 	var ce *CredentialError
 	if errors.As(err, &ce) {
 		return ToolError(ce.Message), nil
+	}
+	var ir *InputRequiredAnswer
+	if errors.As(err, &ir) {
+		// The server asks the caller (CallRelay.PassInput): the caller's
+		// retry brings the answers.
+		return &mcpflow.ToolResult{InputRequired: ir.Raw}, nil
 	}
 	var ta *TaskAnswer
 	if errors.As(err, &ta) {

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -121,6 +122,9 @@ type Session struct {
 	clientCaps  map[string]any         // mcpflow's capabilities in a 2026 request's _meta
 	toolsMu     sync.Mutex
 	tools       map[string]mcp.Tool // the last listing, for Mcp-Param-* headers
+	progress    sync.Map            // progress token → func(params map[string]any)
+	asksMu      sync.Mutex
+	asks        map[*mcpflow.CallRelay]int // calls in flight that can ask their caller
 
 	done      chan struct{}
 	lostOnce  sync.Once
@@ -158,7 +162,9 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 		s.callTimeout = d
 	}
 	var sessCtx context.Context
-	sessCtx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	// The session outlives the call that dialed it: its caller's relay is
+	// not the session's (server requests outside a call go to no caller).
+	sessCtx, s.cancel = context.WithCancel(context.WithValue(context.WithoutCancel(ctx), relayKey{}, (*mcpflow.CallRelay)(nil)))
 
 	initCtx := ctx
 	initTimeout, bounded := srv.SessionInitTimeoutDuration()
@@ -268,6 +274,8 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		return fmt.Errorf("unsupported transport type '%s'", srv.Type)
 	}
 
+	s.client.OnNotification(s.onNotification)
+
 	// The transport lives as long as the session (mcp-go ties the SSE
 	// stream to the Start context), while initCtx bounds the wait.
 	started := make(chan error, 1)
@@ -298,6 +306,26 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		s.version = res.ProtocolVersion
 	}
 	return nil
+}
+
+// onNotification hands a server's notifications/progress to the call
+// whose progress token it names.
+func (s *Session) onNotification(n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationProgress) {
+		return
+	}
+	token := fmt.Sprint(n.Params.AdditionalFields["progressToken"])
+	fn, ok := s.progress.Load(token)
+	if !ok {
+		return
+	}
+	params := map[string]any{}
+	for k, v := range n.Params.AdditionalFields {
+		if k != "progressToken" {
+			params[k] = v
+		}
+	}
+	fn.(func(map[string]any))(params)
 }
 
 // Protocol returns the revision the session speaks.
@@ -440,8 +468,11 @@ func WithCallMeta(ctx context.Context, meta map[string]any) context.Context {
 // "complete", or none before 2026-07-28); a task (resultType "task", the
 // Tasks extension) is a *TaskAnswer error, for the runtime to track the
 // task durably; an answer asking for input (resultType "input_required")
-// goes to the InputRelay of ctx and the call is sent again with the
-// answers (without one it is EUpstream); any other resultType is
+// goes to the caller's CallRelay (WithRelay): returned as an
+// *InputRequiredAnswer error with PassInput, else asked through Ask and
+// the call sent again with the answers (without Ask it is EUpstream); a
+// -32021 answer (a capability the caller did not declare) is an
+// *RPCAnswer error for the caller to hear; any other resultType is
 // EUpstream: an answer mcpflow cannot read is never an empty success.
 func (s *Session) CallTool(ctx context.Context, name string, args map[string]any, meta map[string]any) (*mcp.CallToolResult, error) {
 	callCtx := ctx
@@ -455,7 +486,33 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 		return nil, err
 	}
 	req := s.toolRequest(name)
+	relay := relayFrom(ctx)
 	var round mcp.MultiRoundTripParams
+	if relay != nil {
+		if relay.Progress != nil {
+			// The server's progress of this call goes to the caller.
+			token := "mcpflow-progress-" + strconv.FormatUint(sessTaskSeq.Add(1), 10)
+			s.progress.Store(token, relay.Progress)
+			defer s.progress.Delete(token)
+			if params.Meta == nil {
+				params.Meta = &mcp.Meta{}
+			}
+			params.Meta.ProgressToken = token
+		}
+		if s.Modern() && (len(relay.InputResponses) > 0 || relay.RequestState != "") {
+			// The caller's retry of an input_required answer.
+			round.RequestState = relay.RequestState
+			var answers map[string]json.RawMessage
+			if err := json.Unmarshal(relay.InputResponses, &answers); len(relay.InputResponses) > 0 && err != nil {
+				return nil, &mcpflow.Error{Code: mcpflow.EInvalid, Message: "inputResponses must be an object"}
+			}
+			round.InputResponses = inputResponses(answers)
+		}
+	}
+	if relay != nil && relay.Ask != nil {
+		s.holdAsk(relay)
+		defer s.dropAsk(relay)
+	}
 	for rounds := 0; ; rounds++ {
 		params.MultiRoundTripParams = round
 		raw, rpc, err := s.rawRequest(callCtx, mcp.MethodToolsCall, name, params)
@@ -463,11 +520,19 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 			return nil, s.classify(ctx, callCtx, req, err)
 		}
 		if rpc != nil {
+			if relay != nil && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
+				// Said of the capabilities the caller declared: the
+				// caller's to hear, as the server said it.
+				return nil, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: nonEmptyJSON(rpc.Data)}
+			}
 			return nil, s.classify(ctx, callCtx, req, rpc.AsError())
 		}
 		res, input, err := s.toolAnswer(name, raw)
 		if err != nil || input == nil {
 			return res, err
+		}
+		if relay != nil && relay.PassInput {
+			return nil, &InputRequiredAnswer{Raw: raw}
 		}
 		if rounds >= sessMaxInputRounds {
 			return nil, &mcpflow.Error{Code: mcpflow.EUpstream,
@@ -535,44 +600,111 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*mcp.CallToolRes
 		"%s answered resultType %q, which mcpflow cannot read: the call's outcome is unknown", what, mcpflow.TruncateChars(probe.ResultType, 40))}
 }
 
-// InputRelay answers the input requests a server sends during a call
-// (2026-07-28 inputRequests, keyed by the server's keys; each a
-// {"method", "params"} object such as elicitation/create) with their
-// results, keyed alike: the caller's client answers them.
-type InputRelay func(ctx context.Context, requests map[string]json.RawMessage) (map[string]json.RawMessage, error)
-
-type inputRelayKey struct{}
-
-// WithInputRelay returns ctx whose tool calls relay the servers' input
-// requests to relay.
-func WithInputRelay(ctx context.Context, relay InputRelay) context.Context {
-	return context.WithValue(ctx, inputRelayKey{}, relay)
+func (s *Session) holdAsk(r *mcpflow.CallRelay) {
+	s.asksMu.Lock()
+	defer s.asksMu.Unlock()
+	if s.asks == nil {
+		s.asks = map[*mcpflow.CallRelay]int{}
+	}
+	s.asks[r]++
 }
 
-// relayInput answers an input_required answer through the InputRelay of
-// ctx and returns the next round's params; a server that only asked to be
-// called again (requestState alone) is called again.
+func (s *Session) dropAsk(r *mcpflow.CallRelay) {
+	s.asksMu.Lock()
+	defer s.asksMu.Unlock()
+	if s.asks[r]--; s.asks[r] <= 0 {
+		delete(s.asks, r)
+	}
+}
+
+// askerOf returns the caller a server's request during a call goes to:
+// the call's relay, which the request's context carries on streamable
+// HTTP (the request arrives on the call's own stream); on stdio, where
+// nothing ties a request to a call, the one call in flight that can ask
+// its caller (a stdio session serves one user's thread), or nil when
+// there is none or more than one.
+func (s *Session) askerOf(ctx context.Context) *mcpflow.CallRelay {
+	if r := relayFrom(ctx); r != nil {
+		if r.Ask == nil {
+			return nil
+		}
+		return r
+	}
+	if s.proc == nil {
+		return nil
+	}
+	s.asksMu.Lock()
+	defer s.asksMu.Unlock()
+	if len(s.asks) != 1 {
+		return nil
+	}
+	for r := range s.asks {
+		return r
+	}
+	return nil
+}
+
+// InputRequiredAnswer is the error of a call whose server asked for input
+// (resultType "input_required") while the caller takes such answers as
+// they are (CallRelay.PassInput): Raw is the server's result.
+type InputRequiredAnswer struct{ Raw json.RawMessage }
+
+func (e *InputRequiredAnswer) Error() string { return "the MCP server asked the caller for input" }
+
+type relayKey struct{}
+
+// WithRelay returns ctx whose tool calls carry the caller's relay: its
+// capabilities, its answers to an earlier input request, its question
+// and progress channels (see mcpflow.CallRelay).
+func WithRelay(ctx context.Context, r *mcpflow.CallRelay) context.Context {
+	if r == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, relayKey{}, r)
+}
+
+func relayFrom(ctx context.Context) *mcpflow.CallRelay {
+	r, _ := ctx.Value(relayKey{}).(*mcpflow.CallRelay)
+	return r
+}
+
+// inputResponses keeps each raw answer as it is.
+func inputResponses(answers map[string]json.RawMessage) mcp.InputResponses {
+	if len(answers) == 0 {
+		return nil
+	}
+	out := make(mcp.InputResponses, len(answers))
+	for k, v := range answers {
+		var r mcp.InputResponse
+		_ = r.UnmarshalJSON(v)
+		out[k] = r
+	}
+	return out
+}
+
+// relayInput answers an input_required answer through the caller (its
+// CallRelay.Ask) and returns the next round's
+// params; a server that only asked to be called again (requestState
+// alone) is called again.
 func (s *Session) relayInput(ctx context.Context, name string, in *inputRequired) (mcp.MultiRoundTripParams, error) {
 	next := mcp.MultiRoundTripParams{RequestState: in.RequestState}
 	if len(in.Requests) == 0 {
 		return next, nil
 	}
-	relay, _ := ctx.Value(inputRelayKey{}).(InputRelay)
-	if relay == nil {
+	var ask func(context.Context, map[string]json.RawMessage) (map[string]json.RawMessage, error)
+	if r := relayFrom(ctx); r != nil {
+		ask = r.Ask
+	}
+	if ask == nil {
 		return next, &mcpflow.Error{Code: mcpflow.EUpstream, Message: fmt.Sprintf(
 			"%s asked the caller a question (%s), but this call cannot ask its caller: call it through an MCP client that declares the elicitation capability",
 			s.toolRequest(name).what, inputKinds(in.Requests))}
 	}
-	answers, err := relay(ctx, in.Requests)
+	answers, err := ask(ctx, in.Requests)
 	if err != nil {
 		return next, err
 	}
-	next.InputResponses = make(mcp.InputResponses, len(answers))
-	for k, v := range answers {
-		var r mcp.InputResponse
-		_ = r.UnmarshalJSON(v) // keeps the raw answer, relayed as it is
-		next.InputResponses[k] = r
-	}
+	next.InputResponses = inputResponses(answers)
 	return next, nil
 }
 

@@ -142,7 +142,11 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 		Params:  params,
 	}
 	if s.Modern() {
-		body, err := s.withEnvelope(params)
+		caps := s.clientCaps
+		if r := relayFrom(ctx); r != nil && len(r.ClientCapabilities) > 0 && method == mcp.MethodToolsCall {
+			caps = nil // the caller's own, below
+		}
+		body, err := s.withEnvelope(params, caps, relayFrom(ctx))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -185,7 +189,7 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 
 // withEnvelope returns params as a JSON object with the 2026-07-28
 // per-request _meta merged in (the request's own _meta keys kept).
-func (s *Session) withEnvelope(params any) (json.RawMessage, error) {
+func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.CallRelay) (json.RawMessage, error) {
 	fields := map[string]json.RawMessage{}
 	if params != nil {
 		b, err := json.Marshal(params)
@@ -201,7 +205,11 @@ func (s *Session) withEnvelope(params any) (json.RawMessage, error) {
 		_ = json.Unmarshal(raw, &meta)
 	}
 	meta[mcp.MetaKeyProtocolVersion] = s.version
-	meta[mcp.MetaKeyClientCapabilities] = s.clientCaps
+	if caps != nil {
+		meta[mcp.MetaKeyClientCapabilities] = caps
+	} else {
+		meta[mcp.MetaKeyClientCapabilities] = relay.ClientCapabilities
+	}
 	meta[mcp.MetaKeyClientInfo] = s.info
 	b, err := json.Marshal(meta)
 	if err != nil {

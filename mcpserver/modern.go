@@ -249,11 +249,11 @@ func (s *Server) modern(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 	switch {
 	case c.answered:
 	case refusal != nil:
-		writeJSON(w, refusal.status, newResponse(msg.ID, nil, refusal.err))
+		c.reply(refusal.status, newResponse(msg.ID, nil, refusal.err))
 	case rerr != nil:
-		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, rerr))
+		c.reply(http.StatusOK, newResponse(msg.ID, nil, rerr))
 	default:
-		writeJSON(w, http.StatusOK, newResponse(msg.ID, s.modernResult(result), nil))
+		c.reply(http.StatusOK, newResponse(msg.ID, s.modernResult(result), nil))
 	}
 }
 

@@ -83,6 +83,7 @@ type Server struct {
 	watch    *watch
 
 	inflight sync.Map // inflightKey → *inflightCall
+	relays   relayed  // requests relayed to 2025-11-25 clients during their calls
 
 	mu       sync.Mutex
 	streams  map[string]*openStream // session id → its open GET stream here
@@ -238,6 +239,15 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 			writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "not a JSON-RPC request, notification or response")
 			return
 		}
+		if id, ok := relayID(msg.ID); ok {
+			sess, ok := s.requireSession(w, r, req, nil)
+			if !ok {
+				return
+			}
+			req.Method = "relayed response"
+			s.answerRelayed(w, sess, id, &msg)
+			return
+		}
 		if task, question := elicitationTask(msg.ID); task != "" {
 			sess, ok := s.requireSession(w, r, req, nil)
 			if !ok {
@@ -265,7 +275,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	c := &call{s: s, w: w, r: r, req: req, msg: &msg, caps: sess.ClientCapabilities}
+	c := &call{s: s, w: w, r: r, req: req, msg: &msg, caps: sess.ClientCapabilities, session: sess.ID}
 	var result any
 	var rerr *rpcError
 	switch mcp.MCPMethod(msg.Method) {
@@ -301,7 +311,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 	if c.answered {
 		return
 	}
-	writeJSON(w, http.StatusOK, newResponse(msg.ID, result, rerr))
+	c.reply(http.StatusOK, newResponse(msg.ID, result, rerr))
 }
 
 // isJSON reports whether a Content-Type is application/json (with or
@@ -439,8 +449,16 @@ type call struct {
 	// the request's own _meta (2026-07-28).
 	caps json.RawMessage
 	// modern is set for a 2026-07-28 request (stateless; see modern.go).
-	modern   bool
+	modern bool
+	// session is the 2025-11-25 session's id ("" in 2026-07-28).
+	session  string
 	answered bool // the handler wrote the HTTP answer itself
+
+	// The answer turns into an SSE stream when the call relays a message
+	// to the client before it answers (relay.go).
+	streamMu sync.Mutex
+	stream   *sseWriter
+	over     bool
 }
 
 func (c *call) requestID() string { return c.w.Header().Get("X-Request-ID") }

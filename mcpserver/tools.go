@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"unicode/utf8"
@@ -271,6 +272,9 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		c.answered = true
 		return nil, nil
 	}
+	if tool == nil {
+		tc.Relay = c.relay()
+	}
 	res, err := c.s.opts.Tools.CallTool(ctx, tc)
 	release()
 	if err != nil && ctx.Err() == context.Canceled {
@@ -285,7 +289,23 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 			// A per-user cap (running durable tasks, pinned sessions): 429
 			// like the cap on calls in flight, with the cap's message.
 			c.w.Header().Set("Retry-After", retryAfterCap)
-			writeHTTPError(c.w, http.StatusTooManyRequests, c.msg.ID, codeTooMany, mcpflow.ErrorMessage(err))
+			c.reply(http.StatusTooManyRequests, newResponse(c.msg.ID, nil, &rpcError{Code: codeTooMany, Message: mcpflow.ErrorMessage(err)}))
+			c.answered = true
+			return nil, nil
+		}
+		var relayed *mcpflow.RPCError
+		if errors.As(err, &relayed) {
+			// The MCP server's own answer for the client (-32021: a
+			// capability the client did not declare), as it is.
+			status := http.StatusOK
+			if c.modern && relayed.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
+				status = http.StatusBadRequest
+			}
+			re := &rpcError{Code: relayed.Code, Message: relayed.Message}
+			if len(relayed.Data) > 0 {
+				re.Data = relayed.Data
+			}
+			c.reply(status, newResponse(c.msg.ID, nil, re))
 			c.answered = true
 			return nil, nil
 		}
@@ -302,6 +322,10 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 	}
 	if tool != nil {
 		return c.createTaskResult(ctx, res)
+	}
+	if len(res.InputRequired) > 0 {
+		// The server asks the client (2026-07-28): its answer as it is.
+		return res.InputRequired, nil
 	}
 	out := callToolResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: res.IsError}
 	if out.Content == nil {

@@ -1,0 +1,266 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+)
+
+// The relay of an ordinary tools/call: what passes through mcpflow between
+// the client and the MCP server during the call, so that mcpflow is
+// transparent to both.
+//
+//   - Progress: a client's _meta.progressToken gives the server a token of
+//     mcpflow's; the server's notifications/progress come back on the call's
+//     answer, which turns into an SSE stream at the first one (when the
+//     client accepts text/event-stream), with the client's token.
+//   - Questions, 2026-07-28: the server's input_required answer goes to the
+//     client as it is; the client's retry (inputResponses, requestState)
+//     goes to the server as it is. The client's own per-request
+//     capabilities are declared to the server, so it asks only what the
+//     client can answer; a -32021 answer reaches the client as it is.
+//   - Questions, 2025-11-25: a server's elicitation/create during the call
+//     (or a 2026-07-28 server's input_required answer) is asked on the
+//     call's stream as a request of mcpflow's (id "mcpflow-relay-…"); the
+//     client's response, POSTed on the same session to this replica, is
+//     the server's answer. The capabilities declared upstream are the
+//     client's elicitation, sampling and roots, and the Tasks extension
+//     when durable tasks run here.
+
+// relayPrefix starts the id of a request mcpflow relays to a 2025-11-25
+// client during a tools/call.
+const relayPrefix = "mcpflow-relay-"
+
+// relayed holds the relayed requests waiting for their client's response:
+// id → the session they were asked on and where the response goes.
+type relayed struct {
+	mu      sync.Mutex
+	waiting map[string]relayWait
+}
+
+type relayWait struct {
+	session string
+	answer  chan *message
+}
+
+func (r *relayed) add(id, session string) chan *message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.waiting == nil {
+		r.waiting = map[string]relayWait{}
+	}
+	ch := make(chan *message, 1)
+	r.waiting[id] = relayWait{session: session, answer: ch}
+	return ch
+}
+
+func (r *relayed) drop(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.waiting, id)
+}
+
+// deliver hands a response to the request it answers, when the request
+// waits here and was asked on session.
+func (r *relayed) deliver(id, session string, msg *message) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.waiting[id]
+	if !ok || w.session != session {
+		return false
+	}
+	delete(r.waiting, id)
+	w.answer <- msg
+	return true
+}
+
+// relayID reads the id of a response to a relayed request.
+func relayID(id json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(id, &s) != nil || !strings.HasPrefix(s, relayPrefix) {
+		return "", false
+	}
+	return s, true
+}
+
+// relayParams are the params of a tools/call that its relay reads.
+type relayParams struct {
+	// 2026-07-28: the retry of an input_required answer.
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   string          `json:"requestState"`
+	Meta           struct {
+		ProgressToken any `json:"progressToken"`
+	} `json:"_meta"`
+}
+
+// relay builds the call's relay (see the top of this file).
+func (c *call) relay() *mcpflow.CallRelay {
+	var p relayParams
+	_ = json.Unmarshal(c.msg.Params, &p) // the params decoded once already
+	r := &mcpflow.CallRelay{}
+	if c.modern {
+		r.ClientCapabilities = c.caps
+		if len(r.ClientCapabilities) == 0 || string(r.ClientCapabilities) == "null" {
+			r.ClientCapabilities = json.RawMessage(`{}`)
+		}
+		r.PassInput = true
+		r.InputResponses = nullToEmpty(p.InputResponses)
+		r.RequestState = p.RequestState
+	} else {
+		r.ClientCapabilities = c.legacyCaps()
+		if acceptsSSE(c.r) && c.session != "" && len(c.declared()) > 0 {
+			r.Ask = c.ask
+		}
+	}
+	if token := p.Meta.ProgressToken; token != nil && acceptsSSE(c.r) {
+		r.Progress = func(params map[string]any) {
+			params["progressToken"] = token
+			_ = c.notify(notification{JSONRPC: mcp.JSONRPC_VERSION, Method: string(mcp.MethodNotificationProgress), Params: params})
+		}
+	}
+	return r
+}
+
+// declared are the kinds of requests a 2025-11-25 client answers: the
+// methods of the capabilities it declared at initialize.
+func (c *call) declared() []string {
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(c.caps, &caps)
+	var out []string
+	for cap, method := range map[string]mcp.MCPMethod{"elicitation": mcp.MethodElicitationCreate,
+		"sampling": mcp.MethodSamplingCreateMessage, "roots": mcp.MethodListRoots} {
+		if v, ok := caps[cap]; ok && string(v) != "null" {
+			out = append(out, string(method))
+		}
+	}
+	return out
+}
+
+// legacyCaps are the capabilities a 2025-11-25 client's call declares to a
+// 2026-07-28 server: its elicitation, sampling and roots, and the Tasks
+// extension when durable tasks run here (the task is then mcpflow's).
+func (c *call) legacyCaps() json.RawMessage {
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(c.caps, &caps)
+	out := map[string]json.RawMessage{}
+	for _, k := range []string{"elicitation", "sampling", "roots"} {
+		if v, ok := caps[k]; ok && string(v) != "null" {
+			out[k] = v
+		}
+	}
+	if c.s.tasksEnabled() {
+		out["extensions"] = json.RawMessage(`{"` + ExtTasks + `":{}}`)
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+// errCallOver refuses a write to a call that has answered.
+var errCallOver = errors.New("the call has answered")
+
+// notify writes a message on the call's answer, turning it into an SSE
+// stream at the first.
+func (c *call) notify(v any) error {
+	c.streamMu.Lock()
+	defer c.streamMu.Unlock()
+	if c.over {
+		return errCallOver
+	}
+	if c.stream == nil {
+		c.stream = newSSEWriter(c.w)
+		c.stream.start()
+	}
+	return c.stream.event("", v)
+}
+
+// reply writes the answer to the request: the last event of its stream
+// when one started, else one JSON body with status.
+func (c *call) reply(status int, v any) {
+	c.streamMu.Lock()
+	defer c.streamMu.Unlock()
+	c.over = true
+	if c.stream != nil {
+		_ = c.stream.event("", v)
+		return
+	}
+	writeJSON(c.w, status, v)
+}
+
+// ask asks a 2025-11-25 client the server's input requests (each a
+// {"method", "params"} object), one after the other on the call's stream,
+// and returns its results keyed as the requests were. A client's JSON-RPC
+// error is a *mcpflow.RPCError.
+func (c *call) ask(ctx context.Context, requests map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	keys := make([]string, 0, len(requests))
+	for k := range requests {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	answers := make(map[string]json.RawMessage, len(requests))
+	for _, key := range keys {
+		var in struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(requests[key], &in); err != nil || in.Method == "" {
+			return nil, mcpflow.Errorf(mcpflow.EUpstream, "the MCP server asked for input in a form mcpflow cannot read")
+		}
+		if !slices.Contains(c.declared(), in.Method) {
+			return nil, mcpflow.Errorf(mcpflow.EUpstream, "the MCP server asked for %s, which this client did not declare at initialize", truncate(in.Method, 60))
+		}
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		id := relayPrefix + hex.EncodeToString(b[:])
+		wait := c.s.relays.add(id, c.session)
+		idJSON, _ := json.Marshal(id)
+		err := c.notify(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Method  string          `json:"method"`
+			Params  json.RawMessage `json:"params,omitempty"`
+		}{mcp.JSONRPC_VERSION, idJSON, in.Method, in.Params})
+		if err != nil {
+			c.s.relays.drop(id)
+			return nil, mcpflow.Errorf(mcpflow.EUpstream, "could not ask the client: %v", err)
+		}
+		var msg *message
+		select {
+		case msg = <-wait:
+		case <-c.r.Context().Done():
+			c.s.relays.drop(id)
+			return nil, c.r.Context().Err()
+		case <-ctx.Done():
+			c.s.relays.drop(id)
+			return nil, ctx.Err()
+		}
+		if len(msg.Error) > 0 {
+			var e mcpflow.RPCError
+			if json.Unmarshal(msg.Error, &e) != nil || e.Code == 0 {
+				e = mcpflow.RPCError{Code: mcp.INTERNAL_ERROR, Message: "the client answered with an error"}
+			}
+			return nil, &e
+		}
+		answers[key] = msg.Result
+	}
+	return answers, nil
+}
+
+// answerRelayed takes a client's response to a relayed request: 202 when
+// a call of its session waits for it, 404 otherwise (answered already,
+// the call over, or asked by another replica).
+func (s *Server) answerRelayed(w http.ResponseWriter, sess *mcpflow.MCPSession, id string, msg *message) {
+	if !s.relays.deliver(id, sess.ID, msg) {
+		writeHTTPError(w, http.StatusNotFound, nil, mcp.INVALID_PARAMS, "no call of this session waits for this response here: it was answered already, or its call is over")
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}

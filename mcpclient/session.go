@@ -471,8 +471,9 @@ func WithCallMeta(ctx context.Context, meta map[string]any) context.Context {
 // goes to the caller's CallRelay (WithRelay): returned as an
 // *InputRequiredAnswer error with PassInput, else asked through Ask and
 // the call sent again with the answers (without Ask it is EUpstream); a
-// -32021 answer (a capability the caller did not declare) is an
-// *RPCAnswer error for the caller to hear; any other resultType is
+// -32021 answer (a capability the caller did not declare), and with
+// PassInput any JSON-RPC error, is an *mcpflow.RPCError for the caller to
+// hear; any other resultType is
 // EUpstream: an answer mcpflow cannot read is never an empty success.
 func (s *Session) CallTool(ctx context.Context, name string, args map[string]any, meta map[string]any) (*mcp.CallToolResult, error) {
 	callCtx := ctx
@@ -520,9 +521,11 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 			return nil, s.classify(ctx, callCtx, req, err)
 		}
 		if rpc != nil {
-			if relay != nil && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
-				// Said of the capabilities the caller declared: the
-				// caller's to hear, as the server said it.
+			if relay != nil && (relay.PassInput || rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY) {
+				// The server's answer to the caller's request (a 2026-07-28
+				// caller's: its retry's requestState refused; or said of the
+				// capabilities the caller declared): the caller's to hear,
+				// as the server said it.
 				return nil, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: nonEmptyJSON(rpc.Data)}
 			}
 			return nil, s.classify(ctx, callCtx, req, rpc.AsError())

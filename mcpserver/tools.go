@@ -239,12 +239,17 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		// (resultType "task") for a client that declares the Tasks
 		// extension on this request; params.task is ignored.
 		p.Task = nil
-		if c.s.tasksEnabled() && declares(c.caps, ExtTasks) {
-			tools, err := c.s.opts.Tools.ListTools(ctx, c.req.UserID, c.req.ThreadID)
-			if err != nil {
-				return nil, c.domainError("list tools", err)
+		tools, err := c.s.opts.Tools.ListTools(ctx, c.req.UserID, c.req.ThreadID)
+		if err != nil {
+			return nil, c.domainError("list tools", err)
+		}
+		if i := slices.IndexFunc(tools, func(t mcpflow.Tool) bool { return t.Name == p.Name }); i >= 0 {
+			if e := c.checkParamHeaders(&tools[i]); e != nil {
+				c.reply(e.status, newResponse(c.msg.ID, nil, e.err))
+				c.answered = true
+				return nil, nil
 			}
-			if i := slices.IndexFunc(tools, func(t mcpflow.Tool) bool { return t.Name == p.Name }); i >= 0 && tools[i].TaskToolset != nil {
+			if tools[i].TaskToolset != nil && c.s.tasksEnabled() && declares(c.caps, ExtTasks) {
 				tool = &tools[i]
 			}
 		}
@@ -332,6 +337,28 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		out.Content = []json.RawMessage{}
 	}
 	return out, nil
+}
+
+// checkParamHeaders checks the Mcp-Param-* headers of a 2026-07-28
+// tools/call against its arguments, for the parameters the tool's input
+// schema binds to headers (x-mcp-header): a missing, undecodable or
+// different header is -32020 with 400.
+func (c *call) checkParamHeaders(t *mcpflow.Tool) *modernError {
+	if !bytes.Contains(t.InputSchema, []byte("x-mcp-header")) {
+		return nil
+	}
+	mt := mcp.Tool{Name: t.Name, RawInputSchema: t.InputSchema}
+	err := mcp.ValidateParamHeadersLookup(func(name string) (string, bool) {
+		v, ok := c.r.Header[http.CanonicalHeaderKey(name)]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}, &mt, c.msg.Params)
+	if err != nil {
+		return refuse(http.StatusBadRequest, codeHeaderMismatch, nil, "Header mismatch: %s", err.Error())
+	}
+	return nil
 }
 
 // readMeta takes mcpflow's keys from a tools/call's _meta.

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -125,4 +130,32 @@ func mustJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestMCP2026Example runs the README's example, examples/mcp-2026/
+// durable-task.mjs (the TypeScript SDK v2 client with ext-tasks), against
+// mcpflow as it is written: the call answers a task, the task's question is
+// answered with tasks/update, and the task completes with the answer used.
+func TestMCP2026Example(t *testing.T) {
+	node := testenv.Node2026(t)
+	e := startInputEnv(t)
+	// The example resolves its packages next to itself: a copy beside the
+	// test dependencies that make testdeps installed.
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "mcp-2026", "durable-task.mjs"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "durable-task.mjs"), src, 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(testenv.NPMDir(), "node_modules"), filepath.Join(dir, "node_modules")))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "durable-task.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MCP_URL="+e.m.URL()+"/mcp/threads/example-2026", "MCP_TOKEN="+testUserToken)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("%s", out)
+	require.Regexp(t, `call answered: task mcp-task-[0-9a-f]{32}`, string(out))
+	require.Contains(t, string(out), "question: ")
+	require.Contains(t, string(out), "status: input_required")
+	require.Regexp(t, `outcome: completed .*pdf`, string(out))
 }

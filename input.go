@@ -30,7 +30,18 @@ type InputAnswer struct {
 	// current. An answer for another question than the current one is
 	// refused (StaleAnswer), never delivered to a newer question.
 	QuestionID int `json:"question_id,omitempty"`
+	// Responses are an MCP client's answers to a native task's input
+	// requests (2026-07-28; Task.InputRequired[InputRequestsKey]), keyed as
+	// the server keyed them and relayed as they are; when set, Action and
+	// Content are unused. Answering some keys leaves the others open.
+	Responses map[string]json.RawMessage `json:"responses,omitempty"`
 }
+
+// InputRequestsKey is the key of Task.InputRequired that holds a native
+// task's input requests as its server sent them (2026-07-28 inputRequests:
+// key → {"method", "params"}), next to the question mcpflow answers
+// through its input route ("message", "requested_schema").
+const InputRequestsKey = "input_requests"
 
 // StaleAnswer returns the EConflict error of an answer for question id
 // while t's current question is another (nil when id is 0 or current).

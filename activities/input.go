@@ -21,6 +21,15 @@ const (
 type AnswerInput struct {
 	Ref    mcpflow.TaskReference `json:"ref"`
 	Answer mcpflow.InputAnswer   `json:"answer"`
+	Bounds mcpflow.Bounds        `json:"bounds"`
+}
+
+// AnswerOutput is the task's state right after a partial answer: still
+// input_required, with the requests left open. Nil otherwise (the task
+// goes on working; the next poll says how).
+type AnswerOutput struct {
+	Snapshot    mcpflow.Snapshot `json:"snapshot"`
+	Fingerprint string           `json:"fingerprint"`
 }
 
 // Answer delivers a user's answer to the task's question through the
@@ -31,7 +40,27 @@ type AnswerInput struct {
 // against the task's row right before it goes upstream: an answer for an
 // earlier question is refused (McpTaskInputStale, non-retryable) and never
 // reaches the server's newer question.
-func (a *Activities) Answer(ctx context.Context, in AnswerInput) error {
+//
+// An answer to some of a native task's input requests (InputAnswer.Responses)
+// is followed by a status read: while the task still requires input (the
+// other requests), that state is returned, so the task shows the requests
+// left open at once rather than working until its next poll.
+func (a *Activities) Answer(ctx context.Context, in AnswerInput) (*AnswerOutput, error) {
+	err := a.answer(ctx, in)
+	if err != nil || len(in.Answer.Responses) == 0 {
+		return nil, err
+	}
+	snap, err := a.Driver.Status(ctx, in.Ref)
+	if err == nil {
+		snap, err = snap.Normalize(in.Bounds)
+	}
+	if err != nil || snap.Status != mcpflow.StatusInputRequired {
+		return nil, nil // delivered: the polls go on as after any answer
+	}
+	return &AnswerOutput{Snapshot: snap, Fingerprint: Fingerprint(snap)}, nil
+}
+
+func (a *Activities) answer(ctx context.Context, in AnswerInput) error {
 	d, ok := a.Driver.(mcpflow.InputDriver)
 	if !ok {
 		return temporal.NewNonRetryableApplicationError("this task's driver cannot deliver answers", errTypeInputGone, nil)

@@ -339,17 +339,30 @@ func (d *NativeDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, an
 			gone = true
 			return nil, nil, nil
 		}
-		key, _, ok := t.question()
-		if !ok {
-			gone = true
-			return nil, nil, nil
+		responses := answer.Responses
+		if len(responses) > 0 {
+			// A client's answers to some of the requests, keyed as the
+			// server keyed them: only to requests still open.
+			for key := range responses {
+				if _, open := t.inputRequests[key]; !open {
+					gone = true
+					return nil, nil, nil
+				}
+			}
+		} else {
+			key, _, ok := t.question()
+			if !ok {
+				gone = true
+				return nil, nil, nil
+			}
+			result := map[string]any{"action": answer.Action}
+			if answer.Content != nil {
+				result["content"] = answer.Content
+			}
+			b, _ := json.Marshal(result)
+			responses = map[string]json.RawMessage{key: b}
 		}
-		result := map[string]any{"action": answer.Action}
-		if answer.Content != nil {
-			result["content"] = answer.Content
-		}
-		b, _ := json.Marshal(result)
-		_, rpc, err = s.UpdateTask(ctx, r.taskID, map[string]json.RawMessage{key: b}, meta)
+		_, rpc, err = s.UpdateTask(ctx, r.taskID, responses, meta)
 		if rpc != nil {
 			gone = true
 		}
@@ -428,6 +441,11 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 				s.InputAnswerable = true
 			} else if t.message == "" {
 				s.InputRequired = map[string]any{"message": "the server asks for input mcpflow cannot give (sampling or roots)"}
+			}
+			if all := t.requests(); all != nil {
+				// Every request as the server keyed it: an MCP client
+				// answers them (some or all) with tasks/update.
+				s.InputRequired[mcpflow.InputRequestsKey] = all
 			}
 			break
 		}
@@ -631,6 +649,22 @@ func (t nativeTask) question() (string, map[string]any, bool) {
 		return key, q, true
 	}
 	return "", nil, false
+}
+
+// requests returns the task's inputRequests as JSON values (numbers kept
+// exactly), or nil when it has none.
+func (t nativeTask) requests() map[string]any {
+	if len(t.inputRequests) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(t.inputRequests))
+	for k, raw := range t.inputRequests {
+		var v any
+		if mcpflow.DecodeExact(raw, &v) == nil {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // outcome is the snapshot of a 2026-07-28 task that ended: its inlined

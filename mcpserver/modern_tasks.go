@@ -44,7 +44,10 @@ func (s *Server) taskExt(t *mcpflow.Task, detail bool) map[string]any {
 	}
 	switch t.Status {
 	case mcpflow.StatusInputRequired:
-		if t.InputAnswerable && s.opts.AnswerInput != nil {
+		if all, ok := t.InputRequired[mcpflow.InputRequestsKey].(map[string]any); ok && len(all) > 0 && t.InputAnswerable && s.opts.AnswerInput != nil {
+			// A native task's requests, as its server keyed them.
+			out["inputRequests"] = all
+		} else if t.InputAnswerable && s.opts.AnswerInput != nil {
 			out["inputRequests"] = map[string]any{questionKey(t): map[string]any{
 				"method": string(mcp.MethodElicitationCreate),
 				"params": map[string]any{"mode": "form", "message": inputQuestion(t.InputRequired), "requestedSchema": requestedSchema(t)},
@@ -127,8 +130,14 @@ func (c *call) updateTaskExt(ctx context.Context) (any, *rpcError) {
 	if rerr != nil {
 		return nil, rerr
 	}
+	if t.Status != mcpflow.StatusInputRequired || !t.InputAnswerable || c.s.opts.AnswerInput == nil {
+		return struct{}{}, nil
+	}
+	if all, ok := t.InputRequired[mcpflow.InputRequestsKey].(map[string]any); ok && len(all) > 0 {
+		return c.updateRequests(ctx, t, all, p.InputResponses)
+	}
 	raw, ok := p.InputResponses[questionKey(t)]
-	if !ok || t.Status != mcpflow.StatusInputRequired || !t.InputAnswerable || c.s.opts.AnswerInput == nil {
+	if !ok {
 		return struct{}{}, nil
 	}
 	var res struct {
@@ -168,6 +177,52 @@ func (c *call) cancelTaskExt(ctx context.Context) (any, *rpcError) {
 		if err := c.s.opts.CancelTask(ctx, t); err != nil && mcpflow.ErrorCode(err) != mcpflow.EConflict {
 			return nil, c.domainError("cancel task", err)
 		}
+	}
+	return struct{}{}, nil
+}
+
+// updateRequests delivers a client's answers to a native task's own input
+// requests (keyed as its server keyed them; keys of no open request are
+// ignored): an elicitation's answer is checked against its requestedSchema,
+// and the answers go to the server as they are, through the task's
+// workflow. Answering some leaves the others open.
+func (c *call) updateRequests(ctx context.Context, t *mcpflow.Task, open map[string]any, responses map[string]json.RawMessage) (any, *rpcError) {
+	answers := map[string]json.RawMessage{}
+	for key, raw := range responses {
+		req, ok := open[key].(map[string]any)
+		if !ok {
+			continue
+		}
+		if req["method"] == string(mcp.MethodElicitationCreate) {
+			var res struct {
+				Action  string         `json:"action"`
+				Content map[string]any `json:"content"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&res); err != nil {
+				return nil, invalidParams("inputResponses[%q] must be an elicitation result {action, content?}", truncate(key, 100))
+			}
+			question := map[string]any{}
+			if params, ok := req["params"].(map[string]any); ok && params["requestedSchema"] != nil {
+				question["requested_schema"] = params["requestedSchema"]
+			}
+			if err := (mcpflow.InputAnswer{Action: res.Action, Content: res.Content}).Validate(question); err != nil {
+				return nil, invalidParams("inputResponses[%q]: %s", truncate(key, 100), mcpflow.ErrorMessage(err))
+			}
+		} else if !isJSONObject(raw) {
+			return nil, invalidParams("inputResponses[%q] must be an object", truncate(key, 100))
+		}
+		answers[key] = raw
+	}
+	if len(answers) == 0 {
+		return struct{}{}, nil
+	}
+	if err := c.s.opts.AnswerInput(ctx, t, mcpflow.InputAnswer{Responses: answers, QuestionID: t.QuestionSeq}); err != nil {
+		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
+			return struct{}{}, nil // the requests changed meanwhile: nothing open to answer
+		}
+		return nil, c.domainError("deliver the answer", err)
 	}
 	return struct{}{}, nil
 }

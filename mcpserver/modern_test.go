@@ -308,6 +308,48 @@ func TestModernTasksExtension(t *testing.T) {
 	require.Equal(t, []string{asking.ID}, b.cancels)
 }
 
+// TestModernTasksExtensionServerRequests: a native task's own input
+// requests are shown as its server keyed them; tasks/update answers some
+// of them (each elicitation's answer checked against its schema), relayed
+// as they are, and ignores keys of no open request.
+func TestModernTasksExtensionServerRequests(t *testing.T) {
+	t.Parallel()
+	b := newModern(t)
+	schema := map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []any{"name"}}
+	requests := map[string]any{
+		"name":  map[string]any{"method": "elicitation/create", "params": map[string]any{"mode": "form", "message": "Name?", "requestedSchema": schema}},
+		"roots": map[string]any{"method": "roots/list"},
+	}
+	asking := b.task(t, "th", mcpflow.StatusInputRequired, func(tk *mcpflow.Task) {
+		tk.InputRequired = map[string]any{"message": "Name?", "requested_schema": schema, mcpflow.InputRequestsKey: requests}
+		tk.InputAnswerable = true
+	})
+	status, _, out := b.post(t, "tasks/get", map[string]any{"taskId": asking.ID, "_meta": env(true)}, map[string]string{headerName: asking.ID})
+	require.Equal(t, 200, status, "%v", out)
+	require.Equal(t, requests, out["result"].(map[string]any)["inputRequests"])
+
+	update := func(responses map[string]any) map[string]any {
+		t.Helper()
+		status, _, out := b.post(t, "tasks/update", map[string]any{"taskId": asking.ID, "inputResponses": responses, "_meta": env(true)},
+			map[string]string{headerName: asking.ID})
+		require.Equal(t, 200, status, "%v", out)
+		return out
+	}
+	update(map[string]any{"mcpflow-question-1": map[string]any{"action": "accept", "content": map[string]any{"name": "x"}}})
+	require.Empty(t, b.answers, "mcpflow's own key is not one of the server's")
+	out = update(map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": 7}}})
+	require.Equal(t, -32602.0, rpcCode(out), "content that fails the request's schema: %v", out)
+	out = update(map[string]any{"roots": "not an object"})
+	require.Equal(t, -32602.0, rpcCode(out), "%v", out)
+	require.Empty(t, b.answers)
+
+	update(map[string]any{"name": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}, "other": map[string]any{}})
+	require.Len(t, b.answers, 1)
+	require.Equal(t, 1, b.answers[0].QuestionID)
+	require.Equal(t, map[string]json.RawMessage{"name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)}, b.answers[0].Responses,
+		"only the open request's answer, as the client wrote it")
+}
+
 // TestModernListen: subscriptions/listen acknowledges first (the caller's
 // own tasks among taskIds), pushes notifications/tasks as the task
 // changes, and ends with its result once every task ended.

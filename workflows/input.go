@@ -80,10 +80,16 @@ func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
 		opts.TaskQueue = w.st.InputQueue
 		opts.ScheduleToStartTimeout = pinnedScheduleToStart
 	}
-	err := w.exec(ctx, "deliver answer to the task's question", opts, a.Answer, nil,
-		activities.AnswerInput{Ref: w.ref(), Answer: p.answer})
+	// Replay: histories recorded before Answer returned anything have no
+	// result, which decodes as nil: the same state and commands as then.
+	var out *activities.AnswerOutput
+	err := w.exec(ctx, "deliver answer to the task's question", opts, a.Answer, &out,
+		activities.AnswerInput{Ref: w.ref(), Answer: p.answer, Bounds: w.in.Config.Bounds})
 	var ae *temporal.ApplicationError
 	switch {
+	case err == nil && out != nil && out.Snapshot.Status == mcpflow.StatusInputRequired:
+		// Some of the server's requests answered: the others stay open.
+		w.st.Snapshot, w.st.Fingerprint = out.Snapshot, out.Fingerprint
 	case err == nil:
 		w.st.Snapshot = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
 		w.st.Fingerprint = ""

@@ -238,7 +238,11 @@ func (q *Questions) elicit(ctx context.Context, server string, req transport.JSO
 		}
 	}
 	if taskID == "" {
-		return refuse("mcpflow relays questions only for durable tasks (an elicitation related to an input_required task)")
+		// An ordinary call whose caller cannot be asked during it (a REST
+		// caller, a 2025-11-25 client without the capability or its SSE
+		// answer, a 2026-07-28 client: that revision asks only through an
+		// input_required answer).
+		return refuse("mcpflow cannot relay this question: the caller of this call cannot be asked during it (a REST call, an MCP client without the elicitation capability or an SSE answer, or a 2026-07-28 client, which is asked only through input_required); durable tasks can ask (related-task)")
 	}
 	if p.Mode != "" && p.Mode != "form" {
 		return refuse("mcpflow relays form-mode questions only")

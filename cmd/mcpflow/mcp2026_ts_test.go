@@ -159,3 +159,31 @@ func TestMCP2026Example(t *testing.T) {
 	require.Contains(t, string(out), "status: input_required")
 	require.Regexp(t, `outcome: completed .*pdf`, string(out))
 }
+
+// TestMCP2026UpstreamStdio: the 2026-07-28-only TypeScript SDK v2 server
+// over stdio behind mcpflow: mcpflow probes it with server/discover on the
+// child's stdin, speaks 2026-07-28 to it, relays an ordinary call and its
+// progress, and a task it answers a plain call with is a durable task.
+func TestMCP2026UpstreamStdio(t *testing.T) {
+	node := testenv.Node2026(t)
+	script := filepath.Join(testenv.NPMDir(), "mcp2026_server.mjs")
+	ext := fmt.Sprintf(`{"mcpServers": {"modern": {"type": "stdio", "command": %q, "args": [%q, "--stdio"], "tool_call_timeout": 30}}}`, node, script)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1 }\nworkspace: { root: ws }\n", ext)
+	e := &taskEnv{m: waitReady(t, startMain(t, ModeDev, cfg, nil))}
+
+	code, out := e.post(t, "/api/threads/st26/tools/modern_echo/call", `{"arguments": {"text": "over stdio"}}`)
+	require.Equal(t, 200, code, "%v", out)
+	require.Equal(t, false, out["is_error"], "%v", out)
+	require.Contains(t, fmt.Sprint(out["content"]), "over stdio")
+
+	c, progress, _ := legacyClient(t, e.m.URL()+"/mcp/threads/st26", nil)
+	res := callWithProgress(t, c, "modern_progress", "p-stdio", map[string]any{"steps": 2, "delayMs": 10})
+	require.Contains(t, resultText(res), "done after 2 steps")
+	require.Len(t, progress.of("p-stdio"), 2, "the stdio server's progress reached the client")
+
+	code, out = e.post(t, "/api/threads/st26/tools/modern_sleep_task/call", `{"arguments": {"ms": 300}}`)
+	require.Equal(t, 200, code, "%v", out)
+	id := out["structured_content"].(map[string]any)["task_id"].(string)
+	d := e.waitStatus(t, "st26", id, "completed")
+	require.Contains(t, fmt.Sprint(d["result"]), "300", "%v", d)
+}

@@ -5,6 +5,7 @@
 // (HTTP 400) naming the supported versions.
 //
 //   node mcp2026_server.mjs [--port N | N] [--token T]
+//   node mcp2026_server.mjs --stdio
 //
 // Streamable HTTP on 127.0.0.1 (port from argv, else $PORT, else a free
 // one); the first line on stdout is the endpoint URL, http://127.0.0.1:N/mcp.
@@ -30,6 +31,7 @@
 //   tool_error_task {message} task that completes with isError: true
 //   long_task {seconds}    task that runs until cancelled (default an hour)
 import { Server, createMcpHandler, ProtocolError } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import {
   SCHEMA_2020_12,
   StateCodec,
@@ -223,6 +225,11 @@ function buildServer() {
 }
 
 const log = process.env.LOG === '1' ? (m) => console.error(m) : undefined;
+if (process.argv.includes('--stdio')) {
+  // The same server over stdio (2026-07-28 only: a 2025 initialize is
+  // refused), one instance for the connection.
+  serveStdio(() => buildServer(), { legacy: 'reject', onerror: (e) => log?.(`[mcp] ${e.message}`) });
+} else {
 const mcp = createMcpHandler(() => buildServer(), { legacy: 'reject', onerror: (e) => log?.(`[mcp] ${e.message}`) });
 const { url } = await serveHTTP({
   port: portFromArgs(),
@@ -231,4 +238,5 @@ const { url } = await serveHTTP({
   handle: async (request, msg) => (isTaskListen(msg) ? taskListenResponse(store, msg, request.signal) : methodNotFound404(await mcp.fetch(request))),
 });
 console.log(url);
+}
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(0));

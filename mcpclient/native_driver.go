@@ -35,7 +35,9 @@ type SessionRunner func(ctx context.Context, server, userID, threadID string, op
 // error is the JSON-RPC error tasks/result answers with (or the result's
 // text). A completed result is its structuredContent when present, else
 // its content blocks, with workspace paths translated on stdio routes as
-// for ordinary tool results.
+// for ordinary tool results; the snapshot also carries the blocks
+// themselves (Snapshot.Content, with Snapshot.ResultStructured), which the
+// MCP endpoint answers as they are.
 //
 // Errors: an upstream task that is gone (a -32602 answer: unknown id, or
 // its ttl expired, or the session it was started on ended on a server that

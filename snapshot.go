@@ -16,8 +16,19 @@ type Snapshot struct {
 	ResultPreview   *string           `json:"result_preview,omitempty"`
 	ResultTruncated bool              `json:"result_truncated,omitempty"`
 	ResultArtifact  map[string]string `json:"result_artifact,omitzero"`
-	Error           *string           `json:"error,omitempty"`
-	InputRequired   map[string]any    `json:"input_required,omitzero"`
+	// Content is a completed native task's tool result as the upstream
+	// gave it: its content blocks, a JSON array, which the MCP endpoint
+	// answers as they are (Result stays what the REST API shows). Only
+	// the native driver sets it; Normalize drops it (never failing the
+	// task) when it is not a JSON array, is larger than the result bound,
+	// or the task is not completed. Absent, the endpoint renders Result.
+	Content json.RawMessage `json:"content,omitempty"`
+	// ResultStructured, with Content, says where Result came from: true,
+	// the upstream's structuredContent; false, the upstream had none and
+	// Result is its content blocks. Without Content it is always false.
+	ResultStructured bool           `json:"result_structured,omitempty"`
+	Error            *string        `json:"error,omitempty"`
+	InputRequired    map[string]any `json:"input_required,omitzero"`
 	// InputAnswerable says the question in InputRequired can be answered
 	// through mcpflow (POST …/mcp-tasks/{id}/input): the driver can deliver
 	// an answer (mcpflow.InputDriver).
@@ -90,7 +101,10 @@ func (s Snapshot) NeedsAttention() bool { return s.Status.NeedsAttention() }
 // *ProtocolError (the task then fails): a result that is not strict JSON, and
 // an input_required or result_artifact payload that is not strict JSON or
 // exceeds 65,536 bytes. An error text is cut to 4,000 characters; a result
-// larger than b.MaxResultBytes is replaced by a preview.
+// larger than b.MaxResultBytes is replaced by a preview. Content blocks are
+// compacted, and dropped (with ResultStructured) when they cannot be kept:
+// larger than b.MaxResultBytes, not a JSON array, or on a task that is not
+// completed; they are never a reason to fail the task.
 func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
 	if b.MaxResultBytes <= 0 || b.ResultPreviewMaxChars <= 0 {
 		b = DefaultBounds()
@@ -143,7 +157,28 @@ func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
 		p := TruncateChars(*out.ResultPreview, b.ResultPreviewMaxChars)
 		out.ResultPreview = &p
 	}
+	out.Content = nil
+	if s.Status == StatusCompleted {
+		out.Content = boundContent(s.Content, b.MaxResultBytes)
+	}
+	if out.Content == nil {
+		out.ResultStructured = false
+	}
 	return out, nil
+}
+
+// boundContent returns content blocks compacted, or nil when there are
+// none or they cannot be kept: not a JSON array, or more than max bytes
+// once compact.
+func boundContent(blocks json.RawMessage, max int) json.RawMessage {
+	if len(blocks) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, blocks); err != nil || buf.Len() > max || buf.Bytes()[0] != '[' {
+		return nil
+	}
+	return json.RawMessage(buf.Bytes())
 }
 
 func checkPayload(field string, v any) error {

@@ -40,6 +40,7 @@ func FuzzSnapshotNormalize(f *testing.F) {
 		result       []byte
 		input        []byte
 		artifact     []byte
+		content      []byte
 		padInput     uint32
 		padArtifact  uint32
 		errText      string
@@ -73,11 +74,16 @@ func FuzzSnapshotNormalize(f *testing.F) {
 		{status: "failed", errText: strings.Repeat("é", 5000), hasErr: true},
 		{status: "failed", errText: "a\xffb\xe6\x97", hasErr: true},
 		{status: "completed", result: []byte(`"ok"`), preview: strings.Repeat("p", 3000), hasPreview: true},
+		{status: "completed", result: []byte(`{"a":1}`), content: []byte(` [{"type": "text", "text": "a"}] `), maxResult: 64, previewChars: 24},
+		{status: "completed", result: []byte(`[]`), content: []byte(`[{"type":"text","text":"` + strings.Repeat("t", 60) + `"}]`), maxResult: 64, previewChars: 24},
+		{status: "completed", content: []byte(`{"type":"text"}`)},
+		{status: "completed", content: []byte(`[{"type":`)},
+		{status: "working", content: []byte(`[]`)},
 		{status: "running"},
 		{status: "", maxResult: -1, previewChars: 0},
 	}
 	for _, s := range seeds {
-		f.Add(s.status, s.resultMode, s.result, s.input, s.artifact, s.padInput, s.padArtifact,
+		f.Add(s.status, s.resultMode, s.result, s.input, s.artifact, s.content, s.padInput, s.padArtifact,
 			s.errText, s.hasErr, s.preview, s.hasPreview, s.hintBits, s.hasHint, s.maxResult, s.previewChars)
 	}
 
@@ -88,7 +94,7 @@ func FuzzSnapshotNormalize(f *testing.F) {
 		DegradedAfterErrors:   3,
 	}
 
-	f.Fuzz(func(t *testing.T, status string, resultMode uint8, result, input, artifact []byte,
+	f.Fuzz(func(t *testing.T, status string, resultMode uint8, result, input, artifact, content []byte,
 		padInput, padArtifact uint32, errText string, hasErr bool, preview string, hasPreview bool,
 		hintBits uint64, hasHint bool, maxResult, previewChars int,
 	) {
@@ -121,6 +127,10 @@ func FuzzSnapshotNormalize(f *testing.F) {
 				artifactMap["pad"] = strings.Repeat("<", int(n))
 			}
 			in.ResultArtifact = artifactMap
+		}
+		if len(content) > 0 {
+			in.Content = content
+			in.ResultStructured = true
 		}
 		if hasErr {
 			in.Error = &errText
@@ -170,6 +180,19 @@ func FuzzSnapshotNormalize(f *testing.F) {
 		if out.ResultPreview != nil {
 			require.LessOrEqual(t, utf8.RuneCountInString(*out.ResultPreview), effective.ResultPreviewMaxChars)
 		}
+
+		if out.Content != nil {
+			require.Equal(t, mcpflow.StatusCompleted, out.Status, "content blocks only on a completed task")
+			require.LessOrEqual(t, len(out.Content), effective.MaxResultBytes)
+			var blocks []json.RawMessage
+			require.NoError(t, json.Unmarshal(out.Content, &blocks), "content blocks are a JSON array")
+			require.NotNil(t, blocks)
+			require.True(t, out.ResultStructured)
+		} else {
+			require.False(t, out.ResultStructured, "no flag without blocks")
+		}
+		_, err = mcpflow.StrictJSON(out)
+		require.NoError(t, err, "a normalized snapshot always encodes")
 
 		for name, payload := range map[string]any{"input_required": out.InputRequired, "result_artifact": out.ResultArtifact} {
 			enc, err := mcpflow.StrictJSON(payload)

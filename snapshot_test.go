@@ -502,3 +502,107 @@ func TestSnapshotNormalizeMessage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, mcpflow.MaxAPIErrorChars, utf8.RuneCountInString(*out.Message))
 }
+
+// TestSnapshotNormalizeContent: a completed native task's content blocks
+// are kept compact within the result bound, and dropped, never failing the
+// task, when they cannot be kept: too large, not a JSON array, or on a task
+// that is not completed. The flag that says where Result came from goes
+// with them.
+func TestSnapshotNormalizeContent(t *testing.T) {
+	t.Parallel()
+
+	small := mcpflow.Bounds{MaxResultBytes: 64, ResultPreviewMaxChars: 24}
+	fits := `[{"type":"text","text":"` + strings.Repeat("x", 64-len(`[{"type":"text","text":""}]`)) + `"}]`
+	require.Len(t, fits, 64)
+	tooBig := `[{"type":"text","text":"` + strings.Repeat("x", 64-len(`[{"type":"text","text":""}]`)+1) + `"}]`
+	long := `[{"type":"text","text":"` + strings.Repeat("d", 60000) + `"}]`
+
+	tests := []struct {
+		name        string
+		status      mcpflow.Status
+		bounds      mcpflow.Bounds
+		result      any
+		content     string
+		structured  bool
+		wantContent string // "" for none (and then no flag)
+	}{
+		{name: "kept with the structured flag", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{"a": 1.0}, content: `[{"type":"text","text":"a"}]`, structured: true, wantContent: `[{"type":"text","text":"a"}]`},
+		{name: "kept without the flag", status: mcpflow.StatusCompleted, bounds: small,
+			result: []any{"a"}, content: `[{"type":"text","text":"a"}]`, wantContent: `[{"type":"text","text":"a"}]`},
+		{name: "compacted, escapes and key order kept", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{}, content: " [ {\"text\": \"\\u003c é\",\n \"type\": \"text\"} ] ", structured: true,
+			wantContent: `[{"text":"\u003c é","type":"text"}]`},
+		{name: "empty blocks kept", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{"a": 1.0}, content: `[]`, structured: true, wantContent: `[]`},
+		{name: "exactly the bound kept", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{}, content: fits, structured: true, wantContent: fits},
+		{name: "one byte over the bound dropped", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{}, content: tooBig, structured: true},
+		{name: "spacing does not count against the bound", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{}, content: strings.Replace(fits, `,"text"`, ",     \n\t  \"text\"", 1), structured: true, wantContent: fits},
+		{name: "not JSON dropped", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{}, content: `[{"type":`, structured: true},
+		{name: "an object is not blocks", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{}, content: `{"type":"text","text":"a"}`, structured: true},
+		{name: "null is no blocks", status: mcpflow.StatusCompleted, bounds: small,
+			result: map[string]any{}, content: `null`, structured: true},
+		{name: "not completed dropped", status: mcpflow.StatusFailed, bounds: small,
+			content: `[{"type":"text","text":"a"}]`, structured: true},
+		{name: "default bounds", status: mcpflow.StatusCompleted, bounds: mcpflow.Bounds{},
+			result: []any{}, content: long, wantContent: long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := mcpflow.Snapshot{Status: tt.status, Result: tt.result, Content: json.RawMessage(tt.content), ResultStructured: tt.structured}
+			if tt.status == mcpflow.StatusFailed {
+				in.Error = ptr("boom")
+			}
+			got, err := in.Normalize(tt.bounds)
+			require.NoError(t, err, "content never fails the task")
+			if tt.wantContent == "" {
+				require.Nil(t, got.Content)
+				require.False(t, got.ResultStructured, "no flag without blocks")
+			} else {
+				require.Equal(t, tt.wantContent, string(got.Content))
+				require.Equal(t, tt.structured, got.ResultStructured)
+			}
+			require.Equal(t, tt.result, got.Result, "the result is bounded on its own")
+			require.Equal(t, tt.content, string(in.Content), "input must not change")
+			again, err := got.Normalize(tt.bounds)
+			require.NoError(t, err)
+			require.Equal(t, got, again, "idempotent")
+		})
+	}
+
+	// A result too large for the bound becomes a preview; blocks that fit
+	// stay (the endpoint answers them with the preview).
+	in := mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: map[string]any{"big": strings.Repeat("b", 100)},
+		Content: json.RawMessage(`[{"type":"text","text":"short"}]`), ResultStructured: true}
+	got, err := in.Normalize(small)
+	require.NoError(t, err)
+	require.Nil(t, got.Result)
+	require.True(t, got.ResultTruncated)
+	require.JSONEq(t, `[{"type":"text","text":"short"}]`, string(got.Content))
+	require.True(t, got.ResultStructured)
+}
+
+// TestSnapshotContentJSON: content blocks cross Temporal's JSON payloads as
+// raw JSON, and a snapshot without them encodes as it did before they
+// existed (so fingerprints of older snapshots do not change).
+func TestSnapshotContentJSON(t *testing.T) {
+	t.Parallel()
+	snap := mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: map[string]any{"n": json.Number("9007199254740993")},
+		Content: json.RawMessage(`[{"type":"image","data":"aGk=","mimeType":"image/png"}]`), ResultStructured: true}
+	b, err := json.Marshal(snap)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"status":"completed","result":{"n":9007199254740993},"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}],"result_structured":true}`, string(b))
+	var back mcpflow.Snapshot
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, snap, back)
+
+	b, err = json.Marshal(mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: "done"})
+	require.NoError(t, err)
+	require.Equal(t, `{"status":"completed","result":"done"}`, string(b))
+}

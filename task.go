@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -68,9 +69,17 @@ type Task struct {
 	ResultPreview   *string
 	ResultTruncated bool
 	ResultArtifact  map[string]string
-	Error           *string
-	InputRequired   map[string]any
-	InputAnswerable bool
+	// Content and ResultStructured are Snapshot.Content and
+	// Snapshot.ResultStructured: a completed native task's content blocks
+	// as the upstream gave them, and whether Result is its
+	// structuredContent. The MCP endpoint answers them; the REST API shows
+	// Result alone. Content is left out of the task's JSON when it is
+	// nil (a JSON null would decode as the bytes "null").
+	Content          json.RawMessage `json:",omitempty"`
+	ResultStructured bool
+	Error            *string
+	InputRequired    map[string]any
+	InputAnswerable  bool
 	// StatusMessage is the server's latest progress message (Snapshot.Message).
 	StatusMessage            *string
 	DriverData               map[string]string
@@ -127,6 +136,8 @@ func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {
 	t.ResultPreview = s.ResultPreview
 	t.ResultTruncated = s.ResultTruncated
 	t.ResultArtifact = s.ResultArtifact
+	t.Content = s.Content
+	t.ResultStructured = s.ResultStructured
 	t.Error = s.Error
 	t.InputRequired = s.InputRequired
 	t.InputAnswerable = s.InputAnswerable
@@ -140,8 +151,8 @@ func (t *Task) ApplySnapshot(s Snapshot, at time.Time) {
 // Snapshot returns the snapshot fields of t (without a poll hint).
 func (t *Task) Snapshot() Snapshot {
 	return Snapshot{Status: t.Status, Result: t.Result, ResultPreview: t.ResultPreview, ResultTruncated: t.ResultTruncated,
-		ResultArtifact: t.ResultArtifact, Error: t.Error, InputRequired: t.InputRequired, InputAnswerable: t.InputAnswerable,
-		Message: t.StatusMessage}
+		ResultArtifact: t.ResultArtifact, Content: t.Content, ResultStructured: t.ResultStructured, Error: t.Error,
+		InputRequired: t.InputRequired, InputAnswerable: t.InputAnswerable, Message: t.StatusMessage}
 }
 
 // SubmitRequest asks a driver to start a remote task (spec §2.1).

@@ -1,6 +1,7 @@
 package mcpflow_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -205,6 +206,12 @@ func TestTaskApplySnapshot(t *testing.T) {
 			wantCompleted: &at,
 		},
 		{
+			name: "completed with the upstream's content blocks",
+			snap: mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: map[string]any{"a": "b"},
+				Content: json.RawMessage(`[{"type":"text","text":"b"}]`), ResultStructured: true},
+			wantCompleted: &at,
+		},
+		{
 			name:          "failed sets completed_at",
 			snap:          mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: ptr("boom")},
 			wantCompleted: &at,
@@ -242,7 +249,10 @@ func TestTaskApplySnapshot(t *testing.T) {
 				Result:        "stale",
 				Error:         ptr("stale error"),
 				InputRequired: map[string]any{"stale": true},
-				CompletedAt:   tt.completedAt,
+				// Blocks of an earlier state never outlive it.
+				Content:          json.RawMessage(`[{"type":"text","text":"stale"}]`),
+				ResultStructured: true,
+				CompletedAt:      tt.completedAt,
 			}
 			task.ApplySnapshot(tt.snap, at)
 			require.Equal(t, tt.snap.Status, task.Status)
@@ -252,7 +262,12 @@ func TestTaskApplySnapshot(t *testing.T) {
 			require.Equal(t, tt.snap.ResultArtifact, task.ResultArtifact)
 			require.Equal(t, tt.snap.Error, task.Error)
 			require.Equal(t, tt.snap.InputRequired, task.InputRequired)
+			require.Equal(t, tt.snap.Content, task.Content)
+			require.Equal(t, tt.snap.ResultStructured, task.ResultStructured)
 			require.Equal(t, tt.wantCompleted, task.CompletedAt)
+			back := tt.snap
+			back.PollAfterSeconds = nil // a task keeps no poll hint
+			require.Equal(t, back, task.Snapshot(), "Snapshot gives back what ApplySnapshot took")
 		})
 	}
 }

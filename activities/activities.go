@@ -741,7 +741,11 @@ func (a *Activities) Cancel(ctx context.Context, in CancelInput) (*CancelOutput,
 
 // Fingerprint identifies a snapshot's content: equal fingerprints mean
 // nothing the user could see changed. Activities compute it (it encodes
-// JSON), so workflow code only compares the strings.
+// JSON), so workflow code only compares the strings. A completed native
+// task's content blocks (Content, ResultStructured) count: the MCP
+// endpoint shows them. They are omitted from the JSON when absent, so a
+// snapshot without them (every snapshot of an older worker, every
+// snapshot that is not completed) keeps the fingerprint it always had.
 func Fingerprint(s mcpflow.Snapshot) string {
 	s.PollAfterSeconds = nil // a changing hint alone is not news
 	s.Message = nil          // nor a progress message: written to the row only (Poll)

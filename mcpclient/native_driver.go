@@ -35,7 +35,9 @@ type SessionRunner func(ctx context.Context, server, userID, threadID string, op
 // error is the JSON-RPC error tasks/result answers with (or the result's
 // text). A completed result is its structuredContent when present, else
 // its content blocks, with workspace paths translated on stdio routes as
-// for ordinary tool results.
+// for ordinary tool results; the snapshot also carries the blocks
+// themselves (Snapshot.Content, with Snapshot.ResultStructured), which the
+// MCP endpoint answers as they are.
 //
 // Errors: an upstream task that is gone (a -32602 answer: unknown id, or
 // its ttl expired, or the session it was started on ended on a server that
@@ -215,16 +217,38 @@ func (d *NativeDriver) adopt(ctx context.Context, req mcpflow.SubmitRequest, rem
 }
 
 // completedSnapshot is the snapshot of a tool result: completed with its
-// value, or failed with its text when isError.
+// value (resultValue) and its own content blocks (Snapshot.Content, with
+// ResultStructured when the value is its structuredContent), or failed
+// with its text when isError.
 func completedSnapshot(res *mcp.CallToolResult, server string) (mcpflow.Snapshot, error) {
 	if res.IsError {
 		return failedSnapshot(resultText(res.Content)), nil
 	}
-	v, err := resultValue(res)
+	v, structured, err := resultValue(res)
 	if err != nil {
 		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP tool result of server '%s': %v", server, err)
 	}
-	return mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: v}, nil
+	snap := mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: v}
+	if blocks, err := contentBlocks(res); err == nil {
+		// Blocks that cannot be encoded are left out: the endpoint then
+		// renders the result, as for a task of the ordinary driver.
+		snap.Content, snap.ResultStructured = blocks, structured
+	}
+	return snap, nil
+}
+
+// contentBlocks is the JSON array of res's content blocks ([] for none),
+// encoded as ConvertResult encodes an ordinary call's blocks.
+func contentBlocks(res *mcp.CallToolResult) (json.RawMessage, error) {
+	blocks := res.Content
+	if blocks == nil {
+		blocks = []mcp.Content{}
+	}
+	b, err := json.Marshal(blocks)
+	if err != nil {
+		return nil, fmt.Errorf("encode content: %w", err)
+	}
+	return b, nil
 }
 
 // Status sends tasks/get and maps the task; a terminal one is read with
@@ -504,11 +528,7 @@ func (d *NativeDriver) result(ctx context.Context, r nativeRef, t nativeTask) (m
 	if t.status == mcp.TaskStatusFailed || res.IsError {
 		return failedSnapshot(resultText(res.Content), t.message), nil
 	}
-	result, err := resultValue(&res)
-	if err != nil {
-		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP tasks/result answer of server '%s': %v", r.server, err)
-	}
-	return mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Result: result}, nil
+	return completedSnapshot(&res, r.server)
 }
 
 // request runs send on the session of r (a task's own shared session
@@ -577,27 +597,22 @@ func resultText(content []mcp.Content) string {
 }
 
 // resultValue is a completed task's result: its structuredContent when
-// present, else its content blocks; numbers stay exact (json.Number).
-func resultValue(res *mcp.CallToolResult) (any, error) {
+// present (structured true), else its content blocks; numbers stay exact
+// (json.Number).
+func resultValue(res *mcp.CallToolResult) (v any, structured bool, err error) {
 	raw := bytes.TrimSpace(res.RawStructuredContent)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		blocks := res.Content
-		if blocks == nil {
-			blocks = []mcp.Content{}
+	structured = len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+	if !structured {
+		if raw, err = contentBlocks(res); err != nil {
+			return nil, false, err
 		}
-		enc, err := json.Marshal(blocks)
-		if err != nil {
-			return nil, fmt.Errorf("encode content: %w", err)
-		}
-		raw = enc
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("structuredContent is not valid JSON: %w", err)
+		return nil, false, fmt.Errorf("structuredContent is not valid JSON: %w", err)
 	}
-	return v, nil
+	return v, structured, nil
 }
 
 // rpcText renders a JSON-RPC error the server answered with.

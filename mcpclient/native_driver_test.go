@@ -161,6 +161,56 @@ func TestNativeDriverOutcomes(t *testing.T) {
 	require.Positive(t, n.srv.Count("tasks/result"))
 }
 
+// TestNativeDriverContentBlocks: a completed native task keeps the
+// upstream's own content blocks (an image and texts, annotations and all)
+// beside its result, and says whether the result is the upstream's
+// structuredContent or, when it had none, those blocks.
+func TestNativeDriverContentBlocks(t *testing.T) {
+	t.Parallel()
+	n := newNative(t)
+	blocks := []any{
+		map[string]any{"type": "image", "data": tasksrv.ChartPNG, "mimeType": "image/png"},
+		map[string]any{"type": "text", "text": "Chart of tides"},
+		map[string]any{"type": "text", "text": tasksrv.ChartNote,
+			"annotations": map[string]any{"audience": []any{"user"}, "priority": json.Number("0.5")}},
+	}
+	decode := func(t *testing.T, raw json.RawMessage) any {
+		t.Helper()
+		var v any
+		require.NoError(t, mcpflow.DecodeExact(raw, &v), "%s", raw)
+		return v
+	}
+
+	t.Run("with structuredContent", func(t *testing.T) {
+		ref, _ := n.submit(t, tasksrv.ToolChart, map[string]any{"title": "tides", "delay_ms": 10})
+		snap := n.terminal(t, ref)
+		require.Equal(t, mcpflow.StatusCompleted, snap.Status, errText(snap))
+		require.Equal(t, map[string]any{"title": "tides", "points": json.Number(tasksrv.Pages)}, snap.Result,
+			"the result is the structuredContent, as before")
+		require.True(t, snap.ResultStructured)
+		require.Equal(t, blocks, decode(t, snap.Content), "the blocks, all three")
+		out, err := snap.Normalize(mcpflow.DefaultBounds())
+		require.NoError(t, err)
+		require.Equal(t, blocks, decode(t, out.Content), "bounded, still there")
+		require.True(t, out.ResultStructured)
+	})
+	t.Run("without structuredContent", func(t *testing.T) {
+		ref, _ := n.submit(t, tasksrv.ToolChart, map[string]any{"title": "tides", "blocks_only": true, "delay_ms": 10})
+		snap := n.terminal(t, ref)
+		require.Equal(t, mcpflow.StatusCompleted, snap.Status, errText(snap))
+		require.Equal(t, blocks, snap.Result, "the result is the blocks, as before")
+		require.False(t, snap.ResultStructured, "the upstream had no structuredContent")
+		require.Equal(t, blocks, decode(t, snap.Content))
+	})
+	t.Run("a failed task keeps none", func(t *testing.T) {
+		ref, _ := n.submit(t, tasksrv.ToolRefuse, map[string]any{"delay_ms": 10})
+		snap := n.terminal(t, ref)
+		require.Equal(t, mcpflow.StatusFailed, snap.Status)
+		require.Nil(t, snap.Content)
+		require.False(t, snap.ResultStructured)
+	})
+}
+
 // TestNativeDriverCancel pins tasks/cancel: a running task ends
 // cancelled; cancelling a terminal task (-32602) reports its actual
 // terminal status through tasks/get.
@@ -394,6 +444,9 @@ func TestNativeDriverStdioTranslation(t *testing.T) {
 		map[string]any{"type": "text", "text": "Wrote /mnt/user-data/workspace/out/report.md"},
 		map[string]any{"type": "text", "text": "see /mnt/user-data/workspace/out/report.md"},
 	}, snap.Result)
+	require.JSONEq(t, `[{"type":"text","text":"Wrote /mnt/user-data/workspace/out/report.md"},{"type":"text","text":"see /mnt/user-data/workspace/out/report.md"}]`,
+		string(snap.Content), "the blocks are translated too")
+	require.False(t, snap.ResultStructured)
 	got, err := os.ReadFile(filepath.Join(b.threadWorkspace("alice", "t1"), "out", "report.md"))
 	require.NoError(t, err)
 	require.Equal(t, "# hi", string(got))

@@ -126,12 +126,105 @@ func TestTaskResultOf(t *testing.T) {
 	require.Nil(t, empty.StructuredContent)
 	require.Len(t, empty.Content, 1)
 
+	// A native task answers the upstream's own blocks, as they are.
+	blocks := `[{"type":"image","data":"aGk=","mimeType":"image/png","annotations":{"audience":["user"]}},{"type":"text","text":"a \u003cchart\u003e"}]`
+	native := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, Result: map[string]any{"points": json.Number("9007199254740993")},
+		Content: json.RawMessage(blocks), ResultStructured: true})
+	requireBlocks(t, blocks, native.Content)
+	require.Equal(t, map[string]any{"points": json.Number("9007199254740993")}, native.StructuredContent, "the upstream's structuredContent")
+	require.False(t, native.IsError)
+	require.Equal(t, related, native.Meta)
+	b, err := json.Marshal(native)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"structuredContent":{"points":9007199254740993}`)
+	require.Contains(t, string(b), `"content":`+blocks, "each block byte for byte")
+
+	// No structuredContent upstream: none here either (Result is the
+	// blocks themselves).
+	bare := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, Result: []any{map[string]any{"type": "text", "text": "hi"}},
+		Content: json.RawMessage(`[{"type":"text","text":"hi"}]`)})
+	requireBlocks(t, `[{"type":"text","text":"hi"}]`, bare.Content)
+	require.Nil(t, bare.StructuredContent)
+	b, err = json.Marshal(bare)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "structuredContent")
+
+	// No blocks at all upstream.
+	none := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, Result: map[string]any{"a": "b"},
+		Content: json.RawMessage(`[]`), ResultStructured: true})
+	require.NotNil(t, none.Content)
+	require.Empty(t, none.Content)
+	require.Equal(t, map[string]any{"a": "b"}, none.StructuredContent)
+
+	// A non-object structuredContent is wrapped, as every result is.
+	odd := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, Result: []any{"x"},
+		Content: json.RawMessage(`[{"type":"text","text":"x"}]`), ResultStructured: true})
+	require.Equal(t, map[string]any{"result": []any{"x"}}, odd.StructuredContent)
+
+	// structuredContent too large to keep: the blocks, and the truncation.
+	big := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, ResultPreview: ptr("{\"rows\":[1,"), ResultTruncated: true,
+		Content: json.RawMessage(`[{"type":"text","text":"42 rows"}]`), ResultStructured: true})
+	requireBlocks(t, `[{"type":"text","text":"42 rows"}]`, big.Content)
+	require.Equal(t, map[string]any{"result_preview": ptr("{\"rows\":[1,"), "result_truncated": true, "result_artifact": map[string]string(nil)}, big.StructuredContent)
+
+	// Blocks that are not an array of objects are not answered: the result
+	// is rendered as for any task.
+	for _, bad := range []string{`null`, `{"type":"text"}`, `["text"]`} {
+		r := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCompleted, Result: map[string]any{"answer": 42.0},
+			Content: json.RawMessage(bad), ResultStructured: true})
+		require.JSONEq(t, `{"type":"text","text":"{\"answer\":42}"}`, string(r.Content[0]), bad)
+		require.Equal(t, map[string]any{"answer": 42.0}, r.StructuredContent, bad)
+	}
+
 	failed := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusFailed, Error: ptr("disk full")})
 	require.True(t, failed.IsError)
 	require.JSONEq(t, `{"type":"text","text":"disk full"}`, string(failed.Content[0]))
 	cancelled := s.taskResultOf(&mcpflow.Task{ID: id, Status: mcpflow.StatusCancelled})
 	require.True(t, cancelled.IsError)
 	require.JSONEq(t, `{"type":"text","text":"Task was cancelled."}`, string(cancelled.Content[0]))
+}
+
+// TestTaskExtNativeResult: the Tasks extension's tasks/get carries a
+// completed native task's result inline as the upstream's own blocks and
+// structuredContent, like tasks/result.
+func TestTaskExtNativeResult(t *testing.T) {
+	t.Parallel()
+	s := New(Options{Events: nopEvents{}, PollInterval: time.Second})
+	blocks := `[{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"text","text":"a chart"}]`
+	task := &mcpflow.Task{ID: "mcp-task-0123456789abcdef0123456789abcdef", Status: mcpflow.StatusCompleted,
+		Result: map[string]any{"points": json.Number("3")}, Content: json.RawMessage(blocks), ResultStructured: true}
+	b, err := json.Marshal(s.taskExt(task, true)["result"])
+	require.NoError(t, err)
+	var res struct {
+		ResultType        string            `json:"resultType"`
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+	}
+	require.NoError(t, json.Unmarshal(b, &res))
+	require.Equal(t, "complete", res.ResultType)
+	requireBlocks(t, blocks, res.Content)
+	require.JSONEq(t, `{"points":3}`, string(res.StructuredContent))
+	require.False(t, res.IsError)
+
+	task.Result, task.ResultStructured = []any{"the blocks"}, false
+	b, err = json.Marshal(s.taskExt(task, true)["result"])
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &res))
+	requireBlocks(t, blocks, res.Content)
+	require.NotContains(t, string(b), "structuredContent", "the upstream had none")
+}
+
+// requireBlocks checks that got are the blocks of the JSON array want,
+// each byte for byte.
+func requireBlocks(t *testing.T, want string, got []json.RawMessage) {
+	t.Helper()
+	var blocks []json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(want), &blocks))
+	require.Len(t, got, len(blocks))
+	for i := range blocks {
+		require.Equal(t, string(blocks[i]), string(got[i]), "block %d", i)
+	}
 }
 
 func TestTaskJSON(t *testing.T) {

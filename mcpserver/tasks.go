@@ -467,30 +467,37 @@ func (c *call) waitResult(ctx context.Context, t *mcpflow.Task, out *lockedSSE) 
 	return t, rerr
 }
 
-// taskResultOf is the CallToolResult of a terminal task: a completed
-// task's result as structuredContent (an object result as it is, any other
-// value as {"result": value}) plus its JSON as text; a failed or cancelled
-// task's error as text with isError.
+// taskResultOf is the CallToolResult of a terminal task. A completed
+// native task that kept the upstream's content blocks (Task.Content)
+// answers them as they are, with the upstream's structuredContent when it
+// had one (Task.ResultStructured; an object as it is, any other value as
+// {"result": value}, or the truncation object below when it was too large
+// to keep) and none when it had none. Any other completed task answers its
+// result as structuredContent (an object result as it is, any other value
+// as {"result": value}) plus its JSON as text. A failed or cancelled task
+// answers its error as text with isError.
 func (s *Server) taskResultOf(t *mcpflow.Task) callToolResult {
 	meta := map[string]any{metaRelatedTask: map[string]string{"taskId": t.ID}}
 	switch t.Status {
 	case mcpflow.StatusCompleted:
 		out := callToolResult{Meta: meta}
+		if blocks, ok := upstreamBlocks(t.Content); ok {
+			out.Content = blocks
+			if t.ResultStructured {
+				out.StructuredContent = structuredOf(t)
+			}
+			return out
+		}
 		switch {
 		case t.Result != nil:
-			if _, ok := t.Result.(map[string]any); ok {
-				out.StructuredContent = t.Result
-			} else {
-				out.StructuredContent = map[string]any{"result": t.Result}
-			}
+			out.StructuredContent = structuredOf(t)
 			b, err := mcpflow.StrictJSON(t.Result)
 			if err != nil {
 				b = []byte("(the result could not be encoded)")
 			}
 			out.Content = []json.RawMessage{textContent(string(b))}
 		case t.ResultPreview != nil || t.ResultArtifact != nil:
-			out.StructuredContent = map[string]any{"result_preview": t.ResultPreview, "result_truncated": t.ResultTruncated,
-				"result_artifact": t.ResultArtifact}
+			out.StructuredContent = structuredOf(t)
 			text := "The result was too large to keep; see result_artifact."
 			if t.ResultPreview != nil {
 				text = *t.ResultPreview
@@ -505,6 +512,44 @@ func (s *Server) taskResultOf(t *mcpflow.Task) callToolResult {
 	default:
 		return callToolResult{Content: []json.RawMessage{textContent(orText(t.Error, "Task was cancelled."))}, IsError: true, Meta: meta}
 	}
+}
+
+// structuredOf is a completed task's result as structuredContent, which
+// is always an object: an object result as it is, any other result as
+// {"result": value}; a result too large to keep as {"result_preview",
+// "result_truncated", "result_artifact"}; nil when there is none.
+func structuredOf(t *mcpflow.Task) any {
+	switch {
+	case t.Result != nil:
+		if _, ok := t.Result.(map[string]any); ok {
+			return t.Result
+		}
+		return map[string]any{"result": t.Result}
+	case t.ResultPreview != nil || t.ResultArtifact != nil:
+		return map[string]any{"result_preview": t.ResultPreview, "result_truncated": t.ResultTruncated,
+			"result_artifact": t.ResultArtifact}
+	}
+	return nil
+}
+
+// upstreamBlocks splits a task's content blocks (a JSON array) into the
+// blocks, each as the upstream gave it; false when the task has none (a
+// task of the ordinary driver, a row from before blocks were kept, blocks
+// dropped for their size) or they are not an array of objects.
+func upstreamBlocks(content json.RawMessage) ([]json.RawMessage, bool) {
+	if len(content) == 0 {
+		return nil, false
+	}
+	var blocks []json.RawMessage
+	if err := json.Unmarshal(content, &blocks); err != nil || blocks == nil {
+		return nil, false
+	}
+	for _, b := range blocks {
+		if len(b) == 0 || b[0] != '{' {
+			return nil, false
+		}
+	}
+	return blocks, true
 }
 
 func orText(s *string, def string) string {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -39,6 +40,18 @@ func decodeJSON(field string, s *string, dst any) error {
 		return fmt.Errorf("decode %s: %w", field, err)
 	}
 	return nil
+}
+
+// contentColumn is the stored form of a task's content blocks: the JSON
+// text byte for byte (a TEXT column on both backends, so nothing reorders
+// or re-escapes it), or NULL for none. A JSON null counts as none.
+func contentColumn(blocks json.RawMessage) *string {
+	b := bytes.TrimSpace(blocks)
+	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
+		return nil
+	}
+	s := string(blocks)
+	return &s
 }
 
 // dbTime is the stored form of a timestamp: UTC at microsecond precision,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -35,6 +36,8 @@ type taskRow struct {
 	ResultPreview             *string    `gorm:"column:result_preview"`
 	ResultTruncated           bool       `gorm:"column:result_truncated"`
 	ResultArtifact            *string    `gorm:"column:result_artifact"`
+	Content                   *string    `gorm:"column:content"`
+	ResultStructured          bool       `gorm:"column:result_structured"`
 	Error                     *string    `gorm:"column:error"`
 	InputRequired             *string    `gorm:"column:input_required"`
 	InputAnswerable           bool       `gorm:"column:input_answerable"`
@@ -92,6 +95,8 @@ func newTaskRow(t *mcpflow.Task) (*taskRow, error) {
 		Status:                    string(t.Status),
 		ResultPreview:             t.ResultPreview,
 		ResultTruncated:           t.ResultTruncated,
+		Content:                   contentColumn(t.Content),
+		ResultStructured:          t.ResultStructured,
 		Error:                     t.Error,
 		InputAnswerable:           t.InputAnswerable,
 		StatusMessage:             t.StatusMessage,
@@ -153,6 +158,7 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 		Status:                    mcpflow.Status(r.Status),
 		ResultPreview:             r.ResultPreview,
 		ResultTruncated:           r.ResultTruncated,
+		ResultStructured:          r.ResultStructured,
 		Error:                     r.Error,
 		InputAnswerable:           r.InputAnswerable,
 		StatusMessage:             r.StatusMessage,
@@ -181,6 +187,9 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 	}
 	if err := decodeJSON("result_artifact", r.ResultArtifact, &t.ResultArtifact); err != nil {
 		return nil, fmt.Errorf("task %s: %w", r.ID, err)
+	}
+	if r.Content != nil {
+		t.Content = json.RawMessage(*r.Content)
 	}
 	if err := decodeJSON("input_required", r.InputRequired, &t.InputRequired); err != nil {
 		return nil, fmt.Errorf("task %s: %w", r.ID, err)

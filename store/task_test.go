@@ -22,6 +22,8 @@ func fullTask(user, thread, remote string, result any) *mcpflow.Task {
 	t.ResultPreview = ptr("preview ✓ <b>")
 	t.ResultTruncated = true
 	t.ResultArtifact = map[string]string{"uri": "file:///tmp/report.pdf", "mime_type": "application/pdf"}
+	t.Content = json.RawMessage(`[{"type":"text","text":"ok ✓ \u003cb\u003e"},{"type":"image","data":"aGk=","mimeType":"image/png"}]`)
+	t.ResultStructured = true
 	t.Error = ptr("boom")
 	t.InputRequired = map[string]any{"question": "Which year?", "choices": []any{"2025", "2026"}, "n": json.Number("2.5"), "ok": true, "none": nil}
 	t.InputAnswerable = true
@@ -82,6 +84,61 @@ func TestTaskRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.Contains(t, list, task)
 		}
+	})
+}
+
+// TestTaskContent: a native task's content blocks come back byte for byte
+// (key order, spacing and escapes as written: the column is text on both
+// backends), with the flag that says whether the result is the upstream's
+// structuredContent; a task without blocks (an ordinary task, or a row
+// written before the column existed) reads back without them.
+func TestTaskContent(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "thread-1", "alice")
+		blocks := json.RawMessage(`[{"type":"text","text":"a \u0000 \u003c \"q\" é","annotations":{"priority":0.5,"audience":["user"]}}, {"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}]`)
+		task := newTask("alice", "thread-1", "remote-1")
+		task.Status = mcpflow.StatusCompleted
+		task.Result = []any{"the blocks, decoded"}
+		task.Content = blocks
+		require.NoError(t, db.CreateTask(testCtx, task))
+		got, err := db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, string(blocks), string(got.Content), "as written, byte for byte")
+		require.False(t, got.ResultStructured)
+
+		task.Result = map[string]any{"n": json.Number("9007199254740993")}
+		task.ResultStructured = true
+		require.NoError(t, db.UpdateTask(testCtx, task))
+		got, err = db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Equal(t, string(blocks), string(got.Content))
+		require.True(t, got.ResultStructured)
+		require.Equal(t, task.Result, got.Result)
+
+		// A JSON null is no blocks (a task decoded from JSON may carry one).
+		task.Content = json.RawMessage("null")
+		task.ResultStructured = false
+		require.NoError(t, db.UpdateTask(testCtx, task))
+		got, err = db.GetTask(testCtx, task.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.Content)
+
+		var nulls int64
+		require.NoError(t, db.gorm.WithContext(testCtx).Model(&taskRow{}).Where("id = ? AND content IS NULL", task.ID).Count(&nulls).Error)
+		require.Equal(t, int64(1), nulls, "stored as SQL NULL")
+
+		// A task without blocks (an ordinary task, a row written before
+		// the columns existed) keeps its result and has no blocks.
+		plain := newTask("alice", "thread-1", "remote-2")
+		plain.Status = mcpflow.StatusCompleted
+		plain.Result = []any{"x"}
+		require.NoError(t, db.CreateTask(testCtx, plain))
+		got, err = db.GetTask(testCtx, plain.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.Content)
+		require.False(t, got.ResultStructured)
+		require.Equal(t, []any{"x"}, got.Result)
 	})
 }
 
@@ -163,6 +220,8 @@ func TestUpdateTask(t *testing.T) {
 		require.Nil(t, got.Result)
 		require.Nil(t, got.ResultArtifact)
 		require.Nil(t, got.InputRequired)
+		require.Nil(t, got.Content)
+		require.False(t, got.ResultStructured)
 		require.Nil(t, got.CompletedAt)
 		require.Nil(t, got.RunID)
 		require.False(t, got.ResultTruncated)

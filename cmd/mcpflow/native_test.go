@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -159,9 +158,14 @@ func TestNativeTasksEndToEnd(t *testing.T) {
 		result, err := c.TaskResult(ctx, mcp.TaskResultRequest{Params: mcp.TaskResultParams{TaskId: created.Task.TaskId}})
 		require.NoError(t, err)
 		require.False(t, result.IsError)
-		b, err := json.Marshal(result.StructuredContent)
-		require.NoError(t, err)
-		require.True(t, strings.Contains(string(b), "Research Report: mcp-host"), "%s", b)
+		// The research answers one text block and no structuredContent:
+		// the client gets that block, not its JSON in a text block.
+		require.Len(t, result.Content, 1, "%+v", result.Content)
+		text, ok := result.Content[0].(mcp.TextContent)
+		require.True(t, ok, "%#v", result.Content[0])
+		require.Contains(t, text.Text, "# Research Report: mcp-host")
+		require.False(t, strings.HasPrefix(text.Text, "[{"), "not the blocks re-encoded: %s", text.Text)
+		require.Nil(t, result.StructuredContent, "server-everything's research has no structuredContent")
 
 		// Without task augmentation the host gets the handle.
 		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ever_" + researchTool, Arguments: map[string]any{"topic": "plain"}}})

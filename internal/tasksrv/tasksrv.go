@@ -56,6 +56,13 @@ const (
 	// "the database is down", which mcp-go answers as the JSON-RPC error
 	// -32603 (internal error): an upstream failure of one call.
 	ToolBroken = "broken"
+	// ToolChart (taskSupport "required") completes after delay_ms
+	// (default 100) with three content blocks, an image (ChartPNG,
+	// image/png) and two texts ("Chart of <title>" and ChartNote, which
+	// has an annotation), and structuredContent {"title", "points":
+	// 9007199254740993}; with "blocks_only" true, without
+	// structuredContent.
+	ToolChart = "chart"
 	// ToolWrite (taskSupport "required"; AddWriteTool adds it) writes
 	// content to the file name under the working directory after
 	// delay_ms, and completes with the text "Wrote <absolute path>" and
@@ -66,6 +73,15 @@ const (
 // Pages is the exact number ToolReport's structuredContent carries (above
 // 2^53: float64 would change it).
 const Pages = "9007199254740993"
+
+// ChartPNG is the image ToolChart answers (base64 of a 1×1 PNG), and
+// ChartNote the text of its second text block, which has the annotation
+// {"audience": ["user"], "priority": 0.5} (and characters JSON encoders
+// like to escape).
+const (
+	ChartPNG  = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	ChartNote = "values < 10 & > 0 are \"small\""
+)
 
 // Server is a running task server.
 type Server struct {
@@ -280,6 +296,30 @@ func (s *Server) addTools() {
 		}
 		return res, nil
 	})
+	s.MCP.AddTaskTool(mcp.NewTool(ToolChart,
+		mcp.WithDescription("Draws a chart."),
+		mcp.WithString("title", mcp.Required()),
+		mcp.WithBoolean("blocks_only"),
+		delay,
+		mcp.WithTaskSupport(mcp.TaskSupportRequired),
+	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CreateTaskResult, error) {
+		if !s.wait(req) {
+			return nil, errors.New("server stopped")
+		}
+		title := req.GetString("title", "")
+		note := mcp.NewTextContent(ChartNote)
+		note.Annotations = &mcp.Annotations{Audience: []mcp.Role{mcp.RoleUser}, Priority: ptr(0.5)}
+		res := &mcp.CreateTaskResult{Content: []mcp.Content{
+			mcp.NewImageContent(ChartPNG, "image/png"),
+			mcp.NewTextContent("Chart of " + title),
+			note,
+		}}
+		if !req.GetBool("blocks_only", false) {
+			b, _ := json.Marshal(title)
+			res.StructuredContent = json.RawMessage(`{"title":` + string(b) + `,"points":` + Pages + `}`)
+		}
+		return res, nil
+	})
 	s.MCP.AddTaskTool(mcp.NewTool(ToolExplode,
 		mcp.WithDescription("Fails."), delay, mcp.WithTaskSupport(mcp.TaskSupportRequired),
 	), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CreateTaskResult, error) {
@@ -430,3 +470,5 @@ func (s *Server) AddGateTool() (open func()) {
 	})
 	return func() { once.Do(func() { close(gate) }) }
 }
+
+func ptr[T any](v T) *T { return &v }

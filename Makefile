@@ -149,22 +149,25 @@ soak: build tools ## Scale-out soak (not in make test): 2 serve + 2 worker on Po
 
 # make conformance runs the official MCP conformance runner's server
 # scenarios (0.1.16 for 2025-11-25, 0.2.0-alpha.12 --requirements 2026-07-28
-# with the tasks-* extension scenarios) and prints the report table
-# (scripts/conformance.sh; internal/testdata/npm/CONFORMANCE.md explains it).
-# CONFORMANCE_URL is the endpoint under test. Empty, the target tests the
-# tool fixtures (internal/testdata/npm/conformance_fixture_server.mjs)
-# directly.
-# TODO(issue 25): once mcpflow serves 2026-07-28 at /mcp, start mcpflow with
-# the fixture server as its upstream and set CONFORMANCE_URL to mcpflow's
-# /mcp (and CONFORMANCE_TOKEN to a test user's token: the runner sends no
-# Authorization of its own, scripts/conformance.sh adds it).
+# with the tasks-* extension scenarios) against mcpflow and prints the report
+# table (scripts/conformance.sh; internal/testdata/npm/CONFORMANCE.md explains
+# it). By default it runs TestConformanceThroughMCPFlow: mcpflow (dev mode, its
+# own Temporal dev server) with the runner's tool fixtures
+# (internal/testdata/npm/conformance_fixture_server.mjs) as its upstream,
+# tested at its /mcp; make test runs the same test. CONFORMANCE_URL tests
+# another endpoint instead (CONFORMANCE_TOKEN: a bearer token for it), and
+# CONFORMANCE_URL=fixture the tool fixtures directly.
 CONFORMANCE_URL    ?=
 CONFORMANCE_TOKEN  ?=
 CONFORMANCE_REPORT ?= $(CURDIR)/.conformance/report.md
 
-conformance: testdeps ## MCP conformance runner, both revisions, against CONFORMANCE_URL (default: the tool fixtures directly); prints the report
-	@rc=0; scripts/conformance.sh $(if $(CONFORMANCE_URL),--url '$(CONFORMANCE_URL)',--fixture) \
-	  $(if $(CONFORMANCE_TOKEN),--token '$(CONFORMANCE_TOKEN)') --out '$(CONFORMANCE_REPORT)' || rc=$$?; \
+conformance: build tools testdeps ## MCP conformance runner, both revisions, against mcpflow with the runner's fixtures upstream (or CONFORMANCE_URL); prints the report
+	@rc=0; mkdir -p '$(dir $(CONFORMANCE_REPORT))'; \
+	  case '$(CONFORMANCE_URL)' in \
+	  '') MCPFLOW_CONFORMANCE_REPORT='$(CONFORMANCE_REPORT)' $(GO) test ./cmd/mcpflow -run '^TestConformanceThroughMCPFlow$$' -count=1 >/dev/null || rc=$$? ;; \
+	  fixture) scripts/conformance.sh --fixture --out '$(CONFORMANCE_REPORT)' || rc=$$? ;; \
+	  *) scripts/conformance.sh --url '$(CONFORMANCE_URL)' $(if $(CONFORMANCE_TOKEN),--token '$(CONFORMANCE_TOKEN)') --out '$(CONFORMANCE_REPORT)' || rc=$$? ;; \
+	  esac; \
 	  [ ! -f '$(CONFORMANCE_REPORT)' ] || cat '$(CONFORMANCE_REPORT)'; exit $$rc
 
 clean: ## Remove build output and dev state

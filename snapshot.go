@@ -18,10 +18,13 @@ type Snapshot struct {
 	ResultArtifact  map[string]string `json:"result_artifact,omitzero"`
 	// Content is a completed native task's tool result as the upstream
 	// gave it: its content blocks, a JSON array, which the MCP endpoint
-	// answers as they are (Result stays what the REST API shows). Only
-	// the native driver sets it; Normalize drops it (never failing the
-	// task) when it is not a JSON array, is larger than the result bound,
-	// or the task is not completed. Absent, the endpoint renders Result.
+	// answers as they are (Result stays what the REST API shows). On a
+	// failed task they are the tool error's (a result with isError: the
+	// task failed, Error has its text), which the endpoint answers as a
+	// tool error. Only the native driver sets it; Normalize drops it (never
+	// failing the task) when it is not a JSON array, is larger than the
+	// result bound, or the task is neither completed nor failed. Absent,
+	// the endpoint renders Result (or Error).
 	Content json.RawMessage `json:"content,omitempty"`
 	// ResultStructured, with Content, says where Result came from: true,
 	// the upstream's structuredContent; false, the upstream had none and
@@ -103,8 +106,8 @@ func (s Snapshot) NeedsAttention() bool { return s.Status.NeedsAttention() }
 // exceeds 65,536 bytes. An error text is cut to 4,000 characters; a result
 // larger than b.MaxResultBytes is replaced by a preview. Content blocks are
 // compacted, and dropped (with ResultStructured) when they cannot be kept:
-// larger than b.MaxResultBytes, not a JSON array, or on a task that is not
-// completed; they are never a reason to fail the task.
+// larger than b.MaxResultBytes, not a JSON array, or on a task that is
+// neither completed nor failed; they are never a reason to fail the task.
 func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
 	if b.MaxResultBytes <= 0 || b.ResultPreviewMaxChars <= 0 {
 		b = DefaultBounds()
@@ -158,8 +161,11 @@ func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
 		out.ResultPreview = &p
 	}
 	out.Content = nil
-	if s.Status == StatusCompleted {
+	if s.Status == StatusCompleted || s.Status == StatusFailed {
 		out.Content = boundContent(s.Content, b.MaxResultBytes)
+	}
+	if s.Status != StatusCompleted {
+		out.ResultStructured = false
 	}
 	if out.Content == nil {
 		out.ResultStructured = false

@@ -222,7 +222,13 @@ func (d *NativeDriver) adopt(ctx context.Context, req mcpflow.SubmitRequest, rem
 // with its text when isError.
 func completedSnapshot(res *mcp.CallToolResult, server string) (mcpflow.Snapshot, error) {
 	if res.IsError {
-		return failedSnapshot(resultText(res.Content)), nil
+		// A tool error: the task failed, and keeps the error's own blocks
+		// for MCP clients (a tool error, not a failed request, to them).
+		snap := failedSnapshot(resultText(res.Content))
+		if blocks, err := contentBlocks(res); err == nil {
+			snap.Content = blocks
+		}
+		return snap, nil
 	}
 	v, structured, err := resultValue(res)
 	if err != nil {

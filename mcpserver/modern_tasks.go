@@ -31,7 +31,13 @@ func questionKey(t *mcpflow.Task) string {
 // taskExt is a task as the extension shows it: the Task fields, and with
 // detail the DetailedTask fields of its status.
 func (s *Server) taskExt(t *mcpflow.Task, detail bool) map[string]any {
-	out := map[string]any{"taskId": t.ID, "status": mcpStatus(t.Status), "createdAt": isoTime(t.CreatedAt),
+	status := mcpStatus(t.Status)
+	if toolError(t) {
+		// The extension's way to end with a tool error: completed, with
+		// the isError result ("failed" is a failed request, with an error).
+		status = mcp.TaskStatusCompleted
+	}
+	out := map[string]any{"taskId": t.ID, "status": status, "createdAt": isoTime(t.CreatedAt),
 		"lastUpdatedAt": isoTime(t.UpdatedAt), "ttlMs": nil}
 	if msg := s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil, t.LastCancelError, t.StatusMessage), t.ID); msg != "" {
 		out["statusMessage"] = msg
@@ -58,9 +64,25 @@ func (s *Server) taskExt(t *mcpflow.Task, detail bool) map[string]any {
 		res.Meta = nil // the 2025 related-task key has no place here
 		out["result"] = s.modernResult(res)
 	case mcpflow.StatusFailed:
+		if toolError(t) {
+			res := s.taskResultOf(t)
+			res.Meta = nil
+			out["result"] = s.modernResult(res)
+			break
+		}
 		out["error"] = rpcError{Code: mcp.INTERNAL_ERROR, Message: orText(t.Error, "Task failed.")}
 	}
 	return out
+}
+
+// toolError reports a failed task whose failure is its tool's error result
+// (a native task's, kept with its blocks).
+func toolError(t *mcpflow.Task) bool {
+	if t.Status != mcpflow.StatusFailed {
+		return false
+	}
+	_, ok := upstreamBlocks(t.Content)
+	return ok
 }
 
 // requestedSchema is the schema of a task's question (an empty object

@@ -350,6 +350,27 @@ func TestModernTasksExtensionServerRequests(t *testing.T) {
 		"only the open request's answer, as the client wrote it")
 }
 
+// TestModernTasksExtensionToolError: a native task whose tool answered an
+// error result failed in mcpflow; the extension shows it as completed with
+// that isError result, as the server gave it, while a failure of another
+// kind stays failed with an error.
+func TestModernTasksExtensionToolError(t *testing.T) {
+	t.Parallel()
+	b := newModern(t)
+	toolErr := b.task(t, "th", mcpflow.StatusFailed, func(tk *mcpflow.Task) {
+		msg := "no such file"
+		tk.Error, tk.Content = &msg, json.RawMessage(`[{"type":"text","text":"no such file"},{"type":"text","text":"try another"}]`)
+	})
+	status, _, out := b.post(t, "tasks/get", map[string]any{"taskId": toolErr.ID, "_meta": env(true)}, map[string]string{headerName: toolErr.ID})
+	require.Equal(t, 200, status, "%v", out)
+	res := out["result"].(map[string]any)
+	require.Equal(t, "completed", res["status"], "%v", res)
+	require.NotContains(t, res, "error")
+	inner := res["result"].(map[string]any)
+	require.Equal(t, true, inner["isError"])
+	require.Equal(t, []any{map[string]any{"type": "text", "text": "no such file"}, map[string]any{"type": "text", "text": "try another"}}, inner["content"])
+}
+
 // TestModernListen: subscriptions/listen acknowledges first (the caller's
 // own tasks among taskIds), pushes notifications/tasks as the task
 // changes, and ends with its result once every task ended.

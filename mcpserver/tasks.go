@@ -508,6 +508,10 @@ func (s *Server) taskResultOf(t *mcpflow.Task) callToolResult {
 		}
 		return out
 	case mcpflow.StatusFailed:
+		if blocks, ok := upstreamBlocks(t.Content); ok {
+			// The tool's error result, as the upstream gave it.
+			return callToolResult{Content: blocks, IsError: true, Meta: meta}
+		}
 		return callToolResult{Content: []json.RawMessage{textContent(orText(t.Error, "Task failed."))}, IsError: true, Meta: meta}
 	default:
 		return callToolResult{Content: []json.RawMessage{textContent(orText(t.Error, "Task was cancelled."))}, IsError: true, Meta: meta}

@@ -246,7 +246,7 @@ func TestWorkerKilledMidTaskRecovers(t *testing.T) {
 
 	labels := drillLabels("recover", 20)
 	ids := submitMany(t, s.URL(), "tw", labels, func(label string) string {
-		return fmt.Sprintf(`{"duration_seconds": 8, "poll_after_seconds": 1, "label": %q}`, label) // time to stop Temporal while they run, on a busy machine too
+		return fmt.Sprintf(`{"duration_seconds": 8, "poll_after_seconds": 1, "label": %q}`, label) // time to kill the worker mid-task, on a busy machine too
 	})
 	for _, id := range ids {
 		e.waitStatus(t, "tw", id, "working")

@@ -28,6 +28,12 @@
 //     its REST API → the same demo-mcp over HTTP / its own stdio child
 //   - mcpflow-proc-mcp-http, mcpflow-proc-mcp-stdio: an mcp-go client →
 //     its MCP endpoint → the same
+//   - mcpflow-proc-mcp26-http, mcpflow-proc-mcp26-stdio (and in process,
+//     mcpflow-mcp26-*): the 2026-07-28 path, an mcp-go client with its
+//     defaults (no session; per-request _meta and headers) → its MCP
+//     endpoint → the same, which mcpflow speaks 2026-07-28 to as well
+//     (demo-mcp offers it on both transports); the report compares it
+//     with the peer (issue 25, point 6)
 //
 // and with -peer BIN the peer gateway TBXark/mcp-proxy runs the same way
 // (peer-http, peer-stdio: an mcp-go client → the proxy → the same demo-mcp
@@ -321,6 +327,28 @@ func run(o options) error {
 		return fmt.Errorf("mcp endpoint stdio: %w", err)
 	}
 	defer mcpStdio.Close()
+	// via2026 is an mcp-go client with its defaults (2026-07-28: discovery
+	// probe, no session, per-request _meta and headers) on an mcpflow MCP
+	// endpoint at base: the 2026 path, which mcpflow also speaks upstream
+	// (demo-mcp offers 2026-07-28 on both transports).
+	via2026 := func(base string) (*client.Client, error) {
+		tr, err := transport.NewStreamableHTTP(base+"/mcp/threads/bench-thread", transport.WithHTTPBasicClient(hc),
+			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + benchToken}))
+		if err != nil {
+			return nil, err
+		}
+		c := client.NewClient(tr)
+		return c, initializeDefault(ctx, c)
+	}
+	mcp26 := map[string]*client.Client{}
+	for _, tr := range []string{"http", "stdio"} {
+		c, err := via2026(base)
+		if err != nil {
+			return fmt.Errorf("mcp endpoint, 2026-07-28: %w", err)
+		}
+		defer c.Close()
+		mcp26[tr] = c
+	}
 
 	args := benchArgs
 	callTool := func(c *client.Client, tool string) func(context.Context) error {
@@ -397,12 +425,14 @@ func run(o options) error {
 		{name: "mcpflow-http", call: viaAPI(base, "demo_echo")},
 		{name: "mcpflow-mcp-http", call: callTool(mcpHTTP, "demo_echo")},
 		{name: "mcpflow-mcp-raw-http", call: viaMCPRaw(mcpHTTP, "demo_echo")},
+		{name: "mcpflow-mcp26-http", call: callTool(mcp26["http"], "demo_echo")},
 		{name: "direct-stdio", call: direct(directStdio)},
 		{name: "direct-stdio-default", call: direct(defaultStdio)},
 		{name: "floor-stdio", call: viaFloor("stdio")},
 		{name: "mcpflow-stdio", call: viaAPI(base, "demostdio_echo")},
 		{name: "mcpflow-mcp-stdio", call: callTool(mcpStdio, "demostdio_echo")},
 		{name: "mcpflow-mcp-raw-stdio", call: viaMCPRaw(mcpStdio, "demostdio_echo")},
+		{name: "mcpflow-mcp26-stdio", call: callTool(mcp26["stdio"], "demostdio_echo")},
 	}
 	if fp != nil {
 		targets = append(targets,
@@ -418,12 +448,20 @@ func run(o options) error {
 			}
 			defer c.Close()
 			procMCP[tr] = c
+			c26, err := via2026(dep.base)
+			if err != nil {
+				return fmt.Errorf("deployed mcpflow's MCP endpoint, 2026-07-28: %w", err)
+			}
+			defer c26.Close()
+			procMCP["26"+tr] = c26
 		}
 		targets = append(targets,
 			target{name: "mcpflow-proc-http", call: viaAPI(dep.base, "demo_echo"), proc: dep.proc, pprof: dep.pprof},
 			target{name: "mcpflow-proc-mcp-http", call: callTool(procMCP["http"], "demo_echo"), proc: dep.proc, pprof: dep.pprof},
 			target{name: "mcpflow-proc-stdio", call: viaAPI(dep.base, "demostdio_echo"), proc: dep.proc, pprof: dep.pprof},
-			target{name: "mcpflow-proc-mcp-stdio", call: callTool(procMCP["stdio"], "demostdio_echo"), proc: dep.proc, pprof: dep.pprof})
+			target{name: "mcpflow-proc-mcp-stdio", call: callTool(procMCP["stdio"], "demostdio_echo"), proc: dep.proc, pprof: dep.pprof},
+			target{name: "mcpflow-proc-mcp26-http", call: callTool(procMCP["26http"], "demo_echo"), proc: dep.proc, pprof: dep.pprof},
+			target{name: "mcpflow-proc-mcp26-stdio", call: callTool(procMCP["26stdio"], "demostdio_echo"), proc: dep.proc, pprof: dep.pprof})
 	}
 	if pr != nil {
 		for _, up := range []struct{ name, path string }{{"peer-http", "demo"}, {"peer-stdio", "demostdio"}} {

@@ -70,6 +70,9 @@ var ratioPairs = [][2]string{
 	{"mcpflow-proc-stdio", "direct-stdio"}, {"mcpflow-proc-stdio", "mcpflow-stdio"}, {"mcpflow-proc-stdio", "floor-stdio"}, {"mcpflow-proc-stdio", "floor-proc-stdio"},
 	{"mcpflow-proc-mcp-stdio", "direct-stdio"}, {"mcpflow-proc-mcp-stdio", "mcpflow-proc-stdio"},
 	{"peer-stdio", "direct-stdio"}, {"mcpflow-proc-stdio", "peer-stdio"}, {"mcpflow-proc-mcp-stdio", "peer-stdio"},
+	{"mcpflow-mcp26-http", "mcpflow-mcp-http"}, {"mcpflow-mcp26-stdio", "mcpflow-mcp-stdio"},
+	{"mcpflow-proc-mcp26-http", "direct-http-default"}, {"mcpflow-proc-mcp26-http", "mcpflow-proc-mcp-http"}, {"mcpflow-proc-mcp26-http", "peer-http"},
+	{"mcpflow-proc-mcp26-stdio", "direct-stdio-default"}, {"mcpflow-proc-mcp26-stdio", "mcpflow-proc-mcp-stdio"}, {"mcpflow-proc-mcp26-stdio", "peer-stdio"},
 }
 
 // report prints the tables (GitHub Markdown) on stdout.
@@ -137,6 +140,7 @@ func report(o options, res *results, targets []target, host string, began time.T
 	}
 
 	issueTargets(res)
+	hopTargets(res)
 	printProfiles(profiles)
 }
 
@@ -198,6 +202,53 @@ func issueTargets(res *results) {
 	}
 	fmt.Printf("\nissue 15: mcpflow as its own process (mcpflow serve: access log on, user token, SQLite) against direct mcp-go, ratios within each round\n\n")
 	fmt.Printf("| figure | mcpflow REST | target | | floor: bare net/http hop, own process | mcpflow MCP endpoint (mcp-go client) | peer proxy (mcp-go client) |\n|---|---|---|---|---|---|---|\n")
+	fmt.Println(strings.Join(rows, "\n"))
+}
+
+// hopTargets prints the figures of issue 25, point 6: the 2026-07-28 path
+// through mcpflow as its own process (an mcp-go client with its defaults on
+// /mcp, mcpflow speaking 2026-07-28 to the demo server, which offers it)
+// against the peer proxy (which speaks 2025-11-25 only, called by the
+// pinned client): p50 at 1 caller at or below the peer's, calls/s at 16
+// callers at or above it. The 2025 path through mcpflow is beside it.
+func hopTargets(res *results) {
+	type figure struct {
+		what    string
+		tr      string
+		callers int
+		f       func(cell) float64
+		atMost  bool
+	}
+	figures := []figure{
+		{"p50, 1 caller, HTTP upstream", "http", 1, p(0.50), true},
+		{"p50, 1 caller, stdio upstream", "stdio", 1, p(0.50), true},
+		{"calls/s, 16 callers, HTTP upstream", "http", 16, rps, false},
+		{"calls/s, 16 callers, stdio upstream", "stdio", 16, rps, false},
+	}
+	var rows []string
+	for _, fg := range figures {
+		r := res.ratio("mcpflow-proc-mcp26-"+fg.tr, "peer-"+fg.tr, fg.callers, fg.f)
+		if r == nil {
+			continue
+		}
+		m, _, _ := median(r)
+		cmp, ok := "≤", m <= 1
+		if !fg.atMost {
+			cmp, ok = "≥", m >= 1
+		}
+		verdict := "not met"
+		if ok {
+			verdict = "met"
+		}
+		legacy := res.ratio("mcpflow-proc-mcp-"+fg.tr, "peer-"+fg.tr, fg.callers, fg.f)
+		up := res.ratio("direct-"+fg.tr+"-default", "direct-"+fg.tr, fg.callers, fg.f)
+		rows = append(rows, fmt.Sprintf("| %s | **%s** | %s 1.00 | %s | %s | %s |", fg.what, statR(r), cmp, verdict, statR(legacy), statR(up)))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Printf("\nissue 25, point 6: the 2026-07-28 path through mcpflow as its own process against the peer proxy, ratios within each round\n\n")
+	fmt.Printf("| figure | mcpflow 2026 / peer | target | | mcpflow 2025 / peer | direct 2026 / direct 2025 (the revision's own cost) |\n|---|---|---|---|---|---|\n")
 	fmt.Println(strings.Join(rows, "\n"))
 }
 

@@ -116,6 +116,13 @@ type ToolRuntime interface {
 	ResetCache()
 }
 
+// ToolLookup is implemented by a ToolRuntime that finds one tool of its
+// listing by name without copying the listing (a call's path): the tool as
+// ListTools lists it, or nil (and no error) when the listing has none.
+type ToolLookup interface {
+	LookupTool(ctx context.Context, userID, threadID, name string) (*Tool, error)
+}
+
 // ConfigAdmin manages the MCP servers file (extensions_config.json) for the
 // admin API. Bodies and answers are JSON: requests {"mcp_servers": {...}}
 // and answers {"mcp_servers": {name: masked server}}, keys in file order.

@@ -239,6 +239,28 @@ func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcp
 	return tools, nil
 }
 
+// LookupTool returns the tool name as ListTools lists it, or nil when the
+// listing has none; it copies that one tool, not the listing.
+func (r *Runtime) LookupTool(ctx context.Context, userID, threadID, name string) (*mcpflow.Tool, error) {
+	st, err := r.tools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.retryDue(st)
+	if e := st.byName[name]; e != nil {
+		t := e.tool
+		return &t, nil
+	}
+	if isBuiltin(name) && r.backgroundTasks() != nil {
+		for _, t := range builtinTools() {
+			if t.Name == name {
+				return &t, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
 // Skipped returns the servers left out of the listing and why: those that
 // cannot be connected to as configured, and those whose discovery failed
 // (retried).

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,8 +121,10 @@ type Session struct {
 	caps        mcp.ServerCapabilities // the server's capabilities
 	info        mcp.Implementation     // mcpflow's clientInfo
 	clientCaps  map[string]any         // mcpflow's capabilities in a 2026 request's _meta
+	envOnce     sync.Once
+	envMeta     []byte // the _meta of a 2026 request with clientCaps (sessionMeta)
 	toolsMu     sync.Mutex
-	tools       map[string]mcp.Tool // the last listing, for Mcp-Param-* headers
+	tools       map[string]mcp.Tool // the last listing's tools with x-mcp-header bindings, for Mcp-Param-* headers
 	progress    sync.Map            // progress token → func(params map[string]any)
 	asksMu      sync.Mutex
 	asks        map[*mcpflow.CallRelay]int // calls in flight that can ask their caller
@@ -410,12 +413,16 @@ func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 		cursor = res.NextCursor
 	}
 	if s.Modern() {
-		known := make(map[string]mcp.Tool, len(tools))
+		// Only the tools with x-mcp-header bindings need Mcp-Param-*
+		// headers: the others' calls skip the schema walk.
+		bound := map[string]mcp.Tool{}
 		for _, t := range tools {
-			known[t.Name] = t
+			if len(mcp.ExtractParamHeaderBindings(&t)) > 0 {
+				bound[t.Name] = t
+			}
 		}
 		s.toolsMu.Lock()
-		s.tools = known
+		s.tools = bound
 		s.toolsMu.Unlock()
 	}
 	return tools, nil
@@ -577,6 +584,14 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*mcp.CallToolRes
 		TaskID     string `json:"taskId"`
 	}
 	what := s.toolRequest(name).what
+	if !bytes.Contains(raw, []byte(`"resultType"`)) {
+		// A result before 2026-07-28, or one that leaves resultType out.
+		res, err := mcp.ParseCallToolResult(&raw)
+		if err != nil {
+			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", what, err)}
+		}
+		return res, nil, nil
+	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
 	}

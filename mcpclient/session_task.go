@@ -188,33 +188,99 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 }
 
 // withEnvelope returns params as a JSON object with the 2026-07-28
-// per-request _meta merged in (the request's own _meta keys kept).
+// per-request _meta merged in: the request's own _meta keys, then the
+// revision, the capabilities (caps: the session's, or with nil the relay's
+// caller's) and mcpflow's clientInfo, which win. It encodes params once; with the
+// session's capabilities and no _meta of the request's own (a plain tool
+// call) the _meta is the session's, encoded once per session.
 func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.CallRelay) (json.RawMessage, error) {
-	fields := map[string]json.RawMessage{}
+	var own any // the request's own _meta, nil when none
+	switch p := params.(type) {
+	case nil:
+	case mcp.CallToolParams:
+		if p.Meta != nil {
+			own, p.Meta = p.Meta, nil
+		}
+		params = p
+	case map[string]any:
+		if m, ok := p["_meta"]; ok {
+			p = maps.Clone(p)
+			delete(p, "_meta")
+			own, params = m, p
+		}
+	}
+	body := []byte("{}")
 	if params != nil {
 		b, err := json.Marshal(params)
 		if err != nil {
 			return nil, fmt.Errorf("encode the request: %w", err)
 		}
-		if err := json.Unmarshal(b, &fields); err != nil {
-			return nil, fmt.Errorf("the request's params are not an object: %w", err)
+		body = b
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("the request's params are not an object")
+	}
+	if _, isMap := params.(map[string]any); !isMap {
+		if _, isCall := params.(mcp.CallToolParams); !isCall && params != nil {
+			// Another type may carry _meta of its own: read it from its encoding.
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal(body, &fields); err != nil {
+				return nil, fmt.Errorf("the request's params are not an object: %w", err)
+			}
+			if raw, ok := fields["_meta"]; ok {
+				own = raw
+				delete(fields, "_meta")
+				b, err := json.Marshal(fields)
+				if err != nil {
+					return nil, err
+				}
+				body = b
+			}
 		}
 	}
-	meta := map[string]any{}
-	if raw, ok := fields["_meta"]; ok {
-		_ = json.Unmarshal(raw, &meta)
-	}
-	meta[mcp.MetaKeyProtocolVersion] = s.version
-	if caps != nil {
-		meta[mcp.MetaKeyClientCapabilities] = caps
+	var meta []byte
+	if own == nil && caps != nil {
+		meta = s.sessionMeta()
 	} else {
-		meta[mcp.MetaKeyClientCapabilities] = relay.ClientCapabilities
+		m := map[string]any{}
+		if own != nil {
+			b, err := json.Marshal(own)
+			if err == nil {
+				_ = json.Unmarshal(b, &m)
+			}
+		}
+		m[mcp.MetaKeyProtocolVersion] = s.version
+		if caps != nil {
+			m[mcp.MetaKeyClientCapabilities] = caps
+		} else {
+			m[mcp.MetaKeyClientCapabilities] = relay.ClientCapabilities
+		}
+		m[mcp.MetaKeyClientInfo] = s.info
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("encode the request's _meta: %w", err)
+		}
+		meta = b
 	}
-	meta[mcp.MetaKeyClientInfo] = s.info
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return nil, fmt.Errorf("encode the request's _meta: %w", err)
+	out := make([]byte, 0, len(body)+len(meta)+10)
+	out = append(out, body[:len(body)-1]...)
+	if len(body) > 2 {
+		out = append(out, ',')
 	}
-	fields["_meta"] = b
-	return json.Marshal(fields)
+	out = append(out, `"_meta":`...)
+	out = append(out, meta...)
+	return append(out, '}'), nil
+}
+
+// sessionMeta returns the 2026-07-28 _meta of a request that has none of
+// its own, with the session's capabilities, encoded once.
+func (s *Session) sessionMeta() []byte {
+	s.envOnce.Do(func() {
+		s.envMeta, _ = json.Marshal(map[string]any{
+			mcp.MetaKeyProtocolVersion:    s.version,
+			mcp.MetaKeyClientCapabilities: s.clientCaps,
+			mcp.MetaKeyClientInfo:         s.info,
+		})
+	})
+	return s.envMeta
 }

@@ -63,6 +63,8 @@ type envelope struct {
 	hasVersion bool            // the key is present
 	caps       json.RawMessage // io.modelcontextprotocol/clientCapabilities
 	meta       map[string]json.RawMessage
+	name       *string // params.name, read in the same pass (Mcp-Name of tools/call)
+	taskID     *string // params.taskId (Mcp-Name of tasks/*)
 }
 
 // modernClaim reads the request's _meta and reports whether the request is
@@ -71,9 +73,16 @@ type envelope struct {
 func modernClaim(r *http.Request, msg *message) (envelope, bool) {
 	var env envelope
 	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+		Meta   map[string]json.RawMessage `json:"_meta"`
+		Name   json.RawMessage            `json:"name"`
+		TaskID json.RawMessage            `json:"taskId"`
 	}
-	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) == nil && p.Meta != nil {
+	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) == nil {
+		env.name, env.taskID = jsonString(p.Name), jsonString(p.TaskID)
+	} else {
+		p.Meta = nil
+	}
+	if p.Meta != nil {
 		env.meta = p.Meta
 		if raw, ok := p.Meta[metaProtocol]; ok {
 			env.hasVersion = true
@@ -134,7 +143,7 @@ func (s *Server) checkModern(r *http.Request, msg *message, env envelope) *moder
 		return refuse(http.StatusBadRequest, codeHeaderMismatch, nil, "Header mismatch: %s header value %q does not match the body's method %q",
 			headerMethod, truncate(got, 60), truncate(msg.Method, 60))
 	}
-	if want, named := nameOf(msg); named {
+	if want, named := nameOf(msg.Method, env); named {
 		got, present := r.Header[http.CanonicalHeaderKey(headerName)]
 		if !present || len(got) == 0 {
 			return refuse(http.StatusBadRequest, codeHeaderMismatch, nil, "the %s header is required for %s", headerName, msg.Method)
@@ -156,25 +165,29 @@ func (s *Server) checkModern(r *http.Request, msg *message, env envelope) *moder
 
 // nameOf returns what a request's Mcp-Name header must carry: the tool of
 // a tools/call, the task of a tasks/* request.
-func nameOf(msg *message) (string, bool) {
-	var p struct {
-		Name   *string `json:"name"`
-		TaskID *string `json:"taskId"`
-	}
-	_ = json.Unmarshal(msg.Params, &p)
-	switch msg.Method {
+func nameOf(method string, env envelope) (string, bool) {
+	switch method {
 	case string(mcp.MethodToolsCall):
-		if p.Name != nil {
-			return *p.Name, true
+		if env.name != nil {
+			return *env.name, true
 		}
 		return "", true
 	case string(mcp.MethodTasksGet), "tasks/update", string(mcp.MethodTasksCancel):
-		if p.TaskID != nil {
-			return *p.TaskID, true
+		if env.taskID != nil {
+			return *env.taskID, true
 		}
 		return "", true
 	}
 	return "", false
+}
+
+// jsonString returns the string raw holds, nil when it holds none.
+func jsonString(raw json.RawMessage) *string {
+	var v string
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return &v
 }
 
 func isJSONObject(raw json.RawMessage) bool {
@@ -260,6 +273,15 @@ func (s *Server) modern(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 // modernResult stamps a result for 2026-07-28: resultType (complete unless
 // it names its own) and the server's identity in _meta.
 func (s *Server) modernResult(v any) any {
+	if r, ok := v.(callToolResult); ok {
+		// A tool's result (the common answer), stamped without re-encoding.
+		meta := make(map[string]any, len(r.Meta)+1)
+		for k, x := range r.Meta {
+			meta[k] = x
+		}
+		meta[metaServerInfo] = mcp.Implementation{Name: serverName, Version: s.opts.Version}
+		return modernCallResult{callToolResult: r, ResultType: resultComplete, Meta: meta}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return v
@@ -279,6 +301,14 @@ func (s *Server) modernResult(v any) any {
 	meta[metaServerInfo] = info
 	m["_meta"], _ = json.Marshal(meta)
 	return m
+}
+
+// modernCallResult is a tool's result as 2026-07-28 answers it; its Meta
+// hides the embedded result's.
+type modernCallResult struct {
+	callToolResult
+	ResultType string         `json:"resultType"`
+	Meta       map[string]any `json:"_meta"`
 }
 
 // discover answers server/discover: the revisions served, the capabilities

@@ -92,20 +92,9 @@ func relayID(id json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// relayParams are the params of a tools/call that its relay reads.
-type relayParams struct {
-	// 2026-07-28: the retry of an input_required answer.
-	InputResponses json.RawMessage `json:"inputResponses"`
-	RequestState   string          `json:"requestState"`
-	Meta           struct {
-		ProgressToken any `json:"progressToken"`
-	} `json:"_meta"`
-}
-
-// relay builds the call's relay (see the top of this file).
-func (c *call) relay() *mcpflow.CallRelay {
-	var p relayParams
-	_ = json.Unmarshal(c.msg.Params, &p) // the params decoded once already
+// relay builds the call's relay (see the top of this file) from its
+// params.
+func (c *call) relay(p *callParams) *mcpflow.CallRelay {
 	r := &mcpflow.CallRelay{}
 	if c.modern {
 		r.ClientCapabilities = c.caps
@@ -114,14 +103,16 @@ func (c *call) relay() *mcpflow.CallRelay {
 		}
 		r.PassInput = true
 		r.InputResponses = nullToEmpty(p.InputResponses)
-		r.RequestState = p.RequestState
+		if st := jsonString(p.RequestState); st != nil {
+			r.RequestState = *st
+		}
 	} else {
 		r.ClientCapabilities = c.legacyCaps()
 		if acceptsSSE(c.r) && c.session != "" && len(c.declared()) > 0 {
 			r.Ask = c.ask
 		}
 	}
-	if token := p.Meta.ProgressToken; token != nil && acceptsSSE(c.r) {
+	if token := p.Meta["progressToken"]; token != nil && acceptsSSE(c.r) {
 		r.Progress = func(params map[string]any) {
 			params["progressToken"] = token
 			_ = c.notify(notification{JSONRPC: mcp.JSONRPC_VERSION, Method: string(mcp.MethodNotificationProgress), Params: params})

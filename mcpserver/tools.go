@@ -206,6 +206,9 @@ type callParams struct {
 	Arguments map[string]any  `json:"arguments"` // numbers are json.Number (c.params); a non-object fails the decoding: -32602
 	Task      *mcp.TaskParams `json:"task"`
 	Meta      map[string]any  `json:"_meta"`
+	// 2026-07-28: the retry of an input_required answer (the relay's).
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   json.RawMessage `json:"requestState"` // a string; anything else is none
 }
 
 // callToolResult is a CallToolResult on the wire.
@@ -239,18 +242,18 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		// (resultType "task") for a client that declares the Tasks
 		// extension on this request; params.task is ignored.
 		p.Task = nil
-		tools, err := c.s.opts.Tools.ListTools(ctx, c.req.UserID, c.req.ThreadID)
+		t, err := c.s.lookupTool(ctx, c.req, p.Name)
 		if err != nil {
 			return nil, c.domainError("list tools", err)
 		}
-		if i := slices.IndexFunc(tools, func(t mcpflow.Tool) bool { return t.Name == p.Name }); i >= 0 {
-			if e := c.checkParamHeaders(&tools[i]); e != nil {
+		if t != nil {
+			if e := c.checkParamHeaders(t); e != nil {
 				c.reply(e.status, newResponse(c.msg.ID, nil, e.err))
 				c.answered = true
 				return nil, nil
 			}
-			if tools[i].TaskToolset != nil && c.s.tasksEnabled() && declares(c.caps, ExtTasks) {
-				tool = &tools[i]
+			if t.TaskToolset != nil && c.s.tasksEnabled() && declares(c.caps, ExtTasks) {
+				tool = t
 			}
 		}
 	}
@@ -258,18 +261,17 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		if !c.s.tasksEnabled() {
 			return nil, methodNotFound("task augmentation is not supported: durable tasks are not enabled on this mcpflow")
 		}
-		tools, err := c.s.opts.Tools.ListTools(ctx, c.req.UserID, c.req.ThreadID)
+		t, err := c.s.lookupTool(ctx, c.req, p.Name)
 		if err != nil {
 			return nil, c.domainError("list tools", err)
 		}
-		i := slices.IndexFunc(tools, func(t mcpflow.Tool) bool { return t.Name == p.Name })
-		if i < 0 {
+		if t == nil {
 			return nil, invalidParams("Unknown tool: %s", truncate(p.Name, 200))
 		}
-		if tools[i].TaskToolset == nil {
+		if t.TaskToolset == nil {
 			return nil, methodNotFound("Tool '%s' does not support task augmentation: only durable task tools (execution.taskSupport \"optional\") do", p.Name)
 		}
-		tool = &tools[i]
+		tool = t
 	}
 	release, ok := slot(c.req.AcquireCall)
 	if !ok {
@@ -278,7 +280,7 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		return nil, nil
 	}
 	if tool == nil {
-		tc.Relay = c.relay()
+		tc.Relay = c.relay(&p)
 	}
 	res, err := c.s.opts.Tools.CallTool(ctx, tc)
 	release()
@@ -337,6 +339,23 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		out.Content = []json.RawMessage{}
 	}
 	return out, nil
+}
+
+// lookupTool returns the tool name of the request's thread as the listing
+// has it, nil when it has none: by the runtime's lookup where it has one,
+// else from the listing.
+func (s *Server) lookupTool(ctx context.Context, req *mcpflow.MCPRequest, name string) (*mcpflow.Tool, error) {
+	if l, ok := s.opts.Tools.(mcpflow.ToolLookup); ok {
+		return l.LookupTool(ctx, req.UserID, req.ThreadID, name)
+	}
+	tools, err := s.opts.Tools.ListTools(ctx, req.UserID, req.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	if i := slices.IndexFunc(tools, func(t mcpflow.Tool) bool { return t.Name == name }); i >= 0 {
+		return &tools[i], nil
+	}
+	return nil, nil
 }
 
 // checkParamHeaders checks the Mcp-Param-* headers of a 2026-07-28

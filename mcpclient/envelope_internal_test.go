@@ -1,0 +1,81 @@
+package mcpclient
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcpflow/mcpflow"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWithEnvelope: a 2026-07-28 request's params carry the revision,
+// the capabilities and mcpflow's clientInfo in _meta, over the request's
+// own _meta keys, whatever the params' type; the params are kept.
+func TestWithEnvelope(t *testing.T) {
+	s := &Session{version: mcp.ProtocolVersion20260728, info: mcp.Implementation{Name: "mcpflow", Version: "t"},
+		clientCaps: map[string]any{"extensions": map[string]any{ExtTasks: map[string]any{}}}}
+	decode := func(b json.RawMessage) map[string]any {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m), "%s", b)
+		return m
+	}
+	sessionMeta := map[string]any{
+		mcp.MetaKeyProtocolVersion:    mcp.ProtocolVersion20260728,
+		mcp.MetaKeyClientCapabilities: map[string]any{"extensions": map[string]any{ExtTasks: map[string]any{}}},
+		mcp.MetaKeyClientInfo:         map[string]any{"name": "mcpflow", "version": "t"},
+	}
+
+	// A plain call: name and arguments kept, the session's _meta.
+	b, err := s.withEnvelope(mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}, s.clientCaps, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"name": "echo", "arguments": map[string]any{"message": "hi"}, "_meta": sessionMeta}, decode(b))
+	// Twice the same (the session's _meta is encoded once).
+	b2, err := s.withEnvelope(mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}, s.clientCaps, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, string(b), string(b2))
+
+	// A call with _meta of its own (a progress token, a key mcpflow adds,
+	// one that names the revision differently): its keys kept, the
+	// envelope's win.
+	own := mcp.NewMetaFromMap(map[string]any{"progressToken": "p-1", "x-run": "r", mcp.MetaKeyProtocolVersion: "1999-01-01"})
+	b, err = s.withEnvelope(mcp.CallToolParams{Name: "echo", Meta: own}, s.clientCaps, nil)
+	require.NoError(t, err)
+	m := decode(b)
+	meta := m["_meta"].(map[string]any)
+	require.Equal(t, "p-1", meta["progressToken"])
+	require.Equal(t, "r", meta["x-run"])
+	require.Equal(t, mcp.ProtocolVersion20260728, meta[mcp.MetaKeyProtocolVersion])
+	require.Equal(t, "echo", m["name"])
+
+	// The caller's capabilities (a relayed call) instead of the session's.
+	relay := &mcpflow.CallRelay{ClientCapabilities: json.RawMessage(`{"elicitation":{}}`)}
+	b, err = s.withEnvelope(mcp.CallToolParams{Name: "echo"}, nil, relay)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"elicitation": map[string]any{}}, decode(b)["_meta"].(map[string]any)[mcp.MetaKeyClientCapabilities])
+
+	// A map with _meta (tasks/*), no params, and a struct with _meta.
+	b, err = s.withEnvelope(map[string]any{"taskId": "t1", "_meta": map[string]any{"k": "v"}}, s.clientCaps, nil)
+	require.NoError(t, err)
+	m = decode(b)
+	require.Equal(t, "t1", m["taskId"])
+	require.Equal(t, "v", m["_meta"].(map[string]any)["k"])
+	require.Equal(t, mcp.ProtocolVersion20260728, m["_meta"].(map[string]any)[mcp.MetaKeyProtocolVersion])
+	b, err = s.withEnvelope(nil, s.clientCaps, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"_meta": sessionMeta}, decode(b))
+	type other struct {
+		Cursor string         `json:"cursor"`
+		Meta   map[string]any `json:"_meta"`
+	}
+	b, err = s.withEnvelope(other{Cursor: "c", Meta: map[string]any{"k": "v"}}, s.clientCaps, nil)
+	require.NoError(t, err)
+	m = decode(b)
+	require.Equal(t, "c", m["cursor"])
+	require.Equal(t, "v", m["_meta"].(map[string]any)["k"])
+	require.Equal(t, "mcpflow", m["_meta"].(map[string]any)[mcp.MetaKeyClientInfo].(map[string]any)["name"])
+
+	// Params that are not an object are refused.
+	_, err = s.withEnvelope([]int{1}, s.clientCaps, nil)
+	require.Error(t, err)
+}

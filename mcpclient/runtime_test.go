@@ -1046,3 +1046,46 @@ func TestConvertResultKeepsStructuredNumbers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"id":9007199254740993,"list":[1,"x"],"ratio":0.10000000000000000555}`, string(b))
 }
+
+// TestLookupTool: the runtime finds one tool of the listing by name (the
+// MCP endpoint's call path) as ListTools lists it, the built-in task tools
+// only while the task runtime runs, and nil for a name the listing lacks.
+func TestLookupTool(t *testing.T) {
+	t.Parallel()
+	url := startNamedToolsServer(t, "alpha", "beta")
+	b := newRuntime(t, doc{"mcpServers": doc{"x": doc{"type": "http", "url": url}}})
+	ctx := context.Background()
+	lookup := func(name string) *mcpflow.Tool {
+		t.Helper()
+		tool, err := b.rt.LookupTool(ctx, "alice", "t1", name)
+		require.NoError(t, err)
+		return tool
+	}
+	listed := b.list(t)
+	require.NotEmpty(t, listed)
+	for _, want := range listed {
+		got := lookup(want.Name)
+		require.NotNil(t, got, want.Name)
+		require.Equal(t, want, *got)
+	}
+	require.Nil(t, lookup("x_gamma"))
+	require.Nil(t, lookup(mcpclient.ToolListBackgroundTasks), "no task runtime: no built-in tools")
+
+	b.rt.SetSubmitter(func(context.Context, mcpflow.ToolCall, mcpflow.Tool, config.TaskToolset) (*mcpflow.ToolResult, error) {
+		return nil, nil
+	})
+	b.rt.SetBackgroundTasks(noBackgroundTasks{})
+	got := lookup(mcpclient.ToolListBackgroundTasks)
+	require.NotNil(t, got)
+	i := slices.IndexFunc(b.list(t), func(t mcpflow.Tool) bool { return t.Name == mcpclient.ToolListBackgroundTasks })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, b.list(t)[i], *got)
+}
+
+// noBackgroundTasks is a task store without tasks.
+type noBackgroundTasks struct{}
+
+func (noBackgroundTasks) ListTasks(context.Context, mcpflow.TaskFilter) ([]*mcpflow.Task, error) {
+	return nil, nil
+}
+func (noBackgroundTasks) CancelTask(context.Context, *mcpflow.Task) error { return nil }

@@ -584,16 +584,12 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*mcp.CallToolRes
 		TaskID     string `json:"taskId"`
 	}
 	what := s.toolRequest(name).what
-	if !bytes.Contains(raw, []byte(`"resultType"`)) {
-		// A result before 2026-07-28, or one that leaves resultType out.
-		res, err := mcp.ParseCallToolResult(&raw)
-		if err != nil {
-			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", what, err)}
+	// A result without resultType (before 2026-07-28, or left out) is
+	// decoded once, as a result.
+	if bytes.Contains(raw, []byte(`"resultType"`)) {
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
 		}
-		return res, nil, nil
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
 	}
 	switch probe.ResultType {
 	case "", "complete":

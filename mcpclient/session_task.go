@@ -187,16 +187,18 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 	return resp.Result, nil, nil
 }
 
-// withEnvelope returns params as a JSON object with the 2026-07-28
+// withEnvelope returns params (a tools/call's mcp.CallToolParams, the map
+// of another request, or nil) as a JSON object with the 2026-07-28
 // per-request _meta merged in: the request's own _meta keys, then the
 // revision, the capabilities (caps: the session's, or with nil the relay's
-// caller's) and mcpflow's clientInfo, which win. It encodes params once; with the
-// session's capabilities and no _meta of the request's own (a plain tool
-// call) the _meta is the session's, encoded once per session.
+// caller's) and mcpflow's clientInfo, which win. It encodes params once;
+// with the session's capabilities and no _meta of the request's own (a
+// plain tool call) the _meta is the session's, encoded once per session.
 func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.CallRelay) (json.RawMessage, error) {
 	var own any // the request's own _meta, nil when none
 	switch p := params.(type) {
 	case nil:
+		params = map[string]any{}
 	case mcp.CallToolParams:
 		if p.Meta != nil {
 			own, p.Meta = p.Meta, nil
@@ -208,35 +210,12 @@ func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.C
 			delete(p, "_meta")
 			own, params = m, p
 		}
+	default:
+		return nil, fmt.Errorf("mcpflow cannot send params of type %T", params)
 	}
-	body := []byte("{}")
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return nil, fmt.Errorf("encode the request: %w", err)
-		}
-		body = b
-	}
-	if len(body) < 2 || body[0] != '{' {
-		return nil, fmt.Errorf("the request's params are not an object")
-	}
-	if _, isMap := params.(map[string]any); !isMap {
-		if _, isCall := params.(mcp.CallToolParams); !isCall && params != nil {
-			// Another type may carry _meta of its own: read it from its encoding.
-			var fields map[string]json.RawMessage
-			if err := json.Unmarshal(body, &fields); err != nil {
-				return nil, fmt.Errorf("the request's params are not an object: %w", err)
-			}
-			if raw, ok := fields["_meta"]; ok {
-				own = raw
-				delete(fields, "_meta")
-				b, err := json.Marshal(fields)
-				if err != nil {
-					return nil, err
-				}
-				body = b
-			}
-		}
+	body, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request: %w", err)
 	}
 	var meta []byte
 	if own == nil && caps != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
@@ -633,4 +634,53 @@ func TestSessionBeforeSend(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, 1, ran)
 	require.Equal(t, 1, calls)
+}
+
+// TestSessionParamHeaders: in 2026-07-28 a call of a tool whose input
+// schema binds a parameter to a header (x-mcp-header) carries that
+// Mcp-Param-* header with the argument's value, which the server (mcp-go,
+// which checks it) accepts; a call of a tool without bindings carries none.
+func TestSessionParamHeaders(t *testing.T) {
+	t.Parallel()
+	s := server.NewMCPServer("headers", "1.0.0", server.WithToolCapabilities(false))
+	answer := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	s.AddTool(mcp.NewToolWithRawSchema("region_call", "bound", json.RawMessage(
+		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"q":{"type":"string"}},"required":["region"]}`)), answer)
+	s.AddTool(mcp.NewTool("plain_call", mcp.WithString("q")), answer)
+	var mu sync.Mutex
+	seen := map[string]http.Header{} // tool → the headers of its call
+	h := server.NewStreamableHTTPServer(s)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+			mu.Lock()
+			seen[msg.Params.Name] = r.Header.Clone()
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+
+	sess := sessDial(t, sessRemoteServer("h", config.TransportHTTP, ts.URL+"/mcp"), mcpclient.DialOptions{})
+	require.True(t, sess.Modern())
+	_, err := sess.ListTools(sessCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, "ok", sessText(sessCall(t, sess, "region_call", map[string]any{"region": "eu-west", "q": "x"})))
+	require.Equal(t, "ok", sessText(sessCall(t, sess, "plain_call", map[string]any{"q": "x"})))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, "eu-west", seen["region_call"].Get(mcp.HeaderParamPrefix+"Region"))
+	for k := range seen["plain_call"] {
+		require.False(t, strings.HasPrefix(k, mcp.HeaderParamPrefix), "a tool without bindings gets no %s header", k)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -442,4 +443,68 @@ func TestModernListen(t *testing.T) {
 	require.Equal(t, 42.0, end["id"])
 	require.Equal(t, "complete", end["result"].(map[string]any)["resultType"])
 	require.Equal(t, 42.0, end["result"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"])
+}
+
+// TestModernCallRetryFields: the retry fields of an input_required answer
+// are checked like the rest of the call's params: a requestState that is
+// not a string is -32602 naming the field, and the value is not echoed.
+func TestModernCallRetryFields(t *testing.T) {
+	t.Parallel()
+	b := newModern(t)
+	h := map[string]string{headerName: "echo"}
+	status, _, out := b.post(t, "tools/call", map[string]any{"name": "echo", "requestState": map[string]any{"secret-state": 1}}, h)
+	require.Equal(t, 200, status, "%v", out)
+	require.Equal(t, float64(-32602), rpcCode(out), "%v", out)
+	msg := out["error"].(map[string]any)["message"].(string)
+	require.Contains(t, msg, "requestState must be a string")
+	require.NotContains(t, msg, "secret-state")
+	// A string requestState passes the params check (this thread has no tools).
+	_, _, out = b.post(t, "tools/call", map[string]any{"name": "echo", "requestState": "opaque"}, h)
+	require.Contains(t, out["error"].(map[string]any)["message"], "Unknown tool: echo")
+}
+
+// progressTools is a thread whose every call reports one progress step
+// through the call's relay, then answers.
+type progressTools struct{ noTools }
+
+func (progressTools) CallTool(_ context.Context, tc mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
+	if tc.Relay == nil || tc.Relay.Progress == nil {
+		return nil, mcpflow.Errorf(mcpflow.EInternal, "no progress relay")
+	}
+	tc.Relay.Progress(map[string]any{"progress": 1, "total": 2})
+	return &mcpflow.ToolResult{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"done"}`)}}, nil
+}
+
+// TestProgressTokenRelayed: the server's progress of a call reaches the
+// client on the call's SSE answer with the client's own progressToken,
+// of the same JSON type and value (a large integer stays exact).
+func TestProgressTokenRelayed(t *testing.T) {
+	t.Parallel()
+	s := New(Options{Tools: progressTools{}, KeepAlive: time.Hour})
+	t.Cleanup(s.Stop)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeMCP(w, r, &mcpflow.MCPRequest{UserID: "u", ThreadID: "th"})
+	}))
+	t.Cleanup(srv.Close)
+	for _, token := range []string{`9007199254740993`, `"tok-1"`} {
+		meta := `{"progressToken":` + token + `,"` + metaProtocol + `":"` + ProtocolVersion2026 + `","` + metaClientCaps + `":{}}`
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"work","arguments":{},"_meta":` + meta + `}}`
+		r, err := http.NewRequest("POST", srv.URL, strings.NewReader(body))
+		require.NoError(t, err)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set(HeaderProtocolVersion, ProtocolVersion2026)
+		r.Header.Set(headerMethod, "tools/call")
+		r.Header.Set(headerName, "work")
+		resp, err := http.DefaultClient.Do(r)
+		require.NoError(t, err)
+		out, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode, "%s", out)
+		require.Contains(t, resp.Header.Get("Content-Type"), "text/event-stream")
+		require.Contains(t, string(out), `"method":"notifications/progress"`)
+		require.Contains(t, string(out), `"progressToken":`+token, "%s", out)
+		require.Contains(t, string(out), `"text":"done"`)
+	}
 }

@@ -103,9 +103,7 @@ func (c *call) relay(p *callParams) *mcpflow.CallRelay {
 		}
 		r.PassInput = true
 		r.InputResponses = nullToEmpty(p.InputResponses)
-		if st := jsonString(p.RequestState); st != nil {
-			r.RequestState = *st
-		}
+		r.RequestState = p.RequestState
 	} else {
 		r.ClientCapabilities = c.legacyCaps()
 		if acceptsSSE(c.r) && c.session != "" && len(c.declared()) > 0 {

@@ -208,7 +208,7 @@ type callParams struct {
 	Meta      map[string]any  `json:"_meta"`
 	// 2026-07-28: the retry of an input_required answer (the relay's).
 	InputResponses json.RawMessage `json:"inputResponses"`
-	RequestState   json.RawMessage `json:"requestState"` // a string; anything else is none
+	RequestState   string          `json:"requestState"`
 }
 
 // callToolResult is a CallToolResult on the wire.

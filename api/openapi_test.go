@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -65,4 +66,26 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	slices.Sort(documented)
 	require.Equal(t, registered, documented)
 	require.Len(t, registered, 28)
+
+	// README.md's route table names every route too: a row holds its
+	// methods (POST/GET/DELETE for several) and its path, with {id} for
+	// the thread, before any query string.
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	// the thread, before any query string; a row of the MCP endpoint names
+	// /mcp after it ("`POST/GET/DELETE /mcp/threads/{id}`, `/mcp`").
+	row := regexp.MustCompile("(?m)^\\| `([A-Z/]+) ([^`?]+)[^`]*`(, `(/mcp)`)?")
+	inREADME := map[string]bool{}
+	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+		for _, method := range strings.Split(m[1], "/") {
+			inREADME[method+" "+m[2]] = true
+			if m[4] != "" {
+				inREADME[method+" "+m[4]] = true
+			}
+		}
+	}
+	for _, r := range registered {
+		r = strings.ReplaceAll(r, "{thread_id}", "{id}")
+		require.True(t, inREADME[r], "README.md's route table lacks %s", r)
+	}
 }

@@ -181,15 +181,7 @@ func issueTargets(res *results) {
 		peer := res.ratio("peer-"+fg.tr, "direct-"+fg.tr, fg.callers, fg.f)
 		floor := res.ratio("floor-proc-"+fg.tr, "direct-"+fg.tr, fg.callers, fg.f)
 		m, _, _ := median(rest)
-		ok := m <= fg.target
-		cmp := "≤"
-		if !fg.atMost {
-			ok, cmp = m >= fg.target, "≥"
-		}
-		verdict := "not met"
-		if ok {
-			verdict = "met"
-		}
+		cmp, verdict := judge(m, fg.target, fg.atMost)
 		// The floor says what the machine allows a proxy process at all:
 		// a target the floor itself misses is below it.
 		if f, _, _ := median(floor); floor != nil && ((fg.atMost && f > fg.target) || (!fg.atMost && f < fg.target)) {
@@ -232,14 +224,7 @@ func hopTargets(res *results) {
 			continue
 		}
 		m, _, _ := median(r)
-		cmp, ok := "≤", m <= 1
-		if !fg.atMost {
-			cmp, ok = "≥", m >= 1
-		}
-		verdict := "not met"
-		if ok {
-			verdict = "met"
-		}
+		cmp, verdict := judge(m, 1, fg.atMost)
 		legacy := res.ratio("mcpflow-proc-mcp-"+fg.tr, "peer-"+fg.tr, fg.callers, fg.f)
 		up := res.ratio("direct-"+fg.tr+"-default", "direct-"+fg.tr, fg.callers, fg.f)
 		rows = append(rows, fmt.Sprintf("| %s | **%s** | %s 1.00 | %s | %s | %s |", fg.what, statR(r), cmp, verdict, statR(legacy), statR(up)))
@@ -250,6 +235,20 @@ func hopTargets(res *results) {
 	fmt.Printf("\nissue 25, point 6: the 2026-07-28 path through mcpflow as its own process against the peer proxy, ratios within each round\n\n")
 	fmt.Printf("| figure | mcpflow 2026 / peer | target | | mcpflow 2025 / peer | direct 2026 / direct 2025 (the revision's own cost) |\n|---|---|---|---|---|---|\n")
 	fmt.Println(strings.Join(rows, "\n"))
+}
+
+// judge compares a figure's median m with its target: at most or at
+// least; it returns the comparison's sign and "met" or "not met".
+func judge(m, target float64, atMost bool) (cmp, verdict string) {
+	ok := m <= target
+	cmp = "≤"
+	if !atMost {
+		ok, cmp = m >= target, "≥"
+	}
+	if ok {
+		return cmp, "met"
+	}
+	return cmp, "not met"
 }
 
 func joinInts(v []int) string {

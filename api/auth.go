@@ -15,8 +15,16 @@ type Principal struct {
 	UserID string // set for user tokens
 	Admin  bool   // set for admin tokens
 	// TokenID names an admin's token in audit logs without revealing it:
-	// "sha256:" and the first 12 hex digits of its digest.
+	// "sha256:" and the first 12 hex digits of its digest, or
+	// "oidc:<provider>:<user id>" for an identity provider's token.
 	TokenID string
+	// Provider names the identity provider of a caller who signed in with
+	// one ("" for a static token); such a caller can be a user and an
+	// admin at once.
+	Provider string
+	// AdminScope is the scope that would make the caller an admin ("" when
+	// the provider makes admins from a claim).
+	AdminScope string
 }
 
 // UserToken maps one user id to its token, given in plain text or as the

@@ -32,6 +32,7 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	auth, err := api.NewAuthenticator(api.AuthConfig{})
 	require.NoError(t, err)
 	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: &blockingTools{}, Tasks: db, Events: db,
+		OAuth:  &api.OAuthResource{Verifier: refuseAll{}, PublicURL: "https://mcpflow.example.com"},
 		MCP:    mcpserver.New(mcpserver.Options{Tools: &blockingTools{}, Sessions: db, Events: db}),
 		Config: &config.Admin{Path: filepath.Join(t.TempDir(), "x.json")}, Metrics: http.NotFoundHandler(),
 		Logger: slog.New(slog.DiscardHandler)})
@@ -65,7 +66,7 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	slices.Sort(registered)
 	slices.Sort(documented)
 	require.Equal(t, registered, documented)
-	require.Len(t, registered, 28)
+	require.Len(t, registered, 31)
 
 	// README.md's route table names every route too: a row holds its
 	// methods (POST/GET/DELETE for several) and its path, with {id} for

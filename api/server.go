@@ -25,7 +25,11 @@ type Check struct {
 
 // Options are the dependencies of the API server.
 type Options struct {
-	Auth    *Authenticator
+	Auth *Authenticator
+	// OAuth accepts identity providers' access tokens beside Auth's static
+	// tokens and serves the Protected Resource Metadata (nil: static
+	// tokens only, no metadata).
+	OAuth   *OAuthResource
 	Threads mcpflow.ThreadStore
 	Tools   mcpflow.ToolRuntime // nil: no MCP tool routes
 	Tasks   mcpflow.TaskStore   // nil: no task routes
@@ -147,6 +151,7 @@ func New(opts Options) *Server {
 		return s
 	}
 	e.GET("/openapi.json", s.openAPI)
+	s.addOAuthRoutes(e)
 	e.GET("/api/features", s.features)
 
 	user := e.Group("/api", s.authenticate, s.requireUser)
@@ -282,7 +287,8 @@ func (s *Server) accessLog(c *gin.Context) {
 	if p, ok := principal(c); ok {
 		if p.Admin {
 			r.AddAttrs(slog.Bool("admin", true))
-		} else {
+		}
+		if p.UserID != "" {
 			r.AddAttrs(slog.String("user_id", p.UserID))
 		}
 	}
@@ -302,23 +308,6 @@ func (s *Server) recovery(c *gin.Context) {
 	c.Next()
 }
 
-func (s *Server) authenticate(c *gin.Context) {
-	tok := bearerToken(c.GetHeader("Authorization"))
-	if tok == "" {
-		c.Header("WWW-Authenticate", `Bearer realm="mcpflow"`)
-		s.renderError(c, mcpflow.Errorf(mcpflow.EUnauthorized, "Authentication required"))
-		return
-	}
-	p, ok := s.opts.Auth.Authenticate(tok)
-	if !ok {
-		c.Header("WWW-Authenticate", `Bearer realm="mcpflow", error="invalid_token"`)
-		s.renderError(c, mcpflow.Errorf(mcpflow.EUnauthorized, "invalid bearer token"))
-		return
-	}
-	c.Set(ctxPrincipal, p)
-	c.Next()
-}
-
 func principal(c *gin.Context) (Principal, bool) {
 	v, ok := c.Get(ctxPrincipal)
 	if !ok {
@@ -330,7 +319,7 @@ func principal(c *gin.Context) (Principal, bool) {
 
 func (s *Server) requireAdmin(c *gin.Context) {
 	if p, _ := principal(c); !p.Admin {
-		s.renderError(c, mcpflow.Errorf(mcpflow.EForbidden, "Admin privileges required to manage MCP configuration."))
+		s.refuseAdmin(c, p)
 		return
 	}
 	c.Next()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,6 +102,13 @@ type ServerSection struct {
 	// rebinding protection); requests without one (every non-browser MCP
 	// client) pass. Default empty.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// PublicURL is the origin clients reach mcpflow at
+	// ("https://mcpflow.example.com": scheme://host[:port], no path), its
+	// resource URI as an OAuth 2.1 protected resource: the base of the
+	// Protected Resource Metadata and of the audiences an identity
+	// provider's token must carry. Required with auth.oidc; http only for a
+	// loopback host. Default empty.
+	PublicURL string `yaml:"public_url"`
 }
 
 // Seconds converts a number of seconds of the config to a duration.
@@ -281,6 +289,50 @@ type AuthSection struct {
 	AdminTokenSHA256 []string `yaml:"admin_token_sha256"`
 	// Users from the environment: MCPFLOW_AUTH_USERS="alice:<token>,bob:sha256:<hex>".
 	Users []User `yaml:"users"`
+	// OIDC lists the identity providers whose access tokens are accepted
+	// beside the static tokens (MCP authorization). From the environment:
+	// MCPFLOW_AUTH_OIDC holding the list as JSON (or YAML flow style).
+	OIDC []OIDCProvider `yaml:"oidc"`
+}
+
+// OIDCProvider is one identity provider of auth.oidc: an OpenID issuer
+// whose JWT access tokens are verified against its published keys.
+type OIDCProvider struct {
+	// Name names the provider in logs and errors (1..64 of A-Z a-z 0-9 . _ -).
+	Name string `yaml:"name"`
+	// Issuer is the exact "iss" of its tokens; discovery is read from
+	// Issuer + "/.well-known/openid-configuration". https, or http for a
+	// loopback host.
+	Issuer string `yaml:"issuer"`
+	// JWKSURL skips discovery and reads the keys from here. Default empty.
+	JWKSURL string `yaml:"jwks_url"`
+	// Audiences are accepted besides mcpflow's resource URIs (server.public_url,
+	// its /mcp and /mcp/threads/{id}), for providers that cannot put a URL in
+	// "aud" (an Auth0 API identifier, an Entra "api://…" id). Default empty.
+	Audiences []string `yaml:"audiences"`
+	// Algorithms allowed for signatures (asymmetric only: RS*, PS*, ES*,
+	// EdDSA). Default all of them.
+	Algorithms []string `yaml:"algorithms"`
+	// ClockSkewSeconds tolerated on exp/nbf, 0..300. Default 60.
+	ClockSkewSeconds int `yaml:"clock_skew_seconds"`
+	// UserClaim holds the user id. Default "sub".
+	UserClaim string `yaml:"user_claim"`
+	// UserPrefix is put before every user id of this provider, so two
+	// providers (or a provider and a static user) cannot share an id.
+	// Default empty.
+	UserPrefix string `yaml:"user_prefix"`
+	// RequiredScopes must all be in a token (403 insufficient_scope
+	// otherwise). Default empty.
+	RequiredScopes []string `yaml:"required_scopes"`
+	// AdminScope makes a token with this scope an admin's; or AdminClaim
+	// (a string or list claim such as "groups" or "roles") holding one of
+	// AdminValues. Default: no admins from this provider.
+	AdminScope  string   `yaml:"admin_scope"`
+	AdminClaim  string   `yaml:"admin_claim"`
+	AdminValues []string `yaml:"admin_values"`
+	// JWKSMinRefreshSeconds: a token with an unknown key id refetches the
+	// keys at most this often, 1..3600. Default 10.
+	JWKSMinRefreshSeconds int `yaml:"jwks_min_refresh_seconds"`
 }
 
 // User is one API user. Exactly one of Token and TokenSHA256 is set.
@@ -372,6 +424,7 @@ func LoadService(path string, env func(string) (string, bool)) (*Service, error)
 		s.resolveRelativePaths(path, origins)
 	}
 	s.ToolSearch.AutoPromoteTopK = min(max(s.ToolSearch.AutoPromoteTopK, 1), 5)
+	s.Auth.applyOIDCDefaults()
 	if err := s.validate(origins); err != nil {
 		return nil, err
 	}
@@ -393,6 +446,7 @@ const (
 	kindBool
 	kindStrings
 	kindUsers
+	kindYAML // a list of mappings, given as JSON or YAML flow style
 )
 
 // serviceLeaf is one settable key of Service.
@@ -461,6 +515,8 @@ func kindFor(t reflect.Type) leafKind {
 		return kindStrings
 	case t == reflect.TypeFor[[]User]():
 		return kindUsers
+	case t == reflect.TypeFor[[]OIDCProvider]():
+		return kindYAML
 	}
 	panic("config: unsupported service config field type " + t.String())
 }
@@ -510,6 +566,16 @@ func applyServiceEnv(env func(string) (string, bool), s *Service, origins map[st
 				return err
 			}
 			fv.Set(reflect.ValueOf(users))
+		case kindYAML:
+			var node yaml.Node
+			if err := yaml.Unmarshal([]byte(val), &node); err != nil || len(node.Content) == 0 {
+				return &FieldError{Source: src, Message: "must be a JSON list"}
+			}
+			fv.Set(reflect.Zero(fv.Type()))
+			d := &yamlDecoder{source: src, origins: map[string]string{}}
+			if err := d.decode(node.Content[0], fv, l.path); err != nil {
+				return err
+			}
 		}
 		for p := range origins {
 			if strings.HasPrefix(p, l.path+"[") || strings.HasPrefix(p, l.path+".") {
@@ -868,6 +934,9 @@ func (s *Service) validate(origins map[string]string) error {
 			return v.fail(p+".token_sha256", "must be 64 hexadecimal characters")
 		}
 	}
+	if err := s.validateOIDC(v); err != nil {
+		return err
+	}
 	if raw := s.Notifications.WebhookURL; raw != "" {
 		u, err := url.Parse(raw)
 		if err != nil || (!strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) || u.Host == "" {
@@ -887,6 +956,133 @@ func validPort(p string) bool {
 
 // validOrigin reports whether o is a serialized web origin: http or https,
 // a host, an optional port, nothing else.
+// Defaults of an auth.oidc entry.
+const (
+	DefaultOIDCClockSkewSeconds      = 60
+	DefaultOIDCJWKSMinRefreshSeconds = 10
+	DefaultOIDCUserClaim             = "sub"
+)
+
+// OIDCAlgorithms are the signature algorithms auth.oidc[].algorithms may
+// name (asymmetric only: a shared-secret HS* or "none" would let anyone
+// holding the published key sign tokens), and its default.
+var OIDCAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// applyOIDCDefaults fills the keys an auth.oidc entry left unset (0 and ""
+// mean unset).
+func (a *AuthSection) applyOIDCDefaults() {
+	for i := range a.OIDC {
+		p := &a.OIDC[i]
+		if p.ClockSkewSeconds == 0 {
+			p.ClockSkewSeconds = DefaultOIDCClockSkewSeconds
+		}
+		if p.JWKSMinRefreshSeconds == 0 {
+			p.JWKSMinRefreshSeconds = DefaultOIDCJWKSMinRefreshSeconds
+		}
+		if p.UserClaim == "" {
+			p.UserClaim = DefaultOIDCUserClaim
+		}
+		if len(p.Algorithms) == 0 {
+			p.Algorithms = slices.Clone(OIDCAlgorithms)
+		}
+	}
+}
+
+var providerNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// validateOIDC checks server.public_url and auth.oidc.
+func (s *Service) validateOIDC(v validator) error {
+	if u := s.Server.PublicURL; u != "" {
+		if !validOrigin(u) {
+			return v.fail("server.public_url", "must be an origin like https://mcpflow.example.com (scheme://host[:port], no path) (got %q)", u)
+		}
+		if !secureURL(u) {
+			return v.fail("server.public_url", "must be https (http only for a loopback host) (got %q)", u)
+		}
+	}
+	if len(s.Auth.OIDC) > 0 && s.Server.PublicURL == "" {
+		return v.fail("auth.oidc", "needs server.public_url: it is mcpflow's resource URI, the audience identity providers' tokens must carry")
+	}
+	names := map[string]int{}
+	for i, p := range s.Auth.OIDC {
+		path := fmt.Sprintf("auth.oidc[%d]", i)
+		if !providerNamePattern.MatchString(p.Name) {
+			return v.fail(path+".name", "must be 1 to 64 characters from A-Z a-z 0-9 . _ - (got %q)", p.Name)
+		}
+		if prev, dup := names[p.Name]; dup {
+			return v.fail(path+".name", "duplicate provider name %q (also auth.oidc[%d])", p.Name, prev)
+		}
+		names[p.Name] = i
+		if u, err := url.Parse(p.Issuer); err != nil || !u.IsAbs() || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || !secureURL(p.Issuer) {
+			return v.fail(path+".issuer", "must be the provider's https issuer URL, exactly as its tokens' \"iss\" (http only for a loopback host) (got %q)", p.Issuer)
+		}
+		if p.JWKSURL != "" {
+			if u, err := url.Parse(p.JWKSURL); err != nil || !u.IsAbs() || u.Host == "" || !secureURL(p.JWKSURL) {
+				return v.fail(path+".jwks_url", "must be an https URL (http only for a loopback host) (got %q)", p.JWKSURL)
+			}
+		}
+		for j, a := range p.Audiences {
+			if strings.TrimSpace(a) == "" {
+				return v.fail(fmt.Sprintf("%s.audiences[%d]", path, j), "must not be empty")
+			}
+		}
+		for j, a := range p.Algorithms {
+			if !slices.Contains(OIDCAlgorithms, a) {
+				return v.fail(fmt.Sprintf("%s.algorithms[%d]", path, j), "must be one of %s (got %q)", strings.Join(OIDCAlgorithms, ", "), a)
+			}
+		}
+		if p.ClockSkewSeconds < 0 || p.ClockSkewSeconds > 300 {
+			return v.fail(path+".clock_skew_seconds", "must be between 0 and 300 (got %d)", p.ClockSkewSeconds)
+		}
+		if p.JWKSMinRefreshSeconds < 1 || p.JWKSMinRefreshSeconds > 3600 {
+			return v.fail(path+".jwks_min_refresh_seconds", "must be between 1 and 3600 (got %d)", p.JWKSMinRefreshSeconds)
+		}
+		if strings.TrimSpace(p.UserClaim) == "" {
+			return v.fail(path+".user_claim", "must not be blank")
+		}
+		if p.UserPrefix != "" && !providerNamePattern.MatchString(p.UserPrefix) {
+			return v.fail(path+".user_prefix", "must be 1 to 64 characters from A-Z a-z 0-9 . _ - (got %q)", p.UserPrefix)
+		}
+		for j, sc := range p.RequiredScopes {
+			if sc == "" || strings.ContainsAny(sc, " \"\\") {
+				return v.fail(fmt.Sprintf("%s.required_scopes[%d]", path, j), "must be one scope: no spaces or quotes (got %q)", sc)
+			}
+		}
+		if p.AdminScope != "" && strings.ContainsAny(p.AdminScope, " \"\\") {
+			return v.fail(path+".admin_scope", "must be one scope: no spaces or quotes (got %q)", p.AdminScope)
+		}
+		switch {
+		case p.AdminScope != "" && p.AdminClaim != "":
+			return v.fail(path, "set admin_scope or admin_claim, not both")
+		case p.AdminClaim != "" && len(p.AdminValues) == 0:
+			return v.fail(path+".admin_values", "must list the values of admin_claim that make an admin")
+		case p.AdminClaim == "" && len(p.AdminValues) > 0:
+			return v.fail(path+".admin_claim", "must name the claim admin_values are looked up in")
+		}
+	}
+	return nil
+}
+
+// secureURL reports whether raw is https, or http to a loopback host.
+func secureURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return true
+	case "http":
+		h := u.Hostname()
+		if h == "localhost" {
+			return true
+		}
+		ip := net.ParseIP(h)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
+}
+
 func validOrigin(o string) bool {
 	u, err := url.Parse(o)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {

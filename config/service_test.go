@@ -389,11 +389,13 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 53)
+	require.Len(t, keys, 55)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_WORKER_ADDR",
 		"MCPFLOW_SERVER_ALLOWED_ORIGINS",
+		"MCPFLOW_SERVER_PUBLIC_URL",
+		"MCPFLOW_AUTH_OIDC",
 		"MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS",
 		"MCPFLOW_SERVER_MAX_BODY_BYTES",
 		"MCPFLOW_SERVER_MAX_CONCURRENT_CALLS_PER_USER",

@@ -33,6 +33,12 @@ const (
 const (
 	GrantClientCredentials = "client_credentials"
 	GrantRefreshToken      = "refresh_token"
+	// GrantTokenExchange (RFC 8693, an mcpflow extension) exchanges the
+	// access token of the caller signed in with an identity provider for a
+	// token of the MCP server's own audience, per call. It applies to
+	// sse/http servers only and takes no refresh_token. The short alias
+	// "token_exchange" is accepted in the file and decoded to this URN.
+	GrantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
 )
 
 // Defaults and limits of extensions_config.json.
@@ -123,10 +129,16 @@ type Server struct {
 }
 
 // OAuth is the oauth block of a server (spec §1.3).
+//
+// With GrantTokenExchange the subject token is the calling user's access
+// token (never configured): token_url is required, client_id and
+// client_secret are optional client authentication, audience, scope and
+// extra_token_params (e.g. "resource") name what the exchanged token is
+// for, and refresh_token must not be set.
 type OAuth struct {
 	Enabled            bool   // default true
 	TokenURL           string // required
-	GrantType          string // GrantClientCredentials (default) or GrantRefreshToken
+	GrantType          string // GrantClientCredentials (default), GrantRefreshToken or GrantTokenExchange
 	ClientID           string // "" when null
 	ClientSecret       string // "" when null
 	RefreshToken       string // "" when null

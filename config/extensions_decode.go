@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -397,6 +398,9 @@ func (d *extDecoder) server(name string, v any, path string) (Server, error) {
 	if s.OAuth, err = d.oauth(r); err != nil {
 		return Server{}, err
 	}
+	if s.OAuth != nil && s.OAuth.GrantType == GrantTokenExchange && s.Type == TransportStdio {
+		return Server{}, d.errorf(r.p("oauth")+".grant_type", "the token-exchange grant applies to sse/http MCP servers only: a stdio server's pooled process is shared, while an exchanged token belongs to one caller")
+	}
 	if s.UserAuth, err = d.userAuth(r); err != nil {
 		return Server{}, err
 	}
@@ -487,8 +491,11 @@ func (d *extDecoder) oauth(parent *objReader) (*OAuth, error) {
 	if o.TokenURL, err = r.requiredStr("token_url"); err != nil {
 		return nil, err
 	}
-	if o.GrantType, err = r.enum("grant_type", GrantClientCredentials, GrantClientCredentials, GrantRefreshToken); err != nil {
+	if o.GrantType, err = r.enum("grant_type", GrantClientCredentials, GrantClientCredentials, GrantRefreshToken, GrantTokenExchange, grantTokenExchangeAlias); err != nil {
 		return nil, err
+	}
+	if o.GrantType == grantTokenExchangeAlias {
+		o.GrantType = GrantTokenExchange
 	}
 	for _, f := range []struct {
 		key string
@@ -524,8 +531,32 @@ func (d *extDecoder) oauth(parent *objReader) (*OAuth, error) {
 	if o.ExtraTokenParams, _, err = r.strMap("extra_token_params"); err != nil {
 		return nil, err
 	}
+	if o.GrantType == GrantTokenExchange {
+		if err := d.checkTokenExchange(r, o); err != nil {
+			return nil, err
+		}
+	}
 	o.Extra = r.extras()
 	return o, nil
+}
+
+// grantTokenExchangeAlias is the short spelling of GrantTokenExchange
+// accepted in oauth.grant_type.
+const grantTokenExchangeAlias = "token_exchange"
+
+// checkTokenExchange checks an oauth block with the token-exchange grant:
+// its token endpoint gets the callers' access tokens, so it must be an
+// absolute http(s) URL, and the subject token is always the caller's, so a
+// configured refresh_token is a mistake. (The sse/http-only rule is the
+// server's, see server.) Messages never show a value.
+func (d *extDecoder) checkTokenExchange(r *objReader, o *OAuth) error {
+	if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return d.errorf(r.p("token_url"), "the token-exchange grant needs token_url to be an absolute http or https URL")
+	}
+	if o.RefreshToken != "" {
+		return d.errorf(r.p("refresh_token"), "must not be set with the token-exchange grant: the subject token is always the signed-in caller's access token (remove it; through the admin API send \"\" to clear it)")
+	}
+	return nil
 }
 
 func (d *extDecoder) userAuth(parent *objReader) (*UserAuth, error) {

@@ -439,7 +439,7 @@ func TestOAuthBlock(t *testing.T) {
 
 	bad := []struct{ server, want string }{
 		{`{"oauth": {}}`, "mcpServers.demo.oauth.token_url: is required"},
-		{`{"oauth": {"token_url": "u", "grant_type": "password"}}`, `mcpServers.demo.oauth.grant_type: must be "client_credentials" or "refresh_token" (got "password")`},
+		{`{"oauth": {"token_url": "u", "grant_type": "password"}}`, `mcpServers.demo.oauth.grant_type: must be "client_credentials", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange" or "token_exchange" (got "password")`},
 		{`{"oauth": {"token_url": "u", "refresh_skew_seconds": 1.5}}`, `mcpServers.demo.oauth.refresh_skew_seconds: must be an integer (got 1.5)`},
 		{`{"oauth": {"token_url": "u", "client_secret": 12345}}`, `mcpServers.demo.oauth.client_secret: must be a string (got a number)`},
 		{`{"oauth": "yes"}`, `mcpServers.demo.oauth: must be an object (got a string)`},

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,6 +19,17 @@ import (
 // wire. SSE/HTTP servers get them as HTTP headers of each request; stdio
 // servers get the OAuth header as the call's _meta {"headers": {...}}
 // (user_auth and headers_from_context do not apply to stdio servers).
+//
+// An oauth block with the token-exchange grant (RFC 8693, sse/http only)
+// puts in the OAuth layer a token exchanged per call from the access token
+// of the caller signed in with an identity provider (mcpflow.CallerToken),
+// never that token itself (token_exchange.go). A request-scoped call
+// without a caller token (a caller with a static mcpflow token, a durable
+// submit in a task activity) is refused with a *CredentialError; requests
+// outside a call (the shared session's initialize and tools/list) and
+// durable status/cancel polls carry no OAuth header. Durable tasks on such
+// a server therefore never get an exchanged token: its task tools are
+// refused at submit.
 
 // requestKey carries a call's request-scoped credentials in its context.
 type requestKey struct{}
@@ -53,7 +65,15 @@ func (e *CredentialError) Error() string { return e.Message }
 // the call is request-scoped (WithSecrets).
 func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, userID string) (map[string]string, error) {
 	var out map[string]string // nil while there is none: most calls carry none
-	oauth, err := r.oauth.header(srv)
+	rc, _ := ctx.Value(requestKey{}).(*requestCreds)
+	oauth, err := r.oauth.header(ctx, srv)
+	if errors.Is(err, errNoCallerToken) {
+		if rc != nil {
+			return nil, &CredentialError{fmt.Sprintf("MCP server '%s' needs a caller signed in with the identity provider: its credential is exchanged from the caller's token (RFC 8693).", srv.Name)}
+		}
+		r.warnNoCaller(srv)
+		oauth, err = "", nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +92,6 @@ func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, use
 			return nil, &CredentialError{fmt.Sprintf("No credential is configured for your account (user id '%s') on MCP server '%s'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable).", userID, srv.Name)}
 		}
 	}
-	rc, _ := ctx.Value(requestKey{}).(*requestCreds)
 	if hc := srv.HeadersFromContext; hc != nil && hc.Enabled && rc != nil {
 		var missing []string
 		set := map[string]string{}
@@ -101,7 +120,11 @@ func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, use
 // stdioMeta returns the _meta of a pooled stdio call: {"headers": {...}}
 // with the OAuth header when the server has an oauth block, nil otherwise.
 func (r *Runtime) stdioMeta(srv *config.Server) (map[string]any, error) {
-	oauth, err := r.oauth.header(srv)
+	if exchangesToken(srv) {
+		// Refused when the config is loaded; never sent unauthenticated.
+		return nil, &CredentialError{fmt.Sprintf("MCP server '%s' exchanges its credential per caller (RFC 8693 token exchange), which only sse/http servers support.", srv.Name)}
+	}
+	oauth, err := r.oauth.header(context.Background(), srv) // no caller token is read: not a token-exchange block
 	if err != nil || oauth == "" {
 		return nil, err
 	}
@@ -112,13 +135,18 @@ func (r *Runtime) stdioMeta(srv *config.Server) (map[string]any, error) {
 // the headers computed for the call in flight, or, for requests outside a
 // call (initialize, tools/list, notifications), the OAuth header alone; a
 // token that cannot be fetched leaves it out (the server answers
-// unauthenticated requests itself).
+// unauthenticated requests itself). A token exchanged per caller is never
+// used outside that caller's call: those requests go without it.
 func (r *Runtime) connHeaders(srv *config.Server) func(context.Context) map[string]string {
 	return func(ctx context.Context) map[string]string {
 		if h, ok := ctx.Value(callHeadersKey{}).(map[string]string); ok {
 			return h
 		}
-		v, err := r.oauth.header(srv)
+		if exchangesToken(srv) {
+			r.warnNoCaller(srv)
+			return nil
+		}
+		v, err := r.oauth.header(ctx, srv)
 		if err != nil {
 			r.log.Warn("MCP server's OAuth token is unavailable; connecting without it", "server", srv.Name, "error", mcpflow.ErrorMessage(err))
 			return nil
@@ -127,6 +155,14 @@ func (r *Runtime) connHeaders(srv *config.Server) func(context.Context) map[stri
 			return nil
 		}
 		return map[string]string{"Authorization": v}
+	}
+}
+
+// warnNoCaller logs, once per server, that requests to srv without a
+// signed-in caller go without its exchanged credential.
+func (r *Runtime) warnNoCaller(srv *config.Server) {
+	if r.oauth.exchanges.warnOnce(srv.Name) {
+		r.log.Warn("MCP server's OAuth credential is exchanged per signed-in caller (RFC 8693); requests without one (session setup, tool listing, durable task polls) carry no OAuth Authorization header", "server", srv.Name)
 	}
 }
 

@@ -50,6 +50,10 @@ type oauthTokens struct {
 	mu      sync.Mutex
 	sources map[string]*oauthEntry // by server name
 	client  *http.Client
+
+	// exchanges holds the tokens of token-exchange blocks, which are per
+	// caller (see token_exchange.go).
+	exchanges tokenExchanges
 }
 
 type oauthEntry struct {
@@ -58,13 +62,23 @@ type oauthEntry struct {
 	ts          oauth2.TokenSource // cache, expiry skew and single-flight refresh
 }
 
-// header returns the Authorization header value of srv's OAuth block ("" when
-// it has none or it is disabled). Concurrent callers share one token
-// request; a token is reused until refresh_skew_seconds before it expires.
-func (o *oauthTokens) header(srv *config.Server) (string, error) {
+// header returns the Authorization header value of srv's OAuth block for a
+// call with ctx ("" when it has none or it is disabled). Concurrent callers
+// share one token request; a token is reused until refresh_skew_seconds
+// before it expires. A token-exchange block exchanges the caller token of
+// ctx (mcpflow.CallerToken), never sent itself; without one it is
+// errNoCallerToken, for the caller to decide.
+func (o *oauthTokens) header(ctx context.Context, srv *config.Server) (string, error) {
 	cfg := srv.OAuth
 	if cfg == nil || !cfg.Enabled {
 		return "", nil
+	}
+	if cfg.GrantType == config.GrantTokenExchange {
+		subject := mcpflow.CallerToken(ctx)
+		if subject == "" {
+			return "", errNoCallerToken
+		}
+		return o.exchanges.header(ctx, o.httpClient(), srv.Name, cfg, subject)
 	}
 	ts := o.source(srv.Name, cfg)
 	tok, err := ts.Token()
@@ -85,11 +99,7 @@ func (o *oauthTokens) source(server string, cfg *config.OAuth) oauth2.TokenSourc
 	if old != nil && old.fingerprint == fp {
 		return old.ts
 	}
-	client := o.client
-	if client == nil {
-		client = oauthClient
-	}
-	src := &oauthSource{server: server, cfg: *cfg, client: client}
+	src := &oauthSource{server: server, cfg: *cfg, client: o.httpClient()}
 	src.refresh.Store(&cfg.RefreshToken)
 	if old != nil && old.src.cfg.RefreshToken == cfg.RefreshToken {
 		// An edit elsewhere in the block keeps the rotated refresh token:
@@ -103,6 +113,20 @@ func (o *oauthTokens) source(server string, cfg *config.OAuth) oauth2.TokenSourc
 	e := &oauthEntry{fingerprint: fp, src: src, ts: oauth2.ReuseTokenSourceWithExpiry(nil, src, skew)}
 	o.sources[server] = e
 	return e.ts
+}
+
+// httpClient is the client of token requests.
+func (o *oauthTokens) httpClient() *http.Client {
+	if o.client != nil {
+		return o.client
+	}
+	return oauthClient
+}
+
+// exchangesToken reports whether srv's credential is exchanged per caller
+// (an enabled oauth block with the token-exchange grant).
+func exchangesToken(srv *config.Server) bool {
+	return srv.OAuth != nil && srv.OAuth.Enabled && srv.OAuth.GrantType == config.GrantTokenExchange
 }
 
 // oauthFingerprint identifies an oauth block's content, so an edited block
@@ -257,7 +281,8 @@ func oauthFields(contentType string, body []byte) (map[string]any, error) {
 }
 
 // oauthExpiresIn reads an expires_in value: an integer number of seconds
-// (as a JSON number or a string); anything else means an hour; at least 1.
+// (as a JSON number, decoded as json.Number or float64, an int64, or a
+// string); anything else means an hour; at least 1.
 func oauthExpiresIn(v any) int64 {
 	var n int64 = oauthDefaultExpiresIn
 	switch x := v.(type) {
@@ -267,6 +292,12 @@ func oauthExpiresIn(v any) int64 {
 		} else if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1e15 {
 			n = int64(f)
 		}
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			n = int64(x)
+		}
+	case int64:
+		n = x
 	case string:
 		if i, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
 			n = i

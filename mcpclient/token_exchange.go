@@ -1,0 +1,288 @@
+package mcpclient
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/config"
+)
+
+// Token exchange (RFC 8693) as an upstream credential.
+//
+// A server whose oauth block has grant_type config.GrantTokenExchange gets,
+// on every call made for a caller signed in with an identity provider, a
+// token exchanged from that caller's access token (mcpflow.CallerToken) at
+// the block's token_url: grant_type token-exchange, the caller's token as
+// subject_token (an access token), an access token requested, the block's
+// audience, scope and extra_token_params (e.g. resource), and its
+// client_id/client_secret as client authentication in the form. The
+// exchanged token is sent as "Authorization: <token_type> <access_token>"
+// in the OAuth layer of the header precedence (static < OAuth < user_auth
+// < headers_from_context).
+//
+// The caller's own token is never sent upstream: it only ever goes to the
+// token endpoint, as subject_token, and an exchange answering it back is
+// refused. It is never a cache key, never logged and never in an error.
+//
+// Calls without a caller token get no exchanged token: a request-scoped
+// call (WithSecrets: an agent's tool call, a durable submit) is refused
+// with a *CredentialError; a request outside a caller's call (the shared
+// session's initialize and tools/list, a durable task's status or cancel
+// poll) carries no Authorization header from the OAuth layer, and the
+// runtime logs that once per server. Durable task activities run without a
+// caller token, so durable tasks on such servers get no exchanged token.
+
+const (
+	// tokenTypeAccessToken is RFC 8693's token type of an access token, the
+	// type of the subject token and of the requested token.
+	tokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
+	// exchangeCacheSize bounds the exchanged tokens a process keeps.
+	exchangeCacheSize = 1024
+)
+
+// errNoCallerToken is a token-exchange header asked for without a caller
+// token in the context.
+var errNoCallerToken = errors.New("no caller token to exchange")
+
+// tokenExchanges caches exchanged tokens per (server, version of its oauth
+// block, caller token), least recently used first out beyond
+// exchangeCacheSize. Concurrent calls for one key share one exchange.
+type tokenExchanges struct {
+	mu      sync.Mutex
+	entries map[exchangeKey]*list.Element // of *exchanged
+	order   list.List                     // most recently used first
+	warned  sync.Map                      // server name → struct{}: the no-caller warning was logged
+}
+
+// exchangeKey is the SHA-256 of a server name, the fingerprint of its oauth
+// block and the SHA-256 of the subject token: the token is never kept.
+type exchangeKey [sha256.Size]byte
+
+func newExchangeKey(server string, cfg *config.OAuth, subject string) exchangeKey {
+	st := sha256.Sum256([]byte(subject))
+	h := sha256.New()
+	h.Write([]byte(server))
+	h.Write([]byte{0})
+	h.Write([]byte(oauthFingerprint(cfg)))
+	h.Write([]byte{0})
+	h.Write(st[:])
+	var k exchangeKey
+	h.Sum(k[:0])
+	return k
+}
+
+// exchanged is one exchange, in flight until done is closed.
+type exchanged struct {
+	key   exchangeKey
+	done  chan struct{}
+	value string    // the Authorization header value, set before done closes
+	renew time.Time // when value is due for a new exchange
+	err   error
+}
+
+func (e *exchanged) finished() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// header returns the Authorization header value for server's calls made
+// for the caller whose access token is subject: a cached exchanged token
+// until refresh_skew_seconds before it expires, else the result of a new
+// exchange (shared with concurrent callers of the same key). The exchange
+// runs on its own, bounded by oauthRequestTimeout: a caller whose ctx ends
+// stops waiting without cancelling it for the others.
+func (x *tokenExchanges) header(ctx context.Context, client *http.Client, server string, cfg *config.OAuth, subject string) (string, error) {
+	key := newExchangeKey(server, cfg, subject)
+	x.mu.Lock()
+	e := x.lookupLocked(key)
+	if e == nil || (e.finished() && (e.err != nil || !time.Now().Before(e.renew))) {
+		e = &exchanged{key: key, done: make(chan struct{})}
+		x.addLocked(e)
+		go x.run(e, client, server, *cfg, subject)
+	}
+	x.mu.Unlock()
+	select {
+	case <-e.done:
+		return e.value, e.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// run performs e's exchange and publishes its outcome; a failure is not
+// cached.
+func (x *tokenExchanges) run(e *exchanged, client *http.Client, server string, cfg config.OAuth, subject string) {
+	ctx, cancel := context.WithTimeout(context.Background(), oauthRequestTimeout)
+	defer cancel()
+	e.value, e.renew, e.err = exchangeToken(ctx, client, server, &cfg, subject)
+	if e.err != nil {
+		x.mu.Lock()
+		x.removeLocked(e)
+		x.mu.Unlock()
+	}
+	close(e.done)
+}
+
+func (x *tokenExchanges) lookupLocked(key exchangeKey) *exchanged {
+	el := x.entries[key]
+	if el == nil {
+		return nil
+	}
+	x.order.MoveToFront(el)
+	return el.Value.(*exchanged)
+}
+
+func (x *tokenExchanges) addLocked(e *exchanged) {
+	if x.entries == nil {
+		x.entries = map[exchangeKey]*list.Element{}
+	}
+	if el := x.entries[e.key]; el != nil {
+		el.Value = e
+		x.order.MoveToFront(el)
+		return
+	}
+	x.entries[e.key] = x.order.PushFront(e)
+	for x.order.Len() > exchangeCacheSize {
+		oldest := x.order.Back()
+		x.order.Remove(oldest)
+		delete(x.entries, oldest.Value.(*exchanged).key)
+	}
+}
+
+func (x *tokenExchanges) removeLocked(e *exchanged) {
+	if el := x.entries[e.key]; el != nil && el.Value == e {
+		x.order.Remove(el)
+		delete(x.entries, e.key)
+	}
+}
+
+// warnOnce reports whether the no-caller warning of server is still to be
+// logged, and marks it logged.
+func (x *tokenExchanges) warnOnce(server string) bool {
+	_, logged := x.warned.LoadOrStore(server, struct{}{})
+	return !logged
+}
+
+// exchangeToken exchanges subject at cfg's token endpoint (RFC 8693 §2.1)
+// and returns the Authorization header value and when it is due for a new
+// exchange. The request is golang.org/x/oauth2's (client credentials with
+// the grant_type overridden, client authentication in the form); the
+// response is read with the block's field names, an expiry of an hour when
+// it has none, and default_token_type for a missing or "N_A" token type.
+func exchangeToken(ctx context.Context, client *http.Client, server string, cfg *config.OAuth, subject string) (string, time.Time, error) {
+	params := url.Values{}
+	for k, v := range cfg.ExtraTokenParams {
+		params.Set(k, v)
+	}
+	// The reserved fields always win over extra_token_params.
+	params.Set("grant_type", config.GrantTokenExchange)
+	params.Set("subject_token", subject)
+	params.Set("subject_token_type", tokenTypeAccessToken)
+	params.Set("requested_token_type", tokenTypeAccessToken)
+	if cfg.Audience != "" {
+		params.Set("audience", cfg.Audience)
+	}
+	if cfg.Scope != "" {
+		params.Set("scope", cfg.Scope)
+	}
+	cc := clientcredentials.Config{
+		ClientID:       cfg.ClientID,
+		ClientSecret:   cfg.ClientSecret,
+		TokenURL:       cfg.TokenURL,
+		EndpointParams: params,
+		// Like the other grants, and never a probe that would send the
+		// subject token twice.
+		AuthStyle: oauth2.AuthStyleInParams,
+	}
+	tok, err := cc.Token(context.WithValue(ctx, oauth2.HTTPClient, client))
+	if err != nil {
+		return "", time.Time{}, exchangeError(server, err)
+	}
+	access := tok.AccessToken
+	if f := cfg.TokenField; f != "access_token" {
+		access, _ = tok.Extra(f).(string)
+		if access == "" {
+			return "", time.Time{}, exchangeFail(server, fmt.Sprintf("OAuth token response missing '%s'", f), nil)
+		}
+	}
+	typ := tok.TokenType
+	if f := cfg.TokenTypeField; f != "token_type" {
+		typ, _ = tok.Extra(f).(string)
+	}
+	if typ == "" || strings.EqualFold(typ, "N_A") {
+		typ = cfg.DefaultTokenType
+	}
+	if access == subject {
+		return "", time.Time{}, exchangeFail(server, "the token endpoint answered with the caller's own token, which is never passed through", nil)
+	}
+	value := typ + " " + access
+	if err := config.CheckHeaderValue(value); err != nil {
+		return "", time.Time{}, exchangeFail(server, "the returned token "+err.Error(), nil)
+	}
+	lifetime := time.Duration(oauthExpiresIn(tok.Extra(cfg.ExpiresInField))) * time.Second
+	skew := time.Duration(max(cfg.RefreshSkewSeconds, 0)) * time.Second
+	return value, time.Now().Add(lifetime - skew), nil
+}
+
+// oauthErrorCode matches an OAuth error code that is safe to show: RFC
+// 6749's codes and the like, never free text that could echo the request.
+var oauthErrorCode = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
+
+// exchangeError turns a failed exchange into what the call answers: a
+// refusal by the token endpoint (HTTP 4xx, or an error code in a 2xx
+// answer) is a *CredentialError naming the server and the endpoint's error
+// code; an endpoint that is down, slow or broken is an upstream failure.
+// Neither carries a token, the client secret, the endpoint's
+// error_description or its body.
+func exchangeError(server string, err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		if status >= 500 || (status >= 300 && status < 400) || status == 0 {
+			return exchangeFail(server, fmt.Sprintf("the token endpoint answered HTTP %d", status), nil)
+		}
+		msg := fmt.Sprintf("MCP server '%s' could not get a credential for this call: the token endpoint refused the token exchange (RFC 8693) with HTTP %d", server, status)
+		if oauthErrorCode.MatchString(re.ErrorCode) {
+			msg += fmt.Sprintf(", error '%s'", re.ErrorCode)
+		}
+		return &CredentialError{Message: msg + "."}
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return exchangeFail(server, fmt.Sprintf("the token request timed out after %s", oauthRequestTimeout), nil)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return exchangeFail(server, "the token request failed", ue.Err) // without the URL
+	}
+	// oauth2's other errors (an unreadable or token-less answer) may quote
+	// the body: only their gist is kept.
+	return exchangeFail(server, "the token response is not a usable token response", nil)
+}
+
+// exchangeFail is an upstream failure of server's token exchange.
+func exchangeFail(server, msg string, cause error) error {
+	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: cause,
+		Message: fmt.Sprintf("MCP server '%s' token exchange (RFC 8693) failed: %s", server, msg)}
+}

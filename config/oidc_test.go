@@ -80,7 +80,7 @@ func TestLoadServiceOIDCErrors(t *testing.T) {
 		{"admin values", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", admin_claim: groups } ] }\n", nil, `auth.oidc[0].admin_values: must list the values`},
 		{"admin claim", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", admin_values: [g] } ] }\n", nil, `auth.oidc[0].admin_claim: must name the claim`},
 		{"scope with space", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", required_scopes: [\"a b\"] } ] }\n", nil, `auth.oidc[0].required_scopes[0]: must be one scope`},
-		{"prefix", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", user_prefix: \"a:\" } ] }\n", nil, `auth.oidc[0].user_prefix: must be 1 to 64 characters`},
+		{"prefix", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", user_prefix: \"a:\" } ] }\n", nil, `auth.oidc[0].user_prefix: must be 1 to 30 characters`},
 		{"jwks url", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", jwks_url: \"http://i.example.com/keys\" } ] }\n", nil, `auth.oidc[0].jwks_url: must be an https URL`},
 		{"unknown key", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", client_secret: s } ] }\n", nil, `auth.oidc[0].client_secret: unknown key`},
 		{"env not json", base, map[string]string{"MCPFLOW_AUTH_OIDC": "{"}, `env MCPFLOW_AUTH_OIDC: must be a JSON list`},

@@ -1040,8 +1040,8 @@ func (s *Service) validateOIDC(v validator) error {
 		if strings.TrimSpace(p.UserClaim) == "" {
 			return v.fail(path+".user_claim", "must not be blank")
 		}
-		if p.UserPrefix != "" && !providerNamePattern.MatchString(p.UserPrefix) {
-			return v.fail(path+".user_prefix", "must be 1 to 64 characters from A-Z a-z 0-9 . _ - (got %q)", p.UserPrefix)
+		if p.UserPrefix != "" && (!providerNamePattern.MatchString(p.UserPrefix) || len(p.UserPrefix) > 30 || p.UserPrefix[0] == '.') {
+			return v.fail(path+".user_prefix", "must be 1 to 30 characters from A-Z a-z 0-9 . _ -, not starting with \".\" (got %q)", p.UserPrefix)
 		}
 		for j, sc := range p.RequiredScopes {
 			if sc == "" || strings.ContainsAny(sc, " \"\\") {

@@ -81,7 +81,10 @@ type Main struct {
 	// TEMPORAL_*, temporal.toml or the default).
 	temporalNamespace string
 	versioning        *worker.Versioning // temporal.worker_versioning; nil: unversioned
-	pinned            sdkworker.Worker
+	// oauth makes the API an OAuth 2.1 protected resource (auth.oidc);
+	// nil without identity providers.
+	oauth  *api.OAuthResource
+	pinned sdkworker.Worker
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -159,6 +162,9 @@ func (m *Main) Open(ctx context.Context) error {
 	}
 	auth, err := api.NewAuthenticator(authConfig(cfg))
 	if err != nil {
+		return &ConfigError{fmt.Errorf("%s: %w", sourceName(cfg), err)}
+	}
+	if m.oauth, err = oauthResource(ctx, cfg, m.Logger); err != nil {
 		return &ConfigError{fmt.Errorf("%s: %w", sourceName(cfg), err)}
 	}
 	topts, tsum, err := worker.ClientOptions(temporalConnection(cfg.Temporal), m.Env)
@@ -291,6 +297,7 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		CancelTask:  cancelTask,
 		AnswerInput: answerInput,
 		Auth:        auth,
+		OAuth:       m.oauth,
 		Threads:     m.DB,
 		Tools:       m.MCP,
 		Readiness: []api.Check{

@@ -1,0 +1,73 @@
+// Package oidcauth checks access tokens issued by OpenID Connect identity
+// providers: it is the mcpflow.TokenVerifier that makes mcpflow an OAuth 2.1
+// protected resource (MCP authorization).
+//
+// # What is verified
+//
+// A token must be a compact JWS (a JWT) of at most 16 KiB. Its unverified "iss" only picks the
+// configured Provider; a token naming no provider is refused. Then:
+//
+//   - header "typ" is absent, "JWT", "at+jwt" or "application/at+jwt";
+//   - header "alg" is one of the provider's Algorithms (asymmetric only:
+//     HS* and "none" cannot be configured);
+//   - the signature verifies with a key of the provider's JSON Web Key Set
+//     (go-oidc's IDTokenVerifier over this package's key set), and "iss" is
+//     exactly the provider's Issuer;
+//   - "exp" is present and not past, "nbf" and "iat" are not ahead, each
+//     with the provider's ClockSkew (default 60s) of tolerance;
+//   - the user claim (UserClaim, default "sub") is a non-empty string;
+//   - "aud" (a string or an array) holds one of the request's resource URIs
+//     or one of the provider's Audiences, compared exactly.
+//
+// A refused token is an *Error wrapping mcpflow.ErrInvalidToken with a
+// Reason naming the failed check; a provider whose keys cannot be fetched
+// (while the token's key is not held) is an *Error wrapping
+// mcpflow.ErrTokenProviderUnavailable. No error and no log line carries the
+// token, a claim value or key material; refusals are logged at debug level
+// only (provider and reason), the caller logs them.
+//
+// # Identity
+//
+// The user id is UserPrefix + the user claim's value when that passes
+// mcpflow.ValidateID and the value does not start with "h-". Otherwise
+// (Auth0's "auth0|abc", values with spaces or longer than the 64 characters
+// of an id) it is UserPrefix + "h-" + the first 32 hex digits of the
+// SHA-256 of the value: stable for a user and always a valid id. Values
+// starting with "h-" are hashed too, so a user cannot pick a value that
+// reads as another user's hashed id. Scopes come from "scope" (space
+// delimited) and "scp" (a string or an array); required scopes the token
+// lacks are listed in TokenIdentity.MissingScopes for the caller to answer
+// 403. A token is an admin when it carries the AdminScope, or when its
+// AdminClaim (a string or an array of strings; a dotted name reaches into
+// nested objects when no claim has that name) holds one of AdminValues.
+//
+// # Fetching keys
+//
+// NewVerifier does no I/O: discovery (Issuer +
+// "/.well-known/openid-configuration", unless JWKSURL is set) and the key set
+// are read on first use, so mcpflow starts while a provider is down. The key
+// set is refetched when a token names a key id it does not hold (a key
+// rotation), by one request shared by every waiting verification and at most
+// once per JWKSMinRefresh (default 10s), so tokens with made-up key ids
+// cannot make mcpflow hammer the provider (a key published within
+// JWKSMinRefresh of the last fetch is thus refused until that time has
+// passed); while the provider fails, a fetch is retried at most once per
+// min(JWKSMinRefresh, 5s). A token whose key is not held while the provider
+// cannot be fetched is unavailable, not invalid; tokens signed with held keys
+// keep verifying while the provider is down. Failures and recoveries of a
+// fetch are logged (warn, info) once per change, not per token. Verifier.Check fetches
+// for providers never fetched or failing and serves as a readiness check.
+//
+// # Cache
+//
+// A verified token is remembered by the SHA-256 of its text until its "exp"
+// and at most one minute (10,000 tokens, least recently used evicted), so an
+// agent calling often pays one signature check per minute. Only a token that
+// passed every check gets in, only the identical text finds it, and the
+// audience is checked on every request against the request's resources. A
+// key removed from the provider's key set is thus honoured for at most a
+// minute more by tokens already seen.
+//
+// This package imports the mcpflow domain, go-oidc and go-jose only; it
+// must not import the API, the store or any other adapter.
+package oidcauth

@@ -1,0 +1,315 @@
+package oidcauth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+const (
+	// maxDocumentBytes bounds a discovery document or key set.
+	maxDocumentBytes = 1 << 20
+	// fetchTimeout bounds one refresh (discovery and key set) on top of
+	// the HTTP client's own timeout.
+	fetchTimeout = 30 * time.Second
+	// maxRetryInterval is the most time between two attempts while the
+	// provider fails (JWKSMinRefresh when shorter).
+	maxRetryInterval = 5 * time.Second
+)
+
+// errUnknownKey is a signature no key of a fresh key set verifies.
+var errUnknownKey = errors.New("no key of the provider verifies the signature")
+
+// keySet is a provider's JSON Web Key Set, an oidc.KeySet. It is read
+// lazily (discovery first, unless the key set URL is configured) and
+// refreshed when a token names a key id it does not hold, at most once per
+// minRefresh (once per retry while the provider fails), by one request at
+// a time that every waiting verification shares.
+type keySet struct {
+	name       string
+	issuer     string
+	algs       []jose.SignatureAlgorithm
+	client     *http.Client
+	base       context.Context // for fetches: values only, never canceled
+	now        func() time.Time
+	log        *slog.Logger
+	minRefresh time.Duration
+	retry      time.Duration
+
+	mu        sync.Mutex
+	jwksURL   string // configured, or found by discovery
+	keys      []jose.JSONWebKey
+	attempted time.Time // end of the last fetch, zero before the first
+	err       error     // the last fetch's error, nil after a success
+	inflight  *fetch
+}
+
+// fetch is a refresh in progress, shared by the verifications waiting on
+// it.
+type fetch struct {
+	done chan struct{}
+	keys []jose.JSONWebKey
+	err  error
+}
+
+// stateKey carries a *verifyState through go-oidc's Verify to
+// VerifySignature: go-oidc flattens the key set's error into text, so the
+// outcome travels here instead.
+type stateKey struct{}
+
+// verifyState is what VerifySignature learned about one token.
+type verifyState struct {
+	verified    bool  // the signature verified
+	signature   bool  // the signature was refused
+	unavailable error // the key set could not be fetched
+}
+
+// VerifySignature implements oidc.KeySet: it verifies jwt's signature
+// with a key of the set (refreshing it for an unknown key id) and returns
+// the payload.
+func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	st, _ := ctx.Value(stateKey{}).(*verifyState)
+	if st == nil {
+		st = &verifyState{}
+	}
+	jws, err := jose.ParseSignedCompact(jwt, k.algs)
+	if err != nil {
+		return nil, fmt.Errorf("parse jws: %w", err)
+	}
+	if len(jws.Signatures) != 1 {
+		return nil, errors.New("want exactly one signature")
+	}
+	h := jws.Signatures[0].Header
+	keys := k.cached()
+	if payload, ok := verifyWith(jws, keys, h); ok {
+		st.verified = true
+		return payload, nil
+	}
+	if h.KeyID != "" && holdsKeyID(keys, h.KeyID) {
+		// A known key that does not verify: a forged or damaged token,
+		// not a rotation.
+		st.signature = true
+		return nil, errUnknownKey
+	}
+	keys, err = k.refresh(ctx)
+	if payload, ok := verifyWith(jws, keys, h); ok {
+		st.verified = true
+		return payload, nil
+	}
+	if err != nil {
+		st.unavailable = err
+		return nil, err
+	}
+	st.signature = true
+	return nil, errUnknownKey
+}
+
+// verifyWith tries the keys usable for h: its key id (any key when it
+// names none), a signing key of a type and algorithm that fit h's.
+func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, h jose.Header) ([]byte, bool) {
+	for i := range keys {
+		key := &keys[i]
+		if h.KeyID != "" && key.KeyID != h.KeyID {
+			continue
+		}
+		if key.Use != "" && key.Use != "sig" {
+			continue
+		}
+		if key.Algorithm != "" && key.Algorithm != h.Algorithm {
+			continue
+		}
+		if payload, err := jws.Verify(key); err == nil {
+			return payload, true
+		}
+	}
+	return nil, false
+}
+
+func holdsKeyID(keys []jose.JSONWebKey, kid string) bool {
+	for _, k := range keys {
+		if k.KeyID == kid {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *keySet) cached() []jose.JSONWebKey {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys
+}
+
+// ready reports whether the last fetch succeeded.
+func (k *keySet) ready() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.attempted.IsZero() && k.err == nil
+}
+
+// refresh fetches the key set unless the last attempt is too recent (then
+// it returns the keys held and that attempt's error), or joins the fetch
+// in progress. The fetch runs on its own so a canceled verification does
+// not fail it for the others.
+func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
+	k.mu.Lock()
+	f := k.inflight
+	if f == nil {
+		if !k.attempted.IsZero() {
+			wait := k.minRefresh
+			if k.err != nil {
+				wait = k.retry
+			}
+			if k.now().Sub(k.attempted) < wait {
+				keys, err := k.keys, k.err
+				k.mu.Unlock()
+				return keys, err
+			}
+		}
+		f = &fetch{done: make(chan struct{})}
+		k.inflight = f
+		go k.run(f)
+	}
+	k.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.keys, f.err
+	case <-ctx.Done():
+		return k.cached(), fmt.Errorf("wait for key set: %w", ctx.Err())
+	}
+}
+
+// run performs f and records its outcome.
+func (k *keySet) run(f *fetch) {
+	ctx, cancel := context.WithTimeout(k.base, fetchTimeout)
+	defer cancel()
+	keys, err := k.fetch(ctx)
+
+	k.mu.Lock()
+	failing := k.err != nil
+	k.attempted = k.now()
+	k.err = err
+	if err == nil {
+		k.keys = keys
+	} else {
+		keys = k.keys
+	}
+	k.inflight = nil
+	k.mu.Unlock()
+
+	f.keys, f.err = keys, err
+	close(f.done)
+
+	switch {
+	case err != nil && !failing:
+		k.log.LogAttrs(ctx, slog.LevelWarn, "identity provider keys cannot be fetched",
+			slog.String("provider", k.name), slog.String("error", err.Error()))
+	case err == nil && failing:
+		k.log.LogAttrs(ctx, slog.LevelInfo, "identity provider keys fetched again",
+			slog.String("provider", k.name), slog.Int("keys", len(keys)))
+	case err == nil:
+		k.log.LogAttrs(ctx, slog.LevelDebug, "identity provider keys fetched",
+			slog.String("provider", k.name), slog.Int("keys", len(keys)))
+	}
+}
+
+// fetch reads the key set, running discovery first when its URL is not
+// known yet.
+func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+	k.mu.Lock()
+	u := k.jwksURL
+	k.mu.Unlock()
+	if u == "" {
+		var err error
+		if u, err = k.discover(ctx); err != nil {
+			return nil, err
+		}
+		k.mu.Lock()
+		k.jwksURL = u
+		k.mu.Unlock()
+	}
+	var doc struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := getJSON(ctx, k.client, u, &doc); err != nil {
+		return nil, fmt.Errorf("fetch key set: %w", err)
+	}
+	var keys []jose.JSONWebKey
+	for _, raw := range doc.Keys {
+		var key jose.JSONWebKey
+		// Keys of a type go-jose does not know, private or symmetric keys
+		// are skipped, as RFC 7517 §5 asks.
+		if json.Unmarshal(raw, &key) != nil || !key.Valid() || !key.IsPublic() {
+			continue
+		}
+		switch key.Key.(type) {
+		case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+			keys = append(keys, key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("fetch key set: no usable signing key")
+	}
+	return keys, nil
+}
+
+// discover reads the issuer's OpenID discovery document and returns its
+// jwks_uri.
+func (k *keySet) discover(ctx context.Context) (string, error) {
+	var doc struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+	}
+	u := strings.TrimSuffix(k.issuer, "/") + "/.well-known/openid-configuration"
+	if err := getJSON(ctx, k.client, u, &doc); err != nil {
+		return "", fmt.Errorf("discovery: %w", err)
+	}
+	if doc.Issuer != k.issuer {
+		return "", fmt.Errorf("discovery: the document names issuer %q, not %q", doc.Issuer, k.issuer)
+	}
+	if err := checkURL(doc.JWKSURI); err != nil {
+		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
+	}
+	return doc.JWKSURI, nil
+}
+
+// getJSON reads the JSON document at u into v.
+func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDocumentBytes))
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes+1))
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
+	}
+	if len(body) > maxDocumentBytes {
+		return fmt.Errorf("GET %s: document larger than %d bytes", u, maxDocumentBytes)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("GET %s: decode: %w", u, err)
+	}
+	return nil
+}

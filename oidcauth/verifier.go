@@ -1,0 +1,326 @@
+package oidcauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// defaultHTTPTimeout bounds a request to an identity provider when
+// Options.HTTPClient is nil.
+const defaultHTTPTimeout = 10 * time.Second
+
+// Options are a Verifier's dependencies; zero fields take defaults.
+type Options struct {
+	// HTTPClient fetches discovery documents and key sets (default: a
+	// client with a 10s timeout).
+	HTTPClient *http.Client
+	// Logger receives key-set failures and recoveries (warn/info) and
+	// refused tokens (debug, provider and reason only). Default: discard.
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Verifier checks access tokens of the configured identity providers; it
+// implements mcpflow.TokenVerifier and is safe for concurrent use.
+type Verifier struct {
+	providers []*provider
+	byIssuer  map[string]*provider
+	cache     *tokenCache
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+var _ mcpflow.TokenVerifier = (*Verifier)(nil)
+
+// provider is a configured Provider ready to verify.
+type provider struct {
+	cfg      Provider
+	keys     *keySet
+	verifier *oidc.IDTokenVerifier
+}
+
+// NewVerifier checks the providers' configuration and returns their
+// Verifier. It does no I/O: each provider's discovery document and key set
+// are read on first use, so a provider that is down does not stop
+// mcpflow from starting (its tokens are unavailable until it is back).
+// ctx only supplies values to those later requests; its cancellation is
+// ignored.
+func NewVerifier(ctx context.Context, providers []Provider, opts Options) (*Verifier, error) {
+	if len(providers) == 0 {
+		return nil, errors.New("oidc providers: none configured")
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: defaultHTTPTimeout}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	v := &Verifier{
+		byIssuer: make(map[string]*provider),
+		cache:    newTokenCache(cacheSize),
+		now:      opts.Now,
+		log:      opts.Logger,
+	}
+	names := make(map[string]bool)
+	for i, cfg := range providers {
+		cfg = cfg.withDefaults()
+		if err := cfg.validate(); err != nil {
+			if cfg.Name != "" {
+				return nil, fmt.Errorf("oidc provider %q: %w", cfg.Name, err)
+			}
+			return nil, fmt.Errorf("oidc provider %d: %w", i, err)
+		}
+		if names[cfg.Name] {
+			return nil, fmt.Errorf("oidc provider %q: name is used twice", cfg.Name)
+		}
+		if _, dup := v.byIssuer[cfg.Issuer]; dup {
+			return nil, fmt.Errorf("oidc provider %q: issuer %q is used by another provider", cfg.Name, cfg.Issuer)
+		}
+		names[cfg.Name] = true
+		p := newProvider(ctx, cfg, opts)
+		v.providers = append(v.providers, p)
+		v.byIssuer[cfg.Issuer] = p
+	}
+	for _, a := range v.providers {
+		for _, b := range v.providers {
+			if a != b && strings.HasPrefix(b.cfg.UserPrefix, a.cfg.UserPrefix) {
+				opts.Logger.LogAttrs(ctx, slog.LevelWarn, "oidc providers share user ids: a user prefix starts with another's",
+					slog.String("provider", a.cfg.Name), slog.String("user_prefix", a.cfg.UserPrefix),
+					slog.String("other_provider", b.cfg.Name), slog.String("other_user_prefix", b.cfg.UserPrefix))
+			}
+		}
+	}
+	return v, nil
+}
+
+func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
+	algs := make([]jose.SignatureAlgorithm, len(cfg.Algorithms))
+	for i, a := range cfg.Algorithms {
+		algs[i] = jose.SignatureAlgorithm(a)
+	}
+	ks := &keySet{
+		name:       cfg.Name,
+		issuer:     cfg.Issuer,
+		algs:       algs,
+		client:     opts.HTTPClient,
+		base:       context.WithoutCancel(ctx),
+		now:        opts.Now,
+		log:        opts.Logger,
+		minRefresh: cfg.JWKSMinRefresh,
+		retry:      min(cfg.JWKSMinRefresh, maxRetryInterval),
+		jwksURL:    cfg.JWKSURL,
+	}
+	skew := cfg.ClockSkew
+	return &provider{
+		cfg:  cfg,
+		keys: ks,
+		verifier: oidc.NewVerifier(cfg.Issuer, ks, &oidc.Config{
+			SkipClientIDCheck:    true, // the audience is checked per request
+			SupportedSigningAlgs: slices.Clone(cfg.Algorithms),
+			// go-oidc has no leeway on "exp": a clock behind by the skew
+			// grants it.
+			Now: func() time.Time { return opts.Now().Add(-skew) },
+		}),
+	}
+}
+
+// VerifyAccessToken implements mcpflow.TokenVerifier. It routes token to
+// its provider by its (unverified) "iss", then checks its header type and
+// algorithm, its signature with go-oidc against the provider's key set,
+// its issuer, "exp", "nbf" and "iat" (with the provider's clock skew), its
+// user claim, and last its audience: one of resources or of the
+// provider's Audiences. Errors are *Error.
+func (v *Verifier) VerifyAccessToken(ctx context.Context, token string, resources []string) (mcpflow.TokenIdentity, error) {
+	key := sha256.Sum256([]byte(token))
+	now := v.now()
+	tok, ok := v.cache.get(key, now)
+	if !ok {
+		var err error
+		if tok, err = v.verify(ctx, token, now); err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Reason != "" {
+				v.log.LogAttrs(ctx, slog.LevelDebug, "access token refused",
+					slog.String("provider", e.Provider), slog.String("reason", e.Reason))
+			}
+			return mcpflow.TokenIdentity{}, err
+		}
+		until := now.Add(cacheTTL)
+		if tok.identity.Expiry.Before(until) {
+			until = tok.identity.Expiry
+		}
+		if until.After(now) {
+			v.cache.put(key, tok, until)
+		}
+	} else if now.Add(-tok.provider.cfg.ClockSkew).After(tok.identity.Expiry) {
+		return mcpflow.TokenIdentity{}, invalid(tok.provider.cfg.Name, ReasonExpired)
+	}
+	if !audienceAccepted(tok.audiences, resources, tok.provider.cfg.Audiences) {
+		v.log.LogAttrs(ctx, slog.LevelDebug, "access token refused",
+			slog.String("provider", tok.provider.cfg.Name), slog.String("reason", ReasonAudience))
+		return mcpflow.TokenIdentity{}, invalid(tok.provider.cfg.Name, ReasonAudience)
+	}
+	id := tok.identity
+	id.Scopes = slices.Clone(id.Scopes)
+	id.MissingScopes = slices.Clone(id.MissingScopes)
+	return id, nil
+}
+
+// audienceAccepted reports whether one of aud is one of resources or of
+// extra (exact match).
+func audienceAccepted(aud, resources, extra []string) bool {
+	for _, a := range aud {
+		if a != "" && (slices.Contains(resources, a) || slices.Contains(extra, a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// verify runs every check but the audience's.
+func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (verifiedToken, error) {
+	h, unverified, signed, ok := splitToken(token)
+	if !ok {
+		return verifiedToken{}, invalid("", ReasonMalformed)
+	}
+	iss, ok := unverified.str("iss")
+	if !ok {
+		return verifiedToken{}, invalid("", ReasonIssuer)
+	}
+	p, ok := v.byIssuer[iss]
+	if !ok {
+		return verifiedToken{}, invalid("", ReasonIssuer)
+	}
+	name := p.cfg.Name
+	if !h.typeAccepted() {
+		return verifiedToken{}, invalid(name, ReasonTokenType)
+	}
+	if !slices.Contains(p.cfg.Algorithms, h.Alg) {
+		return verifiedToken{}, invalid(name, ReasonAlgorithm)
+	}
+	if !signed {
+		return verifiedToken{}, invalid(name, ReasonMalformed)
+	}
+	if !unverified.has("exp") {
+		return verifiedToken{}, invalid(name, ReasonMalformed)
+	}
+
+	st := &verifyState{}
+	idt, err := p.verifier.Verify(context.WithValue(ctx, stateKey{}, st), token)
+	if err != nil {
+		var expired *oidc.TokenExpiredError
+		switch {
+		case st.unavailable != nil:
+			return verifiedToken{}, unavailable(name, st.unavailable)
+		case st.signature:
+			return verifiedToken{}, invalid(name, ReasonSignature)
+		case !st.verified:
+			return verifiedToken{}, invalid(name, ReasonMalformed)
+		case errors.As(err, &expired):
+			return verifiedToken{}, invalid(name, ReasonExpired)
+		}
+		// Signed, but go-oidc refused a claim: its own "nbf" check or a
+		// claim of the wrong type ("sub" not a string). The claims are
+		// authentic, so ours name the reason.
+		if _, err := p.check(unverified, now); err != nil {
+			return verifiedToken{}, err
+		}
+		return verifiedToken{}, invalid(name, ReasonMalformed)
+	}
+
+	var raw json.RawMessage
+	if err := idt.Claims(&raw); err != nil {
+		return verifiedToken{}, invalid(name, ReasonMalformed)
+	}
+	c, err := parseClaims(raw)
+	if err != nil {
+		return verifiedToken{}, invalid(name, ReasonMalformed)
+	}
+	return p.check(c, now)
+}
+
+// check runs the claim checks go-oidc does not and maps the claims to an
+// identity.
+func (p *provider) check(c claimSet, now time.Time) (verifiedToken, error) {
+	cfg := &p.cfg
+	exp, ok, err := c.time("exp")
+	if err != nil || !ok {
+		return verifiedToken{}, invalid(cfg.Name, ReasonMalformed)
+	}
+	if now.Add(-cfg.ClockSkew).After(exp) {
+		return verifiedToken{}, invalid(cfg.Name, ReasonExpired)
+	}
+	for _, name := range []string{"nbf", "iat"} {
+		t, ok, err := c.time(name)
+		if err != nil {
+			return verifiedToken{}, invalid(cfg.Name, ReasonMalformed)
+		}
+		if ok && t.After(now.Add(cfg.ClockSkew)) {
+			return verifiedToken{}, invalid(cfg.Name, ReasonNotYetValid)
+		}
+	}
+	aud, ok := c.audiences()
+	if !ok {
+		return verifiedToken{}, invalid(cfg.Name, ReasonAudience)
+	}
+	user, ok := c.str(cfg.UserClaim)
+	if !ok || user == "" {
+		return verifiedToken{}, invalid(cfg.Name, ReasonUserClaim)
+	}
+
+	id := mcpflow.TokenIdentity{
+		UserID:     userID(cfg.UserPrefix, user),
+		Provider:   cfg.Name,
+		Scopes:     c.scopes(),
+		AdminScope: cfg.AdminScope,
+		Expiry:     exp,
+	}
+	for _, s := range cfg.RequiredScopes {
+		if !slices.Contains(id.Scopes, s) {
+			id.MissingScopes = append(id.MissingScopes, s)
+		}
+	}
+	switch {
+	case cfg.AdminScope != "":
+		id.Admin = slices.Contains(id.Scopes, cfg.AdminScope)
+	case cfg.AdminClaim != "":
+		vals, _ := c.strings(cfg.AdminClaim)
+		id.Admin = slices.ContainsFunc(vals, func(s string) bool { return slices.Contains(cfg.AdminValues, s) })
+	}
+	return verifiedToken{provider: p, identity: id, audiences: aud}, nil
+}
+
+// Check reports whether every provider's key set can be had: nil when the
+// last fetch of each succeeded (no I/O then); for a provider not fetched
+// yet or whose last fetch failed it fetches now (at most once per few
+// seconds while failing, joining a fetch in progress). Its error wraps
+// mcpflow.ErrTokenProviderUnavailable for each provider that fails. Use it
+// as a readiness or health check.
+func (v *Verifier) Check(ctx context.Context) error {
+	var errs []error
+	for _, p := range v.providers {
+		if p.keys.ready() {
+			continue
+		}
+		if _, err := p.keys.refresh(ctx); err != nil {
+			errs = append(errs, unavailable(p.cfg.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,646 @@
+package oidcauth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// requireRefused asserts err refuses a token for reason and leaks none of
+// secrets (the token, its parts, claim values).
+func requireRefused(t *testing.T, err error, reason string, secrets ...string) {
+	t.Helper()
+	require.ErrorIs(t, err, mcpflow.ErrInvalidToken)
+	require.NotErrorIs(t, err, mcpflow.ErrTokenProviderUnavailable)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, reason, e.Reason, "error: %v", err)
+	requireNoSecret(t, err.Error(), secrets...)
+}
+
+// requireUnavailable asserts err says the provider cannot be reached.
+func requireUnavailable(t *testing.T, err error, secrets ...string) {
+	t.Helper()
+	require.ErrorIs(t, err, mcpflow.ErrTokenProviderUnavailable)
+	require.NotErrorIs(t, err, mcpflow.ErrInvalidToken)
+	requireNoSecret(t, err.Error(), secrets...)
+}
+
+// requireNoSecret asserts text holds none of secrets, nor any part of a
+// token among them.
+func requireNoSecret(t *testing.T, text string, secrets ...string) {
+	t.Helper()
+	for _, s := range secrets {
+		for _, part := range append(strings.Split(s, "."), s) {
+			if len(part) >= 8 {
+				require.NotContains(t, text, part)
+			}
+		}
+	}
+}
+
+func randomKID(t *testing.T) string {
+	b := make([]byte, 8)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return hex.EncodeToString(b)
+}
+
+func TestVerifyAccessTokenMapsIdentity(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.key.sign(t, b.claims(func(c map[string]any) { c["scope"] = "openid mcp:tools mcpflow:admin" }))
+
+	id, err := b.verify(tok, publicURL, resMine)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.TokenIdentity{
+		UserID:     testSub,
+		Admin:      true,
+		Provider:   "kc",
+		Scopes:     []string{"openid", "mcp:tools", "mcpflow:admin"},
+		AdminScope: "mcpflow:admin",
+		Expiry:     b.clock.Now().Add(5 * time.Minute),
+	}, id)
+	require.NoError(t, mcpflow.ValidateID("user id", id.UserID))
+
+	t.Run("no admin scope, missing required scope, scp array", func(t *testing.T) {
+		tok := b.key.sign(t, b.claims(func(c map[string]any) {
+			delete(c, "scope")
+			c["scp"] = []string{"openid", "profile"}
+		}))
+		id, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.False(t, id.Admin)
+		require.Equal(t, []string{"openid", "profile"}, id.Scopes)
+		require.Equal(t, []string{"mcp:tools"}, id.MissingScopes)
+	})
+
+	t.Run("scope and scp string are joined", func(t *testing.T) {
+		tok := b.key.sign(t, b.claims(func(c map[string]any) { c["scp"] = "mcp:tools extra" }))
+		id, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, []string{"openid", "mcp:tools", "extra"}, id.Scopes)
+		require.Empty(t, id.MissingScopes)
+	})
+
+	t.Run("aud array and configured audience", func(t *testing.T) {
+		b := setup(t, func(p *Provider) { p.Audiences = []string{"api://mcpflow"} })
+		tok := b.key.sign(t, b.claims(func(c map[string]any) { c["aud"] = []string{"account", "api://mcpflow"} }))
+		_, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+	})
+
+	t.Run("header types", func(t *testing.T) {
+		for _, typ := range []string{"", "JWT", "at+jwt", "application/at+jwt", "AT+JWT"} {
+			tok := b.key.signWith(t, b.claims(nil), tokenOpts{typ: typ})
+			_, err := b.verify(tok, resMine)
+			require.NoError(t, err, "typ %q", typ)
+		}
+	})
+
+	t.Run("ES256 key", func(t *testing.T) {
+		ec := &signingKey{kid: "e1", alg: jose.ES256, priv: ecKey()}
+		b := setupIdP(t, newIdP(t, rsaKey(0, "a1"), ec), ec, nil)
+		_, err := b.verify(ec.sign(t, b.claims(nil)), resMine)
+		require.NoError(t, err)
+	})
+
+	t.Run("returned slices are copies", func(t *testing.T) {
+		id1, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		id1.Scopes[0] = "changed"
+		id2, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, "openid", id2.Scopes[0])
+	})
+}
+
+func TestVerifyAccessTokenRefusesBadTokens(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(p *Provider) { p.Algorithms = []string{"RS256", "ES256"} })
+	keyB := rsaKey(1, "b1")
+	idpB := newIdP(t, keyB)
+	b.v = b.newVerifier(t, b.provider, Provider{Name: "entra", Issuer: idpB.issuer})
+
+	// A valid token first: it is cached, and must not help the forged
+	// variants below.
+	valid := b.key.sign(t, b.claims(nil))
+	_, err := b.verify(valid, resMine)
+	require.NoError(t, err)
+	// Provider B's keys are fetched too.
+	_, err = b.verify(keyB.sign(t, b.claims(func(c map[string]any) { c["iss"] = idpB.issuer })), resMine)
+	require.NoError(t, err)
+
+	pubDER, err := x509.MarshalPKIXPublicKey(b.key.priv.Public())
+	require.NoError(t, err)
+	enc := base64.RawURLEncoding.EncodeToString
+	parts := strings.Split(valid, ".")
+
+	tests := []struct {
+		name      string
+		token     func(t *testing.T) string
+		resources []string // default resMine
+		reason    string
+	}{
+		{"wrong audience", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["aud"] = "https://other.example.com" }))
+		}, nil, ReasonAudience},
+		{"token for another resource", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["aud"] = resOther }))
+		}, nil, ReasonAudience},
+		{"cached valid token reused for another resource", func(*testing.T) string { return valid }, []string{resOther}, ReasonAudience},
+		{"no audience", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "aud") }))
+		}, nil, ReasonAudience},
+		{"unknown issuer", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["iss"] = "https://evil.example.com" }))
+		}, nil, ReasonIssuer},
+		{"issuer with a trailing slash", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["iss"] = b.idp.issuer + "/" }))
+		}, nil, ReasonIssuer},
+		{"no issuer", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "iss") }))
+		}, nil, ReasonIssuer},
+		{"issuer A signed with provider B's key", func(t *testing.T) string {
+			return keyB.sign(t, b.claims(nil))
+		}, nil, ReasonSignature},
+		{"issuer A signed with provider B's key under A's kid", func(t *testing.T) string {
+			return keyB.signWith(t, b.claims(nil), tokenOpts{kid: "a1", typ: "at+jwt"})
+		}, nil, ReasonSignature},
+		{"expired beyond the skew", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["exp"] = b.clock.Now().Add(-2 * time.Minute).Unix() }))
+		}, nil, ReasonExpired},
+		{"no exp", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "exp") }))
+		}, nil, ReasonMalformed},
+		{"nbf in the future", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["nbf"] = b.clock.Now().Add(2 * time.Minute).Unix() }))
+		}, nil, ReasonNotYetValid},
+		{"nbf far in the future", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["nbf"] = b.clock.Now().Add(time.Hour).Unix() }))
+		}, nil, ReasonNotYetValid},
+		{"iat in the future", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["iat"] = b.clock.Now().Add(2 * time.Minute).Unix() }))
+		}, nil, ReasonNotYetValid},
+		{"alg none", func(t *testing.T) string { return unsigned(t, b.claims(nil)) }, nil, ReasonAlgorithm},
+		{"HS256 signed with the RSA public key", func(t *testing.T) string {
+			return b.key.signWith(t, b.claims(nil), tokenOpts{alg: jose.HS256, signer: pubDER, typ: "JWT"})
+		}, nil, ReasonAlgorithm},
+		{"RS512 when only RS256 is allowed", func(t *testing.T) string {
+			return b.key.signWith(t, b.claims(nil), tokenOpts{alg: jose.RS512, typ: "at+jwt"})
+		}, nil, ReasonAlgorithm},
+		{"unknown kid", func(t *testing.T) string {
+			return rsaKey(2, "c1").sign(t, b.claims(nil))
+		}, nil, ReasonSignature},
+		{"no kid, unknown key", func(t *testing.T) string {
+			k := rsaKey(2, "")
+			return k.sign(t, b.claims(nil))
+		}, nil, ReasonSignature},
+		{"tampered payload", func(t *testing.T) string {
+			payload, err := json.Marshal(b.claims(func(c map[string]any) { c["scope"] = "openid mcp:tools mcpflow:admin" }))
+			require.NoError(t, err)
+			return parts[0] + "." + enc(payload) + "." + parts[2]
+		}, nil, ReasonSignature},
+		{"tampered signature", func(*testing.T) string {
+			sig := []byte(parts[2])
+			if sig[0] == 'A' {
+				sig[0] = 'B'
+			} else {
+				sig[0] = 'A'
+			}
+			return parts[0] + "." + parts[1] + "." + string(sig)
+		}, nil, ReasonSignature},
+		{"signature dropped", func(*testing.T) string { return parts[0] + "." + parts[1] + "." }, nil, ReasonMalformed},
+		{"missing user claim", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "sub") }))
+		}, nil, ReasonUserClaim},
+		{"empty user claim", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["sub"] = "" }))
+		}, nil, ReasonUserClaim},
+		{"user claim not a string", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["sub"] = 42 }))
+		}, nil, ReasonUserClaim},
+		{"logout token type", func(t *testing.T) string {
+			return b.key.signWith(t, b.claims(nil), tokenOpts{typ: "logout+jwt"})
+		}, nil, ReasonTokenType},
+		{"not a JWT", func(*testing.T) string { return "not-a-token" }, nil, ReasonMalformed},
+		{"JWS JSON serialization", func(*testing.T) string {
+			return `{"payload":"` + parts[1] + `","protected":"` + parts[0] + `","signature":"` + parts[2] + `"}`
+		}, nil, ReasonMalformed},
+		{"JWE-shaped", func(*testing.T) string { return valid + ".x.y" }, nil, ReasonMalformed},
+	}
+	var tokens []string
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := tc.token(t)
+			tokens = append(tokens, tok)
+			res := tc.resources
+			if res == nil {
+				res = []string{publicURL, publicURL + "/", resMine}
+			}
+			id, err := b.verify(tok, res...)
+			requireRefused(t, err, tc.reason, tok, testSub)
+			require.Zero(t, id)
+		})
+	}
+	// The debug log names provider and reason, never a token or claim.
+	logs := b.logs.String()
+	require.Contains(t, logs, "reason=signature")
+	require.Contains(t, logs, "provider=kc")
+	requireNoSecret(t, logs, append(tokens, valid, testSub)...)
+}
+
+func TestVerifyAccessTokenClockSkew(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	now := b.clock.Now()
+	for name, mod := range map[string]func(map[string]any){
+		"expired within the skew": func(c map[string]any) { c["exp"] = now.Add(-30 * time.Second).Unix() },
+		"nbf within the skew":     func(c map[string]any) { c["nbf"] = now.Add(30 * time.Second).Unix() },
+		"iat within the skew":     func(c map[string]any) { c["iat"] = now.Add(30 * time.Second).Unix() },
+		"fractional exp":          func(c map[string]any) { c["exp"] = float64(now.Unix()) + 100.5 },
+	} {
+		_, err := b.verify(b.key.sign(t, b.claims(mod)), resMine)
+		require.NoError(t, err, name)
+	}
+
+	t.Run("configured skew", func(t *testing.T) {
+		b := setup(t, func(p *Provider) { p.ClockSkew = 5 * time.Second })
+		tok := b.key.sign(t, b.claims(func(c map[string]any) { c["exp"] = b.clock.Now().Add(-30 * time.Second).Unix() }))
+		_, err := b.verify(tok, resMine)
+		requireRefused(t, err, ReasonExpired, tok)
+	})
+}
+
+func TestVerifyAccessTokenAdminClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(p *Provider) {
+		p.AdminScope = ""
+		p.AdminClaim = "groups"
+		p.AdminValues = []string{"mcpflow-admins"}
+	})
+	for _, tc := range []struct {
+		groups any
+		admin  bool
+	}{
+		{[]string{"dev", "mcpflow-admins"}, true},
+		{"mcpflow-admins", true},
+		{[]string{"dev"}, false},
+		{nil, false},
+		{42, false},
+		{map[string]any{"mcpflow-admins": true}, false},
+	} {
+		tok := b.key.sign(t, b.claims(func(c map[string]any) {
+			c["scope"] = "mcp:tools mcpflow-admins"
+			if tc.groups != nil {
+				c["groups"] = tc.groups
+			}
+		}))
+		id, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, tc.admin, id.Admin, "groups %v", tc.groups)
+		require.Empty(t, id.AdminScope)
+	}
+
+	t.Run("nested claim", func(t *testing.T) {
+		b := setup(t, func(p *Provider) {
+			p.AdminScope = ""
+			p.AdminClaim = "realm_access.roles"
+			p.AdminValues = []string{"admin"}
+		})
+		tok := b.key.sign(t, b.claims(func(c map[string]any) {
+			c["realm_access"] = map[string]any{"roles": []string{"offline_access", "admin"}}
+		}))
+		id, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.True(t, id.Admin)
+
+		tok = b.key.sign(t, b.claims(func(c map[string]any) {
+			c["realm_access"] = map[string]any{"roles": []string{"user"}}
+		}))
+		id, err = b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.False(t, id.Admin)
+	})
+}
+
+func TestVerifyAccessTokenUserID(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(p *Provider) { p.UserPrefix = "kc." })
+	hashed := func(v string) string {
+		sum := sha256.Sum256([]byte(v))
+		return "kc.h-" + hex.EncodeToString(sum[:])[:32]
+	}
+	for _, tc := range []struct{ sub, want string }{
+		{"alice", "kc.alice"},
+		{"f81d4fae-7dec-11d0-a765-00a0c91e6bf6", "kc.f81d4fae-7dec-11d0-a765-00a0c91e6bf6"},
+		{"auth0|abc", hashed("auth0|abc")},
+		{"John Doe", hashed("John Doe")},
+		{"../etc", hashed("../etc")},
+		{strings.Repeat("a", 62), hashed(strings.Repeat("a", 62))},
+		{strings.Repeat("a", 61), "kc." + strings.Repeat("a", 61)},
+		// A value that reads as a hashed id is hashed too.
+		{"h-0123456789abcdef0123456789abcdef", hashed("h-0123456789abcdef0123456789abcdef")},
+	} {
+		tok := b.key.sign(t, b.claims(func(c map[string]any) { c["sub"] = tc.sub }))
+		id, err := b.verify(tok, resMine)
+		require.NoError(t, err, tc.sub)
+		require.Equal(t, tc.want, id.UserID, tc.sub)
+		require.NoError(t, mcpflow.ValidateID("user id", id.UserID))
+	}
+
+	t.Run("other user claim", func(t *testing.T) {
+		b := setup(t, func(p *Provider) { p.UserClaim = "preferred_username" })
+		tok := b.key.sign(t, b.claims(func(c map[string]any) { c["preferred_username"] = "bob" }))
+		id, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, "bob", id.UserID)
+
+		tok = b.key.sign(t, b.claims(nil))
+		_, err = b.verify(tok, resMine)
+		requireRefused(t, err, ReasonUserClaim, tok, testSub)
+	})
+}
+
+func TestVerifyAccessTokenCache(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	tok := b.key.sign(t, b.claims(nil))
+
+	t.Run("audience is checked on every use", func(t *testing.T) {
+		_, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, 1, b.v.cache.len())
+		_, err = b.verify(tok, resOther)
+		requireRefused(t, err, ReasonAudience, tok)
+		_, err = b.verify(tok)
+		requireRefused(t, err, ReasonAudience, tok)
+		_, err = b.verify(tok, resMine)
+		require.NoError(t, err)
+	})
+
+	t.Run("refused tokens are not cached", func(t *testing.T) {
+		n := b.v.cache.len()
+		forged := rsaKey(2, "a1").sign(t, b.claims(nil))
+		for range 2 {
+			_, err := b.verify(forged, resMine)
+			requireRefused(t, err, ReasonSignature, forged)
+		}
+		require.Equal(t, n, b.v.cache.len())
+	})
+
+	t.Run("a cached token still expires", func(t *testing.T) {
+		short := b.key.sign(t, b.claims(func(c map[string]any) { c["exp"] = b.clock.Now().Add(20 * time.Second).Unix() }))
+		_, err := b.verify(short, resMine)
+		require.NoError(t, err)
+		b.clock.Advance(20*time.Second + b.provider.withDefaults().ClockSkew + time.Second)
+		_, err = b.verify(short, resMine)
+		requireRefused(t, err, ReasonExpired, short)
+	})
+
+	t.Run("bounded", func(t *testing.T) {
+		c := newTokenCache(3)
+		now := time.Unix(0, 0)
+		for i := range 5 {
+			c.put(sha256.Sum256([]byte{byte(i)}), verifiedToken{}, now.Add(time.Minute))
+		}
+		require.Equal(t, 3, c.len())
+		_, ok := c.get(sha256.Sum256([]byte{0}), now)
+		require.False(t, ok)
+		_, ok = c.get(sha256.Sum256([]byte{4}), now)
+		require.True(t, ok)
+		_, ok = c.get(sha256.Sum256([]byte{4}), now.Add(time.Minute))
+		require.False(t, ok)
+	})
+}
+
+func TestKeyRotation(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+	require.EqualValues(t, 1, b.idp.discoveryHits.Load())
+
+	next := rsaKey(1, "a2")
+	b.idp.publish(b.key, next)
+
+	// Within JWKSMinRefresh of the last fetch the new key is not known yet.
+	tok := next.sign(t, b.claims(nil))
+	_, err = b.verify(tok, resMine)
+	requireRefused(t, err, ReasonSignature, tok)
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+
+	b.clock.Advance(DefaultJWKSMinRefresh)
+	tok = next.sign(t, b.claims(nil))
+	_, err = b.verify(tok, resMine)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, b.idp.jwksHits.Load(), "one refetch")
+	require.EqualValues(t, 1, b.idp.discoveryHits.Load(), "discovery is not repeated")
+
+	// The old key still verifies; a known key costs no fetch.
+	_, err = b.verify(b.key.sign(t, b.claims(func(c map[string]any) { c["jti"] = "2" })), resMine)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, b.idp.jwksHits.Load())
+}
+
+func TestUnknownKIDFloodIsRateLimited(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	flood := func(n int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		toks := make([]string, n)
+		for i := range n {
+			toks[i] = b.key.signWith(t, b.claims(nil), tokenOpts{kid: randomKID(t), typ: "at+jwt"})
+		}
+		for i := range n {
+			wg.Go(func() { _, errs[i] = b.verify(toks[i], resMine) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			requireRefused(t, err, ReasonSignature, toks[i])
+		}
+	}
+
+	flood(100) // concurrent, before any fetch: one shared fetch
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+	flood(100)
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+
+	b.clock.Advance(DefaultJWKSMinRefresh / 2)
+	flood(50)
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+
+	b.clock.Advance(DefaultJWKSMinRefresh / 2)
+	flood(100)
+	require.EqualValues(t, 2, b.idp.jwksHits.Load(), "at most one fetch per JWKSMinRefresh")
+	require.EqualValues(t, 1, b.idp.discoveryHits.Load())
+
+	_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
+	require.NoError(t, err)
+}
+
+func TestProviderDownAtStart(t *testing.T) {
+	t.Parallel()
+	key := rsaKey(0, "a1")
+	b := setupIdP(t, reserveIdP(t, key), key, nil) // NewVerifier succeeds while the IdP is down
+
+	tok := b.key.sign(t, b.claims(nil))
+	_, err := b.verify(tok, resMine)
+	requireUnavailable(t, err, tok, testSub)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "kc", e.Provider)
+	require.Error(t, e.Cause)
+	requireUnavailable(t, b.v.Check(context.Background()))
+
+	// Up again, but the last attempt is too recent: no request yet.
+	b.idp.start()
+	_, err = b.verify(tok, resMine)
+	requireUnavailable(t, err, tok, testSub)
+	require.EqualValues(t, 0, b.idp.discoveryHits.Load()+b.idp.jwksHits.Load())
+
+	b.clock.Advance(maxRetryInterval)
+	id, err := b.verify(tok, resMine)
+	require.NoError(t, err)
+	require.Equal(t, testSub, id.UserID)
+	require.EqualValues(t, 1, b.idp.discoveryHits.Load())
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+	require.NoError(t, b.v.Check(context.Background()))
+	require.Contains(t, b.logs.String(), "identity provider keys fetched again")
+}
+
+func TestProviderDownWithKeysCached(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	require.NoError(t, b.v.Check(context.Background()))
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+	require.NoError(t, b.v.Check(context.Background()))
+	require.EqualValues(t, 1, b.idp.jwksHits.Load(), "Check does no I/O once keys are held")
+
+	b.idp.stop()
+	// Tokens signed with a held key still verify, cached or not.
+	_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
+	require.NoError(t, err)
+
+	// A token whose key is not held cannot be checked.
+	b.clock.Advance(DefaultJWKSMinRefresh)
+	tok := rsaKey(1, "a2").sign(t, b.claims(nil))
+	_, err = b.verify(tok, resMine)
+	requireUnavailable(t, err, tok, testSub)
+	requireUnavailable(t, b.v.Check(context.Background()))
+
+	_, err = b.verify(b.key.sign(t, b.claims(func(c map[string]any) { c["jti"] = "2" })), resMine)
+	require.NoError(t, err)
+}
+
+func TestConfiguredJWKSURLSkipsDiscovery(t *testing.T) {
+	t.Parallel()
+	key := rsaKey(0, "a1")
+	idp := newIdP(t, key)
+	b := setupIdP(t, idp, key, func(p *Provider) { p.JWKSURL = idp.jwksURL() })
+	_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
+	require.NoError(t, err)
+	require.EqualValues(t, 0, idp.discoveryHits.Load())
+	require.EqualValues(t, 1, idp.jwksHits.Load())
+
+	tok := b.key.sign(t, b.claims(func(c map[string]any) { c["iss"] = "http://elsewhere.example.com" }))
+	_, err = b.verify(tok, resMine)
+	requireRefused(t, err, ReasonIssuer, tok)
+}
+
+func TestDiscoveryIssuerMismatch(t *testing.T) {
+	t.Parallel()
+	key := rsaKey(0, "a1")
+	idp := newIdP(t, key)
+	idp.docIssuer = "http://elsewhere.example.com"
+	b := setupIdP(t, idp, key, nil)
+	_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
+	requireUnavailable(t, err)
+	require.ErrorContains(t, err, "issuer")
+	require.EqualValues(t, 0, idp.jwksHits.Load())
+}
+
+func TestNewVerifierValidatesConfig(t *testing.T) {
+	t.Parallel()
+	ok := Provider{Name: "kc", Issuer: "https://idp.example.com/realms/x"}
+	with := func(mod func(*Provider)) []Provider {
+		p := ok
+		mod(&p)
+		return []Provider{p}
+	}
+	for _, tc := range []struct {
+		name      string
+		providers []Provider
+		want      string
+	}{
+		{"none", nil, "none configured"},
+		{"empty name", with(func(p *Provider) { p.Name = " " }), "name must not be empty"},
+		{"duplicate name", []Provider{ok, {Name: "kc", Issuer: "https://other.example.com"}}, "name is used twice"},
+		{"duplicate issuer", []Provider{ok, {Name: "kc2", Issuer: ok.Issuer}}, "used by another provider"},
+		{"relative issuer", with(func(p *Provider) { p.Issuer = "idp.example.com" }), "issuer"},
+		{"issuer scheme", with(func(p *Provider) { p.Issuer = "ftp://idp.example.com" }), "issuer"},
+		{"jwks url", with(func(p *Provider) { p.JWKSURL = "/certs" }), "jwks_url"},
+		{"HS256", with(func(p *Provider) { p.Algorithms = []string{"RS256", "HS256"} }), "refused"},
+		{"none alg", with(func(p *Provider) { p.Algorithms = []string{"none"} }), "refused"},
+		{"unknown alg", with(func(p *Provider) { p.Algorithms = []string{"rs256"} }), "unknown algorithm"},
+		{"negative skew", with(func(p *Provider) { p.ClockSkew = -time.Second }), "clock_skew"},
+		{"huge skew", with(func(p *Provider) { p.ClockSkew = time.Hour }), "clock_skew"},
+		{"negative refresh", with(func(p *Provider) { p.JWKSMinRefresh = -time.Second }), "jwks_min_refresh"},
+		{"admin scope and claim", with(func(p *Provider) {
+			p.AdminScope, p.AdminClaim, p.AdminValues = "admin", "groups", []string{"a"}
+		}), "exclusive"},
+		{"admin claim without values", with(func(p *Provider) { p.AdminClaim = "groups" }), "admin_values"},
+		{"admin values without claim", with(func(p *Provider) { p.AdminValues = []string{"a"} }), "admin_claim"},
+		{"long user prefix", with(func(p *Provider) { p.UserPrefix = strings.Repeat("k", 31) }), "user_prefix"},
+		{"bad user prefix", with(func(p *Provider) { p.UserPrefix = "kc/" }), "user_prefix"},
+		{"dot user prefix", with(func(p *Provider) { p.UserPrefix = ".kc" }), "user_prefix"},
+		{"scope with space", with(func(p *Provider) { p.RequiredScopes = []string{"a b"} }), "scope"},
+		{"empty audience", with(func(p *Provider) { p.Audiences = []string{""} }), "audiences"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewVerifier(context.Background(), tc.providers, Options{})
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		v, err := NewVerifier(context.Background(), []Provider{ok}, Options{})
+		require.NoError(t, err)
+		cfg := v.providers[0].cfg
+		require.Equal(t, DefaultAlgorithms, cfg.Algorithms)
+		require.Equal(t, DefaultClockSkew, cfg.ClockSkew)
+		require.Equal(t, "sub", cfg.UserClaim)
+		require.Equal(t, DefaultJWKSMinRefresh, cfg.JWKSMinRefresh)
+		require.Equal(t, maxRetryInterval, v.providers[0].keys.retry)
+	})
+
+	t.Run("overlapping user prefixes are logged", func(t *testing.T) {
+		logs := &syncBuffer{}
+		_, err := NewVerifier(context.Background(), []Provider{ok, {Name: "auth0", Issuer: "https://tenant.auth0.com/", UserPrefix: "a0."}},
+			Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		require.NoError(t, err)
+		require.Contains(t, logs.String(), "oidc providers share user ids")
+	})
+
+	t.Run("longest user prefix", func(t *testing.T) {
+		_, err := NewVerifier(context.Background(), with(func(p *Provider) { p.UserPrefix = strings.Repeat("k", 30) }), Options{})
+		require.NoError(t, err)
+	})
+}

@@ -354,3 +354,30 @@ func TestOIDCTokenExchange(t *testing.T) {
 	require.NotContains(t, e.logs.String(), exchanged)
 	require.NotContains(t, e.logs.String(), oidcExchangeKey)
 }
+
+// TestOIDCTokenStaysOutOfHistory: a durable task a signed-in user starts
+// runs to its end as that user, and neither the access token nor its
+// signature appears in the workflow's Temporal history or in the log.
+func TestOIDCTokenStaysOutOfHistory(t *testing.T) {
+	e := startOIDCEnv(t)
+	tok := e.login(t, testidp.Alice, e.base)
+	code, _, body := send(t, "POST", e.base+"/api/threads/hist/tools/demo_submit_job/call", tok, `{"arguments": {"duration_seconds": 1}}`)
+	require.Equal(t, 200, code, body)
+	var out struct {
+		Structured struct {
+			TaskID string `json:"task_id"`
+		} `json:"structured_content"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &out))
+	require.NotEmpty(t, out.Structured.TaskID, body)
+	require.Eventually(t, func() bool {
+		_, detail := get(t, e.base+"/api/threads/hist/mcp-tasks/"+out.Structured.TaskID, tok)
+		return detail["status"] == "completed"
+	}, 60*time.Second, 200*time.Millisecond)
+	hist := historyBytes(t, out.Structured.TaskID)
+	require.Contains(t, string(hist), oidcUserPrefix+testidp.Alice, "the task runs as the signed-in user")
+	sig := tok[strings.LastIndex(tok, ".")+1:]
+	require.NotContains(t, string(hist), sig)
+	require.NotContains(t, string(hist), tok[:strings.LastIndex(tok, ".")])
+	require.NotContains(t, e.logs.String(), sig)
+}

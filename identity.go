@@ -3,6 +3,9 @@ package mcpflow
 import (
 	"context"
 	"errors"
+	"net"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -71,4 +74,25 @@ func WithCallerToken(ctx context.Context, token string) context.Context {
 func CallerToken(ctx context.Context) string {
 	s, _ := ctx.Value(callerTokenKey{}).(string)
 	return s
+}
+
+// SecureURL reports whether raw is an https URL, or an http one to a
+// loopback host: where access tokens and signing keys may travel.
+func SecureURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return true
+	case "http":
+		h := u.Hostname()
+		if strings.EqualFold(h, "localhost") {
+			return true
+		}
+		ip := net.ParseIP(h)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
 }

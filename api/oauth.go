@@ -77,13 +77,17 @@ func (s *Server) addOAuthRoutes(e *gin.Engine) {
 }
 
 // resourcePath is the path of the resource a request is for: "/mcp" or
-// "/mcp/threads/{id}" on the MCP endpoint, "" (mcpflow itself) elsewhere.
+// "/mcp/threads/{id}" on the MCP endpoint, "" (mcpflow itself) elsewhere
+// and for a thread id that cannot be one (it would go into a quoted
+// header parameter).
 func resourcePath(c *gin.Context) string {
 	switch c.FullPath() {
 	case "/mcp":
 		return "/mcp"
 	case "/mcp/threads/:thread_id":
-		return "/mcp/threads/" + c.Param("thread_id")
+		if id := c.Param("thread_id"); mcpflow.ValidateID("thread id", id) == nil {
+			return "/mcp/threads/" + id
+		}
 	}
 	return ""
 }

@@ -172,9 +172,14 @@ func TestOAuthChallenges(t *testing.T) {
 		require.Equal(t, `Bearer resource_metadata="`+prm+`", scope="mcp:tools"`, w.Header().Get("WWW-Authenticate"), path)
 	}
 
+	// A thread id that cannot be one never reaches the header.
+	w := do("POST", "/mcp/threads/x%22,%20scope=%22admin", "")
+	require.Equal(t, 401, w.Code)
+	require.Equal(t, `Bearer resource_metadata="`+public+`/.well-known/oauth-protected-resource", scope="mcp:tools"`, w.Header().Get("WWW-Authenticate"))
+
 	// A token the verifier refuses: 401 invalid_token, the same message
 	// whatever the reason; the reason is in the log only.
-	w := do("POST", "/mcp/threads/t-1", "tok-forged")
+	w = do("POST", "/mcp/threads/t-1", "tok-forged")
 	require.Equal(t, 401, w.Code)
 	require.Equal(t, `Bearer resource_metadata="`+public+`/.well-known/oauth-protected-resource/mcp/threads/t-1", scope="mcp:tools", error="invalid_token"`, w.Header().Get("WWW-Authenticate"))
 	code, msg := errCode(w)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // extDecoder turns a resolved document into the typed model. It stops at the
@@ -550,8 +552,8 @@ const grantTokenExchangeAlias = "token_exchange"
 // configured refresh_token is a mistake. (The sse/http-only rule is the
 // server's, see server.) Messages never show a value.
 func (d *extDecoder) checkTokenExchange(r *objReader, o *OAuth) error {
-	if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return d.errorf(r.p("token_url"), "the token-exchange grant needs token_url to be an absolute http or https URL")
+	if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || !mcpflow.SecureURL(o.TokenURL) {
+		return d.errorf(r.p("token_url"), "the token-exchange grant sends callers' access tokens to token_url: it must be an absolute https URL (http only for a loopback host)")
 	}
 	if o.RefreshToken != "" {
 		return d.errorf(r.p("refresh_token"), "must not be set with the token-exchange grant: the subject token is always the signed-in caller's access token (remove it; through the admin API send \"\" to clear it)")

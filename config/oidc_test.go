@@ -67,6 +67,8 @@ func TestLoadServiceOIDCErrors(t *testing.T) {
 	}{
 		{"public url with path", "server: { public_url: \"https://m.example.com/mcp\" }\n", nil, `server.public_url: must be an origin like https://mcpflow.example.com (scheme://host[:port], no path) (got "https://m.example.com/mcp")`},
 		{"public url http", "server: { public_url: \"http://m.example.com\" }\n", nil, `server.public_url: must be https (http only for a loopback host) (got "http://m.example.com")`},
+		{"public url upper case", "server: { public_url: \"https://MCPFlow.example.com\" }\n", nil, `server.public_url: must be written as clients normalise it: a lower-case host and no default port (got "https://MCPFlow.example.com")`},
+		{"public url default port", "server: { public_url: \"https://m.example.com:443\" }\n", nil, `server.public_url: must be written as clients normalise it`},
 		{"no public url", "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\" } ] }\n", nil, "auth.oidc: needs server.public_url"},
 		{"name", base + "auth: { oidc: [ { name: \"a b\", issuer: \"https://i.example.com\" } ] }\n", nil, `auth.oidc[0].name: must be 1 to 64 characters`},
 		{"duplicate name", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\" }, { name: a, issuer: \"https://j.example.com\" } ] }\n", nil, `auth.oidc[1].name: duplicate provider name "a" (also auth.oidc[0])`},

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // EnvPrefix starts every service-config environment variable.
@@ -954,8 +956,6 @@ func validPort(p string) bool {
 	return err == nil && n >= 0 && n <= 65535 && p == strconv.Itoa(n)
 }
 
-// validOrigin reports whether o is a serialized web origin: http or https,
-// a host, an optional port, nothing else.
 // Defaults of an auth.oidc entry.
 const (
 	DefaultOIDCClockSkewSeconds      = 60
@@ -996,8 +996,13 @@ func (s *Service) validateOIDC(v validator) error {
 		if !validOrigin(u) {
 			return v.fail("server.public_url", "must be an origin like https://mcpflow.example.com (scheme://host[:port], no path) (got %q)", u)
 		}
-		if !secureURL(u) {
+		if !mcpflow.SecureURL(u) {
 			return v.fail("server.public_url", "must be https (http only for a loopback host) (got %q)", u)
+		}
+		if pu, _ := url.Parse(u); pu.Host != strings.ToLower(pu.Host) || (pu.Scheme == "https" && pu.Port() == "443") || (pu.Scheme == "http" && pu.Port() == "80") {
+			// Clients normalise the URL they dial before they compare it
+			// with the metadata's resource and ask for a token for it.
+			return v.fail("server.public_url", "must be written as clients normalise it: a lower-case host and no default port (got %q)", u)
 		}
 	}
 	if len(s.Auth.OIDC) > 0 && s.Server.PublicURL == "" {
@@ -1013,11 +1018,11 @@ func (s *Service) validateOIDC(v validator) error {
 			return v.fail(path+".name", "duplicate provider name %q (also auth.oidc[%d])", p.Name, prev)
 		}
 		names[p.Name] = i
-		if u, err := url.Parse(p.Issuer); err != nil || !u.IsAbs() || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || !secureURL(p.Issuer) {
+		if u, err := url.Parse(p.Issuer); err != nil || !u.IsAbs() || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || !mcpflow.SecureURL(p.Issuer) {
 			return v.fail(path+".issuer", "must be the provider's https issuer URL, exactly as its tokens' \"iss\" (http only for a loopback host) (got %q)", p.Issuer)
 		}
 		if p.JWKSURL != "" {
-			if u, err := url.Parse(p.JWKSURL); err != nil || !u.IsAbs() || u.Host == "" || !secureURL(p.JWKSURL) {
+			if u, err := url.Parse(p.JWKSURL); err != nil || !u.IsAbs() || u.Host == "" || !mcpflow.SecureURL(p.JWKSURL) {
 				return v.fail(path+".jwks_url", "must be an https URL (http only for a loopback host) (got %q)", p.JWKSURL)
 			}
 		}
@@ -1063,26 +1068,8 @@ func (s *Service) validateOIDC(v validator) error {
 	return nil
 }
 
-// secureURL reports whether raw is https, or http to a loopback host.
-func secureURL(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return true
-	case "http":
-		h := u.Hostname()
-		if h == "localhost" {
-			return true
-		}
-		ip := net.ParseIP(h)
-		return ip != nil && ip.IsLoopback()
-	}
-	return false
-}
-
+// validOrigin reports whether o is a serialized web origin: http or https,
+// a host, an optional port, nothing else.
 func validOrigin(o string) bool {
 	u, err := url.Parse(o)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {

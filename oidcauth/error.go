@@ -11,7 +11,7 @@ import (
 // taken from the token.
 const (
 	ReasonMalformed   = "malformed"     // not a compact JWS with JSON header and claims, or a claim of the wrong type
-	ReasonTokenType   = "token type"    // header "typ" is not JWT, at+jwt or application/at+jwt
+	ReasonTokenType   = "token type"    // header "typ" is not JWT, at+jwt or application/at+jwt, or the token is an ID token
 	ReasonAlgorithm   = "algorithm"     // header "alg" is not one of the provider's algorithms
 	ReasonIssuer      = "issuer"        // "iss" names no configured provider
 	ReasonSignature   = "signature"     // no key of the provider verifies the signature

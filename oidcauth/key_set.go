@@ -16,6 +16,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 const (
@@ -281,6 +283,10 @@ func (k *keySet) discover(ctx context.Context) (string, error) {
 	}
 	if err := checkURL(doc.JWKSURI); err != nil {
 		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
+	}
+	if !mcpflow.SecureURL(doc.JWKSURI) {
+		// Keys over plain http could be swapped on the way.
+		return "", fmt.Errorf("discovery: jwks_uri %q is not https (http only for a loopback host)", doc.JWKSURI)
 	}
 	return doc.JWKSURI, nil
 }

@@ -127,16 +127,16 @@ func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
 		retry:      min(cfg.JWKSMinRefresh, maxRetryInterval),
 		jwksURL:    cfg.JWKSURL,
 	}
-	skew := cfg.ClockSkew
 	return &provider{
 		cfg:  cfg,
 		keys: ks,
 		verifier: oidc.NewVerifier(cfg.Issuer, ks, &oidc.Config{
 			SkipClientIDCheck:    true, // the audience is checked per request
 			SupportedSigningAlgs: slices.Clone(cfg.Algorithms),
-			// go-oidc has no leeway on "exp": a clock behind by the skew
-			// grants it.
-			Now: func() time.Time { return opts.Now().Add(-skew) },
+			// go-oidc has no leeway on "exp" and a fixed one on "nbf":
+			// check() checks both with the provider's skew.
+			SkipExpiryCheck: true,
+			Now:             opts.Now,
 		}),
 	}
 }
@@ -278,6 +278,11 @@ func (p *provider) check(c claimSet, now time.Time) (verifiedToken, error) {
 	aud, ok := c.audiences()
 	if !ok {
 		return verifiedToken{}, invalid(cfg.Name, ReasonAudience)
+	}
+	// An ID token is proof of a sign-in for a client, not an access token
+	// for mcpflow, even when its audience (a client id) is accepted.
+	if typ, _ := c.str("typ"); strings.EqualFold(typ, "ID") || c.has("at_hash") || c.has("c_hash") {
+		return verifiedToken{}, invalid(cfg.Name, ReasonTokenType)
 	}
 	user, ok := c.str(cfg.UserClaim)
 	if !ok || user == "" {

@@ -163,6 +163,15 @@ func TestVerifyAccessTokenRefusesBadTokens(t *testing.T) {
 			return b.key.sign(t, b.claims(func(c map[string]any) { c["aud"] = resOther }))
 		}, nil, ReasonAudience},
 		{"cached valid token reused for another resource", func(*testing.T) string { return valid }, []string{resOther}, ReasonAudience},
+		{"an ID token (at_hash)", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["at_hash"] = "x3Ah"; c["nonce"] = "n" }))
+		}, nil, ReasonTokenType},
+		{"an ID token (c_hash)", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["c_hash"] = "x3Ah" }))
+		}, nil, ReasonTokenType},
+		{"a Keycloak ID token (typ ID)", func(t *testing.T) string {
+			return b.key.sign(t, b.claims(func(c map[string]any) { c["typ"] = "ID" }))
+		}, nil, ReasonTokenType},
 		{"no audience", func(t *testing.T) string {
 			return b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "aud") }))
 		}, nil, ReasonAudience},
@@ -277,6 +286,17 @@ func TestVerifyAccessTokenClockSkew(t *testing.T) {
 		_, err := b.verify(b.key.sign(t, b.claims(mod)), resMine)
 		require.NoError(t, err, name)
 	}
+
+	t.Run("a skew above go-oidc's own nbf leeway", func(t *testing.T) {
+		b := setup(t, func(p *Provider) { p.ClockSkew = 280 * time.Second })
+		for _, ahead := range []time.Duration{30 * time.Second, 270 * time.Second} {
+			_, err := b.verify(b.key.sign(t, b.claims(func(c map[string]any) { c["nbf"] = b.clock.Now().Add(ahead).Unix() })), resMine)
+			require.NoError(t, err, ahead)
+		}
+		tok := b.key.sign(t, b.claims(func(c map[string]any) { c["nbf"] = b.clock.Now().Add(290 * time.Second).Unix() }))
+		_, err := b.verify(tok, resMine)
+		requireRefused(t, err, ReasonNotYetValid, tok)
+	})
 
 	t.Run("configured skew", func(t *testing.T) {
 		b := setup(t, func(p *Provider) { p.ClockSkew = 5 * time.Second })

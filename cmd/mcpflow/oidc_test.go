@@ -381,3 +381,26 @@ func TestOIDCTokenStaysOutOfHistory(t *testing.T) {
 	require.NotContains(t, string(hist), tok[:strings.LastIndex(tok, ".")])
 	require.NotContains(t, e.logs.String(), sig)
 }
+
+// TestOIDCModernClient: the 2026-07-28 revision (stateless) at the same
+// URLs takes the same tokens: the TypeScript SDK v2 client with the Tasks
+// extension, holding a token the provider issued for the thread's MCP URL,
+// runs a durable task to its result; without a token it gets the
+// challenge naming the metadata.
+func TestOIDCModernClient(t *testing.T) {
+	testenv.Node2026(t)
+	e := startOIDCEnv(t)
+	mcpURL := e.base + "/mcp/threads/oidc-2026"
+	code, challenge, _ := send(t, "POST", mcpURL, "", `{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}`)
+	require.Equal(t, 401, code)
+	require.Equal(t, fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp/threads/oidc-2026", scope="mcp:tools"`, e.base), challenge)
+
+	tok := e.login(t, testidp.Bob, mcpURL)
+	steps := testenv.RunMCP2026Client(t, mcpURL, tok, "task", `{"tool": "demo_submit_job", "arguments": {"duration_seconds": 1}}`)
+	require.Equal(t, "task", testenv.Step(steps, "call")["kind"], "%v", steps)
+	require.Equal(t, "completed", testenv.Step(steps, "outcome")["status"], "%v", steps)
+	// The same token is for that thread only.
+	code, challenge, _ = send(t, "POST", e.base+"/mcp/threads/elsewhere", tok, `{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}`)
+	require.Equal(t, 401, code)
+	require.Contains(t, challenge, `error="invalid_token"`)
+}

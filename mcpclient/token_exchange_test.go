@@ -134,6 +134,7 @@ func TestTokenExchangeCall(t *testing.T) {
 	require.Equal(t, callerB, tok.form(1).Get("subject_token"))
 	res, err = b.callAsCaller(callerA, "s_headers")
 	require.NoError(t, err)
+	require.False(t, res.IsError)
 	require.Equal(t, "Bearer exchanged-1", one(t, up.lastCall(t), "Authorization"), "each caller keeps its own token")
 	require.Equal(t, 2, tok.count())
 

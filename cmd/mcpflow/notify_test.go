@@ -137,9 +137,9 @@ func waitClosed(t *testing.T, id string) {
 	defer cancel()
 	err := temporal.Client().GetWorkflow(ctx, id, "").Get(ctx, nil)
 	require.NoError(t, err, "the workflow of task %s completed", id)
-	d, err := temporal.Client().DescribeWorkflowExecution(ctx, id, "")
+	d, err := temporal.Client().DescribeWorkflow(ctx, id, "")
 	require.NoError(t, err)
-	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.GetWorkflowExecutionInfo().GetStatus())
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.RawResponse.GetWorkflowExecutionInfo().GetStatus())
 }
 
 func requireOneKey(t *testing.T, id string, posts []hookPost) {

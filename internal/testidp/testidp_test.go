@@ -115,7 +115,7 @@ func kids(set *jose.JSONWebKeySet) []string {
 // HTTP and returns its claims and kid.
 func verify(t *testing.T, c *http.Client, p *testidp.IdP, token string) (map[string]any, string) {
 	t.Helper()
-	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.RS256})
 	require.NoError(t, err)
 	require.Len(t, jws.Signatures, 1)
 	h := jws.Signatures[0].Header
@@ -333,7 +333,7 @@ func TestRotateRetireJWKSHits(t *testing.T) {
 
 	p.Retire(kid1)
 	assert.Equal(t, []string{kid2}, kids(fetchJWKS(t, c, p)))
-	jws, err := jose.ParseSigned(old, []jose.SignatureAlgorithm{jose.RS256})
+	jws, err := jose.ParseSignedCompact(old, []jose.SignatureAlgorithm{jose.RS256})
 	require.NoError(t, err)
 	_, err = jws.Verify(fetchJWKS(t, c, p).Key(kid2)[0])
 	assert.Error(t, err)
@@ -478,7 +478,7 @@ func TestForge(t *testing.T) {
 
 	rs256 := []jose.SignatureAlgorithm{jose.RS256}
 	verifies := func(token string) bool {
-		jws, err := jose.ParseSigned(token, rs256)
+		jws, err := jose.ParseSignedCompact(token, rs256)
 		if err != nil {
 			return false
 		}
@@ -510,7 +510,7 @@ func TestForge(t *testing.T) {
 		{testidp.ForgeAlgNone, func(t *testing.T, token string) {
 			assert.Equal(t, "none", header(t, token)["alg"])
 			assert.True(t, strings.HasSuffix(token, "."), "empty signature")
-			_, err := jose.ParseSigned(token, rs256)
+			_, err := jose.ParseSignedCompact(token, rs256)
 			assert.Error(t, err)
 		}},
 		{testidp.ForgeHS256PublicKeyPEM, func(t *testing.T, token string) {
@@ -520,7 +520,7 @@ func TestForge(t *testing.T) {
 			assert.False(t, verifies(token))
 			// A verifier that took the key's PEM as an HMAC secret would
 			// accept it.
-			jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.HS256})
+			jws, err := jose.ParseSignedCompact(token, []jose.SignatureAlgorithm{jose.HS256})
 			require.NoError(t, err)
 			_, err = jws.Verify(pemKey)
 			assert.NoError(t, err)

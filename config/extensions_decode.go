@@ -442,6 +442,16 @@ func (d *extDecoder) server(name string, v any, path string) (Server, error) {
 	if s.NativeTasks, err = r.boolean("native_tasks", false); err != nil {
 		return Server{}, err
 	}
+	if s.OAuth != nil && s.OAuth.Enabled && s.OAuth.GrantType == GrantTokenExchange {
+		// A durable task's submit, polls and cancel run in Temporal
+		// activities, without the caller and so without a token to exchange.
+		if len(s.TaskToolsets) > 0 {
+			return Server{}, d.errorf(r.p("task_toolsets"), "cannot be used with oauth.grant_type token_exchange: a durable task's steps run later without the caller, so there is no caller token to exchange for them")
+		}
+		if s.NativeTasks {
+			return Server{}, d.errorf(r.p("native_tasks"), "cannot be used with oauth.grant_type token_exchange: a durable task's steps run later without the caller, so there is no caller token to exchange for them")
+		}
+	}
 	s.Extra = r.extras()
 	return s, nil
 }

@@ -69,7 +69,7 @@ func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, use
 	oauth, err := r.oauth.header(ctx, srv)
 	if errors.Is(err, errNoCallerToken) {
 		if rc != nil {
-			return nil, &CredentialError{fmt.Sprintf("MCP server '%s' needs a caller signed in with the identity provider: its credential is exchanged from the caller's token (RFC 8693).", srv.Name)}
+			return nil, &CredentialError{fmt.Sprintf("MCP server '%s' needs a caller signed in with the identity provider: its credential is exchanged from the caller's token (RFC 8693), which only a tool call has while the caller's request is open (a durable task's steps run without it).", srv.Name)}
 		}
 		r.warnNoCaller(srv)
 		oauth, err = "", nil

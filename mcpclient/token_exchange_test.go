@@ -144,7 +144,7 @@ func TestTokenExchangeCall(t *testing.T) {
 	before := len(up.calls())
 	res, err = b.callAsCaller("", "s_headers")
 	require.NoError(t, err)
-	require.Equal(t, "MCP server 's' needs a caller signed in with the identity provider: its credential is exchanged from the caller's token (RFC 8693).", errorText(t, res))
+	require.Equal(t, "MCP server 's' needs a caller signed in with the identity provider: its credential is exchanged from the caller's token (RFC 8693), which only a tool call has while the caller's request is open (a durable task's steps run without it).", errorText(t, res))
 	require.Len(t, up.calls(), before, "a refused call never reaches the server")
 	require.Equal(t, 2, tok.count(), "nothing to exchange, no token request")
 

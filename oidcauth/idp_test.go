@@ -36,6 +36,7 @@ type testIdP struct {
 	mu        sync.Mutex
 	published []jose.JSONWebKey
 	docIssuer string // the issuer the discovery document names
+	docJWKS   string // the jwks_uri it names ("": its own)
 
 	discoveryHits atomic.Int64
 	jwksHits      atomic.Int64
@@ -70,7 +71,11 @@ func (i *testIdP) start() {
 	mux.HandleFunc("GET /realms/test/.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
 		i.discoveryHits.Add(1)
 		i.mu.Lock()
-		doc := map[string]any{"issuer": i.docIssuer, "jwks_uri": i.jwksURL(),
+		jwks := i.docJWKS
+		if jwks == "" {
+			jwks = i.jwksURL()
+		}
+		doc := map[string]any{"issuer": i.docIssuer, "jwks_uri": jwks,
 			"id_token_signing_alg_values_supported": []string{"RS256"}}
 		i.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")

@@ -597,6 +597,20 @@ func TestDiscoveryIssuerMismatch(t *testing.T) {
 	require.EqualValues(t, 0, idp.jwksHits.Load())
 }
 
+// A discovery document naming keys over plain http off loopback: keys
+// that could be swapped on the way are never fetched.
+func TestDiscoveryPlainHTTPKeys(t *testing.T) {
+	t.Parallel()
+	key := rsaKey(0, "a1")
+	idp := newIdP(t, key)
+	idp.docJWKS = "http://keys.example.com/certs"
+	b := setupIdP(t, idp, key, nil)
+	_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
+	requireUnavailable(t, err)
+	require.ErrorContains(t, err, "jwks_uri")
+	require.EqualValues(t, 0, idp.jwksHits.Load())
+}
+
 func TestNewVerifierValidatesConfig(t *testing.T) {
 	t.Parallel()
 	ok := Provider{Name: "kc", Issuer: "https://idp.example.com/realms/x"}

@@ -1,7 +1,6 @@
 package oidcauth
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -23,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
 // testIdP is an identity provider on 127.0.0.1 serving a discovery
@@ -211,24 +211,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 const (
 	publicURL = "https://mcpflow.example.com"
 	resMine   = publicURL + "/mcp/threads/mine"
@@ -242,7 +224,7 @@ type testBundle struct {
 	idp      *testIdP
 	key      *signingKey // published by idp
 	clock    *fakeClock
-	logs     *syncBuffer
+	logs     *testenv.SyncBuffer
 	v        *Verifier
 	provider Provider // v's provider
 	client   *http.Client
@@ -262,7 +244,7 @@ func setupIdP(t *testing.T, idp *testIdP, key *signingKey, mod func(*Provider)) 
 		idp:   idp,
 		key:   key,
 		clock: &fakeClock{t: time.Unix(1_800_000_000, 0)},
-		logs:  &syncBuffer{},
+		logs:  &testenv.SyncBuffer{},
 		// No idle connections left behind for the leak check.
 		client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second},
 	}

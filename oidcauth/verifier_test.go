@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
 // requireRefused asserts err refuses a token for reason and leaks none of
@@ -666,7 +667,7 @@ func TestNewVerifierValidatesConfig(t *testing.T) {
 	})
 
 	t.Run("overlapping user prefixes are logged", func(t *testing.T) {
-		logs := &syncBuffer{}
+		logs := &testenv.SyncBuffer{}
 		_, err := NewVerifier(context.Background(), []Provider{ok, {Name: "auth0", Issuer: "https://tenant.auth0.com/", UserPrefix: "a0."}},
 			Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		require.NoError(t, err)

@@ -3,7 +3,6 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -49,9 +48,7 @@ func Node2026(t testing.TB) string {
 	t.Helper()
 	dir := NPMDir()
 	for _, pkg := range []string{"@modelcontextprotocol/server", "@modelcontextprotocol/client", "@modelcontextprotocol/ext-tasks"} {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
-			MissingDependency(t, "the npm package %s is not installed in %s: run `make testdeps` (needs npm)", pkg, dir)
-		}
+		requireNPMPackage(t, pkg)
 	}
 	if local := filepath.Join(dir, "node_modules", "node", "bin", "node"); isExecutable(local) {
 		return local
@@ -96,7 +93,7 @@ func startNodeServer(t testing.TB, script string, args ...string) string {
 	cmd := exec.Command(node, append([]string{script, "--port", "0"}, args...)...)
 	cmd.Dir = NPMDir()
 	stderr := &SyncBuffer{}
-	stdout := &firstLine{line: make(chan string, 1)}
+	stdout := newLineWatch(func(l string) (string, bool) { return strings.TrimSpace(l), true })
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -114,7 +111,7 @@ func startNodeServer(t testing.TB, script string, args ...string) string {
 	}
 	t.Cleanup(stop)
 	select {
-	case url := <-stdout.line:
+	case url := <-stdout.found:
 		if !strings.HasPrefix(url, "http://") {
 			stop()
 			t.Fatalf("node %s printed %q instead of its URL: %s", script, url, stderr)
@@ -129,23 +126,37 @@ func startNodeServer(t testing.TB, script string, args ...string) string {
 	return ""
 }
 
-// firstLine is a child's stdout: it keeps what the child writes and sends
-// the first line, without its newline, on line.
-type firstLine struct {
+// lineWatch is a child's output: it keeps what the child writes and sends
+// on found the first complete line match accepts, as match returns it.
+type lineWatch struct {
 	SyncBuffer
-	mu   sync.Mutex
-	sent bool
-	line chan string
+	match   func(line string) (string, bool)
+	found   chan string
+	mu      sync.Mutex
+	partial []byte // the incomplete last line
+	sent    bool
 }
 
-// Write appends p and sends the first line once it is complete.
-func (w *firstLine) Write(p []byte) (int, error) {
+func newLineWatch(match func(string) (string, bool)) *lineWatch {
+	return &lineWatch{match: match, found: make(chan string, 1)}
+}
+
+// Write appends p and matches each line it completes.
+func (w *lineWatch) Write(p []byte) (int, error) {
 	n, err := w.SyncBuffer.Write(p)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if s := w.SyncBuffer.String(); !w.sent && strings.Contains(s, "\n") {
-		w.sent = true
-		w.line <- strings.TrimSpace(s[:strings.Index(s, "\n")])
+	w.partial = append(w.partial, p...)
+	for !w.sent {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		if v, ok := w.match(string(w.partial[:i])); ok {
+			w.sent = true
+			w.found <- v
+		}
+		w.partial = w.partial[i+1:]
 	}
 	return n, err
 }
@@ -176,18 +187,8 @@ func runMCP2026Client(t testing.TB, url, token, scenario string, args ...string)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
-	var steps []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var step map[string]any
-		if err := json.Unmarshal([]byte(line), &step); err != nil {
-			return steps, stderr.String(), errors.Join(runErr, errors.New("a line that is not JSON: "+line))
-		}
-		steps = append(steps, step)
-	}
-	return steps, stderr.String(), runErr
+	steps, err := parseSteps(stdout.String())
+	return steps, stderr.String(), errors.Join(runErr, err)
 }
 
 // Step returns the last of steps whose "step" is name, or nil.

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -233,7 +232,7 @@ func RunInspectorCLI(t testing.TB, o InspectorOptions) InspectorResult {
 		"MCP_AUTO_OPEN_ENABLED=false",
 		"NO_COLOR=1",
 	)
-	stderr := &promptWriter{prompt: make(chan string, 1)}
+	stderr := newLineWatch(authorizationURLFrom)
 	var stdout SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -255,7 +254,7 @@ func RunInspectorCLI(t testing.TB, o InspectorOptions) InspectorResult {
 
 	var res InspectorResult
 	select {
-	case res.AuthorizationURL = <-stderr.prompt:
+	case res.AuthorizationURL = <-stderr.found:
 		if o.Authorize == nil {
 			kill()
 		} else {
@@ -364,37 +363,6 @@ func versionAtLeast(version string, least [3]int) bool {
 		}
 	}
 	return true
-}
-
-// promptWriter is the Inspector's stderr: it keeps what the Inspector
-// writes and sends the URL of the first "Please navigate to:" line on
-// prompt.
-type promptWriter struct {
-	SyncBuffer
-	mu      sync.Mutex
-	line    []byte // the incomplete last line
-	matched bool
-	prompt  chan string
-}
-
-// Write appends p and looks for the prompt in each completed line.
-func (w *promptWriter) Write(p []byte) (int, error) {
-	n, err := w.SyncBuffer.Write(p)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.line = append(w.line, p...)
-	for {
-		i := bytes.IndexByte(w.line, '\n')
-		if i < 0 {
-			break
-		}
-		if u, ok := authorizationURLFrom(string(w.line[:i])); ok && !w.matched {
-			w.matched = true
-			w.prompt <- u
-		}
-		w.line = w.line[i+1:]
-	}
-	return n, err
 }
 
 // escapes matches terminal escape sequences: OSC (an OSC 8 hyperlink) and

@@ -45,15 +45,15 @@ func TestAuthorizationURLFrom(t *testing.T) {
 	}
 }
 
-func TestPromptWriter(t *testing.T) {
+func TestLineWatchFindsThePrompt(t *testing.T) {
 	t.Parallel()
-	w := &promptWriter{prompt: make(chan string, 1)}
+	w := newLineWatch(authorizationURLFrom)
 	for _, chunk := range []string{"[mcp-inspector] x\nPlease navi", "gate to: http://idp/authorize?a=1", "\nPlease navigate to: http://idp/second\n"} {
 		_, err := w.Write([]byte(chunk))
 		require.NoError(t, err)
 	}
-	require.Equal(t, "http://idp/authorize?a=1", <-w.prompt)
-	require.Empty(t, w.prompt, "only the first prompt is sent")
+	require.Equal(t, "http://idp/authorize?a=1", <-w.found)
+	require.Empty(t, w.found, "only the first prompt is sent")
 	require.Equal(t, "[mcp-inspector] x\nPlease navigate to: http://idp/authorize?a=1\nPlease navigate to: http://idp/second\n", w.String())
 }
 

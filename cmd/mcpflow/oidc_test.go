@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -107,18 +106,6 @@ func send(t *testing.T, method, url, token, body string) (int, string, string) {
 }
 
 const initializeBody = `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}`
-
-// jwtClaims decodes a JWT's payload without verifying it.
-func jwtClaims(t *testing.T, tok string) map[string]any {
-	t.Helper()
-	parts := strings.Split(tok, ".")
-	require.Len(t, parts, 3)
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	require.NoError(t, err)
-	var c map[string]any
-	require.NoError(t, json.Unmarshal(b, &c))
-	return c
-}
 
 // TestOIDCTypeScriptSDKClient: the official TypeScript SDK's OAuth client,
 // an MCP host independent of mcpflow, meets the 401, discovers mcpflow's
@@ -288,7 +275,9 @@ func TestOIDCKeyRotation(t *testing.T) {
 
 	e.idp.Rotate()
 	after := e.login(t, testidp.Alice, e.base)
-	require.NotEqual(t, jwtHeader(t, before)["kid"], jwtHeader(t, after)["kid"])
+	hBefore, _ := testidp.Decode(t, before)
+	hAfter, _ := testidp.Decode(t, after)
+	require.NotEqual(t, hBefore["kid"], hAfter["kid"])
 	// A key published within jwks_min_refresh_seconds of the last fetch
 	// is taken once that second has passed.
 	require.Eventually(t, func() bool {
@@ -307,15 +296,6 @@ func TestOIDCKeyRotation(t *testing.T) {
 	// jwks_min_refresh_seconds is 1: 50 requests in well under a few
 	// seconds fetch the keys a handful of times at most, not 50.
 	require.LessOrEqual(t, e.idp.JWKSHits()-hits, int64(10))
-}
-
-func jwtHeader(t *testing.T, tok string) map[string]any {
-	t.Helper()
-	b, err := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[0])
-	require.NoError(t, err)
-	var h map[string]any
-	require.NoError(t, json.Unmarshal(b, &h))
-	return h
 }
 
 // TestOIDCTokenExchange: a server configured with the token-exchange grant
@@ -340,7 +320,7 @@ func TestOIDCTokenExchange(t *testing.T) {
 	require.Len(t, authz, 1, body)
 	exchanged, ok := strings.CutPrefix(authz[0], "Bearer ")
 	require.True(t, ok, authz[0])
-	claims := jwtClaims(t, exchanged)
+	_, claims := testidp.Decode(t, exchanged)
 	require.Equal(t, testidp.Alice, claims["sub"])
 	require.Contains(t, claims["aud"], oidcUpstreamAud)
 	require.NotContains(t, claims["aud"], e.base)

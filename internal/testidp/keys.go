@@ -257,3 +257,26 @@ func signRS256(kid string, key *rsa.PrivateKey, payload []byte) string {
 
 // splitJWS splits a compact JWS signRS256 made into its three parts.
 func splitJWS(s string) []string { return strings.SplitN(s, ".", 3) }
+
+// Decode returns the header and the claims of a compact JWS without
+// verifying it, failing t when token is not one: what a test reads of a
+// token it got (kid, aud, sub …).
+func Decode(t testing.TB, token string) (header, claims map[string]any) {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a compact JWS: %d parts", len(parts))
+	}
+	part := func(s string) map[string]any {
+		b, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil {
+			t.Fatalf("a JWS part is not base64url: %v", err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("a JWS part is not a JSON object: %v", err)
+		}
+		return m
+	}
+	return part(parts[0]), part(parts[1])
+}

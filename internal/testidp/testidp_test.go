@@ -130,20 +130,12 @@ func verify(t *testing.T, c *http.Client, p *testidp.IdP, token string) (map[str
 }
 
 func header(t *testing.T, token string) map[string]any {
-	t.Helper()
-	b, err := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[0])
-	require.NoError(t, err)
-	var h map[string]any
-	require.NoError(t, json.Unmarshal(b, &h))
+	h, _ := testidp.Decode(t, token)
 	return h
 }
 
 func payload(t *testing.T, token string) map[string]any {
-	t.Helper()
-	b, err := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[1])
-	require.NoError(t, err)
-	var c map[string]any
-	require.NoError(t, json.Unmarshal(b, &c))
+	_, c := testidp.Decode(t, token)
 	return c
 }
 

@@ -53,6 +53,12 @@ type TokenVerifier interface {
 	VerifyAccessToken(ctx context.Context, token string, resources []string) (TokenIdentity, error)
 }
 
+// TokenAlgorithms are the signature algorithms an identity provider's
+// access tokens may use, and the default set (asymmetric only: with a
+// shared-secret HS* or "none", anyone holding the published key could sign
+// tokens).
+var TokenAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
 // Token verification failures.
 var (
 	ErrInvalidToken             = errors.New("invalid access token")

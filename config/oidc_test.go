@@ -37,10 +37,9 @@ auth:
 	kc, entra := s.Auth.OIDC[0], s.Auth.OIDC[1]
 	require.Equal(t, OIDCProvider{
 		Name: "keycloak", Issuer: "https://kc.example.com/realms/agents", Audiences: []string{"mcpflow"},
-		Algorithms: OIDCAlgorithms, ClockSkewSeconds: 60, UserClaim: "sub", UserPrefix: "kc.",
+		UserPrefix: "kc.",
 		RequiredScopes: []string{"mcp:tools"}, AdminClaim: "groups", AdminValues: []string{"mcpflow-admins"},
-		JWKSMinRefreshSeconds: 10,
-	}, kc)
+	}, kc, "unset keys stay zero: the verifier applies its defaults")
 	require.Equal(t, []string{"RS256"}, entra.Algorithms)
 	require.Equal(t, 30, entra.ClockSkewSeconds)
 	require.Equal(t, "oid", entra.UserClaim)
@@ -54,7 +53,6 @@ auth:
 	require.Len(t, s.Auth.OIDC, 1)
 	require.Equal(t, "dex", s.Auth.OIDC[0].Name)
 	require.Equal(t, "email", s.Auth.OIDC[0].UserClaim)
-	require.Equal(t, 60, s.Auth.OIDC[0].ClockSkewSeconds)
 }
 
 func TestLoadServiceOIDCErrors(t *testing.T) {

@@ -298,7 +298,9 @@ type AuthSection struct {
 }
 
 // OIDCProvider is one identity provider of auth.oidc: an OpenID issuer
-// whose JWT access tokens are verified against its published keys.
+// whose JWT access tokens are verified against its published keys. A key
+// left unset (0, "" or empty) keeps its zero value here; the verifier
+// (package oidcauth) applies the default named below.
 type OIDCProvider struct {
 	// Name names the provider in logs and errors (1..64 of A-Z a-z 0-9 . _ -).
 	Name string `yaml:"name"`
@@ -426,7 +428,6 @@ func LoadService(path string, env func(string) (string, bool)) (*Service, error)
 		s.resolveRelativePaths(path, origins)
 	}
 	s.ToolSearch.AutoPromoteTopK = min(max(s.ToolSearch.AutoPromoteTopK, 1), 5)
-	s.Auth.applyOIDCDefaults()
 	if err := s.validate(origins); err != nil {
 		return nil, err
 	}
@@ -956,38 +957,6 @@ func validPort(p string) bool {
 	return err == nil && n >= 0 && n <= 65535 && p == strconv.Itoa(n)
 }
 
-// Defaults of an auth.oidc entry.
-const (
-	DefaultOIDCClockSkewSeconds      = 60
-	DefaultOIDCJWKSMinRefreshSeconds = 10
-	DefaultOIDCUserClaim             = "sub"
-)
-
-// OIDCAlgorithms are the signature algorithms auth.oidc[].algorithms may
-// name (asymmetric only: a shared-secret HS* or "none" would let anyone
-// holding the published key sign tokens), and its default.
-var OIDCAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
-
-// applyOIDCDefaults fills the keys an auth.oidc entry left unset (0 and ""
-// mean unset).
-func (a *AuthSection) applyOIDCDefaults() {
-	for i := range a.OIDC {
-		p := &a.OIDC[i]
-		if p.ClockSkewSeconds == 0 {
-			p.ClockSkewSeconds = DefaultOIDCClockSkewSeconds
-		}
-		if p.JWKSMinRefreshSeconds == 0 {
-			p.JWKSMinRefreshSeconds = DefaultOIDCJWKSMinRefreshSeconds
-		}
-		if p.UserClaim == "" {
-			p.UserClaim = DefaultOIDCUserClaim
-		}
-		if len(p.Algorithms) == 0 {
-			p.Algorithms = slices.Clone(OIDCAlgorithms)
-		}
-	}
-}
-
 var providerNamePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // validateOIDC checks server.public_url and auth.oidc.
@@ -1032,17 +1001,17 @@ func (s *Service) validateOIDC(v validator) error {
 			}
 		}
 		for j, a := range p.Algorithms {
-			if !slices.Contains(OIDCAlgorithms, a) {
-				return v.fail(fmt.Sprintf("%s.algorithms[%d]", path, j), "must be one of %s (got %q)", strings.Join(OIDCAlgorithms, ", "), a)
+			if !slices.Contains(mcpflow.TokenAlgorithms, a) {
+				return v.fail(fmt.Sprintf("%s.algorithms[%d]", path, j), "must be one of %s (got %q)", strings.Join(mcpflow.TokenAlgorithms, ", "), a)
 			}
 		}
 		if p.ClockSkewSeconds < 0 || p.ClockSkewSeconds > 300 {
 			return v.fail(path+".clock_skew_seconds", "must be between 0 and 300 (got %d)", p.ClockSkewSeconds)
 		}
-		if p.JWKSMinRefreshSeconds < 1 || p.JWKSMinRefreshSeconds > 3600 {
+		if p.JWKSMinRefreshSeconds < 0 || p.JWKSMinRefreshSeconds > 3600 {
 			return v.fail(path+".jwks_min_refresh_seconds", "must be between 1 and 3600 (got %d)", p.JWKSMinRefreshSeconds)
 		}
-		if strings.TrimSpace(p.UserClaim) == "" {
+		if p.UserClaim != "" && strings.TrimSpace(p.UserClaim) == "" {
 			return v.fail(path+".user_claim", "must not be blank")
 		}
 		if p.UserPrefix != "" && (!providerNamePattern.MatchString(p.UserPrefix) || len(p.UserPrefix) > 30 || p.UserPrefix[0] == '.') {

@@ -22,7 +22,7 @@ const (
 
 // DefaultAlgorithms are the JWS algorithms a Provider accepts when it
 // names none: every asymmetric algorithm go-oidc supports.
-var DefaultAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+var DefaultAlgorithms = mcpflow.TokenAlgorithms
 
 // Provider is an identity provider (an OpenID Connect issuer) whose access
 // tokens are accepted. Zero fields take the documented defaults.

@@ -37,7 +37,7 @@ auth:
 	kc, entra := s.Auth.OIDC[0], s.Auth.OIDC[1]
 	require.Equal(t, OIDCProvider{
 		Name: "keycloak", Issuer: "https://kc.example.com/realms/agents", Audiences: []string{"mcpflow"},
-		UserPrefix: "kc.",
+		UserPrefix:     "kc.",
 		RequiredScopes: []string{"mcp:tools"}, AdminClaim: "groups", AdminValues: []string{"mcpflow-admins"},
 	}, kc, "unset keys stay zero: the verifier applies its defaults")
 	require.Equal(t, []string{"RS256"}, entra.Algorithms)

@@ -134,7 +134,10 @@ type Server struct {
 // token (never configured): token_url is required, client_id and
 // client_secret are optional client authentication, audience, scope and
 // extra_token_params (e.g. "resource") name what the exchanged token is
-// for, and refresh_token must not be set.
+// for, and refresh_token must not be set; token_url must be https (http
+// only on loopback: it receives callers' tokens); the server must be
+// sse/http and have no task_toolsets or native_tasks (a durable task's
+// steps run without the caller).
 type OAuth struct {
 	Enabled            bool   // default true
 	TokenURL           string // required

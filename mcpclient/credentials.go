@@ -26,10 +26,10 @@ import (
 // never that token itself (token_exchange.go). A request-scoped call
 // without a caller token (a caller with a static mcpflow token, a durable
 // submit in a task activity) is refused with a *CredentialError; requests
-// outside a call (the shared session's initialize and tools/list) and
-// durable status/cancel polls carry no OAuth header. Durable tasks on such
-// a server therefore never get an exchanged token: its task tools are
-// refused at submit.
+// outside a call (the shared session's initialize and tools/list) carry no
+// OAuth header. Durable tasks cannot use such a server: task_toolsets and
+// native_tasks on it are configuration errors, and a tool whose
+// taskSupport is "required" is refused at submit.
 
 // requestKey carries a call's request-scoped credentials in its context.
 type requestKey struct{}
@@ -162,7 +162,7 @@ func (r *Runtime) connHeaders(srv *config.Server) func(context.Context) map[stri
 // signed-in caller go without its exchanged credential.
 func (r *Runtime) warnNoCaller(srv *config.Server) {
 	if r.oauth.exchanges.warnOnce(srv.Name) {
-		r.log.Warn("MCP server's OAuth credential is exchanged per signed-in caller (RFC 8693); requests without one (session setup, tool listing, durable task polls) carry no OAuth Authorization header", "server", srv.Name)
+		r.log.Warn("MCP server's OAuth credential is exchanged per signed-in caller (RFC 8693); requests without one (session setup, tool listing) carry no OAuth Authorization header", "server", srv.Name)
 	}
 }
 

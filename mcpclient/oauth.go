@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,53 +161,119 @@ func (s *oauthSource) Token() (*oauth2.Token, error) {
 	if err != nil {
 		return nil, err
 	}
+	ans, err := requestToken(s.client, &s.cfg, form)
+	if err != nil {
+		if m := tokenFailure(err); m != "" {
+			return nil, s.fail(m, errors.Unwrap(err))
+		}
+		return nil, s.fail(fmt.Sprintf("the token endpoint answered HTTP %d", err.(*tokenRefusal).status), nil)
+	}
+	if rotated, ok := ans.fields["refresh_token"].(string); ok && rotated != "" {
+		s.refresh.Store(&rotated)
+	}
+	return &oauth2.Token{AccessToken: ans.access, TokenType: ans.typ, Expiry: ans.expiry}, nil
+}
+
+// tokenAnswer is a token endpoint's answer, read with an oauth block's
+// field names.
+type tokenAnswer struct {
+	access, typ string
+	expiry      time.Time
+	fields      map[string]any // the whole answer
+}
+
+// tokenRefusal is a token endpoint's answer outside 2xx: its status and,
+// when it is safe to show, its OAuth error code.
+type tokenRefusal struct {
+	status int
+	code   string
+}
+
+func (e *tokenRefusal) Error() string {
+	return fmt.Sprintf("the token endpoint answered HTTP %d", e.status)
+}
+
+// tokenError is a token request that failed before or after the endpoint
+// answered; its message is safe to show, its cause has no URL.
+type tokenError struct {
+	msg   string
+	cause error
+}
+
+func (e *tokenError) Error() string { return e.msg }
+func (e *tokenError) Unwrap() error { return e.cause }
+
+// tokenFailure is the message of a *tokenError, "" for a *tokenRefusal.
+func tokenFailure(err error) string {
+	if te, ok := err.(*tokenError); ok {
+		return te.msg
+	}
+	return ""
+}
+
+// oauthErrorCode matches an OAuth error code that is safe to show: RFC
+// 6749's codes and the like, never free text that could echo the request.
+var oauthErrorCode = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
+
+// requestToken posts form to cfg's token endpoint (bounded by
+// oauthRequestTimeout, never following a redirect) and reads the answer
+// with cfg's field names (spec §3.4): the token from token_field, its type
+// from token_type_field (else default_token_type; RFC 8693's "N_A" too),
+// its lifetime from expires_in_field (an hour when it is not an integer).
+// Errors are *tokenRefusal or *tokenError; none carries the form, a token
+// or the answer's body.
+func requestToken(client *http.Client, cfg *config.OAuth, form url.Values) (tokenAnswer, error) {
+	fail := func(msg string, cause error) (tokenAnswer, error) {
+		return tokenAnswer{}, &tokenError{msg: msg, cause: cause}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), oauthRequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.TokenURL, strings.NewReader(form.Encode()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, s.fail("the token_url is not a valid URL", nil)
+		return fail("the token_url is not a valid URL", nil)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // without the URL
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, s.fail(fmt.Sprintf("the token request timed out after %s", oauthRequestTimeout), nil)
+			return fail(fmt.Sprintf("the token request timed out after %s", oauthRequestTimeout), nil)
 		}
-		return nil, s.fail("the token request failed", err)
+		return fail("the token request failed", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, oauthMaxResponse))
 	if err != nil {
-		return nil, s.fail("the token response could not be read", err)
+		return fail("the token response could not be read", err)
 	}
+	fields, ferr := oauthFields(resp.Header.Get("Content-Type"), body)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, s.fail(fmt.Sprintf("the token endpoint answered HTTP %d", resp.StatusCode), nil)
+		r := &tokenRefusal{status: resp.StatusCode}
+		if code, _ := fields["error"].(string); ferr == nil && oauthErrorCode.MatchString(code) {
+			r.code = code
+		}
+		return tokenAnswer{}, r
 	}
-	fields, err := oauthFields(resp.Header.Get("Content-Type"), body)
-	if err != nil {
-		return nil, s.fail("the token response is not JSON", nil)
+	if ferr != nil {
+		return fail("the token response is not JSON", nil)
 	}
-	access, _ := fields[s.cfg.TokenField].(string)
+	access, _ := fields[cfg.TokenField].(string)
 	if access == "" {
-		return nil, s.fail(fmt.Sprintf("OAuth token response missing '%s'", s.cfg.TokenField), nil)
+		return fail(fmt.Sprintf("OAuth token response missing '%s'", cfg.TokenField), nil)
 	}
-	typ, _ := fields[s.cfg.TokenTypeField].(string)
-	if typ == "" {
-		typ = s.cfg.DefaultTokenType
+	typ, _ := fields[cfg.TokenTypeField].(string)
+	if typ == "" || strings.EqualFold(typ, "N_A") {
+		typ = cfg.DefaultTokenType
 	}
 	if err := config.CheckHeaderValue(typ + " " + access); err != nil {
-		return nil, s.fail("the returned token "+err.Error(), nil)
+		return fail("the returned token "+err.Error(), nil)
 	}
-	if rotated, ok := fields["refresh_token"].(string); ok && rotated != "" {
-		s.refresh.Store(&rotated)
-	}
-	return &oauth2.Token{AccessToken: access, TokenType: typ,
-		Expiry: time.Now().Add(time.Duration(oauthExpiresIn(fields[s.cfg.ExpiresInField])) * time.Second)}, nil
+	return tokenAnswer{access: access, typ: typ, fields: fields,
+		expiry: time.Now().Add(time.Duration(oauthExpiresIn(fields[cfg.ExpiresInField])) * time.Second)}, nil
 }
 
 // form is the token request: extra_token_params first, then the reserved
@@ -281,8 +348,7 @@ func oauthFields(contentType string, body []byte) (map[string]any, error) {
 }
 
 // oauthExpiresIn reads an expires_in value: an integer number of seconds
-// (as a JSON number, decoded as json.Number or float64, an int64, or a
-// string); anything else means an hour; at least 1.
+// (a JSON number or a string); anything else means an hour; at least 1.
 func oauthExpiresIn(v any) int64 {
 	var n int64 = oauthDefaultExpiresIn
 	switch x := v.(type) {
@@ -292,12 +358,6 @@ func oauthExpiresIn(v any) int64 {
 		} else if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1e15 {
 			n = int64(f)
 		}
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
-			n = int64(x)
-		}
-	case int64:
-		n = x
 	case string:
 		if i, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
 			n = i

@@ -6,16 +6,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"regexp"
-	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
@@ -39,12 +33,12 @@ import (
 // refused. It is never a cache key, never logged and never in an error.
 //
 // Calls without a caller token get no exchanged token: a request-scoped
-// call (WithSecrets: an agent's tool call, a durable submit) is refused
-// with a *CredentialError; a request outside a caller's call (the shared
-// session's initialize and tools/list, a durable task's status or cancel
-// poll) carries no Authorization header from the OAuth layer, and the
-// runtime logs that once per server. Durable task activities run without a
-// caller token, so durable tasks on such servers get no exchanged token.
+// call (WithSecrets: an agent's tool call, the submit of a tool whose
+// taskSupport is "required") is refused with a *CredentialError; a request
+// outside a caller's call (the shared session's initialize and tools/list)
+// carries no Authorization header from the OAuth layer, and the runtime
+// logs that once per server. Durable task activities run without a caller
+// token, so config refuses task_toolsets and native_tasks on such servers.
 
 const (
 	// tokenTypeAccessToken is RFC 8693's token type of an access token, the
@@ -113,7 +107,7 @@ func (x *tokenExchanges) header(ctx context.Context, client *http.Client, server
 	key := newExchangeKey(server, cfg, subject)
 	x.mu.Lock()
 	e := x.lookupLocked(key)
-	if e == nil || (e.finished() && (e.err != nil || !time.Now().Before(e.renew))) {
+	if e == nil || (e.finished() && !time.Now().Before(e.renew)) { // a failed one is already removed
 		e = &exchanged{key: key, done: make(chan struct{})}
 		x.addLocked(e)
 		go x.run(e, client, server, *cfg, subject)
@@ -130,9 +124,7 @@ func (x *tokenExchanges) header(ctx context.Context, client *http.Client, server
 // run performs e's exchange and publishes its outcome; a failure is not
 // cached.
 func (x *tokenExchanges) run(e *exchanged, client *http.Client, server string, cfg config.OAuth, subject string) {
-	ctx, cancel := context.WithTimeout(context.Background(), oauthRequestTimeout)
-	defer cancel()
-	e.value, e.renew, e.err = exchangeToken(ctx, client, server, &cfg, subject)
+	e.value, e.renew, e.err = exchangeToken(client, server, &cfg, subject)
 	if e.err != nil {
 		x.mu.Lock()
 		x.removeLocked(e)
@@ -183,102 +175,55 @@ func (x *tokenExchanges) warnOnce(server string) bool {
 
 // exchangeToken exchanges subject at cfg's token endpoint (RFC 8693 §2.1)
 // and returns the Authorization header value and when it is due for a new
-// exchange. The request is golang.org/x/oauth2's (client credentials with
-// the grant_type overridden, client authentication in the form); the
-// response is read with the block's field names, an expiry of an hour when
-// it has none, and default_token_type for a missing or "N_A" token type.
-func exchangeToken(ctx context.Context, client *http.Client, server string, cfg *config.OAuth, subject string) (string, time.Time, error) {
-	params := url.Values{}
+// exchange. The request and the reading of its answer are the other
+// grants' (requestToken); the form is extra_token_params, then the
+// reserved fields, which always win, with client_id/client_secret as
+// client authentication when set.
+func exchangeToken(client *http.Client, server string, cfg *config.OAuth, subject string) (string, time.Time, error) {
+	form := url.Values{}
 	for k, v := range cfg.ExtraTokenParams {
-		params.Set(k, v)
+		form.Set(k, v)
 	}
-	// The reserved fields always win over extra_token_params.
-	params.Set("grant_type", config.GrantTokenExchange)
-	params.Set("subject_token", subject)
-	params.Set("subject_token_type", tokenTypeAccessToken)
-	params.Set("requested_token_type", tokenTypeAccessToken)
-	if cfg.Audience != "" {
-		params.Set("audience", cfg.Audience)
+	form.Set("grant_type", config.GrantTokenExchange)
+	form.Set("subject_token", subject)
+	form.Set("subject_token_type", tokenTypeAccessToken)
+	form.Set("requested_token_type", tokenTypeAccessToken)
+	for k, v := range map[string]string{"audience": cfg.Audience, "scope": cfg.Scope, "client_id": cfg.ClientID, "client_secret": cfg.ClientSecret} {
+		if v != "" {
+			form.Set(k, v)
+		} else {
+			form.Del(k)
+		}
 	}
-	if cfg.Scope != "" {
-		params.Set("scope", cfg.Scope)
-	}
-	cc := clientcredentials.Config{
-		ClientID:       cfg.ClientID,
-		ClientSecret:   cfg.ClientSecret,
-		TokenURL:       cfg.TokenURL,
-		EndpointParams: params,
-		// Like the other grants, and never a probe that would send the
-		// subject token twice.
-		AuthStyle: oauth2.AuthStyleInParams,
-	}
-	tok, err := cc.Token(context.WithValue(ctx, oauth2.HTTPClient, client))
+	ans, err := requestToken(client, cfg, form)
 	if err != nil {
 		return "", time.Time{}, exchangeError(server, err)
 	}
-	access := tok.AccessToken
-	if f := cfg.TokenField; f != "access_token" {
-		access, _ = tok.Extra(f).(string)
-		if access == "" {
-			return "", time.Time{}, exchangeFail(server, fmt.Sprintf("OAuth token response missing '%s'", f), nil)
-		}
-	}
-	typ := tok.TokenType
-	if f := cfg.TokenTypeField; f != "token_type" {
-		typ, _ = tok.Extra(f).(string)
-	}
-	if typ == "" || strings.EqualFold(typ, "N_A") {
-		typ = cfg.DefaultTokenType
-	}
-	if access == subject {
+	if ans.access == subject {
 		return "", time.Time{}, exchangeFail(server, "the token endpoint answered with the caller's own token, which is never passed through", nil)
 	}
-	value := typ + " " + access
-	if err := config.CheckHeaderValue(value); err != nil {
-		return "", time.Time{}, exchangeFail(server, "the returned token "+err.Error(), nil)
-	}
-	lifetime := time.Duration(oauthExpiresIn(tok.Extra(cfg.ExpiresInField))) * time.Second
 	skew := time.Duration(max(cfg.RefreshSkewSeconds, 0)) * time.Second
-	return value, time.Now().Add(lifetime - skew), nil
+	return ans.typ + " " + ans.access, ans.expiry.Add(-skew), nil
 }
 
-// oauthErrorCode matches an OAuth error code that is safe to show: RFC
-// 6749's codes and the like, never free text that could echo the request.
-var oauthErrorCode = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
-
 // exchangeError turns a failed exchange into what the call answers: a
-// refusal by the token endpoint (HTTP 4xx, or an error code in a 2xx
-// answer) is a *CredentialError naming the server and the endpoint's error
-// code; an endpoint that is down, slow or broken is an upstream failure.
-// Neither carries a token, the client secret, the endpoint's
-// error_description or its body.
+// refusal by the token endpoint (HTTP 4xx) is a *CredentialError naming the
+// server and the endpoint's error code; an endpoint that is down, slow or
+// broken is an upstream failure. Neither carries a token, the client
+// secret, the endpoint's error_description or its body.
 func exchangeError(server string, err error) error {
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		status := 0
-		if re.Response != nil {
-			status = re.Response.StatusCode
-		}
-		if status >= 500 || (status >= 300 && status < 400) || status == 0 {
-			return exchangeFail(server, fmt.Sprintf("the token endpoint answered HTTP %d", status), nil)
-		}
-		msg := fmt.Sprintf("MCP server '%s' could not get a credential for this call: the token endpoint refused the token exchange (RFC 8693) with HTTP %d", server, status)
-		if oauthErrorCode.MatchString(re.ErrorCode) {
-			msg += fmt.Sprintf(", error '%s'", re.ErrorCode)
-		}
-		return &CredentialError{Message: msg + "."}
+	var r *tokenRefusal
+	if !errors.As(err, &r) {
+		return exchangeFail(server, tokenFailure(err), errors.Unwrap(err))
 	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return exchangeFail(server, fmt.Sprintf("the token request timed out after %s", oauthRequestTimeout), nil)
+	if r.status < 400 || r.status > 499 {
+		return exchangeFail(server, r.Error(), nil)
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return exchangeFail(server, "the token request failed", ue.Err) // without the URL
+	msg := fmt.Sprintf("MCP server '%s' could not get a credential for this call: the token endpoint refused the token exchange (RFC 8693) with HTTP %d", server, r.status)
+	if r.code != "" {
+		msg += fmt.Sprintf(", error '%s'", r.code)
 	}
-	// oauth2's other errors (an unreadable or token-less answer) may quote
-	// the body: only their gist is kept.
-	return exchangeFail(server, "the token response is not a usable token response", nil)
+	return &CredentialError{Message: msg + "."}
 }
 
 // exchangeFail is an upstream failure of server's token exchange.

@@ -167,6 +167,25 @@ func TestTokenExchangeCall(t *testing.T) {
 	require.Equal(t, 1, strings.Count(b.logs.String(), "exchanged per signed-in caller"), "warned once per server")
 }
 
+// The answer is read with the block's own field names, as for the other
+// grants (spec §3.4).
+func TestTokenExchangeFieldNames(t *testing.T) {
+	t.Parallel()
+	up := newCredUpstream(t, config.TransportHTTP)
+	tok := newTokenEndpoint(t, func(n int, _ url.Values) (int, map[string]any) {
+		return 200, map[string]any{"token": fmt.Sprintf("exchanged-%d", n), "kind": "DPoP", "ttl": 3600}
+	})
+	b := newRuntime(t, doc{"mcpServers": doc{"s": doc{"type": "http", "url": up.url,
+		"oauth": exchangeBlock(tok.URL, doc{"token_field": "token", "token_type_field": "kind", "expires_in_field": "ttl"})}}})
+	for range 2 {
+		res, err := b.callAsCaller(callerA, "s_headers")
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%+v", res)
+	}
+	require.Equal(t, "DPoP exchanged-1", one(t, up.lastCall(t), "Authorization"))
+	require.Equal(t, 1, tok.count(), "ttl read as the lifetime")
+}
+
 // SSE works the same; without static headers the shared session's own
 // requests carry no Authorization at all. A token type of "N_A" (RFC 8693
 // §2.2.1) means default_token_type.
@@ -174,7 +193,7 @@ func TestTokenExchangeSSE(t *testing.T) {
 	t.Parallel()
 	up := newCredUpstream(t, config.TransportSSE)
 	tok := newTokenEndpoint(t, func(n int, _ url.Values) (int, map[string]any) {
-		return 200, map[string]any{"access_token": fmt.Sprintf("exchanged-%d", n), "token_type": "N_A", "expires_in": "3600",
+		return 200, map[string]any{"access_token": fmt.Sprintf("exchanged-%d", n), "token_type": "N_A", "expires_in": "30",
 			"issued_token_type": "urn:ietf:params:oauth:token-type:jwt"}
 	})
 	b := newRuntime(t, doc{"mcpServers": doc{"s": doc{"type": "sse", "url": up.url,
@@ -186,7 +205,7 @@ func TestTokenExchangeSSE(t *testing.T) {
 	res, err = b.callAsCaller(callerA, "s_headers")
 	require.NoError(t, err)
 	require.False(t, res.IsError, "%+v", res)
-	require.Equal(t, 1, tok.count(), "an expires_in given as a string is read too")
+	require.Equal(t, 2, tok.count(), "an expires_in given as a string is read too: 30 s is within the 60 s refresh skew")
 	f := tok.form(0)
 	require.Empty(t, f.Get("client_id"), "client authentication is optional")
 	require.Empty(t, f.Get("client_secret"))

@@ -15,6 +15,8 @@
 //     exactly the provider's Issuer;
 //   - "exp" is present and not past, "nbf" and "iat" are not ahead, each
 //     with the provider's ClockSkew (default 60s) of tolerance;
+//   - it is not an ID token ("at_hash", "c_hash" or Keycloak's claim
+//     "typ": "ID" are refused as the wrong token type);
 //   - the user claim (UserClaim, default "sub") is a non-empty string;
 //   - "aud" (a string or an array) holds one of the request's resource URIs
 //     or one of the provider's Audiences, compared exactly.
@@ -44,8 +46,11 @@
 // # Fetching keys
 //
 // NewVerifier does no I/O: discovery (Issuer +
-// "/.well-known/openid-configuration", unless JWKSURL is set) and the key set
-// are read on first use, so mcpflow starts while a provider is down. The key
+// "/.well-known/openid-configuration", unless JWKSURL is set; the document
+// must name exactly Issuer) and the key set are read on first use, so
+// mcpflow starts while a provider is down. Every URL (Issuer, JWKSURL, the
+// discovered jwks_uri, a redirect) must be https, or http to a loopback
+// host (mcpflow.SecureURL): keys fetched in the clear could be swapped. The key
 // set is refetched when a token names a key id it does not hold (a key
 // rotation), by one request shared by every waiting verification and at most
 // once per JWKSMinRefresh (default 10s), so tokens with made-up key ids
@@ -55,16 +60,18 @@
 // min(JWKSMinRefresh, 5s). A token whose key is not held while the provider
 // cannot be fetched is unavailable, not invalid; tokens signed with held keys
 // keep verifying while the provider is down. Failures and recoveries of a
-// fetch are logged (warn, info) once per change, not per token. Verifier.Check fetches
-// for providers never fetched or failing and serves as a readiness check.
+// fetch are logged (warn, info) once per change, not per token. A provider
+// that is down is no reason for mcpflow to be unready (static tokens and
+// held keys keep working), so there is no readiness check.
 //
 // # Cache
 //
 // A verified token is remembered by the SHA-256 of its text until its "exp"
 // and at most one minute (10,000 tokens, least recently used evicted), so an
 // agent calling often pays one signature check per minute. Only a token that
-// passed every check gets in, only the identical text finds it, and the
-// audience is checked on every request against the request's resources. A
+// passed every check but the audience gets in, only the identical text finds
+// it, and the audience is checked on every request against the request's
+// resources. A
 // key removed from the provider's key set is thus honoured for at most a
 // minute more by tokens already seen.
 //

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-
-	"github.com/mcpflow/mcpflow"
 )
 
 const (
@@ -154,13 +152,6 @@ func (k *keySet) cached() []jose.JSONWebKey {
 	return k.keys
 }
 
-// ready reports whether the last fetch succeeded.
-func (k *keySet) ready() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return !k.attempted.IsZero() && k.err == nil
-}
-
 // refresh fetches the key set unless the last attempt is too recent (then
 // it returns the keys held and that attempt's error), or joins the fetch
 // in progress. The fetch runs on its own so a canceled verification does
@@ -283,10 +274,6 @@ func (k *keySet) discover(ctx context.Context) (string, error) {
 	}
 	if err := checkURL(doc.JWKSURI); err != nil {
 		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
-	}
-	if !mcpflow.SecureURL(doc.JWKSURI) {
-		// Keys over plain http could be swapped on the way.
-		return "", fmt.Errorf("discovery: jwks_uri %q is not https (http only for a loopback host)", doc.JWKSURI)
 	}
 	return doc.JWKSURI, nil
 }

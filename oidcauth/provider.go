@@ -152,5 +152,9 @@ func checkURL(s string) error {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("%q is not an absolute http(s) URL", s)
 	}
+	if !mcpflow.SecureURL(s) {
+		// Discovery or keys over plain http could be swapped on the way.
+		return fmt.Errorf("%q is not https (http only for a loopback host)", s)
+	}
 	return nil
 }

@@ -384,17 +384,3 @@ func TestOIDCModernClient(t *testing.T) {
 	require.Equal(t, 401, code)
 	require.Contains(t, challenge, `error="invalid_token"`)
 }
-
-// The identity provider's client follows a redirect only to where keys
-// may come from, and not forever.
-func TestSecureRedirect(t *testing.T) {
-	req := func(u string) *http.Request {
-		r, err := http.NewRequest("GET", u, nil)
-		require.NoError(t, err)
-		return r
-	}
-	require.NoError(t, secureRedirect(req("https://idp.example.com/keys"), nil))
-	require.NoError(t, secureRedirect(req("http://127.0.0.1:5556/keys"), nil))
-	require.Error(t, secureRedirect(req("http://idp.example.com/keys"), nil))
-	require.Error(t, secureRedirect(req("https://idp.example.com/keys"), make([]*http.Request, 5)))
-}

@@ -4,7 +4,8 @@
 // reference MCP server from internal/testdata), the demo MCP server
 // (internal/demomcp), a native MCP Tasks server for tests
 // (internal/tasksrv), an OpenID provider for tests (internal/testidp), the benchmarks' child processes (internal/benchproc),
-// and the metric attribute-set cache api and mcpclient share
+// the bounded LRU map the token caches of oidcauth and mcpclient
+// share (internal/lru), and the metric attribute-set cache api and mcpclient share
 // (internal/attrset; the adapters do not import each other). Nothing outside this module may import it, and
 // production packages must not import internal/testenv, internal/tasksrv or
 // internal/testidp.

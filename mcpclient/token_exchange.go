@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/internal/lru"
 )
 
 // Token exchange (RFC 8693) as an upstream credential.
@@ -57,9 +57,8 @@ var errNoCallerToken = errors.New("no caller token to exchange")
 // exchangeCacheSize. Concurrent calls for one key share one exchange.
 type tokenExchanges struct {
 	mu      sync.Mutex
-	entries map[exchangeKey]*list.Element // of *exchanged
-	order   list.List                     // most recently used first
-	warned  sync.Map                      // server name → struct{}: the no-caller warning was logged
+	entries *lru.Cache[exchangeKey, *exchanged] // nil until the first exchange
+	warned  sync.Map                            // server name → struct{}: the no-caller warning was logged
 }
 
 // exchangeKey is the SHA-256 of a server name, the fingerprint of its oauth
@@ -106,10 +105,13 @@ func (e *exchanged) finished() bool {
 func (x *tokenExchanges) header(ctx context.Context, client *http.Client, server string, cfg *config.OAuth, subject string) (string, error) {
 	key := newExchangeKey(server, cfg, subject)
 	x.mu.Lock()
-	e := x.lookupLocked(key)
-	if e == nil || (e.finished() && !time.Now().Before(e.renew)) { // a failed one is already removed
+	if x.entries == nil {
+		x.entries = lru.New[exchangeKey, *exchanged](exchangeCacheSize)
+	}
+	e, ok := x.entries.Get(key)
+	if !ok || (e.finished() && !time.Now().Before(e.renew)) { // a failed one is already removed
 		e = &exchanged{key: key, done: make(chan struct{})}
-		x.addLocked(e)
+		x.entries.Add(key, e)
 		go x.run(e, client, server, *cfg, subject)
 	}
 	x.mu.Unlock()
@@ -127,43 +129,12 @@ func (x *tokenExchanges) run(e *exchanged, client *http.Client, server string, c
 	e.value, e.renew, e.err = exchangeToken(client, server, &cfg, subject)
 	if e.err != nil {
 		x.mu.Lock()
-		x.removeLocked(e)
+		if cur, _ := x.entries.Get(e.key); cur == e {
+			x.entries.Remove(e.key)
+		}
 		x.mu.Unlock()
 	}
 	close(e.done)
-}
-
-func (x *tokenExchanges) lookupLocked(key exchangeKey) *exchanged {
-	el := x.entries[key]
-	if el == nil {
-		return nil
-	}
-	x.order.MoveToFront(el)
-	return el.Value.(*exchanged)
-}
-
-func (x *tokenExchanges) addLocked(e *exchanged) {
-	if x.entries == nil {
-		x.entries = map[exchangeKey]*list.Element{}
-	}
-	if el := x.entries[e.key]; el != nil {
-		el.Value = e
-		x.order.MoveToFront(el)
-		return
-	}
-	x.entries[e.key] = x.order.PushFront(e)
-	for x.order.Len() > exchangeCacheSize {
-		oldest := x.order.Back()
-		x.order.Remove(oldest)
-		delete(x.entries, oldest.Value.(*exchanged).key)
-	}
-}
-
-func (x *tokenExchanges) removeLocked(e *exchanged) {
-	if el := x.entries[e.key]; el != nil && el.Value == e {
-		x.order.Remove(el)
-		delete(x.entries, e.key)
-	}
 }
 
 // warnOnce reports whether the no-caller warning of server is still to be

@@ -1,12 +1,12 @@
 package oidcauth
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"sync"
 	"time"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/lru"
 )
 
 const (
@@ -31,38 +31,31 @@ type verifiedToken struct {
 // that passed every check but the audience gets in, and only the exact
 // same text finds it again.
 type tokenCache struct {
-	size int
-
 	mu    sync.Mutex
-	ll    *list.List // of *cacheEntry, most recently used first
-	items map[[sha256.Size]byte]*list.Element
+	items *lru.Cache[[sha256.Size]byte, cacheEntry]
 }
 
 type cacheEntry struct {
-	key   [sha256.Size]byte
 	until time.Time
 	tok   verifiedToken
 }
 
 func newTokenCache(size int) *tokenCache {
-	return &tokenCache{size: size, ll: list.New(), items: make(map[[sha256.Size]byte]*list.Element)}
+	return &tokenCache{items: lru.New[[sha256.Size]byte, cacheEntry](size)}
 }
 
 // get returns the token remembered under key if it is still fresh at now.
 func (c *tokenCache) get(key [sha256.Size]byte, now time.Time) (verifiedToken, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.items[key]
+	e, ok := c.items.Get(key)
 	if !ok {
 		return verifiedToken{}, false
 	}
-	e := el.Value.(*cacheEntry)
 	if !now.Before(e.until) {
-		c.ll.Remove(el)
-		delete(c.items, key)
+		c.items.Remove(key)
 		return verifiedToken{}, false
 	}
-	c.ll.MoveToFront(el)
 	return e.tok, true
 }
 
@@ -71,23 +64,12 @@ func (c *tokenCache) get(key [sha256.Size]byte, now time.Time) (verifiedToken, b
 func (c *tokenCache) put(key [sha256.Size]byte, tok verifiedToken, until time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[key]; ok {
-		e := el.Value.(*cacheEntry)
-		e.tok, e.until = tok, until
-		c.ll.MoveToFront(el)
-		return
-	}
-	for c.ll.Len() >= c.size {
-		oldest := c.ll.Back()
-		c.ll.Remove(oldest)
-		delete(c.items, oldest.Value.(*cacheEntry).key)
-	}
-	c.items[key] = c.ll.PushFront(&cacheEntry{key: key, until: until, tok: tok})
+	c.items.Add(key, cacheEntry{until: until, tok: tok})
 }
 
 // len returns the number of tokens remembered.
 func (c *tokenCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.ll.Len()
+	return c.items.Len()
 }

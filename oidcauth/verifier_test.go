@@ -698,3 +698,32 @@ func TestSecureRedirect(t *testing.T) {
 	require.Nil(t, client.CheckRedirect, "the caller's client is not changed")
 	require.NotNil(t, v.providers[0].keys.client.CheckRedirect)
 }
+
+// Keys the provider publishes for something else than signing this kind
+// of token never verify one; a token over 16 KiB is not even parsed.
+func TestKeysAndSizeRefused(t *testing.T) {
+	t.Parallel()
+	for name, mod := range map[string]func(*jose.JSONWebKey){
+		"a key for encryption":        func(k *jose.JSONWebKey) { k.Use = "enc" },
+		"a key for another algorithm": func(k *jose.JSONWebKey) { k.Algorithm = "RS512" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			b.idp.mu.Lock()
+			mod(&b.idp.published[0])
+			b.idp.mu.Unlock()
+			tok := b.key.sign(t, b.claims(nil))
+			_, err := b.verify(tok, resMine)
+			requireRefused(t, err, ReasonSignature, tok)
+		})
+	}
+	t.Run("over 16 KiB", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, nil)
+		tok := b.key.sign(t, b.claims(func(c map[string]any) { c["pad"] = strings.Repeat("x", maxTokenBytes) }))
+		_, err := b.verify(tok, resMine)
+		requireRefused(t, err, ReasonMalformed)
+		require.EqualValues(t, 0, b.idp.jwksHits.Load(), "refused before any key is fetched")
+	})
+}

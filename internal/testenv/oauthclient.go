@@ -57,13 +57,10 @@ var inspectorMinNode = [3]int{22, 19, 0}
 //     PKCE S256 and the resource indicator, following the authorization URL
 //     to redirectURI (nothing listens there), exchange the code, connect
 //     again with the token, tools/list, and with input's tool a
-//     task-augmented tools/call read to its result;
-//   - "bad-token": connect sending input's token as the bearer token and
-//     report the refusal (status, WWW-Authenticate); clientID and
-//     redirectURI are unused.
+//     task-augmented tools/call read to its result.
 //
 // input is the script's MCP_INPUT, a JSON object ("" for none): tool,
-// arguments, task, token, clientSecret, scope, headers, loginHint,
+// arguments, task, clientSecret, scope, headers, loginHint,
 // timeoutMs, expectError. A non-zero exit (any failure, unless expectError)
 // fails t with the client's stderr and the steps it printed.
 func RunOAuthClient(t testing.TB, mcpURL, clientID, redirectURI, scenario, input string) []map[string]any {
@@ -76,7 +73,6 @@ func RunOAuthClient(t testing.TB, mcpURL, clientID, redirectURI, scenario, input
 	cmd.Env = append(os.Environ(),
 		"MCP_URL="+mcpURL,
 		"MCP_INPUT="+input,
-		"MCP_TOKEN=",
 		"OAUTH_CLIENT_ID="+clientID,
 		"OAUTH_REDIRECT_URI="+redirectURI,
 		"OAUTH_CLIENT_SECRET=",

@@ -7,7 +7,6 @@
 //
 //   OAUTH_CLIENT_ID=... OAUTH_REDIRECT_URI=... MCP_URL=... [MCP_INPUT='{...}'] \
 //     node oauth_client.mjs oauth
-//   MCP_URL=... [MCP_TOKEN=...] [MCP_INPUT='{...}'] node oauth_client.mjs bad-token
 //
 // OAUTH_CLIENT_ID is a client pre-registered at the authorization server
 // (no dynamic registration); OAUTH_CLIENT_SECRET, when set, makes it a
@@ -17,8 +16,6 @@
 // redirect to it. OAUTH_SCOPE is the client's fallback scope (the SDK asks
 // for the WWW-Authenticate scope first, then the metadata's
 // scopes_supported). MCP_INPUT is a JSON object (all keys optional):
-//   token             bad-token: the bearer token to send (default
-//                     $MCP_TOKEN)
 //   clientSecret      oauth: the client secret (default
 //                     $OAUTH_CLIENT_SECRET)
 //   scope             oauth: the client's fallback scope (default
@@ -69,11 +66,6 @@
 //                authorization,wwwAuthenticate}]}: every HTTP exchange of
 //                the SDK, "authorization" being the scheme it sent (Bearer)
 //                or null.
-//   bad-token  connects without an authProvider, sending
-//              "Authorization: Bearer <token>" (no header when empty):
-//              {"step":"unauthorized","status":…,"wwwAuthenticate":…,
-//                "challenge":{…},"error":{…}} when the server refuses it, or
-//              {"step":"connect",…} when it accepts it; then the http step.
 //
 // Failures print {"step":"error","at":<step>,"error":{name,code,message}}
 // and exit 1 (0 with expectError).
@@ -92,7 +84,6 @@ try {
 } catch (e) {
   usage(`MCP_INPUT is not JSON: ${e.message}`);
 }
-const token = input.token ?? process.env.MCP_TOKEN ?? '';
 const clientSecret = input.clientSecret ?? process.env.OAUTH_CLIENT_SECRET;
 const clientScope = input.scope ?? process.env.OAUTH_SCOPE;
 const timeoutMs = input.timeoutMs ?? 60000;
@@ -562,34 +553,8 @@ async function callTask(client) {
   throw new Error('the tools/call stream ended without a result');
 }
 
-async function badToken() {
-  at = 'unauthorized';
-  const headers = token ? { Authorization: `Bearer ${token}` } : {};
-  const transport = newTransport({ headers });
-  const client = new Client(clientInfo);
-  client.onerror = () => {};
-  try {
-    await client.connect(transport);
-  } catch (err) {
-    const refused = requests.find(r => r.status >= 400);
-    print({
-      step: 'unauthorized',
-      status: refused?.status ?? null,
-      method: refused?.method ?? null,
-      rpc: refused?.rpc ?? null,
-      authorization: refused?.authorization ?? null,
-      wwwAuthenticate: refused?.wwwAuthenticate ?? null,
-      challenge: challengeOf(refused?.wwwAuthenticate),
-      error: errorOf(err),
-    });
-    return;
-  }
-  print({ step: 'connect', ...connected(client, transport) });
-  await client.close();
-}
-
 // ------------------------------------------------------------ main
-const SCENARIOS = { oauth, 'bad-token': badToken };
+const SCENARIOS = { oauth };
 if (!SCENARIOS[scenario]) usage(`unknown scenario ${JSON.stringify(scenario)}: one of ${Object.keys(SCENARIOS).join(', ')}`);
 if (!url) usage('MCP_URL is required');
 

@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -68,18 +66,11 @@ func StartEverythingHTTPAt(t testing.TB, entry, addr string) (url string, stop f
 	cmd := exec.Command("node", "--require", preload, entry, "streamableHttp")
 	cmd.Env = append(os.Environ(), "PORT="+port)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	c, err := startChild(t, cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-		})
-	}
-	t.Cleanup(stop)
+	stop = c.stop
 	// The server says which port it listens on (something else might have
 	// bound the port).
 	deadline := time.Now().Add(30 * time.Second)

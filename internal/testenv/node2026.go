@@ -95,21 +95,11 @@ func startNodeServer(t testing.TB, script string, args ...string) string {
 	stderr := &SyncBuffer{}
 	stdout := newLineWatch(func(l string) (string, bool) { return strings.TrimSpace(l), true })
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	c, err := startChild(t, cmd)
+	if err != nil {
 		t.Fatalf("start node %s: %v", script, err)
 	}
-	exited := make(chan struct{})
-	var waitErr error // set before exited closes
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		})
-	}
-	t.Cleanup(stop)
+	stop := c.stop
 	select {
 	case url := <-stdout.found:
 		if !strings.HasPrefix(url, "http://") {
@@ -117,8 +107,8 @@ func startNodeServer(t testing.TB, script string, args ...string) string {
 			t.Fatalf("node %s printed %q instead of its URL: %s", script, url, stderr)
 		}
 		return url
-	case <-exited:
-		t.Fatalf("node %s exited (%v) before printing its URL: %s%s", script, waitErr, stdout, stderr)
+	case <-c.exited:
+		t.Fatalf("node %s exited (%v) before printing its URL: %s%s", script, c.err, stdout, stderr)
 	case <-time.After(nodeServerStartLimit):
 		stop()
 		t.Fatalf("node %s printed no URL within %s: %s", script, nodeServerStartLimit, stderr)
@@ -199,4 +189,34 @@ func Step(steps []map[string]any, name string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// child is a process started in a process group of its own, so that what
+// it spawns (npx, node) is killed with it.
+type child struct {
+	pid    int
+	exited chan struct{} // closed once the process ended
+	err    error         // its Wait error, set before exited closes
+}
+
+// startChild starts cmd in a process group of its own; cleanup kills the
+// group and waits for the process.
+func startChild(t testing.TB, cmd *exec.Cmd) (*child, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{pid: cmd.Process.Pid, exited: make(chan struct{})}
+	go func() { c.err = cmd.Wait(); close(c.exited) }()
+	t.Cleanup(c.stop)
+	return c, nil
+}
+
+// kill kills the child's process group without waiting.
+func (c *child) kill() { _ = syscall.Kill(-c.pid, syscall.SIGKILL) }
+
+// stop kills the child's process group and waits for the process to end.
+func (c *child) stop() {
+	c.kill()
+	<-c.exited
 }

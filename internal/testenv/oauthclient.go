@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -231,14 +230,11 @@ func RunInspectorCLI(t testing.TB, o InspectorOptions) InspectorResult {
 	stderr := newLineWatch(authorizationURLFrom)
 	var stdout SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	c, err := startChild(t, cmd)
+	if err != nil {
 		t.Fatalf("start the Inspector CLI (node %s): %v", inspectorScript, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	t.Cleanup(func() { kill(); <-exited })
+	exited, kill := c.exited, c.kill
 
 	timeout := o.Timeout
 	if timeout <= 0 {

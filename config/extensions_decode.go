@@ -442,14 +442,16 @@ func (d *extDecoder) server(name string, v any, path string) (Server, error) {
 	if s.NativeTasks, err = r.boolean("native_tasks", false); err != nil {
 		return Server{}, err
 	}
-	if s.OAuth != nil && s.OAuth.Enabled && s.OAuth.GrantType == GrantTokenExchange {
+	if s.OAuth != nil && s.OAuth.GrantType == GrantTokenExchange {
 		// A durable task's submit, polls and cancel run in Temporal
 		// activities, without the caller and so without a token to exchange.
-		if len(s.TaskToolsets) > 0 {
-			return Server{}, d.errorf(r.p("task_toolsets"), "cannot be used with oauth.grant_type token_exchange: a durable task's steps run later without the caller, so there is no caller token to exchange for them")
-		}
-		if s.NativeTasks {
-			return Server{}, d.errorf(r.p("native_tasks"), "cannot be used with oauth.grant_type token_exchange: a durable task's steps run later without the caller, so there is no caller token to exchange for them")
+		for _, f := range []struct {
+			key string
+			set bool
+		}{{"task_toolsets", len(s.TaskToolsets) > 0}, {"native_tasks", s.NativeTasks}} {
+			if f.set {
+				return Server{}, d.errorf(r.p(f.key), "cannot be used with oauth.grant_type token_exchange: a durable task's steps run later without the caller, so there is no caller token to exchange for them")
+			}
 		}
 	}
 	s.Extra = r.extras()
@@ -562,7 +564,7 @@ const grantTokenExchangeAlias = "token_exchange"
 // configured refresh_token is a mistake. (The sse/http-only rule is the
 // server's, see server.) Messages never show a value.
 func (d *extDecoder) checkTokenExchange(r *objReader, o *OAuth) error {
-	if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || !mcpflow.SecureURL(o.TokenURL) {
+	if u, err := url.Parse(o.TokenURL); err != nil || u.Host == "" || !mcpflow.SecureURL(o.TokenURL) {
 		return d.errorf(r.p("token_url"), "the token-exchange grant sends callers' access tokens to token_url: it must be an absolute https URL (http only for a loopback host)")
 	}
 	if o.RefreshToken != "" {

@@ -168,12 +168,19 @@ func RunMCP2026Client(t testing.TB, url, token, scenario string, args ...string)
 
 func runMCP2026Client(t testing.TB, url, token, scenario string, args ...string) ([]map[string]any, string, error) {
 	t.Helper()
-	node := Node2026(t)
-	ctx, cancel := context.WithTimeout(context.Background(), mcp2026ClientTimeout)
+	return runNodeSteps(Node2026(t), mcp2026ClientTimeout, []string{"MCP_TOKEN=" + token},
+		append([]string{mcp2026ClientScript, "--url", url, scenario}, args...)...)
+}
+
+// runNodeSteps runs node with args in the npm directory, with env added to
+// this process's, for at most timeout, and returns the JSON object of each
+// line it printed, its stderr and what went wrong (exit or output).
+func runNodeSteps(node string, timeout time.Duration, env []string, args ...string) ([]map[string]any, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{mcp2026ClientScript, "--url", url, scenario}, args...)...)
+	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = NPMDir()
-	cmd.Env = append(os.Environ(), "MCP_TOKEN="+token)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()

@@ -1,8 +1,6 @@
 package testenv
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -64,25 +62,16 @@ var inspectorMinNode = [3]int{22, 19, 0}
 // fails t with the client's stderr and the steps it printed.
 func RunOAuthClient(t testing.TB, mcpURL, clientID, redirectURI, scenario, input string) []map[string]any {
 	t.Helper()
-	node := oauthClientNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), oauthClientTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, oauthClientScript, scenario)
-	cmd.Dir = NPMDir()
-	cmd.Env = append(os.Environ(),
-		"MCP_URL="+mcpURL,
-		"MCP_INPUT="+input,
-		"OAUTH_CLIENT_ID="+clientID,
-		"OAUTH_REDIRECT_URI="+redirectURI,
+	steps, stderr, err := runNodeSteps(oauthClientNode(t), oauthClientTimeout, []string{
+		"MCP_URL=" + mcpURL,
+		"MCP_INPUT=" + input,
+		"OAUTH_CLIENT_ID=" + clientID,
+		"OAUTH_REDIRECT_URI=" + redirectURI,
 		"OAUTH_CLIENT_SECRET=",
 		"OAUTH_SCOPE=",
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	steps, parseErr := parseSteps(stdout.String())
-	if err := errors.Join(runErr, parseErr); err != nil {
-		t.Fatalf("node %s %s: %v\nstderr: %s\nsteps: %v", oauthClientScript, scenario, err, stderr.String(), steps)
+	}, oauthClientScript, scenario)
+	if err != nil {
+		t.Fatalf("node %s %s: %v\nstderr: %s\nsteps: %v", oauthClientScript, scenario, err, stderr, steps)
 	}
 	return steps
 }

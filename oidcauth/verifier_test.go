@@ -583,30 +583,32 @@ func TestConfiguredJWKSURLSkipsDiscovery(t *testing.T) {
 	requireRefused(t, err, ReasonIssuer, tok)
 }
 
-func TestDiscoveryIssuerMismatch(t *testing.T) {
+// A discovery document that names another issuer, or keys over plain http
+// off loopback (keys that could be swapped on the way), makes the provider
+// unavailable; no key is fetched.
+func TestDiscoveryDocumentRefused(t *testing.T) {
 	t.Parallel()
-	key := rsaKey(0, "a1")
-	idp := newIdP(t, key)
-	idp.docIssuer = "http://elsewhere.example.com"
-	b := setupIdP(t, idp, key, nil)
-	_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
-	requireUnavailable(t, err)
-	require.ErrorContains(t, err, "issuer")
-	require.EqualValues(t, 0, idp.jwksHits.Load())
-}
-
-// A discovery document naming keys over plain http off loopback: keys
-// that could be swapped on the way are never fetched.
-func TestDiscoveryPlainHTTPKeys(t *testing.T) {
-	t.Parallel()
-	key := rsaKey(0, "a1")
-	idp := newIdP(t, key)
-	idp.docJWKS = "http://keys.example.com/certs"
-	b := setupIdP(t, idp, key, nil)
-	_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
-	requireUnavailable(t, err)
-	require.ErrorContains(t, err, "jwks_uri")
-	require.EqualValues(t, 0, idp.jwksHits.Load())
+	for _, tc := range []struct {
+		name, issuer, jwks, want string
+	}{
+		{"another issuer", "http://elsewhere.example.com", "", "issuer"},
+		{"keys over plain http", "", "http://keys.example.com/certs", "jwks_uri"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := rsaKey(0, "a1")
+			idp := newIdP(t, key)
+			if tc.issuer != "" {
+				idp.docIssuer = tc.issuer
+			}
+			idp.docJWKS = tc.jwks
+			b := setupIdP(t, idp, key, nil)
+			_, err := b.verify(b.key.sign(t, b.claims(nil)), resMine)
+			requireUnavailable(t, err)
+			require.ErrorContains(t, err, tc.want)
+			require.EqualValues(t, 0, idp.jwksHits.Load())
+		})
+	}
 }
 
 func TestNewVerifierValidatesConfig(t *testing.T) {

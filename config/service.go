@@ -317,7 +317,8 @@ type OIDCProvider struct {
 	// Algorithms allowed for signatures (asymmetric only: RS*, PS*, ES*,
 	// EdDSA). Default all of them.
 	Algorithms []string `yaml:"algorithms"`
-	// ClockSkewSeconds tolerated on exp/nbf, 0..300. Default 60.
+	// ClockSkewSeconds tolerated on exp/nbf, 1..300; 0 means the default,
+	// 60.
 	ClockSkewSeconds int `yaml:"clock_skew_seconds"`
 	// UserClaim holds the user id. Default "sub".
 	UserClaim string `yaml:"user_claim"`
@@ -335,7 +336,7 @@ type OIDCProvider struct {
 	AdminClaim  string   `yaml:"admin_claim"`
 	AdminValues []string `yaml:"admin_values"`
 	// JWKSMinRefreshSeconds: a token with an unknown key id refetches the
-	// keys at most this often, 1..3600. Default 10.
+	// keys at most this often, 1..3600; 0 means the default, 10.
 	JWKSMinRefreshSeconds int `yaml:"jwks_min_refresh_seconds"`
 }
 
@@ -1006,10 +1007,10 @@ func (s *Service) validateOIDC(v validator) error {
 			}
 		}
 		if p.ClockSkewSeconds < 0 || p.ClockSkewSeconds > 300 {
-			return v.fail(path+".clock_skew_seconds", "must be between 0 and 300 (got %d)", p.ClockSkewSeconds)
+			return v.fail(path+".clock_skew_seconds", "must be between 1 and 300, or 0 for the default of 60 (got %d)", p.ClockSkewSeconds)
 		}
 		if p.JWKSMinRefreshSeconds < 0 || p.JWKSMinRefreshSeconds > 3600 {
-			return v.fail(path+".jwks_min_refresh_seconds", "must be between 1 and 3600 (got %d)", p.JWKSMinRefreshSeconds)
+			return v.fail(path+".jwks_min_refresh_seconds", "must be between 1 and 3600, or 0 for the default of 10 (got %d)", p.JWKSMinRefreshSeconds)
 		}
 		if p.UserClaim != "" && strings.TrimSpace(p.UserClaim) == "" {
 			return v.fail(path+".user_claim", "must not be blank")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/mcpflow/mcpflow"
@@ -65,5 +66,55 @@ func (s *Server) renderError(c *gin.Context, err error) {
 			slog.String("request_id", requestID(c)), slog.String("route", routeOf(c)),
 			slog.String("code", code), slog.String("error", err.Error()))
 	}
-	c.AbortWithStatusJSON(status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
+	s.abort(c, status, code, msg)
+}
+
+// abort ends a request with an error answer: the REST shape, or on the MCP
+// endpoint (/mcp and below) a JSON-RPC error response with the same HTTP
+// status, so an MCP client shows the reason of a refusal the endpoint
+// answers before the MCP server reads the message (a deleted or foreign
+// thread, a body too large, a missing token, an unknown path). The
+// message's id is not read at that point: it is null, as JSON-RPC says
+// when the id cannot be determined; error.data.code is the REST code.
+func (s *Server) abort(c *gin.Context, status int, code, msg string) {
+	if !isMCPPath(c.Request.URL.Path) {
+		c.AbortWithStatusJSON(status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
+		return
+	}
+	c.AbortWithStatusJSON(status, rpcErrorBody{JSONRPC: "2.0", Error: rpcError{Code: rpcCodeOf(status), Message: msg, Data: rpcErrorData{Code: code}}})
+}
+
+// isMCPPath reports whether a request path is the MCP endpoint's.
+func isMCPPath(p string) bool {
+	return p == "/mcp" || strings.HasPrefix(p, "/mcp/")
+}
+
+// rpcErrorBody is a JSON-RPC error response without an id.
+type rpcErrorBody struct {
+	JSONRPC string    `json:"jsonrpc"`
+	ID      *struct{} `json:"id"`
+	Error   rpcError  `json:"error"`
+}
+
+type rpcError struct {
+	Code    int          `json:"code"`
+	Message string       `json:"message"`
+	Data    rpcErrorData `json:"data"`
+}
+
+type rpcErrorData struct {
+	Code string `json:"code"`
+}
+
+// rpcCodeOf is the JSON-RPC code of a refusal with an HTTP status: the
+// request was refused (-32600), one of the user's limits is reached
+// (-32002, mcpserver's code for the same), or mcpflow failed (-32603).
+func rpcCodeOf(status int) int {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return -32002
+	case status >= 500:
+		return -32603
+	}
+	return -32600
 }

@@ -150,10 +150,24 @@ func TestOAuthChallenges(t *testing.T) {
 		srv.Handler().ServeHTTP(w, req)
 		return w
 	}
+	// errCode reads a REST error, or the MCP endpoint's JSON-RPC error
+	// (its REST code in error.data.code).
 	errCode := func(w *httptest.ResponseRecorder) (string, string) {
-		var b api.ErrorBody
+		if !strings.Contains(w.Body.String(), `"jsonrpc"`) {
+			var b api.ErrorBody
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &b), w.Body.String())
+			return b.Error.Code, b.Error.Message
+		}
+		var b struct {
+			Error struct {
+				Message string `json:"message"`
+				Data    struct {
+					Code string `json:"code"`
+				} `json:"data"`
+			} `json:"error"`
+		}
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &b), w.Body.String())
-		return b.Error.Code, b.Error.Message
+		return b.Error.Data.Code, b.Error.Message
 	}
 
 	// No token: the challenge names the metadata of the resource asked for.

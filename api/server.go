@@ -138,7 +138,7 @@ func New(opts Options) *Server {
 	e.Use(s.requestIDMiddleware, s.accessLog, s.measure, s.recovery, s.limitBody)
 	e.NoRoute(func(c *gin.Context) { s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "no such route")) })
 	e.NoMethod(func(c *gin.Context) {
-		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, ErrorBody{Error: ErrorDetail{Code: "method_not_allowed", Message: "method not allowed on this route"}})
+		s.abort(c, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
 	})
 
 	e.GET("/healthz", s.healthz)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -146,18 +148,36 @@ func TestMCP2026Example(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "durable-task.mjs"), src, 0o644))
 	require.NoError(t, os.Symlink(filepath.Join(testenv.NPMDir(), "node_modules"), filepath.Join(dir, "node_modules")))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "durable-task.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MCP_URL="+e.m.URL()+"/mcp/threads/example-2026", "MCP_TOKEN="+testUserToken)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	t.Logf("%s", out)
-	require.Regexp(t, `call answered: task mcp-task-[0-9a-f]{32}`, string(out))
-	require.Contains(t, string(out), "question: ")
-	require.Contains(t, string(out), "status: input_required")
-	require.Regexp(t, `outcome: completed .*pdf`, string(out))
+	// As the README runs it: MCPFLOW_URL (what make dev prints for other
+	// ports), no thread named. Each run takes a thread of its own, so one
+	// after the first run's thread was deleted works as well.
+	run := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "durable-task.mjs")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "MCPFLOW_URL="+e.m.URL()+"/", "MCP_TOKEN="+testUserToken)
+		b, err := cmd.CombinedOutput()
+		out := string(b)
+		require.NoError(t, err, "%s", out)
+		t.Logf("%s", out)
+		require.Regexp(t, `call answered: task mcp-task-[0-9a-f]{32}`, out)
+		require.Contains(t, out, "question: ")
+		require.Contains(t, out, "status: input_required")
+		require.Regexp(t, `outcome: completed .*pdf`, out)
+		m := regexp.MustCompile(`endpoint: \S+/mcp/threads/(example-2026-\S+)`).FindStringSubmatch(out)
+		require.NotNil(t, m, "the example names its endpoint")
+		return m[1]
+	}
+	first := run()
+	req, err := http.NewRequest(http.MethodDelete, e.m.URL()+"/api/threads/"+first, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testUserToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.NotEqual(t, first, run())
 }
 
 // TestMCP2026UpstreamStdio: the 2026-07-28-only TypeScript SDK v2 server

@@ -395,6 +395,7 @@ func TestMCPEndpointTypeScriptSDK(t *testing.T) {
 		require.NotNil(t, conn.Error)
 		require.Equal(t, "StreamableHTTPError", conn.Error.Name)
 		require.Equal(t, 404, conn.Error.Code)
+		require.Contains(t, conn.Error.Message, "thread not found", "the SDK shows the JSON-RPC error's message")
 
 		// Nor does another thread list it.
 		type list struct {

@@ -236,7 +236,11 @@ func TestOIDCBadTokens(t *testing.T) {
 				require.Equal(t, 401, code, "%s %s: %s", target.method, target.url, body)
 				require.Contains(t, challenge, `error="invalid_token"`)
 				require.Contains(t, challenge, `resource_metadata="`+e.base+"/.well-known/oauth-protected-resource")
-				require.JSONEq(t, `{"error": {"code": "unauthenticated", "message": "invalid bearer token"}}`, body)
+				want := `{"error": {"code": "unauthenticated", "message": "invalid bearer token"}}`
+				if target.url == mine {
+					want = `{"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "invalid bearer token", "data": {"code": "unauthenticated"}}}`
+				}
+				require.JSONEq(t, want, body)
 			}
 			require.NotContains(t, e.logs.String(), tc.token)
 		})

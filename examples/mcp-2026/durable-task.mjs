@@ -8,15 +8,20 @@
 //   cd examples/mcp-2026 && npm ci
 //   MCP_TOKEN=$(cat ../../.dev/user.token) node durable-task.mjs
 //
-// MCP_URL defaults to http://127.0.0.1:8080/mcp/threads/t1 (make dev's
-// port; the thread is the path's last part).
+// The client works on a thread of its own, new at each run
+// (example-2026-<time>), on mcpflow at $MCPFLOW_URL (default
+// http://127.0.0.1:8080, make dev's; make dev prints the export line for
+// other ports). MCP_URL, when set, is the whole endpoint URL instead
+// (.../mcp/threads/<thread>, or .../mcp for your default thread).
 //
 // Needs Node 22 or later (the SDK's requirement).
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
 
-const url = process.env.MCP_URL ?? 'http://127.0.0.1:8080/mcp/threads/t1';
+const base = (process.env.MCPFLOW_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
+const url = process.env.MCP_URL ?? `${base}/mcp/threads/example-2026-${Date.now().toString(36)}`;
 if (!process.env.MCP_TOKEN) throw new Error('set MCP_TOKEN to a user token (make dev: .dev/user.token)');
+console.log(`endpoint: ${url}`);
 const auth = { Authorization: `Bearer ${process.env.MCP_TOKEN}` };
 const protocolVersion = '2026-07-28';
 const clientInfo = { name: 'durable-task-example', version: '1.0.0' };

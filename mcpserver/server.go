@@ -324,10 +324,16 @@ func isJSON(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// requireSession checks the request's Mcp-Session-Id (400 without one, 404
-// for an unknown or foreign one) and its Mcp-Protocol-Version (400 for one
-// mcpflow does not speak).
+// requireSession checks the request's Mcp-Protocol-Version (400 for one
+// mcpflow does not speak, named before anything else: a client of another
+// revision learns that, not that it lacks a session) and its
+// Mcp-Session-Id (400 without one, 404 for an unknown or foreign one).
 func (s *Server) requireSession(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest, id json.RawMessage) (*mcpflow.MCPSession, bool) {
+	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(SupportedProtocolVersions, v) {
+		writeHTTPError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "unsupported Mcp-Protocol-Version "+truncate(v, 40)+"; supported: "+strings.Join(allProtocolVersions, ", ")+
+			" ("+ProtocolVersion2026+" without a session: params._meta[\""+metaProtocol+"\"]; the others after initialize)")
+		return nil, false
+	}
 	sid := r.Header.Get(HeaderSessionID)
 	if sid == "" {
 		writeHTTPError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "Mcp-Session-Id header is required: send initialize first")
@@ -341,10 +347,6 @@ func (s *Server) requireSession(w http.ResponseWriter, r *http.Request, req *mcp
 		}
 		s.log.Error("could not read an MCP session", "request_id", w.Header().Get("X-Request-ID"), "error", err)
 		writeHTTPError(w, http.StatusServiceUnavailable, id, mcp.INTERNAL_ERROR, "MCP sessions cannot be read right now; retry shortly")
-		return nil, false
-	}
-	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(SupportedProtocolVersions, v) {
-		writeHTTPError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "unsupported Mcp-Protocol-Version "+truncate(v, 40)+"; supported: "+strings.Join(SupportedProtocolVersions, ", "))
 		return nil, false
 	}
 	return sess, true

@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -216,8 +217,30 @@ func TestDevVariables(t *testing.T) {
 	}
 }
 
+// freePort is a free port below the kernel's ephemeral range, from which
+// the Temporal dev server takes its own random ports: a port from that
+// range could be taken while the stack starts (make dev stops then, naming
+// it).
 func freePort(t *testing.T) string {
 	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	for range 1000 {
+		if low <= 20000 {
+			break
+		}
+		p := 20000 + rand.IntN(low-20000)
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+			l.Close()
+			return strconv.Itoa(p)
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer l.Close()

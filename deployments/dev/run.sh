@@ -25,9 +25,39 @@ UI_PORT=${DEV_UI_PORT:-8233}
 DEMO_PORT=${DEV_DEMO_PORT:-8765}
 DEV=${DEV_DIR:-$ROOT/.dev}
 case $DEV in /*) ;; *) DEV=$CALLER_PWD/$DEV ;; esac
-for p in "$API_PORT" "$TEMPORAL_PORT" "$UI_PORT" "$DEMO_PORT"; do
-  [[ $p =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || { echo "make dev: '$p' is not a port (DEV_*_PORT)" >&2; exit 2; }
+PORT_VARS=(DEV_API_PORT DEV_TEMPORAL_PORT DEV_UI_PORT DEV_DEMO_PORT)
+PORT_WHAT=("mcpflow's API" "Temporal's frontend" "Temporal's Web UI" "the demo MCP server")
+PORTS=("$API_PORT" "$TEMPORAL_PORT" "$UI_PORT" "$DEMO_PORT")
+for i in "${!PORTS[@]}"; do
+  p=${PORTS[i]}
+  [[ $p =~ ^[0-9]+$ ]] && ((p > 0 && p < 65536)) || { echo "make dev: '$p' is not a port (${PORT_VARS[i]})" >&2; exit 2; }
+  for ((j = 0; j < i; j++)); do
+    [ "${PORTS[j]}" != "$p" ] || { echo "make dev: ${PORT_VARS[j]} and ${PORT_VARS[i]} are both $p: give each its own port" >&2; exit 2; }
+  done
 done
+# listening PORT: whether something accepts connections on 127.0.0.1:PORT.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# The Temporal dev server also listens on random free ports (its HTTP API,
+# metrics and internal services), taken from the kernel's ephemeral range:
+# a chosen port in that range can be taken while Temporal starts.
+read -r EPHEMERAL_LOW EPHEMERAL_HIGH < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || EPHEMERAL_LOW=
+# check_ports WHEN INDEX...: stops make dev, naming the port, when one of
+# the chosen ports is already taken.
+check_ports() {
+  local when=$1 i p hint
+  shift
+  for i in "$@"; do
+    p=${PORTS[i]}
+    listening "$p" || continue
+    hint="choose a free port: make dev ${PORT_VARS[i]}=<port>"
+    if [ -n "$EPHEMERAL_LOW" ] && ((p >= EPHEMERAL_LOW && p <= EPHEMERAL_HIGH)); then
+      hint+=" outside $EPHEMERAL_LOW-$EPHEMERAL_HIGH (the range the Temporal dev server takes its random ports from)"
+    fi
+    echo "make dev: port $p (${PORT_VARS[i]}, ${PORT_WHAT[i]}) is taken $when; $hint" >&2
+    return 1
+  done
+}
+check_ports "by another program" 0 1 2 3 || exit 2
 mkdir -p "$DEV"
 SEARCH_ATTRS=(McpTaskStatus McpServer McpTaskName McpUserId McpThreadId)
 TEMPORAL_ADDR=127.0.0.1:$TEMPORAL_PORT
@@ -127,6 +157,7 @@ for a in "${SEARCH_ATTRS[@]}"; do
     --namespace default --name "$a" --type Keyword >/dev/null
 done
 
+check_ports "by the Temporal dev server, which started on random free ports" 0 3 || exit 2
 mkdir -p "$DEV/demo-files"
 start demo-mcp "$DEV/demo-mcp.log" "$BIN/demo-mcp" --transport http --addr "127.0.0.1:$DEMO_PORT" \
   --state "$DEV/demo-jobs.json" --workdir "$DEV/demo-files"

@@ -430,3 +430,15 @@ func TestJobStatusDelay(t *testing.T) {
 		require.True(t, res.IsError, "status_delay_seconds %v accepted", bad)
 	}
 }
+
+// Arguments of the wrong type are a tool error that names the argument and
+// the JSON it takes, not Go's decoder's text.
+func TestArgumentErrorsNameTheArgument(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := callTool(t, b.client, ToolAdd, map[string]any{"a": "two", "b": 3})
+	require.True(t, res.IsError)
+	text := res.Content[0].(mcp.TextContent).Text
+	require.Equal(t, "invalid arguments for add: 'a' must be a number, not a JSON string", text)
+	require.NotContains(t, text, "Go struct")
+}

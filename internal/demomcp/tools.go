@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,11 +139,39 @@ func (s *Server) registerTools() {
 	), s.jobStats)
 }
 
+// bindArgs decodes a call's arguments into target. Arguments it cannot take
+// are a tool error (isError), as MCP 2025-11-25 asks of input validation
+// errors so that a model can correct its call, saying which argument and
+// what it must be, in words rather than Go's decoder's.
 func bindArgs(req mcp.CallToolRequest, target any) *mcp.CallToolResult {
-	if err := req.BindArguments(target); err != nil {
-		return mcp.NewToolResultErrorf("invalid arguments for %s: %v", req.Params.Name, err)
+	err := req.BindArguments(target)
+	if err == nil {
+		return nil
 	}
-	return nil
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return mcp.NewToolResultErrorf("invalid arguments for %s: '%s' must be %s, not a JSON %s", req.Params.Name, te.Field, jsonKind(te.Type), te.Value)
+	}
+	return mcp.NewToolResultErrorf("invalid arguments for %s: they must be a JSON object of the tool's input schema", req.Params.Name)
+}
+
+// jsonKind names the JSON value a Go type takes.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }
 
 func (s *Server) echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

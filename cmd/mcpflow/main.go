@@ -128,7 +128,7 @@ func run(ctx context.Context, args []string, env func(string) (string, bool), st
 	code := 0
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down", "signal", "received")
+		logger.Info("shutting down", "signal", signalName(ctx))
 	case err := <-m.Failed():
 		logger.Error("component failed; shutting down", "error", err)
 		code = 1
@@ -198,4 +198,22 @@ func healthcheck(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// signalName names the signal that ended ctx, as main's NotifyContext
+// records it in the context's cause ("SIGTERM", "SIGINT"; another cause as
+// it says).
+func signalName(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	if cause == nil {
+		return "none"
+	}
+	switch name := strings.TrimSuffix(cause.Error(), " signal received"); name {
+	case syscall.SIGINT.String():
+		return "SIGINT"
+	case syscall.SIGTERM.String():
+		return "SIGTERM"
+	default:
+		return name
+	}
 }

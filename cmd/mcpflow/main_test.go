@@ -297,6 +297,7 @@ func TestBinarySignals(t *testing.T) {
 			_ = cmd.Process.Kill()
 			t.Fatalf("mcpflow did not stop after %v", sig)
 		}
+		require.Contains(t, stderr.String(), `"msg":"shutting down","signal":"`+map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[sig]+`"`)
 		require.Contains(t, stderr.String(), `"msg":"stopped"`)
 	}
 }

@@ -25,6 +25,7 @@ auth:
       user_prefix: kc.
     - name: entra
       issuer: https://login.microsoftonline.com/tid/v2.0
+      user_prefix: entra.
       algorithms: [RS256]
       clock_skew_seconds: 30
       user_claim: oid
@@ -84,6 +85,16 @@ func TestLoadServiceOIDCErrors(t *testing.T) {
 		{"jwks url", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", jwks_url: \"http://i.example.com/keys\" } ] }\n", nil, `auth.oidc[0].jwks_url: must be an https URL`},
 		{"unknown key", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", client_secret: s } ] }\n", nil, `auth.oidc[0].client_secret: unknown key`},
 		{"env not json", base, map[string]string{"MCPFLOW_AUTH_OIDC": "{"}, `env MCPFLOW_AUTH_OIDC: must be a JSON list`},
+		{"providers share ids", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\" }, { name: b, issuer: \"https://j.example.com\", user_prefix: b. } ] }\n", nil,
+			`auth.oidc[0].user_prefix: "" lets its users have the ids of auth.oidc[1] ("b", user_prefix "b."): a user "x" there is user "b.x" here; give each provider a user_prefix that does not start another's (e.g. "a."), or set share_user_ids: true on both`},
+		{"same prefix", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", user_prefix: p. }, { name: b, issuer: \"https://j.example.com\", user_prefix: p. } ] }\n", nil,
+			`auth.oidc[1].user_prefix: "p." lets its users have the ids of auth.oidc[0]`},
+		{"one side shares", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", share_user_ids: true }, { name: b, issuer: \"https://j.example.com\", user_prefix: b. } ] }\n", nil,
+			`auth.oidc[0].user_prefix: "" lets its users have the ids of auth.oidc[1]`},
+		{"static user", base + "auth: { users: [ { id: alice, token: t0k3n-alice-0123456789 } ], oidc: [ { name: a, issuer: \"https://i.example.com\" } ] }\n", nil,
+			`auth.oidc[0].user_prefix: "" lets a user of provider "a" have the id of static user "alice" (auth.users[0]): they would be one user; give the provider a user_prefix no static user id starts with (e.g. "a."), or set share_user_ids: true if that is meant`},
+		{"static user with the prefix", base + "auth: { users: [ { id: kc.alice, token: t0k3n-alice-0123456789 } ], oidc: [ { name: a, issuer: \"https://i.example.com\", user_prefix: kc. } ] }\n", nil,
+			`have the id of static user "kc.alice"`},
 		{"env bad entry", base, map[string]string{"MCPFLOW_AUTH_OIDC": `[{"name": "a", "issuer": "https://i.example.com", "algorithms": ["HS256"]}]`}, `auth.oidc[0].algorithms[0]: must be one of`},
 	}
 	for _, tc := range tests {
@@ -99,4 +110,13 @@ func TestLoadServiceOIDCErrors(t *testing.T) {
 	file := writeFile(t, t.TempDir(), "config.yaml", "server: { public_url: \"http://127.0.0.1:8080\" }\nauth: { oidc: [ { name: a, issuer: \"http://localhost:5556\" } ] }\n")
 	_, err := LoadService(filepath.Clean(file), mapEnv(nil))
 	require.NoError(t, err)
+
+	// Shared ids when the operator says so; disjoint prefixes need nothing.
+	for _, yaml := range []string{
+		base + "auth: { users: [ { id: alice, token: t0k3n-alice-0123456789 } ], oidc: [ { name: a, issuer: \"https://i.example.com\", share_user_ids: true }, { name: b, issuer: \"https://j.example.com\", share_user_ids: true } ] }\n",
+		base + "auth: { users: [ { id: alice, token: t0k3n-alice-0123456789 } ], oidc: [ { name: a, issuer: \"https://i.example.com\", user_prefix: a. }, { name: b, issuer: \"https://j.example.com\", user_prefix: b. } ] }\n",
+	} {
+		_, err := LoadService(writeFile(t, t.TempDir(), "config.yaml", yaml), mapEnv(nil))
+		require.NoError(t, err, yaml)
+	}
 }

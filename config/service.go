@@ -324,8 +324,15 @@ type OIDCProvider struct {
 	UserClaim string `yaml:"user_claim"`
 	// UserPrefix is put before every user id of this provider, so two
 	// providers (or a provider and a static user) cannot share an id.
-	// Default empty.
+	// Default empty. Unless ShareUserIDs is set, it must not start
+	// another provider's prefix (nor be one's start: "" starts every
+	// prefix), and no static user id may start with it.
 	UserPrefix string `yaml:"user_prefix"`
+	// ShareUserIDs lets the ids of this provider's users be those of
+	// other providers' users or of static users (a user "alice" of each
+	// is then one user: threads, tasks, sessions). A pair of providers
+	// shares ids only when both set it. Default false.
+	ShareUserIDs bool `yaml:"share_user_ids"`
 	// RequiredScopes must all be in a token (403 insufficient_scope
 	// otherwise). Default empty.
 	RequiredScopes []string `yaml:"required_scopes"`
@@ -1033,6 +1040,36 @@ func (s *Service) validateOIDC(v validator) error {
 			return v.fail(path+".admin_values", "must list the values of admin_claim that make an admin")
 		case p.AdminClaim == "" && len(p.AdminValues) > 0:
 			return v.fail(path+".admin_claim", "must name the claim admin_values are looked up in")
+		}
+	}
+	return s.validateUserIDSpaces(v)
+}
+
+// validateUserIDSpaces refuses providers whose users could get the same id
+// as another provider's or a static user's, unless share_user_ids says
+// that is meant: a user id is user_prefix + the claim's value, so a
+// prefix that starts another provider's prefix ("" starts every one), or
+// that a static user id starts with, lets two people be one user.
+func (s *Service) validateUserIDSpaces(v validator) error {
+	for i, p := range s.Auth.OIDC {
+		path := fmt.Sprintf("auth.oidc[%d]", i)
+		for j, q := range s.Auth.OIDC {
+			if i == j || !strings.HasPrefix(q.UserPrefix, p.UserPrefix) || (p.ShareUserIDs && q.ShareUserIDs) || (i < j && p.UserPrefix == q.UserPrefix) {
+				continue
+			}
+			return v.fail(path+".user_prefix", "%q lets its users have the ids of auth.oidc[%d] (%q, user_prefix %q): a user %q there is user %q here; "+
+				"give each provider a user_prefix that does not start another's (e.g. %q), or set share_user_ids: true on both if they are one user space",
+				p.UserPrefix, j, q.Name, q.UserPrefix, "x", strings.TrimPrefix(q.UserPrefix, p.UserPrefix)+"x", p.Name+".")
+		}
+		if p.ShareUserIDs {
+			continue
+		}
+		for j, u := range s.Auth.Users {
+			if strings.HasPrefix(u.ID, p.UserPrefix) {
+				return v.fail(path+".user_prefix", "%q lets a user of provider %q have the id of static user %q (auth.users[%d]): they would be one user; "+
+					"give the provider a user_prefix no static user id starts with (e.g. %q), or set share_user_ids: true if that is meant",
+					p.UserPrefix, p.Name, u.ID, j, p.Name+".")
+			}
 		}
 	}
 	return nil

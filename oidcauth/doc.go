@@ -34,7 +34,10 @@
 // mcpflow.ValidateID and the value does not start with "h-". Otherwise
 // (Auth0's "auth0|abc", values with spaces or longer than the 64 characters
 // of an id) it is UserPrefix + "h-" + the first 32 hex digits of the
-// SHA-256 of the value: stable for a user and always a valid id. Values
+// SHA-256 of the value: stable for a user and always a valid id. NewVerifier
+// refuses two providers one of whose UserPrefix starts the other's ("" starts
+// every prefix: their users could get one id) unless both set ShareUserIDs;
+// the static users' ids are checked by package config. Values
 // starting with "h-" are hashed too, so a user cannot pick a value that
 // reads as another user's hashed id. Scopes come from "scope" (space
 // delimited) and "scp" (a string or an array); required scopes the token

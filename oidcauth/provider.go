@@ -51,6 +51,10 @@ type Provider struct {
 	// UserPrefix is prepended to the user claim's value to form the user
 	// id (a namespace per issuer, e.g. "kc.").
 	UserPrefix string
+	// ShareUserIDs lets this provider's user ids be another's: NewVerifier
+	// refuses two providers one of whose UserPrefix starts the other's
+	// ("" starts every prefix) unless both set it.
+	ShareUserIDs bool
 	// RequiredScopes are scopes every token needs; a valid token lacking
 	// any lists them in TokenIdentity.MissingScopes.
 	RequiredScopes []string

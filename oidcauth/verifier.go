@@ -103,12 +103,12 @@ func NewVerifier(ctx context.Context, providers []Provider, opts Options) (*Veri
 		v.providers = append(v.providers, p)
 		v.byIssuer[cfg.Issuer] = p
 	}
-	for _, a := range v.providers {
-		for _, b := range v.providers {
-			if a != b && strings.HasPrefix(b.cfg.UserPrefix, a.cfg.UserPrefix) {
-				opts.Logger.LogAttrs(ctx, slog.LevelWarn, "oidc providers share user ids: a user prefix starts with another's",
-					slog.String("provider", a.cfg.Name), slog.String("user_prefix", a.cfg.UserPrefix),
-					slog.String("other_provider", b.cfg.Name), slog.String("other_user_prefix", b.cfg.UserPrefix))
+	for i, a := range v.providers {
+		for j, b := range v.providers {
+			if i != j && strings.HasPrefix(b.cfg.UserPrefix, a.cfg.UserPrefix) && !(a.cfg.ShareUserIDs && b.cfg.ShareUserIDs) &&
+				(i > j || a.cfg.UserPrefix != b.cfg.UserPrefix) {
+				return nil, fmt.Errorf("oidc provider %q: user prefix %q starts the user prefix %q of provider %q, so their users can have the same id: "+
+					"give each a prefix that does not start another's, or set ShareUserIDs on both", a.cfg.Name, a.cfg.UserPrefix, b.cfg.UserPrefix, b.cfg.Name)
 			}
 		}
 	}

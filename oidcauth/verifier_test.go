@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
 // requireRefused asserts err refuses a token for reason and leaks none of
@@ -136,7 +134,8 @@ func TestVerifyAccessTokenRefusesBadTokens(t *testing.T) {
 	b := setup(t, func(p *Provider) { p.Algorithms = []string{"RS256", "ES256"} })
 	keyB := rsaKey(1, "b1")
 	idpB := newIdP(t, keyB)
-	b.v = b.newVerifier(t, b.provider, Provider{Name: "entra", Issuer: idpB.issuer})
+	b.provider.UserPrefix = "kc."
+	b.v = b.newVerifier(t, b.provider, Provider{Name: "entra", Issuer: idpB.issuer, UserPrefix: "entra."})
 
 	// A valid token first: it is cached, and must not help the forged
 	// variants below.
@@ -665,12 +664,27 @@ func TestNewVerifierValidatesConfig(t *testing.T) {
 		require.Equal(t, maxRetryInterval, v.providers[0].keys.retry)
 	})
 
-	t.Run("overlapping user prefixes are logged", func(t *testing.T) {
-		logs := &testenv.SyncBuffer{}
-		_, err := NewVerifier(context.Background(), []Provider{ok, {Name: "auth0", Issuer: "https://tenant.auth0.com/", UserPrefix: "a0."}},
-			Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-		require.NoError(t, err)
-		require.Contains(t, logs.String(), "oidc providers share user ids")
+	t.Run("overlapping user prefixes are refused", func(t *testing.T) {
+		auth0 := Provider{Name: "auth0", Issuer: "https://tenant.auth0.com/", UserPrefix: "a0."}
+		for _, tc := range []struct {
+			name   string
+			a, b   Provider
+			refuse bool
+		}{
+			{"empty starts every prefix", ok, auth0, true},
+			{"a prefix of another", Provider{Name: "kc", Issuer: ok.Issuer, UserPrefix: "a"}, auth0, true},
+			{"the same prefix", Provider{Name: "kc", Issuer: ok.Issuer, UserPrefix: "a0."}, auth0, true},
+			{"only one shares", Provider{Name: "kc", Issuer: ok.Issuer, ShareUserIDs: true}, auth0, true},
+			{"both share", Provider{Name: "kc", Issuer: ok.Issuer, ShareUserIDs: true}, Provider{Name: "auth0", Issuer: auth0.Issuer, ShareUserIDs: true}, false},
+			{"disjoint", Provider{Name: "kc", Issuer: ok.Issuer, UserPrefix: "kc."}, auth0, false},
+		} {
+			_, err := NewVerifier(context.Background(), []Provider{tc.a, tc.b}, Options{})
+			if tc.refuse {
+				require.ErrorContains(t, err, "so their users can have the same id", tc.name)
+			} else {
+				require.NoError(t, err, tc.name)
+			}
+		}
 	})
 
 	t.Run("longest user prefix", func(t *testing.T) {

@@ -29,7 +29,7 @@ func oauthResource(ctx context.Context, cfg *config.Service, log *slog.Logger) (
 	for _, p := range cfg.Auth.OIDC {
 		providers = append(providers, oidcauth.Provider{
 			Name: p.Name, Issuer: p.Issuer, JWKSURL: p.JWKSURL, Audiences: p.Audiences, Algorithms: p.Algorithms,
-			ClockSkew: config.Seconds(p.ClockSkewSeconds), UserClaim: p.UserClaim, UserPrefix: p.UserPrefix,
+			ClockSkew: config.Seconds(p.ClockSkewSeconds), UserClaim: p.UserClaim, UserPrefix: p.UserPrefix, ShareUserIDs: p.ShareUserIDs,
 			RequiredScopes: p.RequiredScopes, AdminScope: p.AdminScope, AdminClaim: p.AdminClaim, AdminValues: p.AdminValues,
 			JWKSMinRefresh: config.Seconds(p.JWKSMinRefreshSeconds),
 		})

@@ -95,6 +95,8 @@ func TestLoadServiceOIDCErrors(t *testing.T) {
 			`auth.oidc[0].user_prefix: "" lets a user of provider "a" have the id of static user "alice" (auth.users[0]): they would be one user; give the provider a user_prefix no static user id starts with (e.g. "a."), or set share_user_ids: true if that is meant`},
 		{"static user with the prefix", base + "auth: { users: [ { id: kc.alice, token: t0k3n-alice-0123456789 } ], oidc: [ { name: a, issuer: \"https://i.example.com\", user_prefix: kc. } ] }\n", nil,
 			`have the id of static user "kc.alice"`},
+		{"audiences without scopes", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", audiences: [mcp-host] } ] }\n", nil,
+			`auth.oidc[0].audiences: need required_scopes: an audience that is a client id is also the audience of that client's ID tokens`},
 		{"env bad entry", base, map[string]string{"MCPFLOW_AUTH_OIDC": `[{"name": "a", "issuer": "https://i.example.com", "algorithms": ["HS256"]}]`}, `auth.oidc[0].algorithms[0]: must be one of`},
 	}
 	for _, tc := range tests {

@@ -1025,6 +1025,10 @@ func (s *Service) validateOIDC(v validator) error {
 		if p.UserPrefix != "" && (!providerNamePattern.MatchString(p.UserPrefix) || len(p.UserPrefix) > 30 || p.UserPrefix[0] == '.') {
 			return v.fail(path+".user_prefix", "must be 1 to 30 characters from A-Z a-z 0-9 . _ -, not starting with \".\" (got %q)", p.UserPrefix)
 		}
+		if len(p.Audiences) > 0 && len(p.RequiredScopes) == 0 {
+			return v.fail(path+".audiences", "need required_scopes: an audience that is a client id is also the audience of that client's ID tokens, "+
+				"and only a required scope tells an access token from one (name the scope your hosts ask for, e.g. required_scopes: [mcp:tools])")
+		}
 		for j, sc := range p.RequiredScopes {
 			if sc == "" || strings.ContainsAny(sc, " \"\\") {
 				return v.fail(fmt.Sprintf("%s.required_scopes[%d]", path, j), "must be one scope: no spaces or quotes (got %q)", sc)

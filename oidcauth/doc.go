@@ -19,7 +19,10 @@
 //     "typ": "ID" are refused as the wrong token type);
 //   - the user claim (UserClaim, default "sub") is a non-empty string;
 //   - "aud" (a string or an array) holds one of the request's resource URIs
-//     or one of the provider's Audiences, compared exactly.
+//     or one of the provider's Audiences, compared exactly; a token accepted
+//     through Audiences only must have a "scope" or "scp" claim, else it is
+//     taken for an ID token (whose audience is a client id) and refused as
+//     the wrong token type. Audiences need RequiredScopes.
 //
 // A refused token is an *Error wrapping mcpflow.ErrInvalidToken with a
 // Reason naming the failed check; a provider whose keys cannot be fetched

@@ -39,6 +39,9 @@ type Provider struct {
 	JWKSURL string
 	// Audiences are accepted in "aud" besides the request's resource URIs
 	// (e.g. "api://mcpflow" for providers that cannot put a URL in "aud").
+	// They need RequiredScopes, and a token accepted through one of them
+	// (not through a resource URI) must have a "scope" or "scp" claim:
+	// an ID token, whose audience is a client id, has neither.
 	Audiences []string
 	// Algorithms are the JWS algorithms accepted (default
 	// DefaultAlgorithms). HS* and "none" are refused.
@@ -73,6 +76,11 @@ type Provider struct {
 	// hammer the identity provider.
 	JWKSMinRefresh time.Duration
 }
+
+// errAudiencesNeedScopes refuses Audiences without RequiredScopes: an
+// audience that is a client id is the audience of that client's ID tokens
+// too, and only a scope tells an access token from one.
+const errAudiencesNeedScopes = "audiences need required_scopes: an audience that is a client id is also the audience of its ID tokens, and only a required scope tells an access token from one"
 
 // withDefaults returns p with its zero fields set to their defaults.
 func (p Provider) withDefaults() Provider {
@@ -132,6 +140,9 @@ func (p Provider) validate() error {
 		if strings.ContainsAny(s, " \t\r\n\"\\") {
 			return fmt.Errorf("scope %q must not hold spaces, quotes or backslashes", s)
 		}
+	}
+	if len(p.Audiences) > 0 && len(p.RequiredScopes) == 0 {
+		return errors.New(errAudiencesNeedScopes)
 	}
 	if slices.Contains(p.RequiredScopes, "") {
 		return errors.New("required_scopes must not hold an empty scope")

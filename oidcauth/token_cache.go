@@ -24,6 +24,9 @@ type verifiedToken struct {
 	provider  *provider
 	identity  mcpflow.TokenIdentity
 	audiences []string
+	// scopeClaim: the token has a "scope" or "scp" claim (an ID token
+	// has neither).
+	scopeClaim bool
 }
 
 // tokenCache remembers verified tokens by the SHA-256 of their text, so a

@@ -173,10 +173,22 @@ func (v *Verifier) VerifyAccessToken(ctx context.Context, token string, resource
 			v.cache.put(key, tok, until) // get drops it at until, before exp
 		}
 	}
-	if !audienceAccepted(tok.audiences, resources, tok.provider.cfg.Audiences) {
+	ok, viaResource := audienceAccepted(tok.audiences, resources, tok.provider.cfg.Audiences)
+	reason := ""
+	switch {
+	case !ok:
+		reason = ReasonAudience
+	case !viaResource && !tok.scopeClaim:
+		// An audience of Audiences may be a client id, which an ID token
+		// of that client carries too (oidc-provider's have no at_hash,
+		// c_hash or typ). An access token names its scopes; an ID token
+		// never does.
+		reason = ReasonTokenType
+	}
+	if reason != "" {
 		v.log.LogAttrs(ctx, slog.LevelDebug, "access token refused",
-			slog.String("provider", tok.provider.cfg.Name), slog.String("reason", ReasonAudience))
-		return mcpflow.TokenIdentity{}, invalid(tok.provider.cfg.Name, ReasonAudience)
+			slog.String("provider", tok.provider.cfg.Name), slog.String("reason", reason))
+		return mcpflow.TokenIdentity{}, invalid(tok.provider.cfg.Name, reason)
 	}
 	id := tok.identity
 	id.Scopes = slices.Clone(id.Scopes)
@@ -185,14 +197,20 @@ func (v *Verifier) VerifyAccessToken(ctx context.Context, token string, resource
 }
 
 // audienceAccepted reports whether one of aud is one of resources or of
-// extra (exact match).
-func audienceAccepted(aud, resources, extra []string) bool {
+// extra (exact match), and whether one is one of resources.
+func audienceAccepted(aud, resources, extra []string) (ok, viaResource bool) {
 	for _, a := range aud {
-		if a != "" && (slices.Contains(resources, a) || slices.Contains(extra, a)) {
-			return true
+		if a == "" {
+			continue
+		}
+		if slices.Contains(resources, a) {
+			return true, true
+		}
+		if slices.Contains(extra, a) {
+			ok = true
 		}
 	}
-	return false
+	return ok, false
 }
 
 // verify runs every check but the audience's.
@@ -307,7 +325,7 @@ func (p *provider) check(c claimSet, now time.Time) (verifiedToken, error) {
 		vals, _ := c.strings(cfg.AdminClaim)
 		id.Admin = slices.ContainsFunc(vals, func(s string) bool { return slices.Contains(cfg.AdminValues, s) })
 	}
-	return verifiedToken{provider: p, identity: id, audiences: aud}, nil
+	return verifiedToken{provider: p, identity: id, audiences: aud, scopeClaim: c.has("scope") || c.has("scp")}, nil
 }
 
 // secureRedirect follows a provider's redirect only to where keys may

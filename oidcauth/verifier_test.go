@@ -104,6 +104,32 @@ func TestVerifyAccessTokenMapsIdentity(t *testing.T) {
 		require.NoError(t, err)
 	})
 
+	// An ID token of a client whose id is a configured audience, as
+	// oidc-provider issues them (no at_hash, c_hash nor typ), is refused
+	// as what it is (401), not as a token lacking a scope (403); an
+	// access token for that audience names its scopes.
+	t.Run("an ID token for a configured audience", func(t *testing.T) {
+		b := setup(t, func(p *Provider) { p.Audiences = []string{"mcp-host"} })
+		idt := b.key.signWith(t, b.claims(func(c map[string]any) {
+			c["aud"] = "mcp-host"
+			c["azp"] = "mcp-host"
+			c["auth_time"] = b.clock.Now().Unix()
+			delete(c, "scope")
+		}), tokenOpts{})
+		_, err := b.verify(idt, resMine)
+		requireRefused(t, err, ReasonTokenType, idt)
+		// A scope claim, even without the required scope, makes it an
+		// access token (403 for the caller).
+		at := b.key.sign(t, b.claims(func(c map[string]any) { c["aud"] = "mcp-host"; c["scp"] = []string{"other"}; delete(c, "scope") }))
+		id, err := b.verify(at, resMine)
+		require.NoError(t, err)
+		require.Equal(t, []string{"mcp:tools"}, id.MissingScopes)
+		// The resource's own audience needs no scope claim.
+		res := b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "scope") }))
+		_, err = b.verify(res, resMine)
+		require.NoError(t, err)
+	})
+
 	t.Run("header types", func(t *testing.T) {
 		for _, typ := range []string{"", "JWT", "at+jwt", "application/at+jwt", "AT+JWT"} {
 			tok := b.key.signWith(t, b.claims(nil), tokenOpts{typ: typ})
@@ -645,7 +671,8 @@ func TestNewVerifierValidatesConfig(t *testing.T) {
 		{"bad user prefix", with(func(p *Provider) { p.UserPrefix = "kc/" }), "user_prefix"},
 		{"dot user prefix", with(func(p *Provider) { p.UserPrefix = ".kc" }), "user_prefix"},
 		{"scope with space", with(func(p *Provider) { p.RequiredScopes = []string{"a b"} }), "scope"},
-		{"empty audience", with(func(p *Provider) { p.Audiences = []string{""} }), "audiences"},
+		{"empty audience", with(func(p *Provider) { p.Audiences = []string{""}; p.RequiredScopes = []string{"s"} }), "audiences"},
+		{"audiences without required scopes", with(func(p *Provider) { p.Audiences = []string{"mcp-host"} }), "audiences need required_scopes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewVerifier(context.Background(), tc.providers, Options{})

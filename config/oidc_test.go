@@ -20,6 +20,7 @@ auth:
       issuer: https://kc.example.com/realms/agents
       audiences: [mcpflow]
       required_scopes: [mcp:tools]
+      advertised_scopes: [offline_access]
       admin_claim: groups
       admin_values: [mcpflow-admins]
       user_prefix: kc.
@@ -39,7 +40,7 @@ auth:
 	require.Equal(t, OIDCProvider{
 		Name: "keycloak", Issuer: "https://kc.example.com/realms/agents", Audiences: []string{"mcpflow"},
 		UserPrefix:     "kc.",
-		RequiredScopes: []string{"mcp:tools"}, AdminClaim: "groups", AdminValues: []string{"mcpflow-admins"},
+		RequiredScopes: []string{"mcp:tools"}, AdvertisedScopes: []string{"offline_access"}, AdminClaim: "groups", AdminValues: []string{"mcpflow-admins"},
 	}, kc, "unset keys stay zero: the verifier applies its defaults")
 	require.Equal(t, []string{"RS256"}, entra.Algorithms)
 	require.Equal(t, 30, entra.ClockSkewSeconds)
@@ -97,6 +98,7 @@ func TestLoadServiceOIDCErrors(t *testing.T) {
 			`have the id of static user "kc.alice"`},
 		{"audiences without scopes", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", audiences: [mcp-host] } ] }\n", nil,
 			`auth.oidc[0].audiences: need required_scopes: an audience that is a client id is also the audience of that client's ID tokens`},
+		{"advertised scope with space", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", advertised_scopes: [\"a b\"] } ] }\n", nil, `auth.oidc[0].advertised_scopes[0]: must be one scope`},
 		{"env bad entry", base, map[string]string{"MCPFLOW_AUTH_OIDC": `[{"name": "a", "issuer": "https://i.example.com", "algorithms": ["HS256"]}]`}, `auth.oidc[0].algorithms[0]: must be one of`},
 	}
 	for _, tc := range tests {

@@ -336,6 +336,11 @@ type OIDCProvider struct {
 	// RequiredScopes must all be in a token (403 insufficient_scope
 	// otherwise). Default empty.
 	RequiredScopes []string `yaml:"required_scopes"`
+	// AdvertisedScopes are named to hosts besides RequiredScopes (in the
+	// Protected Resource Metadata's scopes_supported and the challenges'
+	// scope), so that they ask for them, but no token needs them: e.g.
+	// offline_access, for a refresh token. Default empty.
+	AdvertisedScopes []string `yaml:"advertised_scopes"`
 	// AdminScope makes a token with this scope an admin's; or AdminClaim
 	// (a string or list claim such as "groups" or "roles") holding one of
 	// AdminValues. Default: no admins from this provider.
@@ -1032,6 +1037,11 @@ func (s *Service) validateOIDC(v validator) error {
 		for j, sc := range p.RequiredScopes {
 			if sc == "" || strings.ContainsAny(sc, " \"\\") {
 				return v.fail(fmt.Sprintf("%s.required_scopes[%d]", path, j), "must be one scope: no spaces or quotes (got %q)", sc)
+			}
+		}
+		for j, sc := range p.AdvertisedScopes {
+			if sc == "" || strings.ContainsAny(sc, " \"\\") {
+				return v.fail(fmt.Sprintf("%s.advertised_scopes[%d]", path, j), "must be one scope: no spaces or quotes (got %q)", sc)
 			}
 		}
 		if p.AdminScope != "" && strings.ContainsAny(p.AdminScope, " \"\\") {

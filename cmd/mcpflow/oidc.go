@@ -34,7 +34,7 @@ func oauthResource(ctx context.Context, cfg *config.Service, log *slog.Logger) (
 			JWKSMinRefresh: config.Seconds(p.JWKSMinRefreshSeconds),
 		})
 		issuers = append(issuers, p.Issuer)
-		for _, sc := range p.RequiredScopes {
+		for _, sc := range append(slices.Clone(p.RequiredScopes), p.AdvertisedScopes...) {
 			if !slices.Contains(scopes, sc) {
 				scopes = append(scopes, sc)
 			}

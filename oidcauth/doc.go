@@ -51,6 +51,12 @@
 //
 // # Fetching keys
 //
+// Verifier.Start logs each provider and reads its discovery document and
+// keys in the background; a discovery document naming another issuer is
+// logged as an error naming both (and a token naming an issuer no provider
+// has is refused with a Detail naming it and the configured ones, with a
+// hint when only a trailing slash or case differs).
+//
 // NewVerifier does no I/O: discovery (Issuer +
 // "/.well-known/openid-configuration", unless JWKSURL is set; the document
 // must name exactly Issuer) and the key set are read on first use, so

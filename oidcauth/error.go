@@ -34,6 +34,10 @@ type Error struct {
 	// Cause is why the provider is unavailable (unavailable only): a
 	// network error or a bad answer of the identity provider.
 	Cause error
+	// Detail says more of an invalid token for the operator, never a
+	// secret: for ReasonIssuer, the token's issuer and the configured
+	// ones.
+	Detail string
 
 	sentinel error
 }
@@ -55,10 +59,14 @@ func (e *Error) Error() string {
 		}
 		return fmt.Sprintf("%v: provider %s: %v", e.sentinel, e.Provider, e.Cause)
 	}
-	if e.Provider == "" {
-		return fmt.Sprintf("%v: %s", e.sentinel, e.Reason)
+	msg := fmt.Sprintf("%v: %s", e.sentinel, e.Reason)
+	if e.Provider != "" {
+		msg += " (provider " + e.Provider + ")"
 	}
-	return fmt.Sprintf("%v: %s (provider %s)", e.sentinel, e.Reason, e.Provider)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
 }
 
 // Unwrap returns mcpflow.ErrInvalidToken or

@@ -202,10 +202,14 @@ func (k *keySet) run(f *fetch) {
 	k.inflight = nil
 	k.mu.Unlock()
 
-	f.keys, f.err = keys, err
-	close(f.done)
-
+	// Logged before the waiters wake, so that what they do next comes
+	// after it in the log.
+	var mismatch *issuerMismatch
 	switch {
+	case errors.As(err, &mismatch) && !failing:
+		k.log.LogAttrs(ctx, slog.LevelError, "identity provider misconfigured: its discovery document names another issuer; every token of it is refused",
+			slog.String("provider", k.name), slog.String("configured_issuer", mismatch.configured),
+			slog.String("discovered_issuer", mismatch.discovered), slog.String("error", err.Error()))
 	case err != nil && !failing:
 		k.log.LogAttrs(ctx, slog.LevelWarn, "identity provider keys cannot be fetched",
 			slog.String("provider", k.name), slog.String("error", err.Error()))
@@ -216,6 +220,8 @@ func (k *keySet) run(f *fetch) {
 		k.log.LogAttrs(ctx, slog.LevelDebug, "identity provider keys fetched",
 			slog.String("provider", k.name), slog.Int("keys", len(keys)))
 	}
+	f.keys, f.err = keys, err
+	close(f.done)
 }
 
 // fetch reads the key set, running discovery first when its URL is not
@@ -270,12 +276,35 @@ func (k *keySet) discover(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("discovery: %w", err)
 	}
 	if doc.Issuer != k.issuer {
-		return "", fmt.Errorf("discovery: the document names issuer %q, not %q", doc.Issuer, k.issuer)
+		return "", &issuerMismatch{configured: k.issuer, discovered: doc.Issuer}
 	}
 	if err := checkURL(doc.JWKSURI); err != nil {
 		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
 	}
 	return doc.JWKSURI, nil
+}
+
+// issuerMismatch is a discovery document naming another issuer than the
+// configured one: a misconfiguration (often a trailing slash) that refuses
+// every token of the provider.
+type issuerMismatch struct {
+	configured, discovered string
+}
+
+func (e *issuerMismatch) Error() string {
+	return fmt.Sprintf("discovery: the document names issuer %q, but the configured issuer is %q%s", e.discovered, e.configured, issuerHint(e.configured, e.discovered))
+}
+
+// issuerHint says how two issuers that should be one differ, when they
+// differ only by a trailing slash or case ("" otherwise).
+func issuerHint(configured, other string) string {
+	switch {
+	case strings.TrimSuffix(configured, "/") == strings.TrimSuffix(other, "/"):
+		return " (only a trailing slash differs: write the issuer exactly as the provider does)"
+	case strings.EqualFold(configured, other):
+		return " (only the case differs: write the issuer exactly as the provider does)"
+	}
+	return ""
 }
 
 // getJSON reads the JSON document at u into v.

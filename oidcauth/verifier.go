@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -113,6 +114,29 @@ func NewVerifier(ctx context.Context, providers []Provider, opts Options) (*Veri
 		}
 	}
 	return v, nil
+}
+
+// Start logs each provider (name, issuer, audiences, user prefix, scopes,
+// where its keys come from) and reads, in the background, its discovery
+// document and key set, so a misconfiguration shows in the log at start,
+// not at the first token: an issuer the discovery document does not name
+// exactly (a trailing slash) is logged as an error naming both, an
+// unreachable provider as a warning. It returns at once; the keys read are
+// kept for the first tokens.
+func (v *Verifier) Start(ctx context.Context) {
+	for _, p := range v.providers {
+		cfg := &p.cfg
+		keys := "discovery"
+		if cfg.JWKSURL != "" {
+			keys = cfg.JWKSURL
+		}
+		v.log.LogAttrs(ctx, slog.LevelInfo, "identity provider configured",
+			slog.String("provider", cfg.Name), slog.String("issuer", cfg.Issuer),
+			slog.Any("audiences", cfg.Audiences), slog.String("user_prefix", cfg.UserPrefix),
+			slog.Bool("share_user_ids", cfg.ShareUserIDs), slog.Any("required_scopes", cfg.RequiredScopes),
+			slog.String("keys", keys))
+		go func() { _, _ = p.keys.refresh(context.WithoutCancel(ctx)) }()
+	}
 }
 
 func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
@@ -221,11 +245,13 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (ver
 	}
 	iss, ok := unverified.str("iss")
 	if !ok {
-		return verifiedToken{}, invalid("", ReasonIssuer)
+		e := invalid("", ReasonIssuer)
+		e.Detail = "the token names no issuer"
+		return verifiedToken{}, e
 	}
 	p, ok := v.byIssuer[iss]
 	if !ok {
-		return verifiedToken{}, invalid("", ReasonIssuer)
+		return verifiedToken{}, v.unknownIssuer(iss)
 	}
 	name := p.cfg.Name
 	if !h.typeAccepted() {
@@ -271,6 +297,34 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (ver
 	}
 	return p.check(c, now)
 }
+
+// maxIssuerInLog bounds the token issuer an unknown-issuer error quotes.
+const maxIssuerInLog = 200
+
+// unknownIssuer is the error of a token naming an issuer no provider has:
+// it names that issuer (an issuer is no secret; an absolute http(s) URL
+// only, at most maxIssuerInLog bytes) and the configured ones, and says so
+// when one differs only by a trailing slash or case.
+func (v *Verifier) unknownIssuer(iss string) *Error {
+	e := invalid("", ReasonIssuer)
+	var configured []string
+	for _, p := range v.providers {
+		if hint := issuerHint(p.cfg.Issuer, iss); hint != "" && checkURL(iss) == nil {
+			e.Provider = p.cfg.Name
+			e.Detail = fmt.Sprintf("the token names issuer %q, the provider's configured issuer is %q%s", iss, p.cfg.Issuer, hint)
+			return e
+		}
+		configured = append(configured, strconvQuote(p.cfg.Issuer))
+	}
+	got := "an issuer that is not an http(s) URL"
+	if u, err := url.Parse(iss); err == nil && len(iss) <= maxIssuerInLog && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+		got = strconvQuote(iss)
+	}
+	e.Detail = fmt.Sprintf("the token names %s, none of the configured issuers %s", got, strings.Join(configured, ", "))
+	return e
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
 
 // check runs the claim checks go-oidc does not and maps the claims to an
 // identity.

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -769,4 +770,37 @@ func TestKeysAndSizeRefused(t *testing.T) {
 		requireRefused(t, err, ReasonMalformed)
 		require.EqualValues(t, 0, b.idp.jwksHits.Load(), "refused before any key is fetched")
 	})
+}
+
+// A misconfigured issuer (a trailing slash the provider does not write)
+// shows at start: Start logs each provider and reads its discovery
+// document in the background, and a document naming another issuer is an
+// error naming both. A token of that provider is then refused with a
+// reason naming its issuer and the configured one (issue 30, point 10).
+func TestStartFindsIssuerMismatch(t *testing.T) {
+	t.Parallel()
+	key := rsaKey(0, "a1")
+	idp := newIdP(t, key)
+	b := setupIdP(t, idp, key, func(p *Provider) { p.Issuer = idp.issuer + "/"; p.UserPrefix = "kc." })
+	b.v.Start(context.Background())
+	// Start reads the discovery document by itself; refresh then joins
+	// that fetch (or, when it is over, returns its error) without another.
+	require.Eventually(t, func() bool { return idp.discoveryHits.Load() > 0 }, 10*time.Second, 5*time.Millisecond)
+	_, err := b.v.providers[0].keys.refresh(context.Background())
+	require.Error(t, err)
+	logs := b.logs.String()
+	require.Contains(t, logs, `level=INFO msg="identity provider configured" provider=kc issuer=`+idp.issuer+`/ audiences=[] user_prefix=kc. share_user_ids=false required_scopes=[mcp:tools] keys=discovery`)
+	require.Contains(t, logs, `level=ERROR msg="identity provider misconfigured: its discovery document names another issuer; every token of it is refused" provider=kc configured_issuer=`+idp.issuer+`/ discovered_issuer=`+idp.issuer+` `)
+	require.Contains(t, logs, "only a trailing slash differs")
+	require.EqualValues(t, 1, idp.discoveryHits.Load())
+
+	tok := b.key.sign(t, b.claims(nil))
+	_, err = b.verify(tok, resMine)
+	requireRefused(t, err, ReasonIssuer, tok)
+	require.ErrorContains(t, err, fmt.Sprintf(`invalid access token: issuer (provider kc): the token names issuer %q, the provider's configured issuer is %q (only a trailing slash differs`, idp.issuer, idp.issuer+"/"))
+
+	// An issuer no provider is near is named with the configured ones.
+	other := b.key.sign(t, b.claims(func(c map[string]any) { c["iss"] = "https://elsewhere.example.com" }))
+	_, err = b.verify(other, resMine)
+	require.ErrorContains(t, err, fmt.Sprintf(`invalid access token: issuer: the token names "https://elsewhere.example.com", none of the configured issuers %q`, idp.issuer+"/"))
 }

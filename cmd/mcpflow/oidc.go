@@ -18,8 +18,9 @@ const oidcRequestTimeout = 10 * time.Second
 
 // oauthResource builds what makes the API an OAuth 2.1 protected resource
 // from server.public_url and auth.oidc; nil without identity providers.
-// It does not reach the providers: they are read on first use, so mcpflow
-// starts while one is down (its tokens answer 503 until it is back).
+// It does not wait for the providers: each is logged and its discovery
+// document and keys read in the background, so mcpflow starts while one
+// is down (its tokens answer 503 until it is back).
 func oauthResource(ctx context.Context, cfg *config.Service, log *slog.Logger) (*api.OAuthResource, error) {
 	if len(cfg.Auth.OIDC) == 0 {
 		return nil, nil
@@ -47,5 +48,8 @@ func oauthResource(ctx context.Context, cfg *config.Service, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	// The providers are logged, and checked in the background: a
+	// misconfigured issuer shows at start, not at the first sign-in.
+	v.Start(ctx)
 	return &api.OAuthResource{Verifier: v, PublicURL: cfg.Server.PublicURL, AuthorizationServers: issuers, Scopes: scopes}, nil
 }

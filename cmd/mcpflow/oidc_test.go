@@ -390,15 +390,20 @@ func TestOIDCModernClient(t *testing.T) {
 // A scope a provider advertises but does not require (offline_access, for
 // a refresh token) is in the metadata and the challenges with the required
 // ones, so that a host asks for it (MCP scope selection takes the
-// challenge's scope), while tokens without it still pass (issue 30).
+// challenge's scope), while tokens without it still pass (issue 30). Each
+// provider is logged at start.
 func TestOAuthResourceAdvertisesScopes(t *testing.T) {
 	cfg := config.DefaultService()
-	cfg.Server.PublicURL = "https://mcpflow.example.com"
+	cfg.Server.PublicURL = "http://127.0.0.1:8080"
+	// Nothing listens there: the background discovery fails at once.
 	cfg.Auth.OIDC = []config.OIDCProvider{
-		{Name: "kc", Issuer: "https://kc.example.com/realms/a", UserPrefix: "kc.", RequiredScopes: []string{"mcp:tools"}, AdvertisedScopes: []string{"offline_access", "mcp:tools"}},
-		{Name: "okta", Issuer: "https://okta.example.com", UserPrefix: "okta.", RequiredScopes: []string{"mcp:tools"}, AdvertisedScopes: []string{"offline_access", "openid"}},
+		{Name: "kc", Issuer: "http://127.0.0.1:1/realms/a", UserPrefix: "kc.", RequiredScopes: []string{"mcp:tools"}, AdvertisedScopes: []string{"offline_access", "mcp:tools"}},
+		{Name: "okta", Issuer: "http://127.0.0.1:1/okta", UserPrefix: "okta.", RequiredScopes: []string{"mcp:tools"}, AdvertisedScopes: []string{"offline_access", "openid"}},
 	}
-	o, err := oauthResource(t.Context(), &cfg, slog.New(slog.DiscardHandler))
+	logs := &testenv.SyncBuffer{}
+	o, err := oauthResource(t.Context(), &cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	require.NoError(t, err)
 	require.Equal(t, []string{"mcp:tools", "offline_access", "openid"}, o.Scopes)
+	require.Contains(t, logs.String(), `msg="identity provider configured" provider=kc issuer=http://127.0.0.1:1/realms/a audiences=[] user_prefix=kc.`)
+	require.Contains(t, logs.String(), `msg="identity provider configured" provider=okta issuer=http://127.0.0.1:1/okta`)
 }

@@ -99,6 +99,8 @@ func TestLoadServiceOIDCErrors(t *testing.T) {
 		{"audiences without scopes", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", audiences: [mcp-host] } ] }\n", nil,
 			`auth.oidc[0].audiences: need required_scopes: an audience that is a client id is also the audience of that client's ID tokens`},
 		{"advertised scope with space", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", advertised_scopes: [\"a b\"] } ] }\n", nil, `auth.oidc[0].advertised_scopes[0]: must be one scope`},
+		{"max age", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", jwks_max_age_seconds: 86401 } ] }\n", nil, `auth.oidc[0].jwks_max_age_seconds: must be between 1 and 86400, or 0 for the default of 300 (got 86401)`},
+		{"max age under min refresh", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", jwks_max_age_seconds: 5 } ] }\n", nil, `auth.oidc[0].jwks_max_age_seconds: must be at least jwks_min_refresh_seconds (10) (got 5)`},
 		{"env bad entry", base, map[string]string{"MCPFLOW_AUTH_OIDC": `[{"name": "a", "issuer": "https://i.example.com", "algorithms": ["HS256"]}]`}, `auth.oidc[0].algorithms[0]: must be one of`},
 	}
 	for _, tc := range tests {

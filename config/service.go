@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -350,6 +351,12 @@ type OIDCProvider struct {
 	// JWKSMinRefreshSeconds: a token with an unknown key id refetches the
 	// keys at most this often, 1..3600; 0 means the default, 10.
 	JWKSMinRefreshSeconds int `yaml:"jwks_min_refresh_seconds"`
+	// JWKSMaxAgeSeconds is the longest the keys are used before they are
+	// fetched again (the key set's Cache-Control max-age when shorter, but
+	// not under jwks_min_refresh_seconds), 1..86400; 0 means the default,
+	// 300. A key the provider withdraws stops verifying tokens (cached
+	// ones too) within this long.
+	JWKSMaxAgeSeconds int `yaml:"jwks_max_age_seconds"`
 }
 
 // User is one API user. Exactly one of Token and TokenSHA256 is set.
@@ -1023,6 +1030,12 @@ func (s *Service) validateOIDC(v validator) error {
 		}
 		if p.JWKSMinRefreshSeconds < 0 || p.JWKSMinRefreshSeconds > 3600 {
 			return v.fail(path+".jwks_min_refresh_seconds", "must be between 1 and 3600, or 0 for the default of 10 (got %d)", p.JWKSMinRefreshSeconds)
+		}
+		if p.JWKSMaxAgeSeconds < 0 || p.JWKSMaxAgeSeconds > 86400 {
+			return v.fail(path+".jwks_max_age_seconds", "must be between 1 and 86400, or 0 for the default of 300 (got %d)", p.JWKSMaxAgeSeconds)
+		}
+		if minRefresh, maxAge := cmp.Or(p.JWKSMinRefreshSeconds, 10), cmp.Or(p.JWKSMaxAgeSeconds, 300); maxAge < minRefresh {
+			return v.fail(path+".jwks_max_age_seconds", "must be at least jwks_min_refresh_seconds (%d) (got %d)", minRefresh, maxAge)
 		}
 		if p.UserClaim != "" && strings.TrimSpace(p.UserClaim) == "" {
 			return v.fail(path+".user_claim", "must not be blank")

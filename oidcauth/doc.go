@@ -69,12 +69,19 @@
 // cannot make mcpflow hammer the provider (a key published within
 // JWKSMinRefresh of the last fetch is thus refused until that time has
 // passed); while the provider fails, a fetch is retried at most once per
-// min(JWKSMinRefresh, 5s). A token whose key is not held while the provider
-// cannot be fetched is unavailable, not invalid; tokens signed with held keys
-// keep verifying while the provider is down. Failures and recoveries of a
-// fetch are logged (warn, info) once per change, not per token. A provider
-// that is down is no reason for mcpflow to be unready (static tokens and
-// held keys keep working), so there is no readiness check.
+// min(JWKSMinRefresh, 5s). The key set is also refetched once stale: after
+// JWKSMaxAge (default 5 minutes), or its Cache-Control max-age (less Age)
+// when that is shorter, but not under JWKSMinRefresh. A verification that
+// finds the set stale waits for that fetch (while the provider answered
+// the last one; while it fails, the held keys are used and the fetch is
+// retried in the background). So a key the provider withdrew stops
+// verifying within JWKSMaxAge of its withdrawal, plus one fetch, once the
+// provider answers. A token whose key is not held while the provider
+// cannot be fetched is unavailable, not invalid; tokens signed with held
+// keys keep verifying while the provider is down. Failures and recoveries
+// of a fetch are logged (warn, info) once per change, not per token. A
+// provider that is down is no reason for mcpflow to be unready (static
+// tokens and held keys keep working), so there is no readiness check.
 //
 // # Cache
 //
@@ -83,9 +90,10 @@
 // agent calling often pays one signature check per minute. Only a token that
 // passed every check but the audience gets in, only the identical text finds
 // it, and the audience is checked on every request against the request's
-// resources. A
-// key removed from the provider's key set is thus honoured for at most a
-// minute more by tokens already seen.
+// resources. Each entry remembers the key (its RFC 7638 thumbprint) that
+// verified it and holds only while that key is in the key set, which is
+// refetched first when stale: a key removed from the provider's key set is
+// thus honoured no longer by tokens already seen than by new ones.
 //
 // This package imports the mcpflow domain, go-oidc and go-jose only; it
 // must not import the API, the store or any other adapter.

@@ -33,10 +33,11 @@ type testIdP struct {
 	issuer string
 	srv    *httptest.Server
 
-	mu        sync.Mutex
-	published []jose.JSONWebKey
-	docIssuer string // the issuer the discovery document names
-	docJWKS   string // the jwks_uri it names ("": its own)
+	mu           sync.Mutex
+	published    []jose.JSONWebKey
+	docIssuer    string // the issuer the discovery document names
+	docJWKS      string // the jwks_uri it names ("": its own)
+	cacheControl string // the key set's Cache-Control ("": none)
 
 	discoveryHits atomic.Int64
 	jwksHits      atomic.Int64
@@ -85,6 +86,9 @@ func (i *testIdP) start() {
 		i.jwksHits.Add(1)
 		i.mu.Lock()
 		set := jose.JSONWebKeySet{Keys: i.published}
+		if i.cacheControl != "" {
+			w.Header().Set("Cache-Control", i.cacheControl)
+		}
 		i.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(set)

@@ -16,6 +16,7 @@ const (
 	DefaultClockSkew      = 60 * time.Second
 	DefaultUserClaim      = "sub"
 	DefaultJWKSMinRefresh = 10 * time.Second
+	DefaultJWKSMaxAge     = 5 * time.Minute
 	// MaxClockSkew is the largest ClockSkew accepted.
 	MaxClockSkew = 5 * time.Minute
 )
@@ -75,6 +76,12 @@ type Provider struct {
 	// most this often, so tokens with made-up key ids cannot make mcpflow
 	// hammer the identity provider.
 	JWKSMinRefresh time.Duration
+	// JWKSMaxAge is the longest the key set is used before it is fetched
+	// again (default 5 minutes): the key set's Cache-Control max-age,
+	// bounded by JWKSMinRefresh and JWKSMaxAge, or JWKSMaxAge when it
+	// names none. It bounds how long a key the provider withdrew (a
+	// compromised key) still verifies tokens, cached ones included.
+	JWKSMaxAge time.Duration
 }
 
 // errAudiencesNeedScopes refuses Audiences without RequiredScopes: an
@@ -95,6 +102,9 @@ func (p Provider) withDefaults() Provider {
 	}
 	if p.JWKSMinRefresh == 0 {
 		p.JWKSMinRefresh = DefaultJWKSMinRefresh
+	}
+	if p.JWKSMaxAge == 0 {
+		p.JWKSMaxAge = DefaultJWKSMaxAge
 	}
 	return p
 }
@@ -125,6 +135,9 @@ func (p Provider) validate() error {
 	}
 	if p.JWKSMinRefresh < 0 {
 		return errors.New("jwks_min_refresh must not be negative")
+	}
+	if p.JWKSMaxAge < p.JWKSMinRefresh {
+		return fmt.Errorf("jwks_max_age (%s) must be at least jwks_min_refresh (%s)", p.JWKSMaxAge, p.JWKSMinRefresh)
 	}
 	// The longest id the prefix can yield is the hashed fallback.
 	if err := mcpflow.ValidateID("user id", p.UserPrefix+hashedIDPrefix+strings.Repeat("0", hashedIDHexDigits)); err != nil {

@@ -153,6 +153,7 @@ func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
 		now:        opts.Now,
 		log:        opts.Logger,
 		minRefresh: cfg.JWKSMinRefresh,
+		maxAge:     cfg.JWKSMaxAge,
 		retry:      min(cfg.JWKSMinRefresh, maxRetryInterval),
 		jwksURL:    cfg.JWKSURL,
 	}
@@ -179,6 +180,12 @@ func (v *Verifier) VerifyAccessToken(ctx context.Context, token string, resource
 	key := sha256.Sum256([]byte(token))
 	now := v.now()
 	tok, ok := v.cache.get(key, now)
+	if ok && tok.key != "" && !tok.provider.keys.trusted(ctx, tok.key) {
+		// The key that verified it left the provider's key set (fetched
+		// again once stale): verify again, which refuses it.
+		v.cache.remove(key)
+		ok = false
+	}
 	if !ok {
 		var err error
 		if tok, err = v.verify(ctx, token, now); err != nil {
@@ -295,7 +302,9 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (ver
 	if err != nil {
 		return verifiedToken{}, invalid(name, ReasonMalformed)
 	}
-	return p.check(c, now)
+	tok, err := p.check(c, now)
+	tok.key = st.key
+	return tok, err
 }
 
 // maxIssuerInLog bounds the token issuer an unknown-issuer error quotes.

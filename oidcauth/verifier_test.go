@@ -451,11 +451,17 @@ func TestVerifyAccessTokenCache(t *testing.T) {
 		require.Equal(t, n, b.v.cache.len())
 	})
 
+	// The cache keeps a token until its exp at most, not the whole
+	// cacheTTL: with a skew of a second, the token is refused within
+	// cacheTTL of its first use (with the default skew of 60s, cacheTTL
+	// would hide a cache that ignored exp).
 	t.Run("a cached token still expires", func(t *testing.T) {
+		b := setup(t, func(p *Provider) { p.ClockSkew = time.Second })
 		short := b.key.sign(t, b.claims(func(c map[string]any) { c["exp"] = b.clock.Now().Add(20 * time.Second).Unix() }))
 		_, err := b.verify(short, resMine)
 		require.NoError(t, err)
-		b.clock.Advance(20*time.Second + b.provider.withDefaults().ClockSkew + time.Second)
+		b.clock.Advance(20*time.Second + 2*time.Second)
+		require.Less(t, 22*time.Second, cacheTTL)
 		_, err = b.verify(short, resMine)
 		requireRefused(t, err, ReasonExpired, short)
 	})
@@ -803,4 +809,77 @@ func TestStartFindsIssuerMismatch(t *testing.T) {
 	other := b.key.sign(t, b.claims(func(c map[string]any) { c["iss"] = "https://elsewhere.example.com" }))
 	_, err = b.verify(other, resMine)
 	require.ErrorContains(t, err, fmt.Sprintf(`invalid access token: issuer: the token names "https://elsewhere.example.com", none of the configured issuers %q`, idp.issuer+"/"))
+}
+
+// A key the provider withdrew from its key set stops verifying tokens
+// within JWKSMaxAge of the fetch that last held it, tokens whose
+// verification is cached included: the key set is fetched again once
+// stale, and a cached verification holds only while its key is in the set
+// (issue 30, point 6).
+func TestWithdrawnKeyStopsVerifying(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(p *Provider) { p.JWKSMaxAge = 30 * time.Second })
+	tok := b.key.sign(t, b.claims(nil))
+	_, err := b.verify(tok, resMine)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+
+	next := rsaKey(1, "a2")
+	b.idp.publish(next) // a1 withdrawn
+	b.clock.Advance(29 * time.Second)
+	_, err = b.verify(tok, resMine)
+	require.NoError(t, err, "within the bound the held key set is used")
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+
+	b.clock.Advance(2 * time.Second) // past JWKSMaxAge, within cacheTTL
+	require.Less(t, 31*time.Second, cacheTTL)
+	_, err = b.verify(tok, resMine)
+	requireRefused(t, err, ReasonSignature, tok)
+	require.EqualValues(t, 2, b.idp.jwksHits.Load())
+	_, err = b.verify(b.key.sign(t, b.claims(nil)), resMine)
+	requireRefused(t, err, ReasonSignature)
+	id, err := b.verify(next.sign(t, b.claims(nil)), resMine)
+	require.NoError(t, err, "the key that stayed verifies")
+	require.Equal(t, testSub, id.UserID)
+}
+
+// The key set's Cache-Control max-age says when it is fetched again,
+// bounded by JWKSMinRefresh below and JWKSMaxAge above; without one,
+// JWKSMaxAge.
+func TestKeySetCacheControl(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, header string
+		stale        time.Duration // fetched again after this long, not before
+	}{
+		{"max-age", "public, max-age=15", 15 * time.Second},
+		{"a longer max-age", "max-age=40", 40 * time.Second},
+		{"above the bound", "max-age=86400", time.Minute},
+		{"below jwks_min_refresh", "max-age=1", DefaultJWKSMinRefresh},
+		{"no-cache", "no-cache", DefaultJWKSMinRefresh},
+		{"none", "", time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(p *Provider) { p.JWKSMaxAge = time.Minute })
+			b.idp.mu.Lock()
+			b.idp.cacheControl = tc.header
+			b.idp.mu.Unlock()
+			tok := b.key.sign(t, b.claims(nil))
+			_, err := b.verify(tok, resMine)
+			require.NoError(t, err)
+			b.clock.Advance(tc.stale - time.Second)
+			_, err = b.verify(b.key.sign(t, b.claims(nil)), resMine)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, b.idp.jwksHits.Load(), "fresh until %s", tc.stale)
+			b.clock.Advance(time.Second)
+			_, err = b.verify(tok, resMine)
+			require.NoError(t, err)
+			require.EqualValues(t, 2, b.idp.jwksHits.Load(), "stale at %s", tc.stale)
+		})
+	}
+	h := http.Header{}
+	h.Set("Cache-Control", "max-age=40")
+	h.Set("Age", "15")
+	require.Equal(t, 25*time.Second, cacheMaxAge(h))
 }

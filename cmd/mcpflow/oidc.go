@@ -32,7 +32,7 @@ func oauthResource(ctx context.Context, cfg *config.Service, log *slog.Logger) (
 			Name: p.Name, Issuer: p.Issuer, JWKSURL: p.JWKSURL, Audiences: p.Audiences, Algorithms: p.Algorithms,
 			ClockSkew: config.Seconds(p.ClockSkewSeconds), UserClaim: p.UserClaim, UserPrefix: p.UserPrefix, ShareUserIDs: p.ShareUserIDs,
 			RequiredScopes: p.RequiredScopes, AdminScope: p.AdminScope, AdminClaim: p.AdminClaim, AdminValues: p.AdminValues,
-			JWKSMinRefresh: config.Seconds(p.JWKSMinRefreshSeconds),
+			JWKSMinRefresh: config.Seconds(p.JWKSMinRefreshSeconds), JWKSMaxAge: config.Seconds(p.JWKSMaxAgeSeconds),
 		})
 		issuers = append(issuers, p.Issuer)
 		for _, sc := range append(slices.Clone(p.RequiredScopes), p.AdvertisedScopes...) {

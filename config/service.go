@@ -357,6 +357,25 @@ type OIDCProvider struct {
 	// 300. A key the provider withdraws stops verifying tokens (cached
 	// ones too) within this long.
 	JWKSMaxAgeSeconds int `yaml:"jwks_max_age_seconds"`
+	// IntrospectionClientID and IntrospectionClientSecret are mcpflow's
+	// credentials at the provider's token introspection endpoint (RFC
+	// 7662, HTTP Basic): with them, access tokens that are not JWTs are
+	// checked there. At most one provider may have them (an opaque token
+	// does not say whose it is). The secret is never logged nor shown.
+	// Default empty: opaque tokens are refused.
+	IntrospectionClientID     string `yaml:"introspection_client_id"`
+	IntrospectionClientSecret string `yaml:"introspection_client_secret"`
+	// IntrospectionURL is the introspection endpoint. Default: the
+	// discovery document's introspection_endpoint.
+	IntrospectionURL string `yaml:"introspection_url"`
+	// IntrospectJWTs checks this provider's JWTs by introspection too
+	// rather than with its keys (Keycloak's lightweight access tokens,
+	// Okta's org authorization server). Default false.
+	IntrospectJWTs bool `yaml:"introspect_jwts"`
+	// IntrospectionCacheSeconds is the longest an active answer is reused
+	// (never past the token's exp; a token revoked at the provider is
+	// still accepted that long), 1..3600; 0 means the default, 60.
+	IntrospectionCacheSeconds int `yaml:"introspection_cache_seconds"`
 }
 
 // User is one API user. Exactly one of Token and TokenSHA256 is set.
@@ -998,6 +1017,7 @@ func (s *Service) validateOIDC(v validator) error {
 		return v.fail("auth.oidc", "needs server.public_url: it is mcpflow's resource URI, the audience identity providers' tokens must carry")
 	}
 	names := map[string]int{}
+	introspecting := map[bool]int{}
 	for i, p := range s.Auth.OIDC {
 		path := fmt.Sprintf("auth.oidc[%d]", i)
 		if !providerNamePattern.MatchString(p.Name) {
@@ -1037,6 +1057,15 @@ func (s *Service) validateOIDC(v validator) error {
 		if minRefresh, maxAge := cmp.Or(p.JWKSMinRefreshSeconds, 10), cmp.Or(p.JWKSMaxAgeSeconds, 300); maxAge < minRefresh {
 			return v.fail(path+".jwks_max_age_seconds", "must be at least jwks_min_refresh_seconds (%d) (got %d)", minRefresh, maxAge)
 		}
+		if err := validateIntrospection(v, path, p); err != nil {
+			return err
+		}
+		if p.IntrospectionClientID != "" {
+			if prev, dup := introspecting[true]; dup {
+				return v.fail(path+".introspection_client_id", "introspection is configured for auth.oidc[%d] too: at most one provider may introspect tokens, since an opaque token does not say whose it is", prev)
+			}
+			introspecting[true] = i
+		}
 		if p.UserClaim != "" && strings.TrimSpace(p.UserClaim) == "" {
 			return v.fail(path+".user_claim", "must not be blank")
 		}
@@ -1070,6 +1099,29 @@ func (s *Service) validateOIDC(v validator) error {
 		}
 	}
 	return s.validateUserIDSpaces(v)
+}
+
+// validateIntrospection checks the introspection keys of provider p at
+// path. No message quotes the secret.
+func validateIntrospection(v validator, path string, p OIDCProvider) error {
+	switch {
+	case p.IntrospectionClientID != "" && p.IntrospectionClientSecret == "":
+		return v.fail(path+".introspection_client_secret", "must be set with introspection_client_id")
+	case p.IntrospectionClientID == "" && p.IntrospectionClientSecret != "":
+		return v.fail(path+".introspection_client_id", "must be set with introspection_client_secret")
+	case p.IntrospectionClientID == "" && p.IntrospectionURL != "":
+		return v.fail(path+".introspection_url", "needs introspection_client_id and introspection_client_secret")
+	case p.IntrospectionClientID == "" && p.IntrospectJWTs:
+		return v.fail(path+".introspect_jwts", "needs introspection_client_id and introspection_client_secret")
+	case p.IntrospectionCacheSeconds < 0 || p.IntrospectionCacheSeconds > 3600:
+		return v.fail(path+".introspection_cache_seconds", "must be between 1 and 3600, or 0 for the default of 60 (got %d)", p.IntrospectionCacheSeconds)
+	}
+	if p.IntrospectionURL != "" {
+		if u, err := url.Parse(p.IntrospectionURL); err != nil || !u.IsAbs() || u.Host == "" || u.User != nil || !mcpflow.SecureURL(p.IntrospectionURL) {
+			return v.fail(path+".introspection_url", "must be an https URL (http only for a loopback host) (got %q)", p.IntrospectionURL)
+		}
+	}
+	return nil
 }
 
 // validateUserIDSpaces refuses providers whose users could get the same id

@@ -4,7 +4,8 @@
 //
 // # What is verified
 //
-// A token must be a compact JWS (a JWT) of at most 16 KiB. Its unverified "iss" only picks the
+// A token must be a compact JWS (a JWT) of at most 16 KiB, or an opaque
+// token of a provider with introspection (below). Its unverified "iss" only picks the
 // configured Provider; a token naming no provider is refused. Then:
 //
 //   - header "typ" is absent, "JWT", "at+jwt" or "application/at+jwt";
@@ -30,6 +31,23 @@
 // mcpflow.ErrTokenProviderUnavailable. No error and no log line carries the
 // token, a claim value or key material; refusals are logged at debug level
 // only (provider and reason), the caller logs them.
+//
+// # Introspection
+//
+// A token that is not shaped as a JWT (no two dots) but is an RFC 6750
+// b64token goes, when one provider has IntrospectionClientID, to that
+// provider's introspection endpoint (RFC 7662: IntrospectionURL or the
+// discovery document's introspection_endpoint), with the client's id and
+// secret in HTTP Basic; a JWT of a provider with IntrospectJWTs goes there
+// too instead of being checked with keys. The answer must be active; its
+// "iss" (when present) is the issuer; an answer about a refresh token
+// ("token_type", or "token_use" other than access_token) is the wrong token
+// type; then its claims pass the checks above ("exp" optional). It is
+// cached until "exp" and at most IntrospectionCacheTTL (default 1 minute).
+// An endpoint that fails or answers other than 200 with a JSON object
+// makes the token unavailable (503). Without introspection, an opaque
+// token is refused with ReasonNotJWT. At most one provider introspects: an
+// opaque token does not say whose it is.
 //
 // # Identity
 //

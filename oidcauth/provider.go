@@ -82,6 +82,24 @@ type Provider struct {
 	// names none. It bounds how long a key the provider withdrew (a
 	// compromised key) still verifies tokens, cached ones included.
 	JWKSMaxAge time.Duration
+	// IntrospectionClientID and IntrospectionClientSecret, when set, are
+	// the credentials mcpflow presents (HTTP Basic) at the provider's
+	// token introspection endpoint (RFC 7662): tokens that are not JWTs
+	// are then checked there (at most one provider may introspect: an
+	// opaque token does not say whose it is). The secret is never logged.
+	IntrospectionClientID     string
+	IntrospectionClientSecret string
+	// IntrospectionURL is the introspection endpoint (default: the
+	// discovery document's introspection_endpoint).
+	IntrospectionURL string
+	// IntrospectJWTs checks this provider's JWTs by introspection too,
+	// not with its keys (Keycloak's lightweight access tokens, Okta's org
+	// authorization server). Needs IntrospectionClientID.
+	IntrospectJWTs bool
+	// IntrospectionCacheTTL is the longest an active answer is remembered
+	// (default DefaultIntrospectionCacheTTL, never past the token's exp):
+	// a token revoked at the provider is still accepted that long.
+	IntrospectionCacheTTL time.Duration
 }
 
 // errAudiencesNeedScopes refuses Audiences without RequiredScopes: an
@@ -105,6 +123,9 @@ func (p Provider) withDefaults() Provider {
 	}
 	if p.JWKSMaxAge == 0 {
 		p.JWKSMaxAge = DefaultJWKSMaxAge
+	}
+	if p.IntrospectionCacheTTL == 0 {
+		p.IntrospectionCacheTTL = DefaultIntrospectionCacheTTL
 	}
 	return p
 }
@@ -152,6 +173,19 @@ func (p Provider) validate() error {
 	for _, s := range append(slices.Clone(p.RequiredScopes), p.AdminScope) {
 		if strings.ContainsAny(s, " \t\r\n\"\\") {
 			return fmt.Errorf("scope %q must not hold spaces, quotes or backslashes", s)
+		}
+	}
+	switch {
+	case (p.IntrospectionClientID == "") != (p.IntrospectionClientSecret == ""):
+		return errors.New("introspection needs both introspection_client_id and introspection_client_secret")
+	case p.IntrospectionClientID == "" && (p.IntrospectionURL != "" || p.IntrospectJWTs):
+		return errors.New("introspection_url and introspect_jwts need introspection_client_id and introspection_client_secret")
+	case p.IntrospectionCacheTTL < 0:
+		return errors.New("introspection_cache must not be negative")
+	}
+	if p.IntrospectionURL != "" {
+		if err := checkURL(p.IntrospectionURL); err != nil {
+			return fmt.Errorf("introspection_url: %w", err)
 		}
 	}
 	if len(p.Audiences) > 0 && len(p.RequiredScopes) == 0 {

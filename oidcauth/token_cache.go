@@ -31,6 +31,9 @@ type verifiedToken struct {
 	// signature: a cached verification holds only while the key set
 	// does.
 	key string
+	// introspected: the provider's introspection endpoint vouched for it
+	// (key is empty).
+	introspected bool
 }
 
 // tokenCache remembers verified tokens by the SHA-256 of their text, so a

@@ -40,6 +40,7 @@ type Options struct {
 type Verifier struct {
 	providers []*provider
 	byIssuer  map[string]*provider
+	opaque    *introspector // the provider opaque tokens are introspected at, nil: none
 	cache     *tokenCache
 	now       func() time.Time
 	log       *slog.Logger
@@ -49,9 +50,10 @@ var _ mcpflow.TokenVerifier = (*Verifier)(nil)
 
 // provider is a configured Provider ready to verify.
 type provider struct {
-	cfg      Provider
-	keys     *keySet
-	verifier *oidc.IDTokenVerifier
+	cfg          Provider
+	keys         *keySet
+	verifier     *oidc.IDTokenVerifier
+	introspector *introspector // nil without introspection
 }
 
 // NewVerifier checks the providers' configuration and returns their
@@ -103,6 +105,14 @@ func NewVerifier(ctx context.Context, providers []Provider, opts Options) (*Veri
 		p := newProvider(ctx, cfg, opts)
 		v.providers = append(v.providers, p)
 		v.byIssuer[cfg.Issuer] = p
+		if p.introspector != nil {
+			if v.opaque != nil {
+				// An opaque token names no issuer: it would go to both.
+				return nil, fmt.Errorf("oidc provider %q: introspection is configured for provider %q too: at most one provider may introspect tokens, since an opaque token does not say whose it is",
+					cfg.Name, v.opaque.p.cfg.Name)
+			}
+			v.opaque = p.introspector
+		}
 	}
 	for i, a := range v.providers {
 		for j, b := range v.providers {
@@ -130,11 +140,20 @@ func (v *Verifier) Start(ctx context.Context) {
 		if cfg.JWKSURL != "" {
 			keys = cfg.JWKSURL
 		}
-		v.log.LogAttrs(ctx, slog.LevelInfo, "identity provider configured",
-			slog.String("provider", cfg.Name), slog.String("issuer", cfg.Issuer),
+		attrs := []slog.Attr{slog.String("provider", cfg.Name), slog.String("issuer", cfg.Issuer),
 			slog.Any("audiences", cfg.Audiences), slog.String("user_prefix", cfg.UserPrefix),
 			slog.Bool("share_user_ids", cfg.ShareUserIDs), slog.Any("required_scopes", cfg.RequiredScopes),
-			slog.String("keys", keys))
+			slog.String("keys", keys), slog.Duration("jwks_max_age", cfg.JWKSMaxAge)}
+		if p.introspector != nil {
+			// The client id, never the secret.
+			endpoint := cfg.IntrospectionURL
+			if endpoint == "" {
+				endpoint = "discovery"
+			}
+			attrs = append(attrs, slog.String("introspection", endpoint), slog.String("introspection_client_id", cfg.IntrospectionClientID),
+				slog.Bool("introspect_jwts", cfg.IntrospectJWTs))
+		}
+		v.log.LogAttrs(ctx, slog.LevelInfo, "identity provider configured", attrs...)
 		go func() { _, _ = p.keys.refresh(context.WithoutCancel(ctx)) }()
 	}
 }
@@ -157,7 +176,7 @@ func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
 		retry:      min(cfg.JWKSMinRefresh, maxRetryInterval),
 		jwksURL:    cfg.JWKSURL,
 	}
-	return &provider{
+	p := &provider{
 		cfg:  cfg,
 		keys: ks,
 		verifier: oidc.NewVerifier(cfg.Issuer, ks, &oidc.Config{
@@ -168,6 +187,11 @@ func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
 			SkipExpiryCheck: true,
 		}),
 	}
+	if cfg.IntrospectionClientID != "" {
+		p.introspector = &introspector{p: p, client: opts.HTTPClient, base: context.WithoutCancel(ctx),
+			clientID: cfg.IntrospectionClientID, secret: cfg.IntrospectionClientSecret, url: cfg.IntrospectionURL}
+	}
+	return p
 }
 
 // VerifyAccessToken implements mcpflow.TokenVerifier. It routes token to
@@ -197,8 +221,11 @@ func (v *Verifier) VerifyAccessToken(ctx context.Context, token string, resource
 			return mcpflow.TokenIdentity{}, err
 		}
 		until := now.Add(cacheTTL)
-		if tok.identity.Expiry.Before(until) {
-			until = tok.identity.Expiry
+		if tok.introspected {
+			until = now.Add(tok.provider.cfg.IntrospectionCacheTTL)
+		}
+		if exp := tok.identity.Expiry; !exp.IsZero() && exp.Before(until) {
+			until = exp
 		}
 		if until.After(now) {
 			v.cache.put(key, tok, until) // get drops it at until, before exp
@@ -248,7 +275,13 @@ func audienceAccepted(aud, resources, extra []string) (ok, viaResource bool) {
 func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (verifiedToken, error) {
 	h, unverified, signed, ok := splitToken(token)
 	if !ok {
-		return verifiedToken{}, invalid("", ReasonMalformed)
+		if !isOpaqueToken(token) {
+			return verifiedToken{}, invalid("", ReasonMalformed)
+		}
+		if v.opaque == nil {
+			return verifiedToken{}, invalid("", ReasonNotJWT)
+		}
+		return v.opaque.introspect(ctx, token, now)
 	}
 	iss, ok := unverified.str("iss")
 	if !ok {
@@ -261,6 +294,12 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (ver
 		return verifiedToken{}, v.unknownIssuer(iss)
 	}
 	name := p.cfg.Name
+	if p.cfg.IntrospectJWTs {
+		// The provider's word, not its published keys (Okta's org
+		// authorization server publishes none; Keycloak's lightweight
+		// tokens carry their claims only through introspection).
+		return p.introspector.introspect(ctx, token, now)
+	}
 	if !h.typeAccepted() {
 		return verifiedToken{}, invalid(name, ReasonTokenType)
 	}
@@ -338,12 +377,19 @@ func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
 // check runs the claim checks go-oidc does not and maps the claims to an
 // identity.
 func (p *provider) check(c claimSet, now time.Time) (verifiedToken, error) {
+	return p.checkClaims(c, now, true)
+}
+
+// checkClaims checks the claims of a JWT or of an introspection answer
+// (where "exp" is optional: requireExp false) and maps them to an
+// identity.
+func (p *provider) checkClaims(c claimSet, now time.Time, requireExp bool) (verifiedToken, error) {
 	cfg := &p.cfg
 	exp, ok, err := c.time("exp")
-	if err != nil || !ok {
+	if err != nil || (!ok && requireExp) {
 		return verifiedToken{}, invalid(cfg.Name, ReasonMalformed)
 	}
-	if now.Add(-cfg.ClockSkew).After(exp) {
+	if ok && now.Add(-cfg.ClockSkew).After(exp) {
 		return verifiedToken{}, invalid(cfg.Name, ReasonExpired)
 	}
 	for _, name := range []string{"nbf", "iat"} {

@@ -274,7 +274,8 @@ func TestVerifyAccessTokenRefusesBadTokens(t *testing.T) {
 		{"logout token type", func(t *testing.T) string {
 			return b.key.signWith(t, b.claims(nil), tokenOpts{typ: "logout+jwt"})
 		}, nil, ReasonTokenType},
-		{"not a JWT", func(*testing.T) string { return "not-a-token" }, nil, ReasonMalformed},
+		{"not a JWT", func(*testing.T) string { return "not-a-token" }, nil, ReasonNotJWT},
+		{"not a JWT nor a b64token", func(*testing.T) string { return "not a token" }, nil, ReasonMalformed},
 		{"JWS JSON serialization", func(*testing.T) string {
 			return `{"payload":"` + parts[1] + `","protected":"` + parts[0] + `","signature":"` + parts[2] + `"}`
 		}, nil, ReasonMalformed},
@@ -882,4 +883,143 @@ func TestKeySetCacheControl(t *testing.T) {
 	h.Set("Cache-Control", "max-age=40")
 	h.Set("Age", "15")
 	require.Equal(t, 25*time.Second, cacheMaxAge(h))
+}
+
+// Opaque access tokens are checked at the provider's introspection
+// endpoint (RFC 7662), found by discovery, with mcpflow's own client
+// credentials; the answer passes the checks a JWT's claims do, and is
+// remembered until the token's exp at most and IntrospectionCacheTTL
+// (issue 30, point 9).
+func TestIntrospection(t *testing.T) {
+	t.Parallel()
+	withIntrospection := func(p *Provider) {
+		p.IntrospectionClientID, p.IntrospectionClientSecret = introspectID, introspectSecret
+		p.IntrospectionCacheTTL = 30 * time.Second
+		p.ClockSkew = time.Second
+	}
+	b := setup(t, withIntrospection)
+	activeAt := func(b *testBundle, mod func(map[string]any)) map[string]any {
+		a := b.claims(func(c map[string]any) {
+			c["active"] = true
+			c["client_id"] = "mcp-host"
+			c["token_type"] = "Bearer"
+			c["sub"] = "bob"
+		})
+		if mod != nil {
+			mod(a)
+		}
+		return a
+	}
+	active := func(mod func(map[string]any)) map[string]any { return activeAt(b, mod) }
+
+	t.Run("active", func(t *testing.T) {
+		const tok = "opaque-Active_token.1"
+		b.idp.answer(tok, active(nil))
+		hits := b.idp.introspectHits.Load()
+		id, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, "bob", id.UserID)
+		require.Equal(t, []string{"openid", "mcp:tools"}, id.Scopes)
+		require.Empty(t, id.MissingScopes)
+		_, err = b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, hits+1, b.idp.introspectHits.Load(), "the answer is cached")
+		_, err = b.verify(tok, resOther)
+		requireRefused(t, err, ReasonAudience, tok)
+
+		b.idp.answer(tok, map[string]any{"active": false}) // revoked
+		b.clock.Advance(29 * time.Second)
+		_, err = b.verify(tok, resMine)
+		require.NoError(t, err, "within IntrospectionCacheTTL")
+		b.clock.Advance(time.Second)
+		_, err = b.verify(tok, resMine)
+		requireRefused(t, err, ReasonInactive, tok, introspectSecret)
+		require.Equal(t, hits+2, b.idp.introspectHits.Load())
+	})
+
+	t.Run("the cache ends at exp", func(t *testing.T) {
+		const tok = "opaque-short-lived"
+		b.idp.answer(tok, active(func(a map[string]any) { a["exp"] = b.clock.Now().Add(5 * time.Second).Unix() }))
+		_, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		b.clock.Advance(7 * time.Second) // past exp and the skew, within IntrospectionCacheTTL
+		_, err = b.verify(tok, resMine)
+		requireRefused(t, err, ReasonExpired, tok)
+	})
+
+	for _, tc := range []struct {
+		name   string
+		mod    func(map[string]any)
+		reason string
+	}{
+		{"inactive", func(a map[string]any) { clear(a); a["active"] = false }, ReasonInactive},
+		{"a refresh token", func(a map[string]any) { a["token_type"] = "refresh_token" }, ReasonTokenType},
+		{"Hydra's refresh token", func(a map[string]any) { a["token_use"] = "refresh_token" }, ReasonTokenType},
+		{"another issuer", func(a map[string]any) { a["iss"] = "https://elsewhere.example.com" }, ReasonIssuer},
+		{"another audience", func(a map[string]any) { a["aud"] = []string{resOther} }, ReasonAudience},
+		{"no audience", func(a map[string]any) { delete(a, "aud") }, ReasonAudience},
+		{"no user", func(a map[string]any) { delete(a, "sub") }, ReasonUserClaim},
+		{"expired", func(a map[string]any) { a["exp"] = b.clock.Now().Add(-time.Minute).Unix() }, ReasonExpired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := "opaque-" + strings.Map(func(r rune) rune {
+				if r == ' ' || r == '\'' {
+					return '-'
+				}
+				return r
+			}, tc.name)
+			b.idp.answer(tok, active(tc.mod))
+			_, err := b.verify(tok, resMine)
+			requireRefused(t, err, tc.reason, tok, introspectSecret)
+		})
+	}
+
+	t.Run("no exp, no iss", func(t *testing.T) {
+		const tok = "opaque-minimal"
+		b.idp.answer(tok, active(func(a map[string]any) { delete(a, "exp"); delete(a, "iss") }))
+		_, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+	})
+
+	t.Run("wrong credentials", func(t *testing.T) {
+		c := setup(t, func(p *Provider) { withIntrospection(p); p.IntrospectionClientSecret = "wrong-secret-7" })
+		const tok = "opaque-any"
+		c.idp.answer(tok, active(nil))
+		_, err := c.verify(tok, resMine)
+		requireUnavailable(t, err, tok, "wrong-secret-7")
+		require.ErrorContains(t, err, "401 Unauthorized")
+	})
+
+	t.Run("configured endpoint, JWTs introspected", func(t *testing.T) {
+		c := setup(t, func(p *Provider) {
+			withIntrospection(p)
+			p.IntrospectionURL = "http://" + p.Issuer[len("http://"):len(p.Issuer)-len("/realms/test")] + introspectPath
+			p.IntrospectJWTs = true
+		})
+		// Signed with a key the provider does not publish (Okta's org
+		// authorization server), yet active for the provider.
+		tok := rsaKey(3, "org").sign(t, c.claims(nil))
+		c.idp.answer(tok, activeAt(c, nil))
+		id, err := c.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, "bob", id.UserID, "the answer's claims, not the token's")
+		require.EqualValues(t, 0, c.idp.discoveryHits.Load())
+		require.EqualValues(t, 0, c.idp.jwksHits.Load())
+	})
+
+	t.Run("the start log names the client, not the secret", func(t *testing.T) {
+		c := setup(t, withIntrospection)
+		c.v.Start(context.Background())
+		_, _ = c.v.providers[0].keys.refresh(context.Background()) // the background fetch ends
+		require.Contains(t, c.logs.String(), "introspection=discovery introspection_client_id="+introspectID+" introspect_jwts=false")
+		require.NotContains(t, c.logs.String(), introspectSecret)
+	})
+
+	t.Run("one provider only", func(t *testing.T) {
+		_, err := NewVerifier(context.Background(), []Provider{
+			{Name: "a", Issuer: "https://a.example.com", UserPrefix: "a.", IntrospectionClientID: "x", IntrospectionClientSecret: "y"},
+			{Name: "b", Issuer: "https://b.example.com", UserPrefix: "b.", IntrospectionClientID: "x", IntrospectionClientSecret: "y"},
+		}, Options{})
+		require.ErrorContains(t, err, "at most one provider may introspect tokens")
+	})
 }

@@ -33,6 +33,9 @@ func oauthResource(ctx context.Context, cfg *config.Service, log *slog.Logger) (
 			ClockSkew: config.Seconds(p.ClockSkewSeconds), UserClaim: p.UserClaim, UserPrefix: p.UserPrefix, ShareUserIDs: p.ShareUserIDs,
 			RequiredScopes: p.RequiredScopes, AdminScope: p.AdminScope, AdminClaim: p.AdminClaim, AdminValues: p.AdminValues,
 			JWKSMinRefresh: config.Seconds(p.JWKSMinRefreshSeconds), JWKSMaxAge: config.Seconds(p.JWKSMaxAgeSeconds),
+			IntrospectionClientID: p.IntrospectionClientID, IntrospectionClientSecret: p.IntrospectionClientSecret,
+			IntrospectionURL: p.IntrospectionURL, IntrospectJWTs: p.IntrospectJWTs,
+			IntrospectionCacheTTL: config.Seconds(p.IntrospectionCacheSeconds),
 		})
 		issuers = append(issuers, p.Issuer)
 		for _, sc := range append(slices.Clone(p.RequiredScopes), p.AdvertisedScopes...) {

@@ -63,7 +63,9 @@
 // reads as another user's hashed id. Scopes come from "scope" (space
 // delimited) and "scp" (a string or an array); required scopes the token
 // lacks are listed in TokenIdentity.MissingScopes for the caller to answer
-// 403. A token is an admin when it carries the AdminScope, or when its
+// 403. A required (or admin) scope written as a URI with a path
+// ("api://mcpflow/MCP.Use", as Microsoft Entra ID has clients ask for it)
+// is also held as its last segment ("MCP.Use", as Entra writes "scp"). A token is an admin when it carries the AdminScope, or when its
 // AdminClaim (a string or an array of strings; a dotted name reaches into
 // nested objects when no claim has that name) holds one of AdminValues.
 //

@@ -423,18 +423,33 @@ func (p *provider) checkClaims(c claimSet, now time.Time, requireExp bool) (veri
 		Expiry:     exp,
 	}
 	for _, s := range cfg.RequiredScopes {
-		if !slices.Contains(id.Scopes, s) {
+		if !hasScope(id.Scopes, s) {
 			id.MissingScopes = append(id.MissingScopes, s)
 		}
 	}
 	switch {
 	case cfg.AdminScope != "":
-		id.Admin = slices.Contains(id.Scopes, cfg.AdminScope)
+		id.Admin = hasScope(id.Scopes, cfg.AdminScope)
 	case cfg.AdminClaim != "":
 		vals, _ := c.strings(cfg.AdminClaim)
 		id.Admin = slices.ContainsFunc(vals, func(s string) bool { return slices.Contains(cfg.AdminValues, s) })
 	}
 	return verifiedToken{provider: p, identity: id, audiences: aud, scopeClaim: c.has("scope") || c.has("scp")}, nil
+}
+
+// hasScope reports whether scopes hold s. A scope written as a URI with a
+// path ("api://mcpflow/MCP.Use") is also held as its last segment
+// ("MCP.Use"): Microsoft Entra ID has clients ask for the qualified name
+// and puts the short one in "scp" of a token whose audience is that API
+// (the audience is checked on its own).
+func hasScope(scopes []string, s string) bool {
+	if slices.Contains(scopes, s) {
+		return true
+	}
+	if i := strings.LastIndexByte(s, '/'); i > 0 && i < len(s)-1 && strings.Contains(s[:i], "://") {
+		return slices.Contains(scopes, s[i+1:])
+	}
+	return false
 }
 
 // secureRedirect follows a provider's redirect only to where keys may

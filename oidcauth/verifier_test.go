@@ -131,6 +131,23 @@ func TestVerifyAccessTokenMapsIdentity(t *testing.T) {
 		require.NoError(t, err)
 	})
 
+	// Entra ID: the host asks for api://mcpflow/MCP.Use, the token's scp
+	// says MCP.Use.
+	t.Run("a qualified required scope", func(t *testing.T) {
+		b := setup(t, func(p *Provider) {
+			p.RequiredScopes = []string{"api://mcpflow/MCP.Use"}
+			p.AdminScope = "api://mcpflow/MCP.Admin"
+		})
+		id, err := b.verify(b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "scope"); c["scp"] = "MCP.Use MCP.Admin" })), resMine)
+		require.NoError(t, err)
+		require.Empty(t, id.MissingScopes)
+		require.True(t, id.Admin)
+		id, err = b.verify(b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "scope"); c["scp"] = "Use" })), resMine)
+		require.NoError(t, err)
+		require.Equal(t, []string{"api://mcpflow/MCP.Use"}, id.MissingScopes)
+		require.False(t, id.Admin)
+	})
+
 	t.Run("header types", func(t *testing.T) {
 		for _, typ := range []string{"", "JWT", "at+jwt", "application/at+jwt", "AT+JWT"} {
 			tok := b.key.signWith(t, b.claims(nil), tokenOpts{typ: typ})

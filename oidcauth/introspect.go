@@ -27,7 +27,6 @@ const DefaultIntrospectionCacheTTL = time.Minute
 type introspector struct {
 	p        *provider
 	client   *http.Client
-	base     context.Context
 	clientID string
 	secret   string
 

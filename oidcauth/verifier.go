@@ -188,7 +188,7 @@ func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
 		}),
 	}
 	if cfg.IntrospectionClientID != "" {
-		p.introspector = &introspector{p: p, client: opts.HTTPClient, base: context.WithoutCancel(ctx),
+		p.introspector = &introspector{p: p, client: opts.HTTPClient,
 			clientID: cfg.IntrospectionClientID, secret: cfg.IntrospectionClientSecret, url: cfg.IntrospectionURL}
 	}
 	return p

@@ -42,7 +42,8 @@
 // too instead of being checked with keys. The answer must be active; its
 // "iss" (when present) is the issuer; an answer about a refresh token
 // ("token_type", or "token_use" other than access_token) is the wrong token
-// type; then its claims pass the checks above ("exp" optional). It is
+// type (so is Keycloak's "typ" other than Bearer); then its claims pass
+// the checks above ("exp" optional). It is
 // cached until "exp" and at most IntrospectionCacheTTL (default 1 minute).
 // An endpoint that fails or answers other than 200 with a JSON object
 // makes the token unavailable (503). Without introspection, an opaque

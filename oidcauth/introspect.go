@@ -42,7 +42,7 @@ var errIntrospection = errors.New("introspection failed")
 // claims of a JWT are checked: issuer (when named), exp, nbf and iat with
 // the clock skew, the user claim, the audience (later, per request) and
 // the scopes. It refuses answers about another kind of token (a refresh
-// token). The token goes to no one but the provider's endpoint.
+// token: "token_type", Hydra's "token_use", Keycloak's "typ"). The token goes to no one but the provider's endpoint.
 func (in *introspector) introspect(ctx context.Context, token string, now time.Time) (verifiedToken, error) {
 	name := in.p.cfg.Name
 	endpoint, err := in.endpoint(ctx)
@@ -94,6 +94,10 @@ func (in *introspector) introspect(ctx context.Context, token string, now time.T
 		return verifiedToken{}, invalid(name, ReasonTokenType)
 	}
 	if use, ok := c.str("token_use"); ok && use != "access_token" {
+		return verifiedToken{}, invalid(name, ReasonTokenType)
+	}
+	// Keycloak names the kind in "typ": Bearer, Refresh, ID, Offline.
+	if typ, ok := c.str("typ"); ok && !strings.EqualFold(typ, "Bearer") {
 		return verifiedToken{}, invalid(name, ReasonTokenType)
 	}
 	tok, err := in.p.checkClaims(c, now, false)

@@ -972,6 +972,7 @@ func TestIntrospection(t *testing.T) {
 		{"inactive", func(a map[string]any) { clear(a); a["active"] = false }, ReasonInactive},
 		{"a refresh token", func(a map[string]any) { a["token_type"] = "refresh_token" }, ReasonTokenType},
 		{"Hydra's refresh token", func(a map[string]any) { a["token_use"] = "refresh_token" }, ReasonTokenType},
+		{"Keycloak's refresh token", func(a map[string]any) { a["typ"] = "Refresh" }, ReasonTokenType},
 		{"another issuer", func(a map[string]any) { a["iss"] = "https://elsewhere.example.com" }, ReasonIssuer},
 		{"another audience", func(a map[string]any) { a["aud"] = []string{resOther} }, ReasonAudience},
 		{"no audience", func(a map[string]any) { delete(a, "aud") }, ReasonAudience},
@@ -991,9 +992,9 @@ func TestIntrospection(t *testing.T) {
 		})
 	}
 
-	t.Run("no exp, no iss", func(t *testing.T) {
+	t.Run("no exp, no iss; Keycloak's typ", func(t *testing.T) {
 		const tok = "opaque-minimal"
-		b.idp.answer(tok, active(func(a map[string]any) { delete(a, "exp"); delete(a, "iss") }))
+		b.idp.answer(tok, active(func(a map[string]any) { delete(a, "exp"); delete(a, "iss"); a["typ"] = "Bearer" }))
 		_, err := b.verify(tok, resMine)
 		require.NoError(t, err)
 	})

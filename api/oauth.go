@@ -26,8 +26,11 @@ type OAuthResource struct {
 	PublicURL string
 	// AuthorizationServers are the issuers of the identity providers.
 	AuthorizationServers []string
-	// Scopes are the scopes every token needs (the providers' required
-	// scopes), advertised in the metadata and the 401 challenge.
+	// Scopes are advertised in the metadata's scopes_supported and the
+	// challenges' scope: the providers' required scopes, which every token
+	// needs, and their advertised scopes (e.g. offline_access), which
+	// none needs. A host asks for the challenge's scope (MCP scope
+	// selection), so an advertised scope must be there too to be asked for.
 	Scopes []string
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/url"
@@ -324,11 +325,23 @@ type OIDCProvider struct {
 	UserClaim string `yaml:"user_claim"`
 	// UserPrefix is put before every user id of this provider, so two
 	// providers (or a provider and a static user) cannot share an id.
-	// Default empty.
+	// Default empty. Unless ShareUserIDs is set, it must not start
+	// another provider's prefix (nor be one's start: "" starts every
+	// prefix), and no static user id may start with it.
 	UserPrefix string `yaml:"user_prefix"`
+	// ShareUserIDs lets the ids of this provider's users be those of
+	// other providers' users or of static users (a user "alice" of each
+	// is then one user: threads, tasks, sessions). A pair of providers
+	// shares ids only when both set it. Default false.
+	ShareUserIDs bool `yaml:"share_user_ids"`
 	// RequiredScopes must all be in a token (403 insufficient_scope
 	// otherwise). Default empty.
 	RequiredScopes []string `yaml:"required_scopes"`
+	// AdvertisedScopes are named to hosts besides RequiredScopes (in the
+	// Protected Resource Metadata's scopes_supported and the challenges'
+	// scope), so that they ask for them, but no token needs them: e.g.
+	// offline_access, for a refresh token. Default empty.
+	AdvertisedScopes []string `yaml:"advertised_scopes"`
 	// AdminScope makes a token with this scope an admin's; or AdminClaim
 	// (a string or list claim such as "groups" or "roles") holding one of
 	// AdminValues. Default: no admins from this provider.
@@ -338,6 +351,31 @@ type OIDCProvider struct {
 	// JWKSMinRefreshSeconds: a token with an unknown key id refetches the
 	// keys at most this often, 1..3600; 0 means the default, 10.
 	JWKSMinRefreshSeconds int `yaml:"jwks_min_refresh_seconds"`
+	// JWKSMaxAgeSeconds is the longest the keys are used before they are
+	// fetched again (the key set's Cache-Control max-age when shorter, but
+	// not under jwks_min_refresh_seconds), 1..86400; 0 means the default,
+	// 300. A key the provider withdraws stops verifying tokens (cached
+	// ones too) within this long.
+	JWKSMaxAgeSeconds int `yaml:"jwks_max_age_seconds"`
+	// IntrospectionClientID and IntrospectionClientSecret are mcpflow's
+	// credentials at the provider's token introspection endpoint (RFC
+	// 7662, HTTP Basic): with them, access tokens that are not JWTs are
+	// checked there. At most one provider may have them (an opaque token
+	// does not say whose it is). The secret is never logged nor shown.
+	// Default empty: opaque tokens are refused.
+	IntrospectionClientID     string `yaml:"introspection_client_id"`
+	IntrospectionClientSecret string `yaml:"introspection_client_secret"`
+	// IntrospectionURL is the introspection endpoint. Default: the
+	// discovery document's introspection_endpoint.
+	IntrospectionURL string `yaml:"introspection_url"`
+	// IntrospectJWTs checks this provider's JWTs by introspection too
+	// rather than with its keys (Keycloak's lightweight access tokens,
+	// Okta's org authorization server). Default false.
+	IntrospectJWTs bool `yaml:"introspect_jwts"`
+	// IntrospectionCacheSeconds is the longest an active answer is reused
+	// (never past the token's exp; a token revoked at the provider is
+	// still accepted that long), 1..3600; 0 means the default, 60.
+	IntrospectionCacheSeconds int `yaml:"introspection_cache_seconds"`
 }
 
 // User is one API user. Exactly one of Token and TokenSHA256 is set.
@@ -979,6 +1017,7 @@ func (s *Service) validateOIDC(v validator) error {
 		return v.fail("auth.oidc", "needs server.public_url: it is mcpflow's resource URI, the audience identity providers' tokens must carry")
 	}
 	names := map[string]int{}
+	introspecting := map[bool]int{}
 	for i, p := range s.Auth.OIDC {
 		path := fmt.Sprintf("auth.oidc[%d]", i)
 		if !providerNamePattern.MatchString(p.Name) {
@@ -1012,15 +1051,39 @@ func (s *Service) validateOIDC(v validator) error {
 		if p.JWKSMinRefreshSeconds < 0 || p.JWKSMinRefreshSeconds > 3600 {
 			return v.fail(path+".jwks_min_refresh_seconds", "must be between 1 and 3600, or 0 for the default of 10 (got %d)", p.JWKSMinRefreshSeconds)
 		}
+		if p.JWKSMaxAgeSeconds < 0 || p.JWKSMaxAgeSeconds > 86400 {
+			return v.fail(path+".jwks_max_age_seconds", "must be between 1 and 86400, or 0 for the default of 300 (got %d)", p.JWKSMaxAgeSeconds)
+		}
+		if minRefresh, maxAge := cmp.Or(p.JWKSMinRefreshSeconds, 10), cmp.Or(p.JWKSMaxAgeSeconds, 300); maxAge < minRefresh {
+			return v.fail(path+".jwks_max_age_seconds", "must be at least jwks_min_refresh_seconds (%d) (got %d)", minRefresh, maxAge)
+		}
+		if err := validateIntrospection(v, path, p); err != nil {
+			return err
+		}
+		if p.IntrospectionClientID != "" {
+			if prev, dup := introspecting[true]; dup {
+				return v.fail(path+".introspection_client_id", "introspection is configured for auth.oidc[%d] too: at most one provider may introspect tokens, since an opaque token does not say whose it is", prev)
+			}
+			introspecting[true] = i
+		}
 		if p.UserClaim != "" && strings.TrimSpace(p.UserClaim) == "" {
 			return v.fail(path+".user_claim", "must not be blank")
 		}
 		if p.UserPrefix != "" && (!providerNamePattern.MatchString(p.UserPrefix) || len(p.UserPrefix) > 30 || p.UserPrefix[0] == '.') {
 			return v.fail(path+".user_prefix", "must be 1 to 30 characters from A-Z a-z 0-9 . _ -, not starting with \".\" (got %q)", p.UserPrefix)
 		}
+		if len(p.Audiences) > 0 && len(p.RequiredScopes) == 0 {
+			return v.fail(path+".audiences", "need required_scopes: an audience that is a client id is also the audience of that client's ID tokens, "+
+				"and only a required scope tells an access token from one (name the scope your hosts ask for, e.g. required_scopes: [mcp:tools])")
+		}
 		for j, sc := range p.RequiredScopes {
 			if sc == "" || strings.ContainsAny(sc, " \"\\") {
 				return v.fail(fmt.Sprintf("%s.required_scopes[%d]", path, j), "must be one scope: no spaces or quotes (got %q)", sc)
+			}
+		}
+		for j, sc := range p.AdvertisedScopes {
+			if sc == "" || strings.ContainsAny(sc, " \"\\") {
+				return v.fail(fmt.Sprintf("%s.advertised_scopes[%d]", path, j), "must be one scope: no spaces or quotes (got %q)", sc)
 			}
 		}
 		if p.AdminScope != "" && strings.ContainsAny(p.AdminScope, " \"\\") {
@@ -1033,6 +1096,59 @@ func (s *Service) validateOIDC(v validator) error {
 			return v.fail(path+".admin_values", "must list the values of admin_claim that make an admin")
 		case p.AdminClaim == "" && len(p.AdminValues) > 0:
 			return v.fail(path+".admin_claim", "must name the claim admin_values are looked up in")
+		}
+	}
+	return s.validateUserIDSpaces(v)
+}
+
+// validateIntrospection checks the introspection keys of provider p at
+// path. No message quotes the secret.
+func validateIntrospection(v validator, path string, p OIDCProvider) error {
+	switch {
+	case p.IntrospectionClientID != "" && p.IntrospectionClientSecret == "":
+		return v.fail(path+".introspection_client_secret", "must be set with introspection_client_id")
+	case p.IntrospectionClientID == "" && p.IntrospectionClientSecret != "":
+		return v.fail(path+".introspection_client_id", "must be set with introspection_client_secret")
+	case p.IntrospectionClientID == "" && p.IntrospectionURL != "":
+		return v.fail(path+".introspection_url", "needs introspection_client_id and introspection_client_secret")
+	case p.IntrospectionClientID == "" && p.IntrospectJWTs:
+		return v.fail(path+".introspect_jwts", "needs introspection_client_id and introspection_client_secret")
+	case p.IntrospectionCacheSeconds < 0 || p.IntrospectionCacheSeconds > 3600:
+		return v.fail(path+".introspection_cache_seconds", "must be between 1 and 3600, or 0 for the default of 60 (got %d)", p.IntrospectionCacheSeconds)
+	}
+	if p.IntrospectionURL != "" {
+		if u, err := url.Parse(p.IntrospectionURL); err != nil || !u.IsAbs() || u.Host == "" || u.User != nil || !mcpflow.SecureURL(p.IntrospectionURL) {
+			return v.fail(path+".introspection_url", "must be an https URL (http only for a loopback host) (got %q)", p.IntrospectionURL)
+		}
+	}
+	return nil
+}
+
+// validateUserIDSpaces refuses providers whose users could get the same id
+// as another provider's or a static user's, unless share_user_ids says
+// that is meant: a user id is user_prefix + the claim's value, so a
+// prefix that starts another provider's prefix ("" starts every one), or
+// that a static user id starts with, lets two people be one user.
+func (s *Service) validateUserIDSpaces(v validator) error {
+	for i, p := range s.Auth.OIDC {
+		path := fmt.Sprintf("auth.oidc[%d]", i)
+		for j, q := range s.Auth.OIDC {
+			if i == j || !strings.HasPrefix(q.UserPrefix, p.UserPrefix) || (p.ShareUserIDs && q.ShareUserIDs) || (i < j && p.UserPrefix == q.UserPrefix) {
+				continue
+			}
+			return v.fail(path+".user_prefix", "%q lets its users have the ids of auth.oidc[%d] (%q, user_prefix %q): a user %q there is user %q here; "+
+				"give each provider a user_prefix that does not start another's (e.g. %q), or set share_user_ids: true on both if they are one user space",
+				p.UserPrefix, j, q.Name, q.UserPrefix, "x", strings.TrimPrefix(q.UserPrefix, p.UserPrefix)+"x", p.Name+".")
+		}
+		if p.ShareUserIDs {
+			continue
+		}
+		for j, u := range s.Auth.Users {
+			if strings.HasPrefix(u.ID, p.UserPrefix) {
+				return v.fail(path+".user_prefix", "%q lets a user of provider %q have the id of static user %q (auth.users[%d]): they would be one user; "+
+					"give the provider a user_prefix no static user id starts with (e.g. %q), or set share_user_ids: true if that is meant",
+					p.UserPrefix, p.Name, u.ID, j, p.Name+".")
+			}
 		}
 	}
 	return nil

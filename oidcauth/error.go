@@ -10,15 +10,17 @@ import (
 // mcpflow.ErrInvalidToken. They name the check that failed, never a value
 // taken from the token.
 const (
-	ReasonMalformed   = "malformed"     // not a compact JWS with JSON header and claims, or a claim of the wrong type
-	ReasonTokenType   = "token type"    // header "typ" is not JWT, at+jwt or application/at+jwt, or the token is an ID token
-	ReasonAlgorithm   = "algorithm"     // header "alg" is not one of the provider's algorithms
-	ReasonIssuer      = "issuer"        // "iss" names no configured provider
-	ReasonSignature   = "signature"     // no key of the provider verifies the signature
-	ReasonExpired     = "expired"       // "exp" is past by more than the clock skew
-	ReasonNotYetValid = "not yet valid" // "nbf" or "iat" is ahead by more than the clock skew
-	ReasonAudience    = "audience"      // "aud" names none of the request's resources nor the provider's audiences
-	ReasonUserClaim   = "user claim"    // the user claim is missing, empty or not a string
+	ReasonMalformed   = "malformed"                                 // not a compact JWS with JSON header and claims, or a claim of the wrong type
+	ReasonTokenType   = "token type"                                // header "typ" is not JWT, at+jwt or application/at+jwt, or the token is an ID token
+	ReasonAlgorithm   = "algorithm"                                 // header "alg" is not one of the provider's algorithms
+	ReasonIssuer      = "issuer"                                    // "iss" names no configured provider
+	ReasonSignature   = "signature"                                 // no key of the provider verifies the signature
+	ReasonExpired     = "expired"                                   // "exp" is past by more than the clock skew
+	ReasonNotYetValid = "not yet valid"                             // "nbf" or "iat" is ahead by more than the clock skew
+	ReasonAudience    = "audience"                                  // "aud" names none of the request's resources nor the provider's audiences
+	ReasonUserClaim   = "user claim"                                // the user claim is missing, empty or not a string
+	ReasonNotJWT      = "not a JWT and no introspection configured" // an opaque token, and no provider introspects
+	ReasonInactive    = "inactive"                                  // the provider's introspection endpoint says the token is not active
 )
 
 // Error is a refused or unchecked token. It wraps mcpflow.ErrInvalidToken
@@ -34,6 +36,10 @@ type Error struct {
 	// Cause is why the provider is unavailable (unavailable only): a
 	// network error or a bad answer of the identity provider.
 	Cause error
+	// Detail says more of an invalid token for the operator, never a
+	// secret: for ReasonIssuer, the token's issuer and the configured
+	// ones.
+	Detail string
 
 	sentinel error
 }
@@ -55,10 +61,14 @@ func (e *Error) Error() string {
 		}
 		return fmt.Sprintf("%v: provider %s: %v", e.sentinel, e.Provider, e.Cause)
 	}
-	if e.Provider == "" {
-		return fmt.Sprintf("%v: %s", e.sentinel, e.Reason)
+	msg := fmt.Sprintf("%v: %s", e.sentinel, e.Reason)
+	if e.Provider != "" {
+		msg += " (provider " + e.Provider + ")"
 	}
-	return fmt.Sprintf("%v: %s (provider %s)", e.sentinel, e.Reason, e.Provider)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
 }
 
 // Unwrap returns mcpflow.ErrInvalidToken or

@@ -33,10 +33,16 @@ type testIdP struct {
 	issuer string
 	srv    *httptest.Server
 
-	mu        sync.Mutex
-	published []jose.JSONWebKey
-	docIssuer string // the issuer the discovery document names
-	docJWKS   string // the jwks_uri it names ("": its own)
+	mu           sync.Mutex
+	published    []jose.JSONWebKey
+	docIssuer    string // the issuer the discovery document names
+	docJWKS      string // the jwks_uri it names ("": its own)
+	cacheControl string // the key set's Cache-Control ("": none)
+	// introspection answers by token, for the client introspectID with
+	// introspectSecret; an unknown token is inactive.
+	introspection map[string]map[string]any
+
+	introspectHits atomic.Int64
 
 	discoveryHits atomic.Int64
 	jwksHits      atomic.Int64
@@ -76,7 +82,8 @@ func (i *testIdP) start() {
 			jwks = i.jwksURL()
 		}
 		doc := map[string]any{"issuer": i.docIssuer, "jwks_uri": jwks,
-			"id_token_signing_alg_values_supported": []string{"RS256"}}
+			"id_token_signing_alg_values_supported": []string{"RS256"},
+			"introspection_endpoint":                "http://" + i.addr + introspectPath}
 		i.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(doc)
@@ -85,9 +92,33 @@ func (i *testIdP) start() {
 		i.jwksHits.Add(1)
 		i.mu.Lock()
 		set := jose.JSONWebKeySet{Keys: i.published}
+		if i.cacheControl != "" {
+			w.Header().Set("Cache-Control", i.cacheControl)
+		}
 		i.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(set)
+	})
+	mux.HandleFunc("POST "+introspectPath, func(w http.ResponseWriter, r *http.Request) {
+		i.introspectHits.Add(1)
+		id, secret, ok := r.BasicAuth()
+		if !ok || id != introspectID || secret != introspectSecret {
+			w.Header().Set("WWW-Authenticate", `Basic realm="introspection"`)
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		if r.PostFormValue("token_type_hint") != "access_token" {
+			http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
+			return
+		}
+		i.mu.Lock()
+		answer, known := i.introspection[r.PostFormValue("token")]
+		i.mu.Unlock()
+		if !known {
+			answer = map[string]any{"active": false}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(answer)
 	})
 	srv := httptest.NewUnstartedServer(mux)
 	_ = srv.Listener.Close()
@@ -95,6 +126,24 @@ func (i *testIdP) start() {
 	srv.Start()
 	i.srv = srv
 	i.t.Cleanup(srv.Close)
+}
+
+// The introspection endpoint and the credentials it accepts (client ids
+// and secrets are form-encoded in HTTP Basic: these need no encoding).
+const (
+	introspectPath   = "/realms/test/protocol/openid-connect/token/introspect"
+	introspectID     = "mcpflow-rs"
+	introspectSecret = "s3cret-introspection-9d2e"
+)
+
+// answer makes the introspection endpoint answer this for token.
+func (i *testIdP) answer(token string, answer map[string]any) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.introspection == nil {
+		i.introspection = map[string]map[string]any{}
+	}
+	i.introspection[token] = answer
 }
 
 // stop takes the identity provider down.

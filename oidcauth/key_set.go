@@ -2,6 +2,7 @@ package oidcauth
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,13 +48,16 @@ type keySet struct {
 	now        func() time.Time
 	log        *slog.Logger
 	minRefresh time.Duration
+	maxAge     time.Duration
 	retry      time.Duration
 
 	mu        sync.Mutex
 	jwksURL   string // configured, or found by discovery
 	keys      []jose.JSONWebKey
-	attempted time.Time // end of the last fetch, zero before the first
-	err       error     // the last fetch's error, nil after a success
+	thumbs    map[string]bool // the keys' JWK thumbprints (keyRef)
+	expires   time.Time       // when keys go stale, zero before the first fetch
+	attempted time.Time       // end of the last fetch, zero before the first
+	err       error           // the last fetch's error, nil after a success
 	inflight  *fetch
 }
 
@@ -64,6 +69,12 @@ type fetch struct {
 	err  error
 }
 
+// fetched is what one fetch of the key set read.
+type fetched struct {
+	keys   []jose.JSONWebKey
+	maxAge time.Duration // Cache-Control max-age less Age; -1 without
+}
+
 // stateKey carries a *verifyState through go-oidc's Verify to
 // VerifySignature: go-oidc flattens the key set's error into text, so the
 // outcome travels here instead.
@@ -71,9 +82,10 @@ type stateKey struct{}
 
 // verifyState is what VerifySignature learned about one token.
 type verifyState struct {
-	verified    bool  // the signature verified
-	signature   bool  // the signature was refused
-	unavailable error // the key set could not be fetched
+	verified    bool   // the signature verified
+	key         string // then: the thumbprint of the key that verified it
+	signature   bool   // the signature was refused
+	unavailable error  // the key set could not be fetched
 }
 
 // VerifySignature implements oidc.KeySet: it verifies jwt's signature
@@ -92,9 +104,9 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 		return nil, errors.New("want exactly one signature")
 	}
 	h := jws.Signatures[0].Header
-	keys := k.cached()
-	if payload, ok := verifyWith(jws, keys, h); ok {
-		st.verified = true
+	keys := k.fresh(ctx)
+	if payload, key, ok := verifyWith(jws, keys, h); ok {
+		st.verified, st.key = true, keyRef(key)
 		return payload, nil
 	}
 	if h.KeyID != "" && holdsKeyID(keys, h.KeyID) {
@@ -104,8 +116,8 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 		return nil, errUnknownKey
 	}
 	keys, err = k.refresh(ctx)
-	if payload, ok := verifyWith(jws, keys, h); ok {
-		st.verified = true
+	if payload, key, ok := verifyWith(jws, keys, h); ok {
+		st.verified, st.key = true, keyRef(key)
 		return payload, nil
 	}
 	if err != nil {
@@ -118,7 +130,7 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 
 // verifyWith tries the keys usable for h: its key id (any key when it
 // names none), a signing key of a type and algorithm that fit h's.
-func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, h jose.Header) ([]byte, bool) {
+func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, h jose.Header) ([]byte, *jose.JSONWebKey, bool) {
 	for i := range keys {
 		key := &keys[i]
 		if h.KeyID != "" && key.KeyID != h.KeyID {
@@ -131,10 +143,54 @@ func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, h jose.Heade
 			continue
 		}
 		if payload, err := jws.Verify(key); err == nil {
-			return payload, true
+			return payload, key, true
 		}
 	}
-	return nil, false
+	return nil, nil, false
+}
+
+// keyRef names a key by its RFC 7638 thumbprint (its key id can be
+// reused for another key).
+func keyRef(key *jose.JSONWebKey) string {
+	tp, err := key.Thumbprint(crypto.SHA256)
+	if err != nil { // a key go-jose parsed always has one
+		return "kid:" + key.KeyID
+	}
+	return string(tp)
+}
+
+// fresh returns the keys to verify with: the held ones until they go stale
+// (maxAge, or the key set's Cache-Control max-age bounded by minRefresh
+// and maxAge, after the fetch that read them), then the key set fetched
+// again, so that a key the provider withdrew is not trusted for longer.
+// The caller waits for that fetch while the provider answered the last
+// one; while it fails, the held keys are used and fetches are retried in
+// the background (at most once per retry).
+func (k *keySet) fresh(ctx context.Context) []jose.JSONWebKey {
+	k.mu.Lock()
+	keys := k.keys
+	stale := !k.expires.IsZero() && !k.now().Before(k.expires)
+	failing := k.err != nil
+	k.mu.Unlock()
+	switch {
+	case !stale:
+		return keys
+	case failing:
+		k.start()
+		return keys
+	}
+	keys, _ = k.refresh(ctx)
+	return keys
+}
+
+// trusted reports whether the key named by ref (keyRef) is in the key set,
+// fetched again first when stale: a verification remembered for a token
+// signed by a key that left the set must not outlive it.
+func (k *keySet) trusted(ctx context.Context, ref string) bool {
+	k.fresh(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.thumbs[ref]
 }
 
 func holdsKeyID(keys []jose.JSONWebKey, kid string) bool {
@@ -157,25 +213,12 @@ func (k *keySet) cached() []jose.JSONWebKey {
 // in progress. The fetch runs on its own so a canceled verification does
 // not fail it for the others.
 func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
-	k.mu.Lock()
-	f := k.inflight
+	f := k.start()
 	if f == nil {
-		if !k.attempted.IsZero() {
-			wait := k.minRefresh
-			if k.err != nil {
-				wait = k.retry
-			}
-			if k.now().Sub(k.attempted) < wait {
-				keys, err := k.keys, k.err
-				k.mu.Unlock()
-				return keys, err
-			}
-		}
-		f = &fetch{done: make(chan struct{})}
-		k.inflight = f
-		go k.run(f)
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		return k.keys, k.err
 	}
-	k.mu.Unlock()
 	select {
 	case <-f.done:
 		return f.keys, f.err
@@ -184,28 +227,68 @@ func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 	}
 }
 
+// start starts a fetch, or returns the one in progress; nil when the last
+// attempt is too recent (minRefresh after a success, retry after a
+// failure).
+func (k *keySet) start() *fetch {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.inflight != nil {
+		return k.inflight
+	}
+	if !k.attempted.IsZero() {
+		wait := k.minRefresh
+		if k.err != nil {
+			wait = k.retry
+		}
+		if k.now().Sub(k.attempted) < wait {
+			return nil
+		}
+	}
+	f := &fetch{done: make(chan struct{})}
+	k.inflight = f
+	go k.run(f)
+	return f
+}
+
 // run performs f and records its outcome.
 func (k *keySet) run(f *fetch) {
 	ctx, cancel := context.WithTimeout(k.base, fetchTimeout)
 	defer cancel()
-	keys, err := k.fetch(ctx)
+	got, err := k.fetch(ctx)
 
 	k.mu.Lock()
 	failing := k.err != nil
 	k.attempted = k.now()
 	k.err = err
+	var keys []jose.JSONWebKey
+	var fresh time.Duration
 	if err == nil {
+		keys = got.keys
 		k.keys = keys
+		k.thumbs = make(map[string]bool, len(keys))
+		for i := range keys {
+			k.thumbs[keyRef(&keys[i])] = true
+		}
+		fresh = k.maxAge
+		if got.maxAge >= 0 {
+			fresh = max(k.minRefresh, min(got.maxAge, k.maxAge))
+		}
+		k.expires = k.attempted.Add(fresh)
 	} else {
 		keys = k.keys
 	}
 	k.inflight = nil
 	k.mu.Unlock()
 
-	f.keys, f.err = keys, err
-	close(f.done)
-
+	// Logged before the waiters wake, so that what they do next comes
+	// after it in the log.
+	var mismatch *issuerMismatch
 	switch {
+	case errors.As(err, &mismatch) && !failing:
+		k.log.LogAttrs(ctx, slog.LevelError, "identity provider misconfigured: its discovery document names another issuer; every token of it is refused",
+			slog.String("provider", k.name), slog.String("configured_issuer", mismatch.configured),
+			slog.String("discovered_issuer", mismatch.discovered), slog.String("error", err.Error()))
 	case err != nil && !failing:
 		k.log.LogAttrs(ctx, slog.LevelWarn, "identity provider keys cannot be fetched",
 			slog.String("provider", k.name), slog.String("error", err.Error()))
@@ -214,20 +297,22 @@ func (k *keySet) run(f *fetch) {
 			slog.String("provider", k.name), slog.Int("keys", len(keys)))
 	case err == nil:
 		k.log.LogAttrs(ctx, slog.LevelDebug, "identity provider keys fetched",
-			slog.String("provider", k.name), slog.Int("keys", len(keys)))
+			slog.String("provider", k.name), slog.Int("keys", len(keys)), slog.Duration("fresh_for", fresh))
 	}
+	f.keys, f.err = keys, err
+	close(f.done)
 }
 
 // fetch reads the key set, running discovery first when its URL is not
 // known yet.
-func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+func (k *keySet) fetch(ctx context.Context) (fetched, error) {
 	k.mu.Lock()
 	u := k.jwksURL
 	k.mu.Unlock()
 	if u == "" {
 		var err error
 		if u, err = k.discover(ctx); err != nil {
-			return nil, err
+			return fetched{}, err
 		}
 		k.mu.Lock()
 		k.jwksURL = u
@@ -236,8 +321,9 @@ func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 	var doc struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
-	if err := getJSON(ctx, k.client, u, &doc); err != nil {
-		return nil, fmt.Errorf("fetch key set: %w", err)
+	header, err := getJSONHeader(ctx, k.client, u, &doc)
+	if err != nil {
+		return fetched{}, fmt.Errorf("fetch key set: %w", err)
 	}
 	var keys []jose.JSONWebKey
 	for _, raw := range doc.Keys {
@@ -253,9 +339,35 @@ func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 		}
 	}
 	if len(keys) == 0 {
-		return nil, errors.New("fetch key set: no usable signing key")
+		return fetched{}, errors.New("fetch key set: no usable signing key")
 	}
-	return keys, nil
+	return fetched{keys: keys, maxAge: cacheMaxAge(header)}, nil
+}
+
+// cacheMaxAge is how long a response may be used by its Cache-Control
+// max-age, less its Age (RFC 9111); 0 for no-store or no-cache, -1 when
+// it says nothing.
+func cacheMaxAge(h http.Header) time.Duration {
+	maxAge := time.Duration(-1)
+	for _, v := range h.Values("Cache-Control") {
+		for _, d := range strings.Split(v, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(d), "=")
+			switch strings.ToLower(name) {
+			case "no-store", "no-cache":
+				return 0
+			case "max-age":
+				if n, err := strconv.ParseInt(strings.Trim(val, `"`), 10, 64); err == nil && n >= 0 && n < 1<<31 {
+					maxAge = time.Duration(n) * time.Second
+				}
+			}
+		}
+	}
+	if maxAge > 0 {
+		if age, err := strconv.ParseInt(h.Get("Age"), 10, 64); err == nil && age > 0 && age < 1<<31 {
+			maxAge = max(0, maxAge-time.Duration(age)*time.Second)
+		}
+	}
+	return maxAge
 }
 
 // discover reads the issuer's OpenID discovery document and returns its
@@ -270,7 +382,7 @@ func (k *keySet) discover(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("discovery: %w", err)
 	}
 	if doc.Issuer != k.issuer {
-		return "", fmt.Errorf("discovery: the document names issuer %q, not %q", doc.Issuer, k.issuer)
+		return "", &issuerMismatch{configured: k.issuer, discovered: doc.Issuer}
 	}
 	if err := checkURL(doc.JWKSURI); err != nil {
 		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
@@ -278,31 +390,61 @@ func (k *keySet) discover(ctx context.Context) (string, error) {
 	return doc.JWKSURI, nil
 }
 
+// issuerMismatch is a discovery document naming another issuer than the
+// configured one: a misconfiguration (often a trailing slash) that refuses
+// every token of the provider.
+type issuerMismatch struct {
+	configured, discovered string
+}
+
+func (e *issuerMismatch) Error() string {
+	return fmt.Sprintf("discovery: the document names issuer %q, but the configured issuer is %q%s", e.discovered, e.configured, issuerHint(e.configured, e.discovered))
+}
+
+// issuerHint says how two issuers that should be one differ, when they
+// differ only by a trailing slash or case ("" otherwise).
+func issuerHint(configured, other string) string {
+	switch {
+	case strings.TrimSuffix(configured, "/") == strings.TrimSuffix(other, "/"):
+		return " (only a trailing slash differs: write the issuer exactly as the provider does)"
+	case strings.EqualFold(configured, other):
+		return " (only the case differs: write the issuer exactly as the provider does)"
+	}
+	return ""
+}
+
 // getJSON reads the JSON document at u into v.
 func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
+	_, err := getJSONHeader(ctx, client, u, v)
+	return err
+}
+
+// getJSONHeader reads the JSON document at u into v and returns the
+// response's header.
+func getJSONHeader(ctx context.Context, client *http.Client, u string, v any) (http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDocumentBytes))
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes+1))
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
+		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
 	if len(body) > maxDocumentBytes {
-		return fmt.Errorf("GET %s: document larger than %d bytes", u, maxDocumentBytes)
+		return nil, fmt.Errorf("GET %s: document larger than %d bytes", u, maxDocumentBytes)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("GET %s: decode: %w", u, err)
+		return nil, fmt.Errorf("GET %s: decode: %w", u, err)
 	}
-	return nil
+	return resp.Header, nil
 }

@@ -16,6 +16,7 @@ const (
 	DefaultClockSkew      = 60 * time.Second
 	DefaultUserClaim      = "sub"
 	DefaultJWKSMinRefresh = 10 * time.Second
+	DefaultJWKSMaxAge     = 5 * time.Minute
 	// MaxClockSkew is the largest ClockSkew accepted.
 	MaxClockSkew = 5 * time.Minute
 )
@@ -39,6 +40,9 @@ type Provider struct {
 	JWKSURL string
 	// Audiences are accepted in "aud" besides the request's resource URIs
 	// (e.g. "api://mcpflow" for providers that cannot put a URL in "aud").
+	// They need RequiredScopes, and a token accepted through one of them
+	// (not through a resource URI) must have a "scope" or "scp" claim:
+	// an ID token, whose audience is a client id, has neither.
 	Audiences []string
 	// Algorithms are the JWS algorithms accepted (default
 	// DefaultAlgorithms). HS* and "none" are refused.
@@ -51,6 +55,10 @@ type Provider struct {
 	// UserPrefix is prepended to the user claim's value to form the user
 	// id (a namespace per issuer, e.g. "kc.").
 	UserPrefix string
+	// ShareUserIDs lets this provider's user ids be another's: NewVerifier
+	// refuses two providers one of whose UserPrefix starts the other's
+	// ("" starts every prefix) unless both set it.
+	ShareUserIDs bool
 	// RequiredScopes are scopes every token needs; a valid token lacking
 	// any lists them in TokenIdentity.MissingScopes.
 	RequiredScopes []string
@@ -68,7 +76,36 @@ type Provider struct {
 	// most this often, so tokens with made-up key ids cannot make mcpflow
 	// hammer the identity provider.
 	JWKSMinRefresh time.Duration
+	// JWKSMaxAge is the longest the key set is used before it is fetched
+	// again (default 5 minutes): the key set's Cache-Control max-age,
+	// bounded by JWKSMinRefresh and JWKSMaxAge, or JWKSMaxAge when it
+	// names none. It bounds how long a key the provider withdrew (a
+	// compromised key) still verifies tokens, cached ones included.
+	JWKSMaxAge time.Duration
+	// IntrospectionClientID and IntrospectionClientSecret, when set, are
+	// the credentials mcpflow presents (HTTP Basic) at the provider's
+	// token introspection endpoint (RFC 7662): tokens that are not JWTs
+	// are then checked there (at most one provider may introspect: an
+	// opaque token does not say whose it is). The secret is never logged.
+	IntrospectionClientID     string
+	IntrospectionClientSecret string
+	// IntrospectionURL is the introspection endpoint (default: the
+	// discovery document's introspection_endpoint).
+	IntrospectionURL string
+	// IntrospectJWTs checks this provider's JWTs by introspection too,
+	// not with its keys (Keycloak's lightweight access tokens, Okta's org
+	// authorization server). Needs IntrospectionClientID.
+	IntrospectJWTs bool
+	// IntrospectionCacheTTL is the longest an active answer is remembered
+	// (default DefaultIntrospectionCacheTTL, never past the token's exp):
+	// a token revoked at the provider is still accepted that long.
+	IntrospectionCacheTTL time.Duration
 }
+
+// errAudiencesNeedScopes refuses Audiences without RequiredScopes: an
+// audience that is a client id is the audience of that client's ID tokens
+// too, and only a scope tells an access token from one.
+const errAudiencesNeedScopes = "audiences need required_scopes: an audience that is a client id is also the audience of its ID tokens, and only a required scope tells an access token from one"
 
 // withDefaults returns p with its zero fields set to their defaults.
 func (p Provider) withDefaults() Provider {
@@ -83,6 +120,12 @@ func (p Provider) withDefaults() Provider {
 	}
 	if p.JWKSMinRefresh == 0 {
 		p.JWKSMinRefresh = DefaultJWKSMinRefresh
+	}
+	if p.JWKSMaxAge == 0 {
+		p.JWKSMaxAge = DefaultJWKSMaxAge
+	}
+	if p.IntrospectionCacheTTL == 0 {
+		p.IntrospectionCacheTTL = DefaultIntrospectionCacheTTL
 	}
 	return p
 }
@@ -114,6 +157,9 @@ func (p Provider) validate() error {
 	if p.JWKSMinRefresh < 0 {
 		return errors.New("jwks_min_refresh must not be negative")
 	}
+	if p.JWKSMaxAge < p.JWKSMinRefresh {
+		return fmt.Errorf("jwks_max_age (%s) must be at least jwks_min_refresh (%s)", p.JWKSMaxAge, p.JWKSMinRefresh)
+	}
 	// The longest id the prefix can yield is the hashed fallback.
 	if err := mcpflow.ValidateID("user id", p.UserPrefix+hashedIDPrefix+strings.Repeat("0", hashedIDHexDigits)); err != nil {
 		return fmt.Errorf("user_prefix %q cannot form user ids: at most %d characters of letters, digits and '._@-', not starting with '.'",
@@ -128,6 +174,22 @@ func (p Provider) validate() error {
 		if strings.ContainsAny(s, " \t\r\n\"\\") {
 			return fmt.Errorf("scope %q must not hold spaces, quotes or backslashes", s)
 		}
+	}
+	switch {
+	case (p.IntrospectionClientID == "") != (p.IntrospectionClientSecret == ""):
+		return errors.New("introspection needs both introspection_client_id and introspection_client_secret")
+	case p.IntrospectionClientID == "" && (p.IntrospectionURL != "" || p.IntrospectJWTs):
+		return errors.New("introspection_url and introspect_jwts need introspection_client_id and introspection_client_secret")
+	case p.IntrospectionCacheTTL < 0:
+		return errors.New("introspection_cache must not be negative")
+	}
+	if p.IntrospectionURL != "" {
+		if err := checkURL(p.IntrospectionURL); err != nil {
+			return fmt.Errorf("introspection_url: %w", err)
+		}
+	}
+	if len(p.Audiences) > 0 && len(p.RequiredScopes) == 0 {
+		return errors.New(errAudiencesNeedScopes)
 	}
 	if slices.Contains(p.RequiredScopes, "") {
 		return errors.New("required_scopes must not hold an empty scope")

@@ -24,6 +24,16 @@ type verifiedToken struct {
 	provider  *provider
 	identity  mcpflow.TokenIdentity
 	audiences []string
+	// scopeClaim: the token has a "scope" or "scp" claim (an ID token
+	// has neither).
+	scopeClaim bool
+	// key is the thumbprint of the provider's key that verified the
+	// signature: a cached verification holds only while the key set
+	// does.
+	key string
+	// introspected: the provider's introspection endpoint vouched for it
+	// (key is empty).
+	introspected bool
 }
 
 // tokenCache remembers verified tokens by the SHA-256 of their text, so a
@@ -65,6 +75,13 @@ func (c *tokenCache) put(key [sha256.Size]byte, tok verifiedToken, until time.Ti
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.items.Add(key, cacheEntry{until: until, tok: tok})
+}
+
+// remove forgets the token remembered under key.
+func (c *tokenCache) remove(key [sha256.Size]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.items.Remove(key)
 }
 
 // len returns the number of tokens remembered.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -39,6 +40,7 @@ type Options struct {
 type Verifier struct {
 	providers []*provider
 	byIssuer  map[string]*provider
+	opaque    *introspector // the provider opaque tokens are introspected at, nil: none
 	cache     *tokenCache
 	now       func() time.Time
 	log       *slog.Logger
@@ -48,9 +50,10 @@ var _ mcpflow.TokenVerifier = (*Verifier)(nil)
 
 // provider is a configured Provider ready to verify.
 type provider struct {
-	cfg      Provider
-	keys     *keySet
-	verifier *oidc.IDTokenVerifier
+	cfg          Provider
+	keys         *keySet
+	verifier     *oidc.IDTokenVerifier
+	introspector *introspector // nil without introspection
 }
 
 // NewVerifier checks the providers' configuration and returns their
@@ -102,17 +105,57 @@ func NewVerifier(ctx context.Context, providers []Provider, opts Options) (*Veri
 		p := newProvider(ctx, cfg, opts)
 		v.providers = append(v.providers, p)
 		v.byIssuer[cfg.Issuer] = p
+		if p.introspector != nil {
+			if v.opaque != nil {
+				// An opaque token names no issuer: it would go to both.
+				return nil, fmt.Errorf("oidc provider %q: introspection is configured for provider %q too: at most one provider may introspect tokens, since an opaque token does not say whose it is",
+					cfg.Name, v.opaque.p.cfg.Name)
+			}
+			v.opaque = p.introspector
+		}
 	}
-	for _, a := range v.providers {
-		for _, b := range v.providers {
-			if a != b && strings.HasPrefix(b.cfg.UserPrefix, a.cfg.UserPrefix) {
-				opts.Logger.LogAttrs(ctx, slog.LevelWarn, "oidc providers share user ids: a user prefix starts with another's",
-					slog.String("provider", a.cfg.Name), slog.String("user_prefix", a.cfg.UserPrefix),
-					slog.String("other_provider", b.cfg.Name), slog.String("other_user_prefix", b.cfg.UserPrefix))
+	for i, a := range v.providers {
+		for j, b := range v.providers {
+			if i != j && strings.HasPrefix(b.cfg.UserPrefix, a.cfg.UserPrefix) && !(a.cfg.ShareUserIDs && b.cfg.ShareUserIDs) &&
+				(i > j || a.cfg.UserPrefix != b.cfg.UserPrefix) {
+				return nil, fmt.Errorf("oidc provider %q: user prefix %q starts the user prefix %q of provider %q, so their users can have the same id: "+
+					"give each a prefix that does not start another's, or set ShareUserIDs on both", a.cfg.Name, a.cfg.UserPrefix, b.cfg.UserPrefix, b.cfg.Name)
 			}
 		}
 	}
 	return v, nil
+}
+
+// Start logs each provider (name, issuer, audiences, user prefix, scopes,
+// where its keys come from) and reads, in the background, its discovery
+// document and key set, so a misconfiguration shows in the log at start,
+// not at the first token: an issuer the discovery document does not name
+// exactly (a trailing slash) is logged as an error naming both, an
+// unreachable provider as a warning. It returns at once; the keys read are
+// kept for the first tokens.
+func (v *Verifier) Start(ctx context.Context) {
+	for _, p := range v.providers {
+		cfg := &p.cfg
+		keys := "discovery"
+		if cfg.JWKSURL != "" {
+			keys = cfg.JWKSURL
+		}
+		attrs := []slog.Attr{slog.String("provider", cfg.Name), slog.String("issuer", cfg.Issuer),
+			slog.Any("audiences", cfg.Audiences), slog.String("user_prefix", cfg.UserPrefix),
+			slog.Bool("share_user_ids", cfg.ShareUserIDs), slog.Any("required_scopes", cfg.RequiredScopes),
+			slog.String("keys", keys), slog.Duration("jwks_max_age", cfg.JWKSMaxAge)}
+		if p.introspector != nil {
+			// The client id, never the secret.
+			endpoint := cfg.IntrospectionURL
+			if endpoint == "" {
+				endpoint = "discovery"
+			}
+			attrs = append(attrs, slog.String("introspection", endpoint), slog.String("introspection_client_id", cfg.IntrospectionClientID),
+				slog.Bool("introspect_jwts", cfg.IntrospectJWTs))
+		}
+		v.log.LogAttrs(ctx, slog.LevelInfo, "identity provider configured", attrs...)
+		go func() { _, _ = p.keys.refresh(context.WithoutCancel(ctx)) }()
+	}
 }
 
 func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
@@ -129,10 +172,11 @@ func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
 		now:        opts.Now,
 		log:        opts.Logger,
 		minRefresh: cfg.JWKSMinRefresh,
+		maxAge:     cfg.JWKSMaxAge,
 		retry:      min(cfg.JWKSMinRefresh, maxRetryInterval),
 		jwksURL:    cfg.JWKSURL,
 	}
-	return &provider{
+	p := &provider{
 		cfg:  cfg,
 		keys: ks,
 		verifier: oidc.NewVerifier(cfg.Issuer, ks, &oidc.Config{
@@ -143,6 +187,11 @@ func newProvider(ctx context.Context, cfg Provider, opts Options) *provider {
 			SkipExpiryCheck: true,
 		}),
 	}
+	if cfg.IntrospectionClientID != "" {
+		p.introspector = &introspector{p: p, client: opts.HTTPClient,
+			clientID: cfg.IntrospectionClientID, secret: cfg.IntrospectionClientSecret, url: cfg.IntrospectionURL}
+	}
+	return p
 }
 
 // VerifyAccessToken implements mcpflow.TokenVerifier. It routes token to
@@ -155,6 +204,12 @@ func (v *Verifier) VerifyAccessToken(ctx context.Context, token string, resource
 	key := sha256.Sum256([]byte(token))
 	now := v.now()
 	tok, ok := v.cache.get(key, now)
+	if ok && tok.key != "" && !tok.provider.keys.trusted(ctx, tok.key) {
+		// The key that verified it left the provider's key set (fetched
+		// again once stale): verify again, which refuses it.
+		v.cache.remove(key)
+		ok = false
+	}
 	if !ok {
 		var err error
 		if tok, err = v.verify(ctx, token, now); err != nil {
@@ -166,17 +221,32 @@ func (v *Verifier) VerifyAccessToken(ctx context.Context, token string, resource
 			return mcpflow.TokenIdentity{}, err
 		}
 		until := now.Add(cacheTTL)
-		if tok.identity.Expiry.Before(until) {
-			until = tok.identity.Expiry
+		if tok.introspected {
+			until = now.Add(tok.provider.cfg.IntrospectionCacheTTL)
+		}
+		if exp := tok.identity.Expiry; !exp.IsZero() && exp.Before(until) {
+			until = exp
 		}
 		if until.After(now) {
 			v.cache.put(key, tok, until) // get drops it at until, before exp
 		}
 	}
-	if !audienceAccepted(tok.audiences, resources, tok.provider.cfg.Audiences) {
+	ok, viaResource := audienceAccepted(tok.audiences, resources, tok.provider.cfg.Audiences)
+	reason := ""
+	switch {
+	case !ok:
+		reason = ReasonAudience
+	case !viaResource && !tok.scopeClaim:
+		// An audience of Audiences may be a client id, which an ID token
+		// of that client carries too (oidc-provider's have no at_hash,
+		// c_hash or typ). An access token names its scopes; an ID token
+		// never does.
+		reason = ReasonTokenType
+	}
+	if reason != "" {
 		v.log.LogAttrs(ctx, slog.LevelDebug, "access token refused",
-			slog.String("provider", tok.provider.cfg.Name), slog.String("reason", ReasonAudience))
-		return mcpflow.TokenIdentity{}, invalid(tok.provider.cfg.Name, ReasonAudience)
+			slog.String("provider", tok.provider.cfg.Name), slog.String("reason", reason))
+		return mcpflow.TokenIdentity{}, invalid(tok.provider.cfg.Name, reason)
 	}
 	id := tok.identity
 	id.Scopes = slices.Clone(id.Scopes)
@@ -185,31 +255,51 @@ func (v *Verifier) VerifyAccessToken(ctx context.Context, token string, resource
 }
 
 // audienceAccepted reports whether one of aud is one of resources or of
-// extra (exact match).
-func audienceAccepted(aud, resources, extra []string) bool {
+// extra (exact match), and whether one is one of resources.
+func audienceAccepted(aud, resources, extra []string) (ok, viaResource bool) {
 	for _, a := range aud {
-		if a != "" && (slices.Contains(resources, a) || slices.Contains(extra, a)) {
-			return true
+		if a == "" {
+			continue
+		}
+		if slices.Contains(resources, a) {
+			return true, true
+		}
+		if slices.Contains(extra, a) {
+			ok = true
 		}
 	}
-	return false
+	return ok, false
 }
 
 // verify runs every check but the audience's.
 func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (verifiedToken, error) {
 	h, unverified, signed, ok := splitToken(token)
 	if !ok {
-		return verifiedToken{}, invalid("", ReasonMalformed)
+		if !isOpaqueToken(token) {
+			return verifiedToken{}, invalid("", ReasonMalformed)
+		}
+		if v.opaque == nil {
+			return verifiedToken{}, invalid("", ReasonNotJWT)
+		}
+		return v.opaque.introspect(ctx, token, now)
 	}
 	iss, ok := unverified.str("iss")
 	if !ok {
-		return verifiedToken{}, invalid("", ReasonIssuer)
+		e := invalid("", ReasonIssuer)
+		e.Detail = "the token names no issuer"
+		return verifiedToken{}, e
 	}
 	p, ok := v.byIssuer[iss]
 	if !ok {
-		return verifiedToken{}, invalid("", ReasonIssuer)
+		return verifiedToken{}, v.unknownIssuer(iss)
 	}
 	name := p.cfg.Name
+	if p.cfg.IntrospectJWTs {
+		// The provider's word, not its published keys (Okta's org
+		// authorization server publishes none; Keycloak's lightweight
+		// tokens carry their claims only through introspection).
+		return p.introspector.introspect(ctx, token, now)
+	}
 	if !h.typeAccepted() {
 		return verifiedToken{}, invalid(name, ReasonTokenType)
 	}
@@ -251,18 +341,55 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (ver
 	if err != nil {
 		return verifiedToken{}, invalid(name, ReasonMalformed)
 	}
-	return p.check(c, now)
+	tok, err := p.check(c, now)
+	tok.key = st.key
+	return tok, err
 }
+
+// maxIssuerInLog bounds the token issuer an unknown-issuer error quotes.
+const maxIssuerInLog = 200
+
+// unknownIssuer is the error of a token naming an issuer no provider has:
+// it names that issuer (an issuer is no secret; an absolute http(s) URL
+// only, at most maxIssuerInLog bytes) and the configured ones, and says so
+// when one differs only by a trailing slash or case.
+func (v *Verifier) unknownIssuer(iss string) *Error {
+	e := invalid("", ReasonIssuer)
+	var configured []string
+	for _, p := range v.providers {
+		if hint := issuerHint(p.cfg.Issuer, iss); hint != "" && checkURL(iss) == nil {
+			e.Provider = p.cfg.Name
+			e.Detail = fmt.Sprintf("the token names issuer %q, the provider's configured issuer is %q%s", iss, p.cfg.Issuer, hint)
+			return e
+		}
+		configured = append(configured, strconvQuote(p.cfg.Issuer))
+	}
+	got := "an issuer that is not an http(s) URL"
+	if u, err := url.Parse(iss); err == nil && len(iss) <= maxIssuerInLog && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+		got = strconvQuote(iss)
+	}
+	e.Detail = fmt.Sprintf("the token names %s, none of the configured issuers %s", got, strings.Join(configured, ", "))
+	return e
+}
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
 
 // check runs the claim checks go-oidc does not and maps the claims to an
 // identity.
 func (p *provider) check(c claimSet, now time.Time) (verifiedToken, error) {
+	return p.checkClaims(c, now, true)
+}
+
+// checkClaims checks the claims of a JWT or of an introspection answer
+// (where "exp" is optional: requireExp false) and maps them to an
+// identity.
+func (p *provider) checkClaims(c claimSet, now time.Time, requireExp bool) (verifiedToken, error) {
 	cfg := &p.cfg
 	exp, ok, err := c.time("exp")
-	if err != nil || !ok {
+	if err != nil || (!ok && requireExp) {
 		return verifiedToken{}, invalid(cfg.Name, ReasonMalformed)
 	}
-	if now.Add(-cfg.ClockSkew).After(exp) {
+	if ok && now.Add(-cfg.ClockSkew).After(exp) {
 		return verifiedToken{}, invalid(cfg.Name, ReasonExpired)
 	}
 	for _, name := range []string{"nbf", "iat"} {
@@ -296,18 +423,33 @@ func (p *provider) check(c claimSet, now time.Time) (verifiedToken, error) {
 		Expiry:     exp,
 	}
 	for _, s := range cfg.RequiredScopes {
-		if !slices.Contains(id.Scopes, s) {
+		if !hasScope(id.Scopes, s) {
 			id.MissingScopes = append(id.MissingScopes, s)
 		}
 	}
 	switch {
 	case cfg.AdminScope != "":
-		id.Admin = slices.Contains(id.Scopes, cfg.AdminScope)
+		id.Admin = hasScope(id.Scopes, cfg.AdminScope)
 	case cfg.AdminClaim != "":
 		vals, _ := c.strings(cfg.AdminClaim)
 		id.Admin = slices.ContainsFunc(vals, func(s string) bool { return slices.Contains(cfg.AdminValues, s) })
 	}
-	return verifiedToken{provider: p, identity: id, audiences: aud}, nil
+	return verifiedToken{provider: p, identity: id, audiences: aud, scopeClaim: c.has("scope") || c.has("scp")}, nil
+}
+
+// hasScope reports whether scopes hold s. A scope written as a URI with a
+// path ("api://mcpflow/MCP.Use") is also held as its last segment
+// ("MCP.Use"): Microsoft Entra ID has clients ask for the qualified name
+// and puts the short one in "scp" of a token whose audience is that API
+// (the audience is checked on its own).
+func hasScope(scopes []string, s string) bool {
+	if slices.Contains(scopes, s) {
+		return true
+	}
+	if i := strings.LastIndexByte(s, '/'); i > 0 && i < len(s)-1 && strings.Contains(s[:i], "://") {
+		return slices.Contains(scopes, s[i+1:])
+	}
+	return false
 }
 
 // secureRedirect follows a provider's redirect only to where keys may

@@ -8,7 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"log/slog"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/testenv"
 )
 
 // requireRefused asserts err refuses a token for reason and leaks none of
@@ -106,6 +105,49 @@ func TestVerifyAccessTokenMapsIdentity(t *testing.T) {
 		require.NoError(t, err)
 	})
 
+	// An ID token of a client whose id is a configured audience, as
+	// oidc-provider issues them (no at_hash, c_hash nor typ), is refused
+	// as what it is (401), not as a token lacking a scope (403); an
+	// access token for that audience names its scopes.
+	t.Run("an ID token for a configured audience", func(t *testing.T) {
+		b := setup(t, func(p *Provider) { p.Audiences = []string{"mcp-host"} })
+		idt := b.key.signWith(t, b.claims(func(c map[string]any) {
+			c["aud"] = "mcp-host"
+			c["azp"] = "mcp-host"
+			c["auth_time"] = b.clock.Now().Unix()
+			delete(c, "scope")
+		}), tokenOpts{})
+		_, err := b.verify(idt, resMine)
+		requireRefused(t, err, ReasonTokenType, idt)
+		// A scope claim, even without the required scope, makes it an
+		// access token (403 for the caller).
+		at := b.key.sign(t, b.claims(func(c map[string]any) { c["aud"] = "mcp-host"; c["scp"] = []string{"other"}; delete(c, "scope") }))
+		id, err := b.verify(at, resMine)
+		require.NoError(t, err)
+		require.Equal(t, []string{"mcp:tools"}, id.MissingScopes)
+		// The resource's own audience needs no scope claim.
+		res := b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "scope") }))
+		_, err = b.verify(res, resMine)
+		require.NoError(t, err)
+	})
+
+	// Entra ID: the host asks for api://mcpflow/MCP.Use, the token's scp
+	// says MCP.Use.
+	t.Run("a qualified required scope", func(t *testing.T) {
+		b := setup(t, func(p *Provider) {
+			p.RequiredScopes = []string{"api://mcpflow/MCP.Use"}
+			p.AdminScope = "api://mcpflow/MCP.Admin"
+		})
+		id, err := b.verify(b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "scope"); c["scp"] = "MCP.Use MCP.Admin" })), resMine)
+		require.NoError(t, err)
+		require.Empty(t, id.MissingScopes)
+		require.True(t, id.Admin)
+		id, err = b.verify(b.key.sign(t, b.claims(func(c map[string]any) { delete(c, "scope"); c["scp"] = "Use" })), resMine)
+		require.NoError(t, err)
+		require.Equal(t, []string{"api://mcpflow/MCP.Use"}, id.MissingScopes)
+		require.False(t, id.Admin)
+	})
+
 	t.Run("header types", func(t *testing.T) {
 		for _, typ := range []string{"", "JWT", "at+jwt", "application/at+jwt", "AT+JWT"} {
 			tok := b.key.signWith(t, b.claims(nil), tokenOpts{typ: typ})
@@ -136,7 +178,8 @@ func TestVerifyAccessTokenRefusesBadTokens(t *testing.T) {
 	b := setup(t, func(p *Provider) { p.Algorithms = []string{"RS256", "ES256"} })
 	keyB := rsaKey(1, "b1")
 	idpB := newIdP(t, keyB)
-	b.v = b.newVerifier(t, b.provider, Provider{Name: "entra", Issuer: idpB.issuer})
+	b.provider.UserPrefix = "kc."
+	b.v = b.newVerifier(t, b.provider, Provider{Name: "entra", Issuer: idpB.issuer, UserPrefix: "entra."})
 
 	// A valid token first: it is cached, and must not help the forged
 	// variants below.
@@ -248,7 +291,8 @@ func TestVerifyAccessTokenRefusesBadTokens(t *testing.T) {
 		{"logout token type", func(t *testing.T) string {
 			return b.key.signWith(t, b.claims(nil), tokenOpts{typ: "logout+jwt"})
 		}, nil, ReasonTokenType},
-		{"not a JWT", func(*testing.T) string { return "not-a-token" }, nil, ReasonMalformed},
+		{"not a JWT", func(*testing.T) string { return "not-a-token" }, nil, ReasonNotJWT},
+		{"not a JWT nor a b64token", func(*testing.T) string { return "not a token" }, nil, ReasonMalformed},
 		{"JWS JSON serialization", func(*testing.T) string {
 			return `{"payload":"` + parts[1] + `","protected":"` + parts[0] + `","signature":"` + parts[2] + `"}`
 		}, nil, ReasonMalformed},
@@ -425,11 +469,17 @@ func TestVerifyAccessTokenCache(t *testing.T) {
 		require.Equal(t, n, b.v.cache.len())
 	})
 
+	// The cache keeps a token until its exp at most, not the whole
+	// cacheTTL: with a skew of a second, the token is refused within
+	// cacheTTL of its first use (with the default skew of 60s, cacheTTL
+	// would hide a cache that ignored exp).
 	t.Run("a cached token still expires", func(t *testing.T) {
+		b := setup(t, func(p *Provider) { p.ClockSkew = time.Second })
 		short := b.key.sign(t, b.claims(func(c map[string]any) { c["exp"] = b.clock.Now().Add(20 * time.Second).Unix() }))
 		_, err := b.verify(short, resMine)
 		require.NoError(t, err)
-		b.clock.Advance(20*time.Second + b.provider.withDefaults().ClockSkew + time.Second)
+		b.clock.Advance(20*time.Second + 2*time.Second)
+		require.Less(t, 22*time.Second, cacheTTL)
 		_, err = b.verify(short, resMine)
 		requireRefused(t, err, ReasonExpired, short)
 	})
@@ -646,7 +696,8 @@ func TestNewVerifierValidatesConfig(t *testing.T) {
 		{"bad user prefix", with(func(p *Provider) { p.UserPrefix = "kc/" }), "user_prefix"},
 		{"dot user prefix", with(func(p *Provider) { p.UserPrefix = ".kc" }), "user_prefix"},
 		{"scope with space", with(func(p *Provider) { p.RequiredScopes = []string{"a b"} }), "scope"},
-		{"empty audience", with(func(p *Provider) { p.Audiences = []string{""} }), "audiences"},
+		{"empty audience", with(func(p *Provider) { p.Audiences = []string{""}; p.RequiredScopes = []string{"s"} }), "audiences"},
+		{"audiences without required scopes", with(func(p *Provider) { p.Audiences = []string{"mcp-host"} }), "audiences need required_scopes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewVerifier(context.Background(), tc.providers, Options{})
@@ -665,12 +716,27 @@ func TestNewVerifierValidatesConfig(t *testing.T) {
 		require.Equal(t, maxRetryInterval, v.providers[0].keys.retry)
 	})
 
-	t.Run("overlapping user prefixes are logged", func(t *testing.T) {
-		logs := &testenv.SyncBuffer{}
-		_, err := NewVerifier(context.Background(), []Provider{ok, {Name: "auth0", Issuer: "https://tenant.auth0.com/", UserPrefix: "a0."}},
-			Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-		require.NoError(t, err)
-		require.Contains(t, logs.String(), "oidc providers share user ids")
+	t.Run("overlapping user prefixes are refused", func(t *testing.T) {
+		auth0 := Provider{Name: "auth0", Issuer: "https://tenant.auth0.com/", UserPrefix: "a0."}
+		for _, tc := range []struct {
+			name   string
+			a, b   Provider
+			refuse bool
+		}{
+			{"empty starts every prefix", ok, auth0, true},
+			{"a prefix of another", Provider{Name: "kc", Issuer: ok.Issuer, UserPrefix: "a"}, auth0, true},
+			{"the same prefix", Provider{Name: "kc", Issuer: ok.Issuer, UserPrefix: "a0."}, auth0, true},
+			{"only one shares", Provider{Name: "kc", Issuer: ok.Issuer, ShareUserIDs: true}, auth0, true},
+			{"both share", Provider{Name: "kc", Issuer: ok.Issuer, ShareUserIDs: true}, Provider{Name: "auth0", Issuer: auth0.Issuer, ShareUserIDs: true}, false},
+			{"disjoint", Provider{Name: "kc", Issuer: ok.Issuer, UserPrefix: "kc."}, auth0, false},
+		} {
+			_, err := NewVerifier(context.Background(), []Provider{tc.a, tc.b}, Options{})
+			if tc.refuse {
+				require.ErrorContains(t, err, "so their users can have the same id", tc.name)
+			} else {
+				require.NoError(t, err, tc.name)
+			}
+		}
 	})
 
 	t.Run("longest user prefix", func(t *testing.T) {
@@ -727,5 +793,251 @@ func TestKeysAndSizeRefused(t *testing.T) {
 		_, err := b.verify(tok, resMine)
 		requireRefused(t, err, ReasonMalformed)
 		require.EqualValues(t, 0, b.idp.jwksHits.Load(), "refused before any key is fetched")
+	})
+}
+
+// A misconfigured issuer (a trailing slash the provider does not write)
+// shows at start: Start logs each provider and reads its discovery
+// document in the background, and a document naming another issuer is an
+// error naming both. A token of that provider is then refused with a
+// reason naming its issuer and the configured one (issue 30, point 10).
+func TestStartFindsIssuerMismatch(t *testing.T) {
+	t.Parallel()
+	key := rsaKey(0, "a1")
+	idp := newIdP(t, key)
+	b := setupIdP(t, idp, key, func(p *Provider) { p.Issuer = idp.issuer + "/"; p.UserPrefix = "kc." })
+	b.v.Start(context.Background())
+	// Start reads the discovery document by itself; refresh then joins
+	// that fetch (or, when it is over, returns its error) without another.
+	require.Eventually(t, func() bool { return idp.discoveryHits.Load() > 0 }, 10*time.Second, 5*time.Millisecond)
+	_, err := b.v.providers[0].keys.refresh(context.Background())
+	require.Error(t, err)
+	logs := b.logs.String()
+	require.Contains(t, logs, `level=INFO msg="identity provider configured" provider=kc issuer=`+idp.issuer+`/ audiences=[] user_prefix=kc. share_user_ids=false required_scopes=[mcp:tools] keys=discovery`)
+	require.Contains(t, logs, `level=ERROR msg="identity provider misconfigured: its discovery document names another issuer; every token of it is refused" provider=kc configured_issuer=`+idp.issuer+`/ discovered_issuer=`+idp.issuer+` `)
+	require.Contains(t, logs, "only a trailing slash differs")
+	require.EqualValues(t, 1, idp.discoveryHits.Load())
+
+	tok := b.key.sign(t, b.claims(nil))
+	_, err = b.verify(tok, resMine)
+	requireRefused(t, err, ReasonIssuer, tok)
+	require.ErrorContains(t, err, fmt.Sprintf(`invalid access token: issuer (provider kc): the token names issuer %q, the provider's configured issuer is %q (only a trailing slash differs`, idp.issuer, idp.issuer+"/"))
+
+	// An issuer no provider is near is named with the configured ones.
+	other := b.key.sign(t, b.claims(func(c map[string]any) { c["iss"] = "https://elsewhere.example.com" }))
+	_, err = b.verify(other, resMine)
+	require.ErrorContains(t, err, fmt.Sprintf(`invalid access token: issuer: the token names "https://elsewhere.example.com", none of the configured issuers %q`, idp.issuer+"/"))
+}
+
+// A key the provider withdrew from its key set stops verifying tokens
+// within JWKSMaxAge of the fetch that last held it, tokens whose
+// verification is cached included: the key set is fetched again once
+// stale, and a cached verification holds only while its key is in the set
+// (issue 30, point 6).
+func TestWithdrawnKeyStopsVerifying(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(p *Provider) { p.JWKSMaxAge = 30 * time.Second })
+	tok := b.key.sign(t, b.claims(nil))
+	_, err := b.verify(tok, resMine)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+
+	next := rsaKey(1, "a2")
+	b.idp.publish(next) // a1 withdrawn
+	b.clock.Advance(29 * time.Second)
+	_, err = b.verify(tok, resMine)
+	require.NoError(t, err, "within the bound the held key set is used")
+	require.EqualValues(t, 1, b.idp.jwksHits.Load())
+
+	b.clock.Advance(2 * time.Second) // past JWKSMaxAge, within cacheTTL
+	require.Less(t, 31*time.Second, cacheTTL)
+	_, err = b.verify(tok, resMine)
+	requireRefused(t, err, ReasonSignature, tok)
+	require.EqualValues(t, 2, b.idp.jwksHits.Load())
+	_, err = b.verify(b.key.sign(t, b.claims(nil)), resMine)
+	requireRefused(t, err, ReasonSignature)
+	id, err := b.verify(next.sign(t, b.claims(nil)), resMine)
+	require.NoError(t, err, "the key that stayed verifies")
+	require.Equal(t, testSub, id.UserID)
+}
+
+// The key set's Cache-Control max-age says when it is fetched again,
+// bounded by JWKSMinRefresh below and JWKSMaxAge above; without one,
+// JWKSMaxAge.
+func TestKeySetCacheControl(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, header string
+		stale        time.Duration // fetched again after this long, not before
+	}{
+		{"max-age", "public, max-age=15", 15 * time.Second},
+		{"a longer max-age", "max-age=40", 40 * time.Second},
+		{"above the bound", "max-age=86400", time.Minute},
+		{"below jwks_min_refresh", "max-age=1", DefaultJWKSMinRefresh},
+		{"no-cache", "no-cache", DefaultJWKSMinRefresh},
+		{"none", "", time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(p *Provider) { p.JWKSMaxAge = time.Minute })
+			b.idp.mu.Lock()
+			b.idp.cacheControl = tc.header
+			b.idp.mu.Unlock()
+			tok := b.key.sign(t, b.claims(nil))
+			_, err := b.verify(tok, resMine)
+			require.NoError(t, err)
+			b.clock.Advance(tc.stale - time.Second)
+			_, err = b.verify(b.key.sign(t, b.claims(nil)), resMine)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, b.idp.jwksHits.Load(), "fresh until %s", tc.stale)
+			b.clock.Advance(time.Second)
+			_, err = b.verify(tok, resMine)
+			require.NoError(t, err)
+			require.EqualValues(t, 2, b.idp.jwksHits.Load(), "stale at %s", tc.stale)
+		})
+	}
+	h := http.Header{}
+	h.Set("Cache-Control", "max-age=40")
+	h.Set("Age", "15")
+	require.Equal(t, 25*time.Second, cacheMaxAge(h))
+}
+
+// Opaque access tokens are checked at the provider's introspection
+// endpoint (RFC 7662), found by discovery, with mcpflow's own client
+// credentials; the answer passes the checks a JWT's claims do, and is
+// remembered until the token's exp at most and IntrospectionCacheTTL
+// (issue 30, point 9).
+func TestIntrospection(t *testing.T) {
+	t.Parallel()
+	withIntrospection := func(p *Provider) {
+		p.IntrospectionClientID, p.IntrospectionClientSecret = introspectID, introspectSecret
+		p.IntrospectionCacheTTL = 30 * time.Second
+		p.ClockSkew = time.Second
+	}
+	b := setup(t, withIntrospection)
+	activeAt := func(b *testBundle, mod func(map[string]any)) map[string]any {
+		a := b.claims(func(c map[string]any) {
+			c["active"] = true
+			c["client_id"] = "mcp-host"
+			c["token_type"] = "Bearer"
+			c["sub"] = "bob"
+		})
+		if mod != nil {
+			mod(a)
+		}
+		return a
+	}
+	active := func(mod func(map[string]any)) map[string]any { return activeAt(b, mod) }
+
+	t.Run("active", func(t *testing.T) {
+		const tok = "opaque-Active_token.1"
+		b.idp.answer(tok, active(nil))
+		hits := b.idp.introspectHits.Load()
+		id, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, "bob", id.UserID)
+		require.Equal(t, []string{"openid", "mcp:tools"}, id.Scopes)
+		require.Empty(t, id.MissingScopes)
+		_, err = b.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, hits+1, b.idp.introspectHits.Load(), "the answer is cached")
+		_, err = b.verify(tok, resOther)
+		requireRefused(t, err, ReasonAudience, tok)
+
+		b.idp.answer(tok, map[string]any{"active": false}) // revoked
+		b.clock.Advance(29 * time.Second)
+		_, err = b.verify(tok, resMine)
+		require.NoError(t, err, "within IntrospectionCacheTTL")
+		b.clock.Advance(time.Second)
+		_, err = b.verify(tok, resMine)
+		requireRefused(t, err, ReasonInactive, tok, introspectSecret)
+		require.Equal(t, hits+2, b.idp.introspectHits.Load())
+	})
+
+	t.Run("the cache ends at exp", func(t *testing.T) {
+		const tok = "opaque-short-lived"
+		b.idp.answer(tok, active(func(a map[string]any) { a["exp"] = b.clock.Now().Add(5 * time.Second).Unix() }))
+		_, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+		b.clock.Advance(7 * time.Second) // past exp and the skew, within IntrospectionCacheTTL
+		_, err = b.verify(tok, resMine)
+		requireRefused(t, err, ReasonExpired, tok)
+	})
+
+	for _, tc := range []struct {
+		name   string
+		mod    func(map[string]any)
+		reason string
+	}{
+		{"inactive", func(a map[string]any) { clear(a); a["active"] = false }, ReasonInactive},
+		{"a refresh token", func(a map[string]any) { a["token_type"] = "refresh_token" }, ReasonTokenType},
+		{"Hydra's refresh token", func(a map[string]any) { a["token_use"] = "refresh_token" }, ReasonTokenType},
+		{"Keycloak's refresh token", func(a map[string]any) { a["typ"] = "Refresh" }, ReasonTokenType},
+		{"another issuer", func(a map[string]any) { a["iss"] = "https://elsewhere.example.com" }, ReasonIssuer},
+		{"another audience", func(a map[string]any) { a["aud"] = []string{resOther} }, ReasonAudience},
+		{"no audience", func(a map[string]any) { delete(a, "aud") }, ReasonAudience},
+		{"no user", func(a map[string]any) { delete(a, "sub") }, ReasonUserClaim},
+		{"expired", func(a map[string]any) { a["exp"] = b.clock.Now().Add(-time.Minute).Unix() }, ReasonExpired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok := "opaque-" + strings.Map(func(r rune) rune {
+				if r == ' ' || r == '\'' {
+					return '-'
+				}
+				return r
+			}, tc.name)
+			b.idp.answer(tok, active(tc.mod))
+			_, err := b.verify(tok, resMine)
+			requireRefused(t, err, tc.reason, tok, introspectSecret)
+		})
+	}
+
+	t.Run("no exp, no iss; Keycloak's typ", func(t *testing.T) {
+		const tok = "opaque-minimal"
+		b.idp.answer(tok, active(func(a map[string]any) { delete(a, "exp"); delete(a, "iss"); a["typ"] = "Bearer" }))
+		_, err := b.verify(tok, resMine)
+		require.NoError(t, err)
+	})
+
+	t.Run("wrong credentials", func(t *testing.T) {
+		c := setup(t, func(p *Provider) { withIntrospection(p); p.IntrospectionClientSecret = "wrong-secret-7" })
+		const tok = "opaque-any"
+		c.idp.answer(tok, active(nil))
+		_, err := c.verify(tok, resMine)
+		requireUnavailable(t, err, tok, "wrong-secret-7")
+		require.ErrorContains(t, err, "401 Unauthorized")
+	})
+
+	t.Run("configured endpoint, JWTs introspected", func(t *testing.T) {
+		c := setup(t, func(p *Provider) {
+			withIntrospection(p)
+			p.IntrospectionURL = "http://" + p.Issuer[len("http://"):len(p.Issuer)-len("/realms/test")] + introspectPath
+			p.IntrospectJWTs = true
+		})
+		// Signed with a key the provider does not publish (Okta's org
+		// authorization server), yet active for the provider.
+		tok := rsaKey(3, "org").sign(t, c.claims(nil))
+		c.idp.answer(tok, activeAt(c, nil))
+		id, err := c.verify(tok, resMine)
+		require.NoError(t, err)
+		require.Equal(t, "bob", id.UserID, "the answer's claims, not the token's")
+		require.EqualValues(t, 0, c.idp.discoveryHits.Load())
+		require.EqualValues(t, 0, c.idp.jwksHits.Load())
+	})
+
+	t.Run("the start log names the client, not the secret", func(t *testing.T) {
+		c := setup(t, withIntrospection)
+		c.v.Start(context.Background())
+		_, _ = c.v.providers[0].keys.refresh(context.Background()) // the background fetch ends
+		require.Contains(t, c.logs.String(), "introspection=discovery introspection_client_id="+introspectID+" introspect_jwts=false")
+		require.NotContains(t, c.logs.String(), introspectSecret)
+	})
+
+	t.Run("one provider only", func(t *testing.T) {
+		_, err := NewVerifier(context.Background(), []Provider{
+			{Name: "a", Issuer: "https://a.example.com", UserPrefix: "a.", IntrospectionClientID: "x", IntrospectionClientSecret: "y"},
+			{Name: "b", Issuer: "https://b.example.com", UserPrefix: "b.", IntrospectionClientID: "x", IntrospectionClientSecret: "y"},
+		}, Options{})
+		require.ErrorContains(t, err, "at most one provider may introspect tokens")
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/testenv"
 	"github.com/mcpflow/mcpflow/internal/testidp"
 )
@@ -387,4 +389,25 @@ func TestOIDCModernClient(t *testing.T) {
 	code, challenge, _ = send(t, "POST", e.base+"/mcp/threads/elsewhere", tok, `{"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}}`)
 	require.Equal(t, 401, code)
 	require.Contains(t, challenge, `error="invalid_token"`)
+}
+
+// A scope a provider advertises but does not require (offline_access, for
+// a refresh token) is in the metadata and the challenges with the required
+// ones, so that a host asks for it (MCP scope selection takes the
+// challenge's scope), while tokens without it still pass (issue 30). Each
+// provider is logged at start.
+func TestOAuthResourceAdvertisesScopes(t *testing.T) {
+	cfg := config.DefaultService()
+	cfg.Server.PublicURL = "http://127.0.0.1:8080"
+	// Nothing listens there: the background discovery fails at once.
+	cfg.Auth.OIDC = []config.OIDCProvider{
+		{Name: "kc", Issuer: "http://127.0.0.1:1/realms/a", UserPrefix: "kc.", RequiredScopes: []string{"mcp:tools"}, AdvertisedScopes: []string{"offline_access", "mcp:tools"}},
+		{Name: "okta", Issuer: "http://127.0.0.1:1/okta", UserPrefix: "okta.", RequiredScopes: []string{"mcp:tools"}, AdvertisedScopes: []string{"offline_access", "openid"}},
+	}
+	logs := &testenv.SyncBuffer{}
+	o, err := oauthResource(t.Context(), &cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	require.NoError(t, err)
+	require.Equal(t, []string{"mcp:tools", "offline_access", "openid"}, o.Scopes)
+	require.Contains(t, logs.String(), `msg="identity provider configured" provider=kc issuer=http://127.0.0.1:1/realms/a audiences=[] user_prefix=kc.`)
+	require.Contains(t, logs.String(), `msg="identity provider configured" provider=okta issuer=http://127.0.0.1:1/okta`)
 }

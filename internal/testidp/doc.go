@@ -19,7 +19,8 @@
 //     at once, so any HTTP client that follows redirects ends at the
 //     client's redirect_uri?code=...&state=... . Login runs that whole
 //     authorization-code + PKCE flow and returns the access token.
-//   - Rotate, Retire, SigningKey and JWKSHits control and observe the keys;
+//   - Rotate, Retire (withdraw a key), SigningKey, SetKeysCacheControl and
+//     JWKSHits control and observe the keys;
 //     Forge makes bad tokens (alg none, HS256 key confusion, unknown kid,
 //     tampered payload or signature, or any claims signed with the real
 //     key).

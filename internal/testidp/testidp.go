@@ -85,6 +85,7 @@ type IdP struct {
 	provider  *op.Provider
 	store     *storage
 	jwksHits  atomic.Int64
+	keysCache atomic.Pointer[string] // the JWKS's Cache-Control, nil: none
 	transport *http.Transport
 	client    *http.Client            // does not follow redirects
 	stranger  func() (*rsaKey, error) // the key of ForgeUnknownKID
@@ -183,6 +184,11 @@ func (p *IdP) RegisterClient(c Client) {
 // authorization request has no login_hint naming a known user (default
 // "alice"). A login as an unknown user fails with 400 at the login page.
 func (p *IdP) SetLoginUser(user string) { p.store.setLoginUser(user) }
+
+// SetKeysCacheControl sets the Cache-Control header of the JWKS ("" for
+// none, the default), e.g. "max-age=60", which tells a verifier how long it
+// may use the keys before it fetches them again.
+func (p *IdP) SetKeysCacheControl(v string) { p.keysCache.Store(&v) }
 
 // JWKSHits is how many times the JWKS (GET Issuer()+"/keys") was fetched.
 func (p *IdP) JWKSHits() int64 { return p.jwksHits.Load() }
@@ -319,7 +325,7 @@ func resourcesFrom(ctx context.Context) []string {
 }
 
 // intercept adds to the OP what it does not do itself: it counts JWKS
-// fetches, gives an authorization request without scope the scope "openid",
+// fetches and sets their Cache-Control, gives an authorization request without scope the scope "openid",
 // carries RFC 8707 resources of /authorize and of an authorization_code
 // grant to the storage in the request context, makes the resources of a
 // token exchange audiences, and lets a token exchange client authenticate
@@ -333,6 +339,9 @@ func (p *IdP) intercept(next http.Handler) http.Handler {
 		case keysPath:
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				p.jwksHits.Add(1)
+			}
+			if cc := p.keysCache.Load(); cc != nil && *cc != "" {
+				w.Header().Set("Cache-Control", *cc)
 			}
 		case authorizePath:
 			if r.ParseForm() != nil {

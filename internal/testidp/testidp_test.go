@@ -332,6 +332,19 @@ func TestRotateRetireJWKSHits(t *testing.T) {
 	p.Retire("no-such-kid")
 	assert.Equal(t, []string{kid2}, kids(fetchJWKS(t, c, p)))
 	assert.Equal(t, hits+8, p.JWKSHits())
+
+	// The JWKS says how long it may be used.
+	jwksHeader := func() http.Header {
+		resp, err := c.Get(p.Issuer() + "/keys")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.Header
+	}
+	assert.Empty(t, jwksHeader().Get("Cache-Control"))
+	p.SetKeysCacheControl("public, max-age=60")
+	assert.Equal(t, "public, max-age=60", jwksHeader().Get("Cache-Control"))
+	p.SetKeysCacheControl("")
+	assert.Empty(t, jwksHeader().Get("Cache-Control"))
 }
 
 // exchange posts a token exchange with the client's credentials in the

@@ -8,9 +8,12 @@
 //   OAUTH_CLIENT_ID=... OAUTH_REDIRECT_URI=... MCP_URL=... [MCP_INPUT='{...}'] \
 //     node oauth_client.mjs oauth
 //
-// OAUTH_CLIENT_ID is a client pre-registered at the authorization server
-// (no dynamic registration); OAUTH_CLIENT_SECRET, when set, makes it a
-// confidential client (without it: token_endpoint_auth_method none).
+// OAUTH_CLIENT_ID is a client pre-registered at the authorization server;
+// without it the SDK registers one (RFC 7591 dynamic client registration)
+// at the server's registration_endpoint. OAUTH_CLIENT_SECRET, when set,
+// makes it a confidential client (without it: token_endpoint_auth_method
+// none). The client asks for the authorization_code and refresh_token
+// grants.
 // OAUTH_REDIRECT_URI is its redirect URI, e.g. http://127.0.0.1:1/callback:
 // nothing has to listen there, the script plays the browser and stops at the
 // redirect to it. OAUTH_SCOPE is the client's fallback scope (the SDK asks
@@ -27,6 +30,9 @@
 //   loginHint         added as login_hint to the authorization URL when the
 //                     script follows it (the URL it reports is the SDK's)
 //   timeoutMs         give up after this long (default 60000)
+//   tokensFile        write the tokens the sign-in got here (mode 0600,
+//                     JSON {access_token, id_token, refresh_token}) for
+//                     the test to use; they are never printed
 //   expectError       a failure is expected: print it as the "error" step
 //                     and exit 0 (exit 1 if the scenario succeeds)
 //
@@ -40,6 +46,9 @@
 //                "authorizationServerMetadata":{…},"attempts":[{url,status}]}:
 //                the metadata the SDK fetched (RFC 9728, then RFC 8414 /
 //                OpenID discovery; attempts lists every well-known GET);
+//              {"step":"registration","clientId":…,
+//                "tokenEndpointAuthMethod":…,"grantTypes":[…],"scope":…}:
+//                only without OAUTH_CLIENT_ID, the client the SDK registered;
 //              {"step":"authorize","authorizationUrl":…,"endpoint":…,
 //                "params":{…},"resource":…,"scope":…,"clientId":…,
 //                "pkce":{"method":"S256","challengeMatchesVerifier":true},
@@ -51,6 +60,7 @@
 //                "grant_type","client_id","redirect_uri","resource","scope",
 //                "codeVerifier":true,"clientSecret":false,"basicAuth":false},
 //                "tokenType":…,"expiresIn":…,"scope":…,"refreshToken":bool,
+//                "idToken":bool,
 //                "claims":{"iss","aud","sub","scope","azp","client_id",…}}:
 //                the code exchange (transport.finishAuth) and the access
 //                token's JWT payload, decoded without verification (claims
@@ -70,6 +80,7 @@
 // Failures print {"step":"error","at":<step>,"error":{name,code,message}}
 // and exit 1 (0 with expectError).
 import { createHash, randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -294,8 +305,10 @@ async function followToRedirect(start, redirectUri, hops) {
 // follows the authorization URL to the redirect URI and keeps the code.
 class OAuthProvider {
   constructor(clientId, clientSecret, redirectUri, scope) {
-    this._client = { client_id: clientId };
-    if (clientSecret) this._client.client_secret = clientSecret;
+    this._client = clientId ? { client_id: clientId } : undefined;
+    if (clientId && clientSecret) this._client.client_secret = clientSecret;
+    this._secret = clientSecret;
+    this.registered = null; // the client dynamic registration gave
     this._redirectUri = redirectUri;
     this._scope = scope;
     this._tokens = undefined;
@@ -314,9 +327,9 @@ class OAuthProvider {
     const m = {
       client_name: clientInfo.name,
       redirect_uris: [this._redirectUri],
-      grant_types: ['authorization_code'],
+      grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
-      token_endpoint_auth_method: this._client.client_secret ? 'client_secret_basic' : 'none',
+      token_endpoint_auth_method: this._secret ? 'client_secret_basic' : 'none',
     };
     if (this._scope) m.scope = this._scope;
     return m;
@@ -334,6 +347,7 @@ class OAuthProvider {
   // saveClientInformation stores what the SDK hands back: the pre-registered
   // client stamped with the authorization server that accepted it.
   saveClientInformation(info) {
+    if (!this._client) this.registered = info;
     this._client = info;
   }
 
@@ -424,7 +438,7 @@ function connected(client, transport) {
 async function oauth() {
   const clientId = process.env.OAUTH_CLIENT_ID;
   const redirectUri = process.env.OAUTH_REDIRECT_URI;
-  if (!clientId || !redirectUri) usage('the oauth scenario needs OAUTH_CLIENT_ID and OAUTH_REDIRECT_URI');
+  if (!redirectUri) usage('the oauth scenario needs OAUTH_REDIRECT_URI');
   const provider = new OAuthProvider(clientId, clientSecret, redirectUri, clientScope);
 
   // 1. The first connect: 401, discovery, the authorization request.
@@ -462,6 +476,16 @@ async function oauth() {
     authorizationServerMetadata: as?.body ?? null,
     attempts: wellKnown.map(w => ({ url: w.url, status: w.status })),
   });
+  if (provider.registered) {
+    at = 'registration';
+    print({
+      step: 'registration',
+      clientId: provider.registered.client_id ?? null,
+      tokenEndpointAuthMethod: provider.registered.token_endpoint_auth_method ?? null,
+      grantTypes: provider.registered.grant_types ?? null,
+      scope: provider.registered.scope ?? null,
+    });
+  }
   if (provider.authorization) {
     at = 'authorize';
     print({ step: 'authorize', ...provider.authorization });
@@ -486,8 +510,16 @@ async function oauth() {
     expiresIn: tokens?.expires_in ?? null,
     scope: tokens?.scope ?? null,
     refreshToken: typeof tokens?.refresh_token === 'string',
+    idToken: typeof tokens?.id_token === 'string',
     claims: claimsOf(tokens?.access_token),
   });
+  if (input.tokensFile) {
+    writeFileSync(input.tokensFile, JSON.stringify({
+      access_token: tokens?.access_token ?? null,
+      id_token: tokens?.id_token ?? null,
+      refresh_token: tokens?.refresh_token ?? null,
+    }), { mode: 0o600 });
+  }
 
   // 3. Connect again, now with the token.
   at = 'connect';

@@ -77,7 +77,7 @@ func (s *Server) listTools(c *gin.Context) {
 	if tools == nil {
 		tools = []mcpflow.Tool{}
 	}
-	down, err := s.opts.Tools.UnavailableServers(c.Request.Context())
+	down, err := s.opts.Tools.UnavailableServers(c.Request.Context(), t.UserID)
 	if err != nil {
 		s.renderError(c, err)
 		return

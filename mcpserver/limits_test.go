@@ -237,7 +237,7 @@ func (e *limitEnv) finish(t *testing.T, task *mcpflow.Task, status mcpflow.Statu
 	ctx := context.Background()
 	task.Status = status
 	require.NoError(t, e.db.UpdateTask(ctx, task))
-	_, err := e.db.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: task.ThreadID, TaskID: task.ID, EventVersion: 1, Status: status,
+	_, err := e.db.AppendEvent(ctx, &mcpflow.ThreadEvent{UserID: task.UserID, ThreadID: task.ThreadID, TaskID: task.ID, EventVersion: 1, Status: status,
 		Payload: json.RawMessage(`{"task_id":"` + task.ID + `","status":"` + string(status) + `"}`)})
 	require.NoError(t, err)
 }

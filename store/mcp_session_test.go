@@ -43,6 +43,10 @@ func TestMCPSessions(t *testing.T) {
 		got, err = db.GetMCPSession(testCtx, "mcp-session-1")
 		require.NoError(t, err)
 		require.Equal(t, normalized(at(2*time.Hour)), got.LastUsedAt)
+		require.NoError(t, db.TouchMCPSession(testCtx, "mcp-session-1", at(time.Hour)), "an earlier use is no error...")
+		got, err = db.GetMCPSession(testCtx, "mcp-session-1")
+		require.NoError(t, err)
+		require.Equal(t, normalized(at(2*time.Hour)), got.LastUsedAt, "...and the last use does not move back")
 		requireCode(t, mcpflow.ENotFound, db.TouchMCPSession(testCtx, "nope", at(0)))
 
 		// Idle sessions go: session 2 was last used at +1h, session 1 at +2h.

@@ -107,8 +107,8 @@ type ToolResult struct {
 type ToolRuntime interface {
 	ListTools(ctx context.Context, userID, threadID string) ([]Tool, error)
 	// UnavailableServers names the enabled servers whose tools are missing
-	// from ListTools, and why.
-	UnavailableServers(ctx context.Context) ([]UnavailableServer, error)
+	// from ListTools for userID (with the caller of ctx), and why.
+	UnavailableServers(ctx context.Context, userID string) ([]UnavailableServer, error)
 	CallTool(ctx context.Context, call ToolCall) (*ToolResult, error)
 	// RoutingHints renders the <mcp_routing_hints> prompt section for tools.
 	RoutingHints(tools []Tool) string

@@ -304,7 +304,7 @@ func taskEvent(t *mcpflow.Task, n *mcpflow.Notification, degraded bool) (*mcpflo
 	if !changed {
 		return nil, nil
 	}
-	return &mcpflow.ThreadEvent{ThreadID: t.ThreadID, TaskID: t.ID, EventVersion: version, Status: ev.Status, Payload: payload}, nil
+	return &mcpflow.ThreadEvent{UserID: t.UserID, ThreadID: t.ThreadID, TaskID: t.ID, EventVersion: version, Status: ev.Status, Payload: payload}, nil
 }
 
 // recordEvent builds the task's event; a new one gets the next version in

@@ -135,17 +135,17 @@ type DeliverOutput struct {
 }
 
 // Deliver POSTs one version of a task's event, read back from the thread's
-// inbox, to the webhook. A thread that was deleted or belongs to someone
-// else gets nothing (gone: strict existing-thread admission). Errors of the
+// inbox, to the webhook. A thread the task's user does not have (any more)
+// gets nothing (gone: strict existing-thread admission). Errors of the
 // activity itself (the database) are retried by the workflow like a failed
 // POST.
 func (a *Activities) Deliver(ctx context.Context, in DeliverInput) (*DeliverOutput, error) {
 	if a.Webhook == nil || a.Webhook.URL == "" {
 		return &DeliverOutput{Outcome: mcpflow.DeliveryFailed, Error: "no notifications.webhook_url is configured on the worker that ran this delivery"}, nil
 	}
-	th, err := a.Threads.GetThread(ctx, in.ThreadID)
+	th, err := a.Threads.GetThread(ctx, in.UserID, in.ThreadID)
 	switch {
-	case mcpflow.ErrorCode(err) == mcpflow.ENotFound, err == nil && th.UserID != in.UserID:
+	case mcpflow.ErrorCode(err) == mcpflow.ENotFound:
 		return &DeliverOutput{Outcome: mcpflow.DeliveryGone, Error: fmt.Sprintf("thread '%s' does not exist for this task's user", in.ThreadID)}, nil
 	case err == nil && th.Deleted():
 		return &DeliverOutput{Outcome: mcpflow.DeliveryGone, Error: fmt.Sprintf("thread '%s' was deleted", in.ThreadID)}, nil

@@ -105,10 +105,10 @@ func TestDeliverReadsTheFrozenEventAndRefusesGoneThreads(t *testing.T) {
 		_, _, err := db.CreateThread(ctx, &th)
 		require.NoError(t, err)
 	}
-	_, err = db.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: "th", TaskID: "t1", EventVersion: 1, Status: mcpflow.StatusCompleted,
+	_, err = db.AppendEvent(ctx, &mcpflow.ThreadEvent{UserID: "u", ThreadID: "th", TaskID: "t1", EventVersion: 1, Status: mcpflow.StatusCompleted,
 		Payload: json.RawMessage(`{"task_id":"t1","status":"completed","result":{"n":12345678901234567890}}`)})
 	require.NoError(t, err)
-	require.NoError(t, db.DeleteThread(ctx, "gone", time.Now()))
+	require.NoError(t, db.DeleteThread(ctx, "u", "gone", time.Now()))
 
 	var body []byte
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -113,7 +113,7 @@ func (b *fenceBundle) requireCancelled(t *testing.T, err error) {
 	require.Equal(t, mcpflow.StatusCancelled, got.Status, "a late poll overwrote the cancel")
 	require.NotNil(t, got.CancelRequestedAt, "a late poll erased the cancel request")
 	require.Nil(t, got.Result)
-	events, lerr := b.db.ListEvents(context.Background(), "th", 0, 10)
+	events, lerr := b.db.ListEvents(context.Background(), mcpflow.ThreadRef{UserID: "u", ThreadID: "th"}, 0, 10)
 	require.NoError(t, lerr)
 	require.Empty(t, events, "a late poll recorded an event")
 }
@@ -198,7 +198,7 @@ func TestUnchangedPollRecordsItsTime(t *testing.T) {
 		require.Equal(t, polled, *got.LastPolledAt)
 		require.Equal(t, b.task.UpdatedAt, got.UpdatedAt, "a poll is not a change")
 		require.Equal(t, b.task.RowVersion, got.RowVersion)
-		events, lerr := b.db.ListEvents(context.Background(), "th", 0, 10)
+		events, lerr := b.db.ListEvents(context.Background(), mcpflow.ThreadRef{UserID: "u", ThreadID: "th"}, 0, 10)
 		require.NoError(t, lerr)
 		require.Empty(t, events)
 	}

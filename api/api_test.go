@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -158,14 +159,30 @@ func TestThreads(t *testing.T) {
 	require.Equal(t, 200, status)
 	require.Equal(t, "t-1", body["thread_id"])
 
-	// Another user's thread is 404, never 403, on every route.
-	status, body = b.do(t, "GET", "/api/threads/t-1", bobToken, "")
-	require.Equal(t, 404, status)
-	require.Equal(t, "not_found", errCode(t, body))
+	// Thread ids are per user: bob cannot tell alice's t-1 from an id
+	// nobody uses. Every route answers him exactly as for a free id, and
+	// t-1 is his to create.
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/api/threads/%s", ""},
+		{"DELETE", "/api/threads/%s", ""},
+		{"GET", "/api/threads/%s/mcp-tasks", ""},
+		{"GET", "/api/threads/%s/events", ""},
+	} {
+		taken, takenBody := b.do(t, r.method, fmt.Sprintf(r.path, "t-1"), bobToken, r.body)
+		free, freeBody := b.do(t, r.method, fmt.Sprintf(r.path, "t-free"), bobToken, r.body)
+		require.Equal(t, free, taken, "%s %s", r.method, r.path)
+		require.Equal(t, 404, taken, "%s %s", r.method, r.path)
+		require.Equal(t, freeBody, takenBody, "%s %s", r.method, r.path)
+	}
+	status, body = b.do(t, "POST", "/api/threads", bobToken, `{"thread_id":"t-1"}`)
+	require.Equal(t, 201, status, "alice's id is free for bob: %v", body)
+	require.Equal(t, "t-1", body["thread_id"])
+	status, _ = b.do(t, "POST", "/api/threads", bobToken, `{"thread_id":"t-free"}`)
+	require.Equal(t, 201, status)
 	status, _ = b.do(t, "DELETE", "/api/threads/t-1", bobToken, "")
-	require.Equal(t, 404, status)
-	status, _ = b.do(t, "POST", "/api/threads", bobToken, `{"thread_id":"t-1"}`)
-	require.Equal(t, 404, status)
+	require.Equal(t, 204, status, "bob deletes his own t-1...")
+	status, _ = b.do(t, "GET", "/api/threads/t-1", aliceToken, "")
+	require.Equal(t, 200, status, "...and alice's lives on")
 
 	status, _ = b.do(t, "DELETE", "/api/threads/t-1", aliceToken, "")
 	require.Equal(t, 204, status)

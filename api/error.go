@@ -72,7 +72,7 @@ func (s *Server) renderError(c *gin.Context, err error) {
 // abort ends a request with an error answer: the REST shape, or on the MCP
 // endpoint (/mcp and below) a JSON-RPC error response with the same HTTP
 // status, so an MCP client shows the reason of a refusal the endpoint
-// answers before the MCP server reads the message (a deleted or foreign
+// answers before the MCP server reads the message (a deleted
 // thread, a body too large, a missing token, an unknown path). The
 // message's id is not read at that point: it is null, as JSON-RPC says
 // when the id cannot be determined; error.data.code is the REST code.

@@ -52,7 +52,7 @@ func (s *Server) listEvents(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	if wait == 0 {
-		evs, err := s.opts.Events.ListEvents(ctx, t.ID, after, int(limit))
+		evs, err := s.opts.Events.ListEvents(ctx, t.Ref(), after, int(limit))
 		if err != nil {
 			s.renderError(c, err)
 			return
@@ -73,7 +73,7 @@ func (s *Server) listEvents(c *gin.Context) {
 		// Freed before the answer is written: a client that got its
 		// answer may poll again at once.
 		defer s.waits.release(t.UserID)
-		return s.waitEvents(ctx, t.ID, after, int(limit), wait)
+		return s.waitEvents(ctx, t.Ref(), after, int(limit), wait)
 	}()
 	if err != nil {
 		s.renderError(c, err)
@@ -85,7 +85,7 @@ func (s *Server) listEvents(c *gin.Context) {
 // waitEvents reads the events after after, waiting up to wait for the
 // first one; it answers none when the wait runs out or ctx ends (the
 // client left or the server is stopping).
-func (s *Server) waitEvents(ctx context.Context, threadID string, after int64, limit int, wait time.Duration) ([]*mcpflow.ThreadEvent, error) {
+func (s *Server) waitEvents(ctx context.Context, thread mcpflow.ThreadRef, after int64, limit int, wait time.Duration) ([]*mcpflow.ThreadEvent, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	tick := time.NewTicker(eventRecheck)
@@ -94,8 +94,8 @@ func (s *Server) waitEvents(ctx context.Context, threadID string, after int64, l
 	// to other threads do not); other processes' appends are read on the
 	// recheck. Subscribed before the first read: no append is missed.
 	woken := make(chan struct{}, 1)
-	unsubscribe := s.opts.Events.SubscribeAppends(func(thread string, _ int64) {
-		if thread == threadID {
+	unsubscribe := s.opts.Events.SubscribeAppends(func(appended mcpflow.ThreadRef, _ int64) {
+		if appended == thread {
 			select {
 			case woken <- struct{}{}:
 			default:
@@ -105,7 +105,7 @@ func (s *Server) waitEvents(ctx context.Context, threadID string, after int64, l
 	defer unsubscribe()
 	last := false
 	for {
-		evs, err := s.opts.Events.ListEvents(ctx, threadID, after, limit)
+		evs, err := s.opts.Events.ListEvents(ctx, thread, after, limit)
 		if err != nil || len(evs) > 0 || last {
 			return evs, err
 		}

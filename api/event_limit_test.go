@@ -29,15 +29,15 @@ type listedEvents struct {
 	read  chan struct{} // a non-blocking nudge on every read
 }
 
-func (l *listedEvents) ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*mcpflow.ThreadEvent, error) {
+func (l *listedEvents) ListEvents(ctx context.Context, thread mcpflow.ThreadRef, after int64, limit int) ([]*mcpflow.ThreadEvent, error) {
 	l.mu.Lock()
-	l.reads[threadID]++
+	l.reads[thread.ThreadID]++
 	l.mu.Unlock()
 	select {
 	case l.read <- struct{}{}:
 	default:
 	}
-	return l.EventStore.ListEvents(ctx, threadID, after, limit)
+	return l.EventStore.ListEvents(ctx, thread, after, limit)
 }
 
 func (l *listedEvents) count(thread string) int {
@@ -146,7 +146,7 @@ func TestEventLongPollsPerUserLimit(t *testing.T) {
 
 	// An event answers the first poll, which frees its slot before the
 	// answer goes out: the next poll is taken at once.
-	_, err = db.AppendEvent(context.Background(), &mcpflow.ThreadEvent{ThreadID: "w1", TaskID: "task-a", EventVersion: 1,
+	_, err = db.AppendEvent(context.Background(), &mcpflow.ThreadEvent{UserID: "alice", ThreadID: "w1", TaskID: "task-a", EventVersion: 1,
 		Status: mcpflow.StatusCompleted, Payload: json.RawMessage(`{"task_id":"task-a","task_name":"job","status":"completed"}`)})
 	require.NoError(t, err)
 	a = <-first

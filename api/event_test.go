@@ -15,7 +15,7 @@ import (
 func (b *testBundle) appendEvent(t *testing.T, thread, task string, version int, status mcpflow.Status) int64 {
 	t.Helper()
 	payload := fmt.Sprintf(`{"task_id":%q,"task_name":"job","status":%q,"result":null,"tracking_degraded":false}`, task, status)
-	seq, err := b.db.AppendEvent(context.Background(), &mcpflow.ThreadEvent{ThreadID: thread, TaskID: task,
+	seq, err := b.db.AppendEvent(context.Background(), &mcpflow.ThreadEvent{UserID: "alice", ThreadID: thread, TaskID: task,
 		EventVersion: version, Status: status, Payload: json.RawMessage(payload)})
 	require.NoError(t, err)
 	return seq

@@ -37,7 +37,7 @@ func (b *blockingTools) CallTool(ctx context.Context, c mcpflow.ToolCall) (*mcpf
 	}
 	return &mcpflow.ToolResult{}, nil
 }
-func (b *blockingTools) UnavailableServers(context.Context) ([]mcpflow.UnavailableServer, error) {
+func (b *blockingTools) UnavailableServers(context.Context, string) ([]mcpflow.UnavailableServer, error) {
 	return nil, nil
 }
 func (b *blockingTools) RoutingHints([]mcpflow.Tool) string { return "" }

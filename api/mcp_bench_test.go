@@ -27,7 +27,7 @@ func (echoTools) CallTool(_ context.Context, c mcpflow.ToolCall) (*mcpflow.ToolR
 	text, _ := json.Marshal(map[string]any{"type": "text", "text": c.Arguments["message"]})
 	return &mcpflow.ToolResult{Content: []json.RawMessage{text}}, nil
 }
-func (echoTools) UnavailableServers(context.Context) ([]mcpflow.UnavailableServer, error) {
+func (echoTools) UnavailableServers(context.Context, string) ([]mcpflow.UnavailableServer, error) {
 	return nil, nil
 }
 func (echoTools) RoutingHints([]mcpflow.Tool) string { return "" }

@@ -107,7 +107,7 @@ func TestMCPWaitsShareTheLongPollSlots(t *testing.T) {
 
 	// The poll answers and frees the slot: tasks/result waits, and now the
 	// long poll is the one refused.
-	_, err = db.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: "w1", TaskID: "other", EventVersion: 1, Status: mcpflow.StatusCompleted,
+	_, err = db.AppendEvent(ctx, &mcpflow.ThreadEvent{UserID: "alice", ThreadID: "w1", TaskID: "other", EventVersion: 1, Status: mcpflow.StatusCompleted,
 		Payload: json.RawMessage(`{"task_id":"other","task_name":"job","status":"completed"}`)})
 	require.NoError(t, err)
 	a := <-poll

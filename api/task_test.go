@@ -444,7 +444,7 @@ func TestTaskScoping(t *testing.T) {
 	require.Equal(t, 401, status)
 
 	// A deleted thread answers 410 on every task route.
-	require.NoError(t, b.db.DeleteThread(context.Background(), "t-alice", time.Now()))
+	require.NoError(t, b.db.DeleteThread(context.Background(), "alice", "t-alice", time.Now()))
 	for _, r := range []struct{ method, path string }{
 		{"GET", "/api/threads/t-alice/mcp-tasks"},
 		{"GET", "/api/threads/t-alice/mcp-tasks/" + mine.ID},

@@ -65,8 +65,9 @@ func checkThreadID(id, userID string) error {
 	return nil
 }
 
-// ownedThread loads the thread of the route for the calling user: another
-// user's thread is 404 (never 403), a deleted one 410.
+// ownedThread loads the calling user's thread of the route: one the user
+// does not have is 404 (thread ids are per user, so another user's thread
+// of that id is never seen), a deleted one 410.
 func (s *Server) ownedThread(c *gin.Context) (*mcpflow.Thread, bool) {
 	p, _ := principal(c)
 	id := c.Param("thread_id")
@@ -74,10 +75,7 @@ func (s *Server) ownedThread(c *gin.Context) (*mcpflow.Thread, bool) {
 		s.renderError(c, err)
 		return nil, false
 	}
-	t, err := s.opts.Threads.GetThread(c.Request.Context(), id)
-	if err == nil && t.UserID != p.UserID {
-		err = mcpflow.Errorf(mcpflow.ENotFound, "thread not found")
-	}
+	t, err := s.opts.Threads.GetThread(c.Request.Context(), p.UserID, id)
 	if err == nil && t.Deleted() {
 		err = mcpflow.Errorf(mcpflow.EGone, "thread was deleted")
 	}
@@ -104,8 +102,8 @@ func (s *Server) deleteThread(c *gin.Context) {
 	if !ok {
 		return
 	}
-	s.threads.forget(t.ID)
-	if err := s.opts.Threads.DeleteThread(c.Request.Context(), t.ID, s.now().UTC()); err != nil {
+	s.threads.forget(t.Ref())
+	if err := s.opts.Threads.DeleteThread(c.Request.Context(), t.UserID, t.ID, s.now().UTC()); err != nil {
 		s.renderError(c, err)
 		return
 	}

@@ -3,6 +3,8 @@ package api
 import (
 	"sync"
 	"time"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // threadCacheTTL bounds how long a tool call trusts a thread it saw alive
@@ -10,42 +12,34 @@ import (
 // at once; one through another replica is seen within this time.
 const threadCacheTTL = 5 * time.Second
 
-// threadCache remembers live threads and their owners so the tool-call hot
-// path does not read the database on every call.
+// threadCache remembers live threads (thread ids are per user) so the
+// tool-call hot path does not read the database on every call.
 type threadCache struct {
 	mu sync.Mutex
-	m  map[string]threadCacheEntry
-}
-
-type threadCacheEntry struct {
-	user string
-	exp  time.Time
+	m  map[mcpflow.ThreadRef]time.Time // → when the entry expires
 }
 
 const threadCacheMax = 100_000
 
-// owner returns the cached owner of a live thread.
-func (c *threadCache) owner(id string, now time.Time) (string, bool) {
+// live reports whether the thread was seen alive within threadCacheTTL.
+func (c *threadCache) live(ref mcpflow.ThreadRef, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok || now.After(e.exp) {
-		return "", false
-	}
-	return e.user, true
+	exp, ok := c.m[ref]
+	return ok && !now.After(exp)
 }
 
-func (c *threadCache) put(id, user string, now time.Time) {
+func (c *threadCache) put(ref mcpflow.ThreadRef, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= threadCacheMax {
-		c.m = map[string]threadCacheEntry{} // crude but bounded
+		c.m = map[mcpflow.ThreadRef]time.Time{} // crude but bounded
 	}
-	c.m[id] = threadCacheEntry{user: user, exp: now.Add(threadCacheTTL)}
+	c.m[ref] = now.Add(threadCacheTTL)
 }
 
-func (c *threadCache) forget(id string) {
+func (c *threadCache) forget(ref mcpflow.ThreadRef) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.m, id)
+	delete(c.m, ref)
 }

@@ -14,7 +14,7 @@ import (
 
 // threadForCall returns the route's thread for the calling user, creating
 // it when the user does not have it yet (a tool call on a new thread starts
-// it). Another user's thread is 404, a deleted one 410.
+// it). Thread ids are per user; a deleted thread is 410.
 func (s *Server) threadForCall(c *gin.Context) (*mcpflow.Thread, bool) {
 	return s.threadFor(c, c.Param("thread_id"))
 }
@@ -26,19 +26,15 @@ func (s *Server) threadFor(c *gin.Context, id string) (*mcpflow.Thread, bool) {
 		s.renderError(c, err)
 		return nil, false
 	}
-	if owner, ok := s.threads.owner(id, s.now()); ok {
-		if owner != p.UserID {
-			s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "thread not found"))
-			return nil, false
-		}
-		return &mcpflow.Thread{ID: id, UserID: owner}, true
+	ref := mcpflow.ThreadRef{UserID: p.UserID, ThreadID: id}
+	if s.threads.live(ref, s.now()) {
+		return &mcpflow.Thread{ID: id, UserID: p.UserID}, true
 	}
 	// Read first: the thread nearly always exists, and a read is cheaper
-	// than an insert attempt on every call.
-	t, err := s.opts.Threads.GetThread(c.Request.Context(), id)
+	// than an insert attempt on every call. Thread ids are per user:
+	// another user's thread of this id is neither found nor in the way.
+	t, err := s.opts.Threads.GetThread(c.Request.Context(), p.UserID, id)
 	switch {
-	case err == nil && t.UserID != p.UserID:
-		err = mcpflow.Errorf(mcpflow.ENotFound, "thread not found")
 	case err == nil && t.Deleted():
 		err = mcpflow.Errorf(mcpflow.EGone, "thread was deleted")
 	case mcpflow.ErrorCode(err) == mcpflow.ENotFound:
@@ -51,7 +47,7 @@ func (s *Server) threadFor(c *gin.Context, id string) (*mcpflow.Thread, bool) {
 		s.renderError(c, err)
 		return nil, false
 	}
-	s.threads.put(t.ID, t.UserID, s.now())
+	s.threads.put(t.Ref(), s.now())
 	return t, true
 }
 
@@ -77,7 +73,7 @@ func (s *Server) listTools(c *gin.Context) {
 	if tools == nil {
 		tools = []mcpflow.Tool{}
 	}
-	down, err := s.opts.Tools.UnavailableServers(c.Request.Context())
+	down, err := s.opts.Tools.UnavailableServers(c.Request.Context(), t.UserID)
 	if err != nil {
 		s.renderError(c, err)
 		return

@@ -81,7 +81,7 @@ func demoExt(t *testing.T) map[string]any {
 }
 
 // TestToolRoutesList pins GET /api/threads/{id}/tools: its shape, that it
-// starts a new thread, and that another user's thread is 404.
+// starts a new thread, and that thread ids are per user.
 func TestToolRoutesList(t *testing.T) {
 	t.Parallel()
 	b := setupTools(t, demoExt(t))
@@ -121,12 +121,16 @@ func TestToolRoutesList(t *testing.T) {
 	status, body = b.do(t, "GET", "/api/threads/t-new", aliceToken, "")
 	require.Equal(t, 200, status, "listing tools starts the thread: %v", body)
 
+	// Thread ids are per user: on alice's id, bob's tool routes start a
+	// thread of his own, as on any id he has not used.
 	status, body = b.do(t, "GET", "/api/threads/t-new/tools", bobToken, "")
-	require.Equal(t, 404, status)
-	require.Equal(t, "not_found", errCode(t, body))
+	require.Equal(t, 200, status, "%v", body)
 	status, body = b.do(t, "POST", "/api/threads/t-new/tools/demo_echo/call", bobToken, `{"arguments":{"message":"x"}}`)
-	require.Equal(t, 404, status)
-	require.Equal(t, "not_found", errCode(t, body))
+	require.Equal(t, 200, status, "%v", body)
+	status, _ = b.do(t, "DELETE", "/api/threads/t-new", bobToken, "")
+	require.Equal(t, 204, status)
+	status, _ = b.do(t, "GET", "/api/threads/t-new", aliceToken, "")
+	require.Equal(t, 200, status, "bob's delete did not touch alice's thread")
 
 	status, _ = b.do(t, "GET", "/api/threads/t-new/tools", adminToken, "")
 	require.Equal(t, 403, status, "admin tokens do not use tools")

@@ -23,13 +23,15 @@ import (
 // An oauth block with the token-exchange grant (RFC 8693, sse/http only)
 // puts in the OAuth layer a token exchanged per call from the access token
 // of the caller signed in with an identity provider (mcpflow.CallerToken),
-// never that token itself (token_exchange.go). A request-scoped call
+// never that token itself (token_exchange.go). Such a server has one
+// session per user, whose own requests (initialize, discovery's
+// tools/list, notifications) carry that user's exchanged token, and its
+// tools are listed per user (caller_tools.go). A request-scoped call
 // without a caller token (a caller with a static mcpflow token, a durable
-// submit in a task activity) is refused with a *CredentialError; requests
-// outside a call (the shared session's initialize and tools/list) carry no
-// OAuth header. Durable tasks cannot use such a server: task_toolsets and
-// native_tasks on it are configuration errors, and a tool whose
-// taskSupport is "required" is refused at submit.
+// submit in a task activity) is refused with a *CredentialError; a durable
+// poll carries no OAuth header. Durable tasks cannot use such a server:
+// task_toolsets and native_tasks on it are configuration errors, and a
+// tool whose taskSupport is "required" is refused at submit.
 
 // requestKey carries a call's request-scoped credentials in its context.
 type requestKey struct{}
@@ -61,21 +63,23 @@ type CredentialError struct{ Message string }
 func (e *CredentialError) Error() string { return e.Message }
 
 // credentialHeaders returns the headers an SSE/HTTP call to srv carries for
-// userID on top of the static ones, in precedence order. ctx says whether
-// the call is request-scoped (WithSecrets).
-func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, userID string) (map[string]string, error) {
+// userID on top of the static ones, in precedence order, and own, those
+// of its layers that are not request-scoped (OAuth and user_auth): what
+// the own requests of userID's session of a perCaller server carry. ctx
+// says whether the call is request-scoped (WithSecrets).
+func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, userID string) (call, own map[string]string, err error) {
 	var out map[string]string // nil while there is none: most calls carry none
 	rc, _ := ctx.Value(requestKey{}).(*requestCreds)
 	oauth, err := r.oauth.header(ctx, srv)
 	if errors.Is(err, errNoCallerToken) {
 		if rc != nil {
-			return nil, &CredentialError{fmt.Sprintf("MCP server '%s' needs a caller signed in with the identity provider: its credential is exchanged from the caller's token (RFC 8693), which only a tool call has while the caller's request is open (a durable task's steps run without it).", srv.Name)}
+			return nil, nil, noCallerError(srv)
 		}
 		r.warnNoCaller(srv)
 		oauth, err = "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if oauth != "" {
 		out = mergeHeaders(out, map[string]string{"Authorization": oauth})
@@ -85,13 +89,14 @@ func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, use
 		switch {
 		case cred != "":
 			if err := config.CheckHeaderValue(cred); err != nil {
-				return nil, &CredentialError{fmt.Sprintf("The credential configured for user id '%s' on MCP server '%s' %s; fix it in that server's user_auth.users.", userID, srv.Name, err)}
+				return nil, nil, &CredentialError{fmt.Sprintf("The credential configured for user id '%s' on MCP server '%s' %s; fix it in that server's user_auth.users.", userID, srv.Name, err)}
 			}
 			out = mergeHeaders(out, map[string]string{ua.Header: cred})
 		case ua.OnMissing != config.OnMissingPassthrough:
-			return nil, &CredentialError{fmt.Sprintf("No credential is configured for your account (user id '%s') on MCP server '%s'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable).", userID, srv.Name)}
+			return nil, nil, &CredentialError{fmt.Sprintf("No credential is configured for your account (user id '%s') on MCP server '%s'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable).", userID, srv.Name)}
 		}
 	}
+	own = out
 	if hc := srv.HeadersFromContext; hc != nil && hc.Enabled && rc != nil {
 		var missing []string
 		set := map[string]string{}
@@ -103,18 +108,24 @@ func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, use
 				continue
 			}
 			if err := config.CheckHeaderValue(v); err != nil {
-				return nil, &CredentialError{fmt.Sprintf("The request-scoped credential '%s' for MCP server '%s' %s.", key, srv.Name, err)}
+				return nil, nil, &CredentialError{fmt.Sprintf("The request-scoped credential '%s' for MCP server '%s' %s.", key, srv.Name, err)}
 			}
 			set[name] = v
 		}
 		if len(missing) > 0 && hc.OnMissing != config.OnMissingPassthrough {
 			slices.Sort(missing)
 			missing = slices.Compact(missing)
-			return nil, &CredentialError{fmt.Sprintf("MCP server '%s' needs request-scoped credential(s) %s. Send them in the call's secrets, or set this server's headers_from_context.on_missing to 'passthrough'.", srv.Name, strings.Join(missing, ", "))}
+			return nil, nil, &CredentialError{fmt.Sprintf("MCP server '%s' needs request-scoped credential(s) %s. Send them in the call's secrets, or set this server's headers_from_context.on_missing to 'passthrough'.", srv.Name, strings.Join(missing, ", "))}
 		}
 		out = mergeHeaders(out, set)
 	}
-	return out, nil
+	return out, own, nil
+}
+
+// noCallerError refuses a call of srv, whose credential is exchanged per
+// caller, made without a caller signed in with an identity provider.
+func noCallerError(srv *config.Server) error {
+	return &CredentialError{fmt.Sprintf("MCP server '%s' needs a caller signed in with the identity provider: its credential is exchanged from the caller's token (RFC 8693), which only a tool call has while the caller's request is open (a durable task's steps run without it).", srv.Name)}
 }
 
 // stdioMeta returns the _meta of a pooled stdio call: {"headers": {...}}
@@ -135,16 +146,15 @@ func (r *Runtime) stdioMeta(srv *config.Server) (map[string]any, error) {
 // the headers computed for the call in flight, or, for requests outside a
 // call (initialize, tools/list, notifications), the OAuth header alone; a
 // token that cannot be fetched leaves it out (the server answers
-// unauthenticated requests itself). A token exchanged per caller is never
-// used outside that caller's call: those requests go without it.
+// unauthenticated requests itself). A server whose token is exchanged per
+// caller has sessions per user instead (sharedSession.ownHeaders).
 func (r *Runtime) connHeaders(srv *config.Server) func(context.Context) map[string]string {
 	return func(ctx context.Context) map[string]string {
 		if h, ok := ctx.Value(callHeadersKey{}).(map[string]string); ok {
 			return h
 		}
 		if exchangesToken(srv) {
-			r.warnNoCaller(srv)
-			return nil
+			return nil // not reached: such a server's sessions are per user
 		}
 		v, err := r.oauth.header(ctx, srv)
 		if err != nil {
@@ -162,7 +172,7 @@ func (r *Runtime) connHeaders(srv *config.Server) func(context.Context) map[stri
 // signed-in caller go without its exchanged credential.
 func (r *Runtime) warnNoCaller(srv *config.Server) {
 	if r.oauth.exchanges.warnOnce(srv.Name) {
-		r.log.Warn("MCP server's OAuth credential is exchanged per signed-in caller (RFC 8693); requests without one (session setup, tool listing) carry no OAuth Authorization header", "server", srv.Name)
+		r.log.Warn("MCP server's OAuth credential is exchanged per signed-in caller (RFC 8693); requests without one (durable polls) carry no OAuth Authorization header", "server", srv.Name)
 	}
 }
 

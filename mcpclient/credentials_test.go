@@ -42,6 +42,7 @@ type credUpstream struct {
 type credRequest struct {
 	method  string // JSON-RPC method ("" for a GET stream)
 	headers http.Header
+	session string // the MCP session it named: Mcp-Session-Id, or SSE's sessionId query parameter
 }
 
 func newCredUpstream(t *testing.T, transport string) *credUpstream {
@@ -59,7 +60,11 @@ func newCredUpstream(t *testing.T, transport string) *credUpstream {
 		}
 		_ = json.Unmarshal(body, &msg)
 		u.mu.Lock()
-		u.requests = append(u.requests, credRequest{method: msg.Method, headers: r.Header.Clone()})
+		sid := r.Header.Get("Mcp-Session-Id")
+		if sid == "" {
+			sid = r.URL.Query().Get("sessionId")
+		}
+		u.requests = append(u.requests, credRequest{method: msg.Method, headers: r.Header.Clone(), session: sid})
 		u.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))

@@ -38,16 +38,23 @@ type toolState struct {
 	tools    []mcpflow.Tool
 	byName   map[string]*toolEntry
 	skipped  map[string]string // server → why it cannot be used as configured (not retried)
-	loadErr  error             // a hard tool-load error (missing task tools)
-	hashed   atomic.Int64      // unix nanos of the last full signature check
-	statted  atomic.Int64      // unix nanos of the last stat of the file
+	// perCaller are the enabled servers whose credential is exchanged per
+	// caller, in configuration order: discovered per user (caller_tools.go);
+	// in a user's view, callerDown holds those whose listing failed for
+	// that user, and why.
+	perCaller  []string
+	callerDown map[string]*callerList
+	loadErr    error        // a hard tool-load error (missing task tools)
+	hashed     atomic.Int64 // unix nanos of the last full signature check
+	statted    atomic.Int64 // unix nanos of the last stat of the file
 }
 
 // clone returns a copy of st to publish with changes; maps are shared, so
 // the caller replaces (never edits) those it changes.
 func (st *toolState) clone() *toolState {
 	cp := &toolState{ext: st.ext, sig: st.sig, slice: st.slice, fps: st.fps, raw: st.raw, down: st.down,
-		drifted: st.drifted, driftMsg: st.driftMsg, native: st.native, tools: st.tools, byName: st.byName, skipped: st.skipped, loadErr: st.loadErr}
+		drifted: st.drifted, driftMsg: st.driftMsg, native: st.native, tools: st.tools, byName: st.byName, skipped: st.skipped, loadErr: st.loadErr,
+		perCaller: st.perCaller, callerDown: st.callerDown}
 	cp.hashed.Store(st.hashed.Load())
 	cp.statted.Store(st.statted.Load())
 	return cp
@@ -247,7 +254,9 @@ func connFingerprint(s config.Server) string {
 // whose connection settings changed, lists every enabled server's tools
 // concurrently (each bounded by its session_init_timeout, or by
 // DiscoveryTimeout when that is null) and publishes the result. Servers
-// whose discovery failed are published as down and retried later.
+// whose discovery failed are published as down and retried later. Servers
+// whose credential is exchanged per caller are not contacted: they are
+// listed per signed-in user (toolsFor).
 func (r *Runtime) discover(d *discovery) {
 	defer r.bg.Done()
 	st := &toolState{byName: map[string]*toolEntry{}, skipped: map[string]string{},
@@ -342,6 +351,11 @@ func (r *Runtime) discover(d *discovery) {
 				r.log.Warn("headers_from_context applies to sse/http MCP servers only; ignoring it for this stdio server", "server", srv.Name)
 			}
 		}
+		if perCaller(srv) {
+			// Listed per signed-in user, with that user's token.
+			st.perCaller = append(st.perCaller, srv.Name)
+			continue
+		}
 		wg.Add(1)
 		go func(i int, srv *config.Server) {
 			defer wg.Done()
@@ -359,7 +373,7 @@ func (r *Runtime) discover(d *discovery) {
 	r.mu.Lock()
 	for i := range ext.Servers {
 		srv := &ext.Servers[i]
-		if !srv.Enabled || st.skipped[srv.Name] != "" {
+		if !srv.Enabled || st.skipped[srv.Name] != "" || st.isPerCaller(srv.Name) {
 			continue
 		}
 		res := results[i]
@@ -652,14 +666,14 @@ func (r *Runtime) listServer(ctx context.Context, srv *config.Server) ([]mcp.Too
 		defer sess.Close()
 		return sess.ListTools(ctx)
 	}
-	s, err := r.acquireShared(ctx, srv, connFingerprint(*srv))
+	s, err := r.acquireShared(ctx, srv, connFingerprint(*srv), "", nil, false)
 	if err != nil {
 		return nil, err
 	}
 	defer r.releaseShared(s)
 	tools, err := s.sess.ListTools(ctx)
 	if err != nil && sharedBroken(err) {
-		r.dropShared(srv.Name, s)
+		r.dropShared(s)
 	}
 	return tools, err
 }

@@ -68,8 +68,9 @@ type SessionOp func(ctx context.Context, s *Session, rt *Route) error
 // thread's workspace (pinned for a durable task's remote calls, see
 // taskPin), SSE/HTTP through the shared session with the call's credential
 // headers (OAuth, user_auth for userID, headers_from_context from a
-// request-scoped ctx, see WithSecrets). A refused credential is a
-// *CredentialError and op does not run.
+// request-scoped ctx, see WithSecrets), or, for a server whose token is
+// exchanged per caller, userID's own session of it. A refused credential
+// is a *CredentialError and op does not run.
 func (r *Runtime) Run(ctx context.Context, srv *config.Server, userID, threadID string, op SessionOp) error {
 	return r.run(ctx, srv, connFingerprint(*srv), userID, threadID, op)
 }
@@ -126,7 +127,7 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		}
 		return r.pool.run(ctx, key, fp, dial, func(s *Session) error { return op(ctx, s, rt) })
 	}
-	headers, err := r.credentialHeaders(ctx, srv, userID)
+	headers, own, err := r.credentialHeaders(ctx, srv, userID)
 	if err != nil {
 		return err
 	}
@@ -139,7 +140,7 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		s = r.acquireTaskShared(srv.Name, task)
 	}
 	if s == nil {
-		if s, err = r.acquireShared(ctx, srv, fp); err != nil {
+		if s, err = r.acquireShared(ctx, srv, fp, userID, own, mcpflow.CallerToken(ctx) != ""); err != nil {
 			return err
 		}
 		tp.bindShared(r, srv.Name, s, tp.sharedTask() != "")
@@ -149,7 +150,7 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 	defer r.releaseShared(s)
 	err = op(context.WithValue(ctx, callHeadersKey{}, headers), s.sess, rt)
 	if err != nil && sharedBroken(err) {
-		r.dropShared(srv.Name, s)
+		r.dropShared(s)
 	}
 	return err
 }

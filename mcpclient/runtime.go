@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/internal/lru"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -35,6 +36,11 @@ type Options struct {
 	WorkspaceRoot string
 	// MaxSessions caps pooled stdio sessions (default 256).
 	MaxSessions int
+	// MaxCallerSessions caps the sessions a process holds open to servers
+	// whose credential is exchanged per caller, one per server and user
+	// (default 256): dialling one more retires the least recently used,
+	// which closes once its calls end.
+	MaxCallerSessions int
 	// SessionSlotWait is how long a call that needs a new stdio session
 	// waits for a slot when all MaxSessions hold a call in flight or back a
 	// running durable task, before it fails with EUnavailable (default
@@ -79,6 +85,7 @@ type Options struct {
 // Option defaults.
 const (
 	defaultSessionSlotWait   = poolDefaultSlotWait
+	defaultMaxCallerSessions = 256
 	defaultDiscoveryRetry    = time.Second
 	defaultDiscoveryRetryMax = time.Minute
 	defaultDiscoveryTimeout  = 5 * time.Minute
@@ -91,6 +98,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Env == nil {
 		o.Env = os.LookupEnv
+	}
+	if o.MaxCallerSessions <= 0 {
+		o.MaxCallerSessions = defaultMaxCallerSessions
 	}
 	if o.SessionSlotWait == 0 {
 		o.SessionSlotWait = defaultSessionSlotWait
@@ -119,7 +129,9 @@ type Submitter func(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Too
 // discovery with a tool cache keyed by the config file's content signature
 // (servers whose discovery failed are retried by themselves), a pool of
 // stdio sessions per (server, user:thread), and one shared session per
-// SSE/HTTP server. A configuration change retires only the sessions of the
+// SSE/HTTP server, or per server and user for a server whose credential is
+// exchanged per caller (whose tools are then listed per user, see
+// caller_tools.go). A configuration change retires only the sessions of the
 // servers whose effective configuration changed, and never under a call in
 // flight. It implements mcpflow.ToolRuntime.
 type Runtime struct {
@@ -143,7 +155,8 @@ type Runtime struct {
 	inflight   *discovery
 	lastExt    *config.Extensions               // the last configuration that loaded
 	known      map[string][]string              // server → raw tool names of its last good discovery
-	shared     map[string]*sharedSession        // by server name
+	shared     map[sharedKey]*sharedSession     // by server (and user, for a perCaller server)
+	callers    *lru.Cache[string, *callerTools] // users' views of the perCaller servers' tools; nil until the first
 	sharedAll  map[*sharedSession]struct{}      // every shared session not closed yet
 	taskShared map[taskSharedKey]*sharedSession // running native tasks → the shared session they were started on
 	forgetful  map[string]bool                  // servers seen forgetting tasks when their session ended
@@ -165,7 +178,7 @@ func NewRuntime(o Options) *Runtime {
 		log:        o.Logger,
 		pool:       NewPool(o.MaxSessions, o.Logger),
 		known:      map[string][]string{},
-		shared:     map[string]*sharedSession{},
+		shared:     map[sharedKey]*sharedSession{},
 		sharedAll:  map[*sharedSession]struct{}{},
 		taskShared: map[taskSharedKey]*sharedSession{},
 		forgetful:  map[string]bool{},
@@ -225,9 +238,12 @@ func (r *Runtime) Pool() *Pool { return r.pool }
 
 // ListTools returns the tools of every enabled, reachable server. Servers
 // whose discovery failed and whose retry is due are tried again in the
-// background; their tools appear in a later listing once they answer.
+// background; their tools appear in a later listing once they answer. The
+// tools of a server whose credential is exchanged per caller are those
+// listed for userID with its exchanged token, for a caller signed in with
+// an identity provider only (caller_tools.go).
 func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcpflow.Tool, error) {
-	st, err := r.tools(ctx)
+	st, err := r.toolsFor(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +258,7 @@ func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcp
 // LookupTool returns the tool name as ListTools lists it, or nil when the
 // listing has none; it copies that one tool, not the listing.
 func (r *Runtime) LookupTool(ctx context.Context, userID, threadID, name string) (*mcpflow.Tool, error) {
-	st, err := r.tools(ctx)
+	st, err := r.toolsFor(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -282,17 +298,19 @@ func (r *Runtime) Skipped(ctx context.Context) (map[string]string, error) {
 }
 
 // UnavailableServers returns the enabled servers whose tools are missing
-// from the listing, in configuration order, with the reason: a connection
-// setting that is missing or invalid, or a failed tool discovery (those
-// are retried). Reasons never contain header, environment or URL values.
-func (r *Runtime) UnavailableServers(ctx context.Context) ([]mcpflow.UnavailableServer, error) {
-	st, err := r.tools(ctx)
+// from userID's listing, in configuration order, with the reason: a
+// connection setting that is missing or invalid, or a failed tool
+// discovery (those are retried); for a server whose credential is
+// exchanged per caller, a caller not signed in with an identity provider
+// or a failed listing for userID. Reasons never contain header,
+// environment or URL values.
+func (r *Runtime) UnavailableServers(ctx context.Context, userID string) ([]mcpflow.UnavailableServer, error) {
+	st, err := r.toolsFor(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
 	out := []mcpflow.UnavailableServer{}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for i := range st.ext.Servers {
 		name := st.ext.Servers[i].Name
 		if reason, ok := st.skipped[name]; ok {
@@ -301,7 +319,8 @@ func (r *Runtime) UnavailableServers(ctx context.Context) ([]mcpflow.Unavailable
 			out = append(out, mcpflow.UnavailableServer{Server: name, Reason: sr.cause})
 		}
 	}
-	return out, nil
+	r.mu.Unlock()
+	return callerUnavailable(ctx, st, out), nil
 }
 
 // ResetCache drops the discovered tools and starts discovering again in
@@ -353,7 +372,7 @@ func (r *Runtime) Close() error {
 // reached) waits for that server's due retry and answers EUnavailable
 // naming the server while it is down.
 func (r *Runtime) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
-	st, err := r.tools(ctx)
+	st, err := r.toolsFor(ctx, call.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -379,6 +398,12 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 	if e == nil {
 		if res, ok, err := r.callBuiltin(ctx, call); ok {
 			return res, err
+		}
+		var ce *CredentialError
+		if err := r.callerMissing(ctx, st, call.Tool); errors.As(err, &ce) {
+			return ToolError(ce.Message), nil
+		} else if err != nil {
+			return nil, err
 		}
 		return nil, mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
 	}
@@ -433,7 +458,7 @@ func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry
 	sub := r.submitter
 	r.mu.Unlock()
 	if sub == nil {
-		r.cancelUntracked(e.server, call, ta)
+		r.cancelUntracked(ctx, e.server, call, ta)
 		return ToolError(fmt.Sprintf("MCP server '%s' answered this call with a long-running task, which mcpflow tracks only with its durable task runtime (mcp_tasks.enabled); the remote task was cancelled", e.server.Name)), nil
 	}
 	ts := config.TaskToolset{Name: e.tool.Name, SubmitTool: e.tool.OriginalName, Native: true, Adopt: ta.TaskID}
@@ -442,8 +467,10 @@ func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry
 
 // cancelUntracked cancels a remote task nobody will track, best effort, on
 // a context of its own.
-func (r *Runtime) cancelUntracked(srv *config.Server, call mcpflow.ToolCall, ta *TaskAnswer) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(context.Background()), 30*time.Second)
+func (r *Runtime) cancelUntracked(ctx context.Context, srv *config.Server, call mcpflow.ToolCall, ta *TaskAnswer) {
+	// Detached from the call, but with its values: the caller's token for a
+	// server whose credential is exchanged per caller.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	err := r.Run(ctx, srv, call.UserID, call.ThreadID, func(ctx context.Context, s *Session, _ *Route) error {
 		_, _, err := s.CancelTask(ctx, ta.TaskID, nil)

@@ -43,7 +43,7 @@ func (b *rtBundle) tryCall(tool string, args map[string]any) (*mcpflow.ToolResul
 
 func (b *rtBundle) unavailable(t *testing.T) map[string]string {
 	t.Helper()
-	list, err := b.rt.UnavailableServers(context.Background())
+	list, err := b.rt.UnavailableServers(context.Background(), "alice")
 	require.NoError(t, err)
 	out := map[string]string{}
 	for _, u := range list {

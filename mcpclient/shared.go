@@ -3,15 +3,28 @@ package mcpclient
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 )
 
-// sharedSession is the one session of an SSE/HTTP server, or its dial in
-// flight. Its counters and retired flag are guarded by Runtime.mu; sess
-// and err are written under Runtime.mu before done is closed.
+// sharedKey names a shared session: the one session of an SSE/HTTP server,
+// or, for a server whose credential is exchanged per caller (perCaller),
+// the session of one user of it.
+type sharedKey struct {
+	server  string
+	user    string
+	perUser bool
+}
+
+// sharedSession is the session of an SSE/HTTP server (or of one user of a
+// perCaller server), or its dial in flight. Its counters, retired flag,
+// used and signedIn are guarded by Runtime.mu; sess and err are written
+// under Runtime.mu before done is closed.
 type sharedSession struct {
+	key     sharedKey
 	server  string
 	config  string        // fingerprint of the configuration dialled with
 	done    chan struct{} // closed when the dial finished
@@ -22,6 +35,15 @@ type sharedSession struct {
 	busy    int                // callers using the session
 	pins    int                // running native tasks started on it (Runtime.taskShared)
 	retired bool               // out of Runtime.shared: closed once unused
+
+	// A user's session of a perCaller server: own are the headers its
+	// own requests (initialize, tools/list of discovery, notifications,
+	// the GET stream) carry, the OAuth and user_auth layers of the user's
+	// latest signed-in call; signedIn says it was dialled with them; used
+	// is when it was last acquired.
+	own      atomic.Pointer[map[string]string]
+	signedIn bool
+	used     time.Time
 }
 
 // unused reports whether nobody uses, waits for or pins s.
@@ -47,13 +69,23 @@ func (s *sharedSession) finished() bool {
 // dials again even when session_init_timeout is null. config is the
 // fingerprint of srv: a session dialled with another configuration is
 // retired and dialled again.
-func (r *Runtime) acquireShared(ctx context.Context, srv *config.Server, config string) (*sharedSession, error) {
+//
+// A server whose credential is exchanged per caller (perCaller) has one
+// session per user instead: userID's, whose own requests carry own, the
+// credential headers of the user's signed-in call (signedIn); a session of
+// that user dialled without them (a durable poll's) is replaced by the
+// first signed-in call.
+func (r *Runtime) acquireShared(ctx context.Context, srv *config.Server, config, userID string, own map[string]string, signedIn bool) (*sharedSession, error) {
+	key := sharedKey{server: srv.Name}
+	if perCaller(srv) {
+		key.user, key.perUser = userID, true
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil, errShuttingDown()
 	}
-	s := r.shared[srv.Name]
+	s := r.shared[key]
 	if s != nil && s.finished() {
 		switch {
 		case sessLost(s.sess):
@@ -64,10 +96,19 @@ func (r *Runtime) acquireShared(ctx context.Context, srv *config.Server, config 
 		case config != "" && s.config != config:
 			r.retireSharedLocked(s)
 			s = nil
+		case key.perUser && signedIn && !s.signedIn:
+			r.retireSharedLocked(s)
+			s = nil
 		}
 	}
 	if s == nil {
-		s = r.dialSharedLocked(srv, config)
+		s = r.dialSharedLocked(srv, config, key, own, signedIn)
+	}
+	if key.perUser {
+		s.used = time.Now()
+		if signedIn {
+			s.own.Store(&own) // the freshest token for the session's own requests
+		}
 	}
 	if s.finished() {
 		s.busy++
@@ -92,8 +133,8 @@ func (r *Runtime) acquireShared(ctx context.Context, srv *config.Server, config 
 		if s.waiters == 0 && !s.finished() {
 			// Nobody waits for this dial any more: abandon it.
 			s.cancel()
-			if r.shared[s.server] == s {
-				delete(r.shared, s.server)
+			if r.shared[s.key] == s {
+				delete(r.shared, s.key)
 			}
 		}
 		r.mu.Unlock()
@@ -107,24 +148,34 @@ func (r *Runtime) acquireShared(ctx context.Context, srv *config.Server, config 
 	}
 }
 
-// dialSharedLocked registers and starts the dial of srv's shared session.
-func (r *Runtime) dialSharedLocked(srv *config.Server, config string) *sharedSession {
+// dialSharedLocked registers and starts the dial of the shared session
+// key of srv. A user's session of a perCaller server dials with own as
+// the headers of its own requests, after the least recently used such
+// session was retired when MaxCallerSessions are open.
+func (r *Runtime) dialSharedLocked(srv *config.Server, config string, key sharedKey, own map[string]string, signedIn bool) *sharedSession {
 	dctx, cancel := context.WithCancel(r.ctx)
-	s := &sharedSession{server: srv.Name, config: config, done: make(chan struct{}), cancel: cancel}
-	r.shared[srv.Name] = s
+	s := &sharedSession{key: key, server: srv.Name, config: config, done: make(chan struct{}), cancel: cancel}
+	headers := r.connHeaders(srv)
+	if key.perUser {
+		r.boundCallerSessionsLocked()
+		s.signedIn = signedIn
+		s.own.Store(&own)
+		headers = s.ownHeaders
+	}
+	r.shared[key] = s
 	r.sharedAll[s] = struct{}{}
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		sess, err := r.dial(dctx, srv, s.config, DialOptions{Headers: r.connHeaders(srv), Logger: r.log, Questions: r.questions})
+		sess, err := r.dial(dctx, srv, s.config, DialOptions{Headers: headers, Logger: r.log, Questions: r.questions})
 		cancel()
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		s.sess, s.err = sess, err
 		close(s.done)
 		if err != nil {
-			if r.shared[s.server] == s {
-				delete(r.shared, s.server)
+			if r.shared[s.key] == s {
+				delete(r.shared, s.key)
 			}
 			delete(r.sharedAll, s)
 			return
@@ -134,6 +185,42 @@ func (r *Runtime) dialSharedLocked(srv *config.Server, config string) *sharedSes
 		}
 	}()
 	return s
+}
+
+// ownHeaders is the per-request header function of a user's session of a
+// perCaller server: the headers computed for the call in flight, or, for
+// the session's own requests, those of the user's latest signed-in call.
+func (s *sharedSession) ownHeaders(ctx context.Context) map[string]string {
+	if h, ok := ctx.Value(callHeadersKey{}).(map[string]string); ok {
+		return h
+	}
+	if h := s.own.Load(); h != nil {
+		return *h
+	}
+	return nil
+}
+
+// boundCallerSessionsLocked retires the least recently used users'
+// sessions of perCaller servers until one more fits in MaxCallerSessions;
+// a retired session is closed once its calls end.
+func (r *Runtime) boundCallerSessionsLocked() {
+	for {
+		var oldest *sharedSession
+		n := 0
+		for k, s := range r.shared {
+			if !k.perUser {
+				continue
+			}
+			n++
+			if oldest == nil || s.used.Before(oldest.used) {
+				oldest = s
+			}
+		}
+		if n < r.opts.MaxCallerSessions {
+			return
+		}
+		r.retireSharedLocked(oldest)
+	}
 }
 
 // releaseShared ends one use of s.
@@ -149,8 +236,8 @@ func (r *Runtime) releaseShared(s *sharedSession) {
 // retireSharedLocked unregisters s; its session is closed once no caller
 // uses or waits for it and no running native task is pinned to it.
 func (r *Runtime) retireSharedLocked(s *sharedSession) {
-	if r.shared[s.server] == s {
-		delete(r.shared, s.server)
+	if r.shared[s.key] == s {
+		delete(r.shared, s.key)
 	}
 	s.retired = true
 	if s.finished() && s.unused() {
@@ -256,9 +343,9 @@ func (r *Runtime) closeSharedLocked(s *sharedSession) {
 // configuration is not the live one any more (current: fingerprints by
 // server name).
 func (r *Runtime) retireStaleSharedLocked(current map[string]string) {
-	for name, s := range r.shared {
-		if want, ok := current[name]; !ok || s.config != want {
-			r.log.Info("closing the shared MCP session: its server's configuration changed", "server", name)
+	for key, s := range r.shared {
+		if want, ok := current[key.server]; !ok || s.config != want {
+			r.log.Info("closing the shared MCP session: its server's configuration changed", "server", key.server)
 			r.retireSharedLocked(s)
 		}
 	}
@@ -275,7 +362,7 @@ func (r *Runtime) closeAllShared() {
 		}
 	}
 	r.sharedAll = map[*sharedSession]struct{}{}
-	r.shared = map[string]*sharedSession{}
+	r.shared = map[sharedKey]*sharedSession{}
 	r.taskShared = map[taskSharedKey]*sharedSession{}
 	r.mu.Unlock()
 	var wg sync.WaitGroup
@@ -302,10 +389,10 @@ func sharedBroken(err error) bool {
 
 // dropShared forgets the shared session s after a failure, if it is still
 // the registered one; it is closed once its last user released it.
-func (r *Runtime) dropShared(server string, s *sharedSession) {
+func (r *Runtime) dropShared(s *sharedSession) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.shared[server] == s {
+	if r.shared[s.key] == s {
 		r.retireSharedLocked(s)
 	}
 }

@@ -41,11 +41,11 @@ func TestSharedDropDuringDial(t *testing.T) {
 
 	errc := make(chan error, 1)
 	go func() {
-		_, err := r.acquireShared(context.Background(), srv, connFingerprint(*srv))
+		_, err := r.acquireShared(context.Background(), srv, connFingerprint(*srv), "", nil, false)
 		errc <- err
 	}()
 	<-arrived
-	r.dropShared("x", &sharedSession{server: "x"}) // a call that failed on an older session of x
+	r.dropShared(&sharedSession{key: sharedKey{server: "x"}, server: "x"}) // a call that failed on an older session of x
 	close(release)
 	require.Error(t, <-errc)
 }

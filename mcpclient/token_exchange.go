@@ -32,13 +32,19 @@ import (
 // token endpoint, as subject_token, and an exchange answering it back is
 // refused. It is never a cache key, never logged and never in an error.
 //
+// Such a server is never reached without a caller: each user has a
+// session of their own with it (shared.go), whose initialize and other own
+// requests carry the token exchanged for that user's latest signed-in
+// call, and its tools are listed per user with that user's token
+// (caller_tools.go).
+//
 // Calls without a caller token get no exchanged token: a request-scoped
 // call (WithSecrets: an agent's tool call, the submit of a tool whose
-// taskSupport is "required") is refused with a *CredentialError; a request
-// outside a caller's call (the shared session's initialize and tools/list)
-// carries no Authorization header from the OAuth layer, and the runtime
-// logs that once per server. Durable task activities run without a caller
-// token, so config refuses task_toolsets and native_tasks on such servers.
+// taskSupport is "required") is refused with a *CredentialError; a durable
+// poll carries no Authorization header from the OAuth layer, and the
+// runtime logs that once per server. Durable task activities run without a
+// caller token, so config refuses task_toolsets and native_tasks on such
+// servers.
 
 const (
 	// tokenTypeAccessToken is RFC 8693's token type of an access token, the

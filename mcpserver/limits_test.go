@@ -84,10 +84,16 @@ type limitEnv struct {
 
 func newLimitEnv(t *testing.T, opts Options, waits, streams int) *limitEnv {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, store.BackendSQLite, filepath.Join(t.TempDir(), "l.db"))
+	db, err := store.Open(context.Background(), store.BackendSQLite, filepath.Join(t.TempDir(), "l.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
+	return newLimitEnvOn(t, db, opts, waits, streams)
+}
+
+// newLimitEnvOn is newLimitEnv on the store db.
+func newLimitEnvOn(t *testing.T, db *store.DB, opts Options, waits, streams int) *limitEnv {
+	t.Helper()
+	ctx := context.Background()
 	for _, th := range []struct{ id, user string }{{"th", "u"}, {"th2", "u"}, {"tv", "v"}} {
 		_, _, err := db.CreateThread(ctx, &mcpflow.Thread{ID: th.id, UserID: th.user})
 		require.NoError(t, err)
@@ -237,7 +243,7 @@ func (e *limitEnv) finish(t *testing.T, task *mcpflow.Task, status mcpflow.Statu
 	ctx := context.Background()
 	task.Status = status
 	require.NoError(t, e.db.UpdateTask(ctx, task))
-	_, err := e.db.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: task.ThreadID, TaskID: task.ID, EventVersion: 1, Status: status,
+	_, err := e.db.AppendEvent(ctx, &mcpflow.ThreadEvent{UserID: task.UserID, ThreadID: task.ThreadID, TaskID: task.ID, EventVersion: 1, Status: status,
 		Payload: json.RawMessage(`{"task_id":"` + task.ID + `","status":"` + string(status) + `"}`)})
 	require.NoError(t, err)
 }
@@ -451,7 +457,7 @@ func TestSessionsPerUserCap(t *testing.T) {
 	defer cancel()
 	idleStream := e.stream(ctx, t, who{"u", "th2"}, idle)
 	advance(2 * time.Hour)
-	require.Equal(t, 200, status(alice, oldest), "a use, recorded (uses are recorded at most once an hour)")
+	require.Equal(t, 200, status(alice, oldest), "a use, recorded (uses are recorded at most once a minute)")
 	bob := who{"v", "tv"}
 	bobs := []string{e.initialize(t, bob), e.initialize(t, bob)}
 

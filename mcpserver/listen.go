@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // Notification methods of 2026-07-28 subscriptions.
@@ -92,7 +94,7 @@ func (c *call) listen(ctx context.Context) *modernError {
 // thread) as their rows change, until all ended, ctx ends or the server
 // stops.
 func (s *Server) followTasks(ctx context.Context, c *call, ids []string, subMeta map[string]any, out *sseWriter) {
-	thread := c.req.ThreadID
+	thread := mcpflow.ThreadRef{UserID: c.req.UserID, ThreadID: c.req.ThreadID}
 	release := s.watch.hold(thread)
 	defer release()
 	keep := time.NewTicker(s.opts.KeepAlive)

@@ -433,7 +433,7 @@ func TestModernListen(t *testing.T) {
 	require.NoError(t, err)
 	cur.Status, cur.Result = mcpflow.StatusCompleted, "done"
 	require.NoError(t, b.db.UpdateTask(context.Background(), cur))
-	_, err = b.db.AppendEvent(context.Background(), &mcpflow.ThreadEvent{ThreadID: "th", TaskID: mine.ID, EventVersion: 1,
+	_, err = b.db.AppendEvent(context.Background(), &mcpflow.ThreadEvent{UserID: "u", ThreadID: "th", TaskID: mine.ID, EventVersion: 1,
 		Status: mcpflow.StatusCompleted, Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	last := next()

@@ -151,7 +151,7 @@ func (b *questionBundle) write(t *testing.T, edit func(*mcpflow.Task)) {
 	default:
 	}
 	b.wakes++
-	_, err = b.db.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: "th", TaskID: b.task.ID, EventVersion: b.wakes,
+	_, err = b.db.AppendEvent(ctx, &mcpflow.ThreadEvent{UserID: "u", ThreadID: "th", TaskID: b.task.ID, EventVersion: b.wakes,
 		Status: cur.Status, Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	select {

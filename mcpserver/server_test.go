@@ -244,9 +244,9 @@ func TestTaskJSON(t *testing.T) {
 // nopEvents is an empty inbox, for tests that never wait on it.
 type nopEvents struct{ mcpflow.EventStore }
 
-func (nopEvents) LatestEventSeq(context.Context, string) (int64, error) { return 0, nil }
-func (nopEvents) SubscribeAppends(func(string, int64)) func()           { return func() {} }
-func (nopEvents) ThreadsWithEventsAfter(context.Context, int64, int) (map[string]int64, error) {
+func (nopEvents) LatestEventSeq(context.Context, mcpflow.ThreadRef) (int64, error) { return 0, nil }
+func (nopEvents) SubscribeAppends(func(mcpflow.ThreadRef, int64)) func()           { return func() {} }
+func (nopEvents) ThreadsWithEventsAfter(context.Context, int64, int) (map[mcpflow.ThreadRef]int64, error) {
 	return nil, nil
 }
 

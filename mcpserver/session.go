@@ -17,9 +17,12 @@ const (
 	// within this time.
 	sessionCacheTTL = 5 * time.Second
 	sessionCacheMax = 100_000
-	// sessionTouchEvery is how stale a session's last use may get before
-	// a request records a new one (one write per session per interval).
-	sessionTouchEvery = time.Hour
+	// sessionTouchEvery is how stale a session's stored last use may get
+	// before a request records a new one: at most one write per session per
+	// interval (and replica), never one per request. The per-user session
+	// cap evicts by the stored last use, so every replica orders a user's
+	// sessions by real use to within sessionTouchEvery + sessionCacheTTL.
+	sessionTouchEvery = time.Minute
 	// DefaultSessionIdleTTL removes sessions unused this long.
 	DefaultSessionIdleTTL = 30 * 24 * time.Hour
 	// pruneEvery is how often a replica removes idle sessions.
@@ -95,8 +98,9 @@ func (c *sessionCache) forget(id string) {
 
 // session returns the request's session when it exists and belongs to the
 // caller's user and thread; ENotFound otherwise (another user's or
-// thread's session is not revealed). It records a use at most once per
-// sessionTouchEvery.
+// thread's session is not revealed). It records a use when the stored one
+// is more than sessionTouchEvery old (read at most every sessionCacheTTL),
+// so the stored last use trails the real one by at most their sum.
 func (s *Server) session(ctx context.Context, id string, req *mcpflow.MCPRequest) (*mcpflow.MCPSession, error) {
 	now := s.now()
 	if !validSessionID(id) {

@@ -321,12 +321,13 @@ func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 // the inbox (a terminal status always appends an event) and at least
 // every taskRecheck; it returns the last read.
 func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task, ask func(*mcpflow.Task)) (*mcpflow.Task, *rpcError) {
-	release := c.s.watch.hold(c.req.ThreadID)
+	thread := mcpflow.ThreadRef{UserID: c.req.UserID, ThreadID: c.req.ThreadID}
+	release := c.s.watch.hold(thread)
 	defer release()
 	tick := time.NewTicker(taskRecheck)
 	defer tick.Stop()
 	for !t.Status.IsTerminal() {
-		changed := c.s.watch.next(c.req.ThreadID)
+		changed := c.s.watch.next(thread)
 		fresh, rerr := c.ownTask(ctx, id)
 		if ctx.Err() != nil {
 			return t, nil

@@ -38,14 +38,14 @@ type watch struct {
 	events mcpflow.EventStore
 
 	mu      sync.Mutex
-	threads map[string]*threadWatch // the threads waited on
+	threads map[mcpflow.ThreadRef]*threadWatch // the threads waited on
 	holders int
 	stop    chan struct{} // closes the poll loop
 	unsub   func()        // ends the append subscription
 	// seen is the highest seq known of each thread that had events after
 	// the recheck's floor: a recheck wakes a thread when it finds a
 	// higher one.
-	seen map[string]int64
+	seen map[mcpflow.ThreadRef]int64
 }
 
 // threadWatch is the waiters of one thread.
@@ -55,12 +55,12 @@ type threadWatch struct {
 }
 
 func newWatch(events mcpflow.EventStore) *watch {
-	return &watch{events: events, threads: map[string]*threadWatch{}}
+	return &watch{events: events, threads: map[mcpflow.ThreadRef]*threadWatch{}}
 }
 
 // hold registers a waiter of a thread, and starts the poll loop for the
 // first waiter of the process; call the returned func when done waiting.
-func (w *watch) hold(thread string) (release func()) {
+func (w *watch) hold(thread mcpflow.ThreadRef) (release func()) {
 	w.mu.Lock()
 	tw := w.threads[thread]
 	if tw == nil {
@@ -72,7 +72,7 @@ func (w *watch) hold(thread string) (release func()) {
 	if w.holders == 1 {
 		// Subscribe and read the baseline before anyone waits, so that no
 		// append after hold returns goes unseen.
-		w.seen = map[string]int64{}
+		w.seen = map[mcpflow.ThreadRef]int64{}
 		w.unsub = w.events.SubscribeAppends(w.appended)
 		floor, err := w.latest()
 		w.stop = make(chan struct{})
@@ -98,7 +98,7 @@ func (w *watch) hold(thread string) (release func()) {
 // next returns a channel closed at the thread's next change. The thread
 // must be held. Take it before reading what you wait for, so that no
 // change is missed.
-func (w *watch) next(thread string) <-chan struct{} {
+func (w *watch) next(thread mcpflow.ThreadRef) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if tw := w.threads[thread]; tw != nil {
@@ -108,7 +108,7 @@ func (w *watch) next(thread string) <-chan struct{} {
 }
 
 // fireLocked wakes the waiters of a thread (w.mu held).
-func (w *watch) fireLocked(thread string) {
+func (w *watch) fireLocked(thread mcpflow.ThreadRef) {
 	if tw := w.threads[thread]; tw != nil {
 		close(tw.changed)
 		tw.changed = make(chan struct{})
@@ -116,7 +116,7 @@ func (w *watch) fireLocked(thread string) {
 }
 
 // appended is the store's callback for an append of this process.
-func (w *watch) appended(thread string, seq int64) {
+func (w *watch) appended(thread mcpflow.ThreadRef, seq int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.seen != nil && seq > w.seen[thread] {
@@ -182,10 +182,10 @@ func (w *watch) loop(stop chan struct{}, floor int64, known bool) {
 func (w *watch) latest() (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), inboxRecheck*4)
 	defer cancel()
-	return w.events.LatestEventSeq(ctx, "")
+	return w.events.LatestEventSeq(ctx, mcpflow.ThreadRef{})
 }
 
-func (w *watch) recheck(after int64) (map[string]int64, error) {
+func (w *watch) recheck(after int64) (map[mcpflow.ThreadRef]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), inboxRecheck*4)
 	defer cancel()
 	return w.events.ThreadsWithEventsAfter(ctx, after, recheckLimit)

@@ -15,6 +15,9 @@ import (
 	"github.com/mcpflow/mcpflow/store"
 )
 
+// uth names user u's thread id.
+func uth(id string) mcpflow.ThreadRef { return mcpflow.ThreadRef{UserID: "u", ThreadID: id} }
+
 // woken waits until ch is closed.
 func woken(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
@@ -55,19 +58,19 @@ func TestWatchWakesOnlyTheThreadThatChanged(t *testing.T) {
 	}
 
 	w := newWatch(db)
-	releaseA := w.hold("a")
-	releaseA2 := w.hold("a") // two waiters of one thread
-	releaseB := w.hold("b")
+	releaseA := w.hold(uth("a"))
+	releaseA2 := w.hold(uth("a")) // two waiters of one thread
+	releaseB := w.hold(uth("b"))
 	version := 0
 	appendTo := func(s *store.DB, thread string) {
 		version++
-		_, err := s.AppendEvent(ctx, &mcpflow.ThreadEvent{ThreadID: thread, TaskID: "t-" + thread, EventVersion: version,
+		_, err := s.AppendEvent(ctx, &mcpflow.ThreadEvent{UserID: "u", ThreadID: thread, TaskID: "t-" + thread, EventVersion: version,
 			Status: mcpflow.StatusCompleted, Payload: json.RawMessage(`{}`)})
 		require.NoError(t, err)
 	}
 
 	// This process: the wake-up is done when AppendEvent returns.
-	a, b := w.next("a"), w.next("b")
+	a, b := w.next(uth("a")), w.next(uth("b"))
 	appendTo(db, "b")
 	select {
 	case <-b:
@@ -75,11 +78,19 @@ func TestWatchWakesOnlyTheThreadThatChanged(t *testing.T) {
 		t.Fatal("an append of this process did not wake its thread's waiters before AppendEvent returned")
 	}
 	asleep(t, a, "thread a, by an append to thread b")
+	// Thread ids are per user: another user's thread a is another thread.
+	_, _, err = db.CreateThread(ctx, &mcpflow.Thread{ID: "a", UserID: "v"})
+	require.NoError(t, err)
+	version++
+	_, err = db.AppendEvent(ctx, &mcpflow.ThreadEvent{UserID: "v", ThreadID: "a", TaskID: "t-va", EventVersion: version,
+		Status: mcpflow.StatusCompleted, Payload: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	asleep(t, a, "u's thread a, by an append to v's thread a")
 	appendTo(db, "a")
 	woken(t, a, "thread a's own append")
 
 	// Another process: found by the recheck.
-	a, b = w.next("a"), w.next("b")
+	a, b = w.next(uth("a")), w.next(uth("b"))
 	appendTo(other, "b")
 	woken(t, b, "an append to b by another process")
 	asleep(t, a, "thread a, by another process's append to thread b")
@@ -90,7 +101,7 @@ func TestWatchWakesOnlyTheThreadThatChanged(t *testing.T) {
 	// the last release stops the loop.
 	releaseA()
 	releaseA()
-	a = w.next("a")
+	a = w.next(uth("a"))
 	appendTo(db, "a")
 	woken(t, a, "the remaining waiter of a")
 	releaseA2()
@@ -107,17 +118,17 @@ func TestWatchWakesOnlyTheThreadThatChanged(t *testing.T) {
 type fakeInbox struct {
 	nopEvents
 	mu        sync.Mutex
-	committed map[string][]int64
+	committed map[mcpflow.ThreadRef][]int64
 	subs      int
 }
 
 func (f *fakeInbox) commit(thread string, seq int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.committed[thread] = append(f.committed[thread], seq)
+	f.committed[uth(thread)] = append(f.committed[uth(thread)], seq)
 }
 
-func (f *fakeInbox) LatestEventSeq(context.Context, string) (int64, error) {
+func (f *fakeInbox) LatestEventSeq(context.Context, mcpflow.ThreadRef) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var top int64
@@ -129,10 +140,10 @@ func (f *fakeInbox) LatestEventSeq(context.Context, string) (int64, error) {
 	return top, nil
 }
 
-func (f *fakeInbox) ThreadsWithEventsAfter(_ context.Context, after int64, limit int) (map[string]int64, error) {
+func (f *fakeInbox) ThreadsWithEventsAfter(_ context.Context, after int64, limit int) (map[mcpflow.ThreadRef]int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[string]int64{}
+	out := map[mcpflow.ThreadRef]int64{}
 	for th, seqs := range f.committed {
 		for _, s := range seqs {
 			if s > after && s > out[th] && (len(out) < limit || out[th] > 0) {
@@ -143,7 +154,7 @@ func (f *fakeInbox) ThreadsWithEventsAfter(_ context.Context, after int64, limit
 	return out, nil
 }
 
-func (f *fakeInbox) SubscribeAppends(func(string, int64)) func() {
+func (f *fakeInbox) SubscribeAppends(func(mcpflow.ThreadRef, int64)) func() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.subs++
@@ -158,10 +169,10 @@ func (f *fakeInbox) SubscribeAppends(func(string, int64)) func() {
 // (it committed later) still wakes its thread's waiters.
 func TestWatchSeesALateCommit(t *testing.T) {
 	t.Parallel()
-	f := &fakeInbox{committed: map[string][]int64{"old": {5}}}
+	f := &fakeInbox{committed: map[mcpflow.ThreadRef][]int64{uth("old"): {5}}}
 	w := newWatch(f)
-	releaseA, releaseB := w.hold("a"), w.hold("b")
-	a, b := w.next("a"), w.next("b")
+	releaseA, releaseB := w.hold(uth("a")), w.hold(uth("b"))
+	a, b := w.next(uth("a")), w.next(uth("b"))
 	f.commit("b", 11)
 	woken(t, b, "b's seq 11")
 	asleep(t, a, "a, by b's event")
@@ -178,11 +189,11 @@ func TestWatchSeesALateCommit(t *testing.T) {
 // woken (and reads its own thread).
 func TestWatchWakesAllBeyondTheRecheckLimit(t *testing.T) {
 	t.Parallel()
-	f := &fakeInbox{committed: map[string][]int64{}}
+	f := &fakeInbox{committed: map[mcpflow.ThreadRef][]int64{}}
 	w := newWatch(f)
-	release := w.hold("a")
+	release := w.hold(uth("a"))
 	defer release()
-	a := w.next("a")
+	a := w.next(uth("a"))
 	for i := range recheckLimit + 1 {
 		f.commit(fmt.Sprintf("t%d", i), int64(i+1))
 	}

@@ -44,7 +44,7 @@ func TestOpenMigrations(t *testing.T) {
 
 		// The schema is usable from both handles.
 		createThread(t, b.db, "t-1", "alice")
-		th, err := again.GetThread(ctx, "t-1")
+		th, err := again.GetThread(ctx, "alice", "t-1")
 		require.NoError(t, err)
 		require.Equal(t, "alice", th.UserID)
 
@@ -156,7 +156,7 @@ func TestSQLitePragmas(t *testing.T) {
 		require.NoError(t, err)
 		defer func() { require.NoError(t, db.Close()) }()
 		createThread(t, db, "t-1", "alice")
-		_, err = db.GetThread(ctx, "t-1")
+		_, err = db.GetThread(ctx, "alice", "t-1")
 		require.NoError(t, err)
 		require.Equal(t, "1", pragmas(t, db)["foreign_keys"])
 	})

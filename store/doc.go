@@ -8,6 +8,8 @@
 // errors become domain errors here: a missing row is an mcpflow.ENotFound
 // error, a deleted thread an mcpflow.EGone error, and a second task for the
 // same (user, server, remote task id) a *mcpflow.DuplicateRemoteTaskError.
+// Threads are keyed by (user_id, id): thread ids are per user, and tasks,
+// events and MCP sessions name their thread by both (migration 00009).
 //
 // The GORM row structs live in this package only. Of mcpflow's own packages
 // it imports only the root domain package (github.com/mcpflow/mcpflow); it

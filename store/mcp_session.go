@@ -88,15 +88,23 @@ func (db *DB) GetMCPSession(ctx context.Context, id string) (*mcpflow.MCPSession
 		CreatedAt: row.CreatedAt.UTC(), LastUsedAt: row.LastUsedAt.UTC()}, nil
 }
 
-// TouchMCPSession sets the session's last use; an unknown session is
-// ENotFound.
+// TouchMCPSession records a use of the session at at. The last use only
+// moves forward: a replica whose clock is behind, or whose touch lands
+// after a later one, leaves it. An unknown session is ENotFound.
 func (db *DB) TouchMCPSession(ctx context.Context, id string, at time.Time) error {
-	res := db.gorm.WithContext(ctx).Model(&mcpSessionRow{}).Where("id = ?", id).Update("last_used_at", dbTime(at))
+	res := db.gorm.WithContext(ctx).Model(&mcpSessionRow{}).Where("id = ? AND last_used_at < ?", id, dbTime(at)).
+		Update("last_used_at", dbTime(at))
 	if res.Error != nil {
 		return fmt.Errorf("touch MCP session: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return notFound("MCP session not found")
+		var n int64
+		if err := db.gorm.WithContext(ctx).Model(&mcpSessionRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
+			return fmt.Errorf("touch MCP session: %w", err)
+		}
+		if n == 0 {
+			return notFound("MCP session not found")
+		}
 	}
 	return nil
 }
@@ -127,9 +135,11 @@ const evictBatch = 500
 
 // EvictMCPSessions removes the user's sessions beyond the keep most
 // recently used ones (by last use, then creation, then id) and returns the
-// ids it removed. Run after CreateMCPSession, outside any transaction: of
-// concurrent initializes of one user, the last eviction to start sees every
-// committed session, so the user ends with at most keep.
+// ids it removed. Last use is what TouchMCPSession recorded, which the MCP
+// endpoint keeps within about a minute of real use. Run after
+// CreateMCPSession, outside any transaction: of concurrent initializes of
+// one user, the last eviction to start sees every committed session, so
+// the user ends with at most keep.
 func (db *DB) EvictMCPSessions(ctx context.Context, userID string, keep int) ([]string, error) {
 	if keep < 0 {
 		return nil, invalid("MCP sessions to keep must not be negative")

@@ -379,7 +379,7 @@ func (db *DB) UpdateTaskWithEvent(ctx context.Context, t *mcpflow.Task, e *mcpfl
 	*t = done
 	e.Seq = stored.Seq
 	e.CreatedAt = stored.CreatedAt.UTC()
-	db.signalAppend(stored.ThreadID, stored.Seq)
+	db.signalAppend(stored.ref(), stored.Seq)
 	return stored.Seq, nil
 }
 

@@ -325,9 +325,10 @@ func TestListTasks(t *testing.T) {
 			all = append(all, task)
 		}
 		// Noise: another thread of the same user, bob's own thread, and a
-		// task of bob's in alice's thread.
+		// task of bob's in bob's thread of the same id as alice's.
 		require.NoError(t, db.CreateTask(testCtx, newTask("alice", "thread-2", "x-1")))
 		require.NoError(t, db.CreateTask(testCtx, newTask("bob", "thread-3", "x-2")))
+		createThread(t, db, "thread-1", "bob")
 		require.NoError(t, db.CreateTask(testCtx, newTask("bob", "thread-1", "x-3")))
 
 		ids := func(ts []*mcpflow.Task) []string {
@@ -514,7 +515,7 @@ func TestUpdateTaskWithEvent(t *testing.T) {
 		require.NoError(t, err)
 
 		ev := func(v int) *mcpflow.ThreadEvent {
-			return &mcpflow.ThreadEvent{ThreadID: "thread-1", TaskID: task.ID, EventVersion: v,
+			return &mcpflow.ThreadEvent{UserID: task.UserID, ThreadID: "thread-1", TaskID: task.ID, EventVersion: v,
 				Status: mcpflow.StatusCompleted, Payload: []byte(`{"status":"completed"}`)}
 		}
 		ok := *read
@@ -528,7 +529,7 @@ func TestUpdateTaskWithEvent(t *testing.T) {
 		stale.Status, stale.EventVersion = mcpflow.StatusFailed, 2
 		_, err = db.UpdateTaskWithEvent(testCtx, &stale, ev(2))
 		requireCode(t, mcpflow.EConflict, err)
-		events, err := db.ListEvents(testCtx, "thread-1", 0, 10)
+		events, err := db.ListEvents(testCtx, mcpflow.ThreadRef{UserID: task.UserID, ThreadID: "thread-1"}, 0, 10)
 		require.NoError(t, err)
 		require.Len(t, events, 1, "the refused write left its event behind")
 		got, err := db.GetTask(testCtx, task.ID)
@@ -536,7 +537,7 @@ func TestUpdateTaskWithEvent(t *testing.T) {
 		require.Equal(t, mcpflow.StatusCompleted, got.Status)
 
 		// A deleted thread refuses the event, and nothing is written.
-		require.NoError(t, db.DeleteThread(testCtx, "thread-1", time.Now()))
+		require.NoError(t, db.DeleteThread(testCtx, task.UserID, "thread-1", time.Now()))
 		gone := *got
 		gone.Status, gone.EventVersion = mcpflow.StatusFailed, 2
 		_, err = db.UpdateTaskWithEvent(testCtx, &gone, ev(2))

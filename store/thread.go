@@ -16,7 +16,7 @@ import (
 // soft delete: tombstoned threads must stay visible to the store.
 type threadRow struct {
 	ID        string     `gorm:"column:id;primaryKey"`
-	UserID    string     `gorm:"column:user_id"`
+	UserID    string     `gorm:"column:user_id;primaryKey"`
 	CreatedAt time.Time  `gorm:"column:created_at;autoCreateTime:false"`
 	DeletedAt *time.Time `gorm:"column:deleted_at"`
 }
@@ -34,12 +34,11 @@ func (r *threadRow) thread() *mcpflow.Thread {
 }
 
 // CreateThread creates the thread t.ID for t.UserID and returns it with
-// created true; CreatedAt defaults to now and DeletedAt is ignored. When the
-// id exists it returns the existing thread with created false if the same
-// user owns it and it is not deleted; an mcpflow.ENotFound error if another
-// user owns it (even a deleted one: another user's thread is never
-// revealed); and an mcpflow.EGone error if the user deleted it (ids are never
-// resurrected). Ids must pass mcpflow.ValidateID.
+// created true; CreatedAt defaults to now and DeletedAt is ignored. Thread
+// ids are per user: another user's thread of the same id is not in the way.
+// When the user has that id already it returns the existing thread with
+// created false, or an mcpflow.EGone error if the user deleted it (ids are
+// never resurrected). Ids must pass mcpflow.ValidateID.
 func (db *DB) CreateThread(ctx context.Context, t *mcpflow.Thread) (*mcpflow.Thread, bool, error) {
 	if t == nil {
 		return nil, false, invalid("thread must not be nil")
@@ -56,7 +55,7 @@ func (db *DB) CreateThread(ctx context.Context, t *mcpflow.Thread) (*mcpflow.Thr
 	}
 	row := threadRow{ID: t.ID, UserID: t.UserID, CreatedAt: dbTime(created)}
 	res := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "id"}},
+		Columns:   []clause.Column{{Name: "user_id"}, {Name: "id"}},
 		DoNothing: true,
 	}).Create(&row)
 	if res.Error != nil {
@@ -66,23 +65,20 @@ func (db *DB) CreateThread(ctx context.Context, t *mcpflow.Thread) (*mcpflow.Thr
 		return row.thread(), true, nil
 	}
 	var existing threadRow
-	if err := db.gorm.WithContext(ctx).Where("id = ?", t.ID).Take(&existing).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("user_id = ? AND id = ?", t.UserID, t.ID).Take(&existing).Error; err != nil {
 		return nil, false, fmt.Errorf("create thread %s: read existing: %w", t.ID, err)
 	}
-	switch {
-	case existing.UserID != t.UserID:
-		return nil, false, notFound("thread not found")
-	case existing.DeletedAt != nil:
+	if existing.DeletedAt != nil {
 		return nil, false, gone("thread has been deleted")
 	}
 	return existing.thread(), false, nil
 }
 
-// GetThread returns the thread, deleted or not, or an mcpflow.ENotFound
-// error. Ownership and tombstones are the caller's checks.
-func (db *DB) GetThread(ctx context.Context, id string) (*mcpflow.Thread, error) {
+// GetThread returns the user's thread of that id, deleted or not, or an
+// mcpflow.ENotFound error. Tombstones are the caller's check.
+func (db *DB) GetThread(ctx context.Context, userID, id string) (*mcpflow.Thread, error) {
 	var row threadRow
-	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	err := db.gorm.WithContext(ctx).Where("user_id = ? AND id = ?", userID, id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, notFound("thread not found")
 	}
@@ -92,15 +88,15 @@ func (db *DB) GetThread(ctx context.Context, id string) (*mcpflow.Thread, error)
 	return row.thread(), nil
 }
 
-// DeleteThread tombstones the thread at at. The tombstone is set once:
-// deleting a deleted thread succeeds and keeps the first time. A missing
-// thread is an mcpflow.ENotFound error. Ownership is the caller's check.
-func (db *DB) DeleteThread(ctx context.Context, id string, at time.Time) error {
+// DeleteThread tombstones the user's thread at at. The tombstone is set
+// once: deleting a deleted thread succeeds and keeps the first time. A
+// missing thread is an mcpflow.ENotFound error.
+func (db *DB) DeleteThread(ctx context.Context, userID, id string, at time.Time) error {
 	if at.IsZero() {
 		at = db.now()
 	}
 	res := db.gorm.WithContext(ctx).Model(&threadRow{}).
-		Where("id = ? AND deleted_at IS NULL", id).
+		Where("user_id = ? AND id = ? AND deleted_at IS NULL", userID, id).
 		Update("deleted_at", dbTime(at))
 	if res.Error != nil {
 		return fmt.Errorf("delete thread %s: %w", id, res.Error)
@@ -108,7 +104,7 @@ func (db *DB) DeleteThread(ctx context.Context, id string, at time.Time) error {
 	if res.RowsAffected == 1 {
 		return nil
 	}
-	if _, err := db.GetThread(ctx, id); err != nil {
+	if _, err := db.GetThread(ctx, userID, id); err != nil {
 		return fmt.Errorf("delete thread: %w", err)
 	}
 	return nil

@@ -22,6 +22,7 @@ const (
 // eventRow is one row of thread_events.
 type eventRow struct {
 	Seq          int64     `gorm:"column:seq;primaryKey;autoIncrement"`
+	UserID       string    `gorm:"column:user_id"`
 	ThreadID     string    `gorm:"column:thread_id"`
 	TaskID       string    `gorm:"column:task_id"`
 	EventVersion int       `gorm:"column:event_version"`
@@ -36,6 +37,7 @@ func (eventRow) TableName() string { return "thread_events" }
 func (r *eventRow) event() *mcpflow.ThreadEvent {
 	return &mcpflow.ThreadEvent{
 		Seq:          r.Seq,
+		UserID:       r.UserID,
 		ThreadID:     r.ThreadID,
 		TaskID:       r.TaskID,
 		EventVersion: r.EventVersion,
@@ -45,12 +47,12 @@ func (r *eventRow) event() *mcpflow.ThreadEvent {
 	}
 }
 
-// AppendEvent appends e to its thread's inbox and returns its sequence
-// number. Appending the same (task id, event version) again returns the
-// first sequence number and adds no row. It sets e.Seq and e.CreatedAt (now
-// when zero) to the stored values. A missing thread is an mcpflow.ENotFound
-// error and a deleted one an mcpflow.EGone error; ownership is the caller's
-// check. The payload must be a JSON value.
+// AppendEvent appends e to the inbox of its thread (e.UserID, e.ThreadID)
+// and returns its sequence number. Appending the same (task id, event
+// version) again returns the first sequence number and adds no row. It sets
+// e.Seq and e.CreatedAt (now when zero) to the stored values. A missing
+// thread is an mcpflow.ENotFound error and a deleted one an mcpflow.EGone
+// error. The payload must be a JSON value.
 func (db *DB) AppendEvent(ctx context.Context, e *mcpflow.ThreadEvent) (int64, error) {
 	created, err := db.checkEvent(e)
 	if err != nil {
@@ -67,8 +69,13 @@ func (db *DB) AppendEvent(ctx context.Context, e *mcpflow.ThreadEvent) (int64, e
 	}
 	e.Seq = stored.Seq
 	e.CreatedAt = stored.CreatedAt.UTC()
-	db.signalAppend(stored.ThreadID, stored.Seq)
+	db.signalAppend(stored.ref(), stored.Seq)
 	return stored.Seq, nil
+}
+
+// ref names the row's thread.
+func (r *eventRow) ref() mcpflow.ThreadRef {
+	return mcpflow.ThreadRef{UserID: r.UserID, ThreadID: r.ThreadID}
 }
 
 // checkEvent checks an event to append and returns its creation time (now
@@ -79,6 +86,9 @@ func (db *DB) checkEvent(e *mcpflow.ThreadEvent) (time.Time, error) {
 	}
 	if e.TaskID == "" {
 		return time.Time{}, invalid("event task_id must not be empty")
+	}
+	if e.UserID == "" {
+		return time.Time{}, invalid("event user_id must not be empty")
 	}
 	if !json.Valid(e.Payload) {
 		return time.Time{}, invalid("event payload must be valid JSON")
@@ -100,7 +110,7 @@ func appendEventTx(tx *gorm.DB, e *mcpflow.ThreadEvent, created time.Time) (even
 	// concurrent DeleteThread. (PostgreSQL; SQLite write transactions
 	// are serial already.)
 	var th threadRow
-	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", e.ThreadID).Take(&th).Error
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("user_id = ? AND id = ?", e.UserID, e.ThreadID).Take(&th).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return stored, notFound("thread not found")
 	}
@@ -111,6 +121,7 @@ func appendEventTx(tx *gorm.DB, e *mcpflow.ThreadEvent, created time.Time) (even
 		return stored, gone("thread has been deleted")
 	}
 	row := eventRow{
+		UserID:       e.UserID,
 		ThreadID:     e.ThreadID,
 		TaskID:       e.TaskID,
 		EventVersion: e.EventVersion,
@@ -151,7 +162,7 @@ func (db *DB) GetEvent(ctx context.Context, taskID string, version int) (*mcpflo
 
 // appendSub is one SubscribeAppends subscription.
 type appendSub struct {
-	fn func(threadID string, seq int64)
+	fn func(thread mcpflow.ThreadRef, seq int64)
 }
 
 // SubscribeAppends calls fn with the thread and seq of every event this
@@ -159,7 +170,7 @@ type appendSub struct {
 // append that found its event already stored), until the returned func is
 // called. fn runs on the appending goroutine and must not block. Appends
 // of other processes are not seen: ThreadsWithEventsAfter finds those.
-func (db *DB) SubscribeAppends(fn func(threadID string, seq int64)) (unsubscribe func()) {
+func (db *DB) SubscribeAppends(fn func(thread mcpflow.ThreadRef, seq int64)) (unsubscribe func()) {
 	sub := &appendSub{fn: fn}
 	db.appendMu.Lock()
 	if db.appendSubs == nil {
@@ -174,7 +185,7 @@ func (db *DB) SubscribeAppends(fn func(threadID string, seq int64)) (unsubscribe
 	}
 }
 
-func (db *DB) signalAppend(threadID string, seq int64) {
+func (db *DB) signalAppend(thread mcpflow.ThreadRef, seq int64) {
 	db.appendMu.Lock()
 	subs := make([]*appendSub, 0, len(db.appendSubs))
 	for sub := range db.appendSubs {
@@ -182,7 +193,7 @@ func (db *DB) signalAppend(threadID string, seq int64) {
 	}
 	db.appendMu.Unlock()
 	for _, sub := range subs {
-		sub.fn(threadID, seq)
+		sub.fn(thread, seq)
 	}
 }
 
@@ -191,7 +202,7 @@ func (db *DB) signalAppend(threadID string, seq int64) {
 // check the thread; an unknown thread has no events. Payloads come back as
 // equivalent JSON, not byte for byte: PostgreSQL's JSONB normalizes spacing
 // and key order.
-func (db *DB) ListEvents(ctx context.Context, threadID string, after int64, limit int) ([]*mcpflow.ThreadEvent, error) {
+func (db *DB) ListEvents(ctx context.Context, thread mcpflow.ThreadRef, after int64, limit int) ([]*mcpflow.ThreadEvent, error) {
 	switch {
 	case limit == 0:
 		limit = DefaultEventListLimit
@@ -202,10 +213,10 @@ func (db *DB) ListEvents(ctx context.Context, threadID string, after int64, limi
 	}
 	var rows []eventRow
 	err := db.gorm.WithContext(ctx).
-		Where("thread_id = ? AND seq > ?", threadID, after).
+		Where("user_id = ? AND thread_id = ? AND seq > ?", thread.UserID, thread.ThreadID, after).
 		Order("seq ASC").Limit(limit).Find(&rows).Error
 	if err != nil {
-		return nil, fmt.Errorf("list events of thread %s: %w", threadID, err)
+		return nil, fmt.Errorf("list events of thread %s: %w", thread.ThreadID, err)
 	}
 	out := make([]*mcpflow.ThreadEvent, 0, len(rows))
 	for i := range rows {
@@ -215,11 +226,11 @@ func (db *DB) ListEvents(ctx context.Context, threadID string, after int64, limi
 }
 
 // LatestEventSeq returns the highest seq of the thread's events, of all
-// threads for "" (0 when there are none).
-func (db *DB) LatestEventSeq(ctx context.Context, threadID string) (int64, error) {
+// threads for the zero ThreadRef (0 when there are none).
+func (db *DB) LatestEventSeq(ctx context.Context, thread mcpflow.ThreadRef) (int64, error) {
 	q := db.gorm.WithContext(ctx).Model(&eventRow{})
-	if threadID != "" {
-		q = q.Where("thread_id = ?", threadID)
+	if thread != (mcpflow.ThreadRef{}) {
+		q = q.Where("user_id = ? AND thread_id = ?", thread.UserID, thread.ThreadID)
 	}
 	var seq *int64
 	if err := q.Select("MAX(seq)").Scan(&seq).Error; err != nil {
@@ -236,20 +247,21 @@ func (db *DB) LatestEventSeq(ctx context.Context, threadID string) (int64, error
 // threads waited on. It returns at most limit threads (clamped to
 // 1..MaxEventListLimit; which ones is unspecified when more qualify, so a
 // caller that gets limit of them must assume it missed some).
-func (db *DB) ThreadsWithEventsAfter(ctx context.Context, after int64, limit int) (map[string]int64, error) {
+func (db *DB) ThreadsWithEventsAfter(ctx context.Context, after int64, limit int) (map[mcpflow.ThreadRef]int64, error) {
 	limit = min(max(limit, 1), MaxEventListLimit)
 	var rows []struct {
+		UserID   string `gorm:"column:user_id"`
 		ThreadID string `gorm:"column:thread_id"`
 		Seq      int64  `gorm:"column:seq"`
 	}
-	err := db.gorm.WithContext(ctx).Model(&eventRow{}).Select("thread_id, MAX(seq) AS seq").
-		Where("seq > ?", after).Group("thread_id").Limit(limit).Scan(&rows).Error
+	err := db.gorm.WithContext(ctx).Model(&eventRow{}).Select("user_id, thread_id, MAX(seq) AS seq").
+		Where("seq > ?", after).Group("user_id, thread_id").Limit(limit).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("threads with events after seq %d: %w", after, err)
 	}
-	out := make(map[string]int64, len(rows))
+	out := make(map[mcpflow.ThreadRef]int64, len(rows))
 	for _, r := range rows {
-		out[r.ThreadID] = r.Seq
+		out[mcpflow.ThreadRef{UserID: r.UserID, ThreadID: r.ThreadID}] = r.Seq
 	}
 	return out, nil
 }

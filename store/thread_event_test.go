@@ -14,7 +14,12 @@ import (
 
 func event(thread, task string, version int, status mcpflow.Status) *mcpflow.ThreadEvent {
 	payload := fmt.Sprintf(`{"task_id":%q,"status":%q,"result":{"n":%d},"text":"<ü>"}`, task, status, version)
-	return &mcpflow.ThreadEvent{ThreadID: thread, TaskID: task, EventVersion: version, Status: status, Payload: json.RawMessage(payload)}
+	return &mcpflow.ThreadEvent{UserID: "alice", ThreadID: thread, TaskID: task, EventVersion: version, Status: status, Payload: json.RawMessage(payload)}
+}
+
+// alice names a thread of alice's, the user of event's events.
+func alice(thread string) mcpflow.ThreadRef {
+	return mcpflow.ThreadRef{UserID: "alice", ThreadID: thread}
 }
 
 func TestEvents(t *testing.T) {
@@ -52,24 +57,24 @@ func TestEvents(t *testing.T) {
 			}
 		}
 
-		all, err := db.ListEvents(testCtx, "thread-1", 0, 0)
+		all, err := db.ListEvents(testCtx, alice("thread-1"), 0, 0)
 		require.NoError(t, err)
 		requireEvents(appended, all)
 
 		// after is an exclusive cursor; limit caps the page.
-		rest, err := db.ListEvents(testCtx, "thread-1", appended[0].Seq, 0)
+		rest, err := db.ListEvents(testCtx, alice("thread-1"), appended[0].Seq, 0)
 		require.NoError(t, err)
 		requireEvents(appended[1:], rest)
-		page, err := db.ListEvents(testCtx, "thread-1", 0, 2)
+		page, err := db.ListEvents(testCtx, alice("thread-1"), 0, 2)
 		require.NoError(t, err)
 		requireEvents(appended[:2], page)
-		one, err := db.ListEvents(testCtx, "thread-1", 0, -1)
+		one, err := db.ListEvents(testCtx, alice("thread-1"), 0, -1)
 		require.NoError(t, err)
 		requireEvents(appended[:1], one)
-		none, err := db.ListEvents(testCtx, "thread-1", last, 10)
+		none, err := db.ListEvents(testCtx, alice("thread-1"), last, 10)
 		require.NoError(t, err)
 		require.Empty(t, none)
-		unknown, err := db.ListEvents(testCtx, "no-such-thread", 0, 10)
+		unknown, err := db.ListEvents(testCtx, alice("no-such-thread"), 0, 10)
 		require.NoError(t, err)
 		require.Empty(t, unknown)
 
@@ -80,7 +85,7 @@ func TestEvents(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, appended[0].Seq, seq)
 		require.Equal(t, appended[0].Seq, dup.Seq)
-		all, err = db.ListEvents(testCtx, "thread-1", 0, 100)
+		all, err = db.ListEvents(testCtx, alice("thread-1"), 0, 100)
 		require.NoError(t, err)
 		requireEvents(appended, all)
 
@@ -93,11 +98,11 @@ func TestEvents(t *testing.T) {
 		// Missing and deleted threads.
 		_, err = db.AppendEvent(testCtx, event("no-such-thread", "task-z", 1, mcpflow.StatusCompleted))
 		requireCode(t, mcpflow.ENotFound, err)
-		require.NoError(t, db.DeleteThread(testCtx, "thread-1", at(time.Hour)))
+		require.NoError(t, db.DeleteThread(testCtx, "alice", "thread-1", at(time.Hour)))
 		_, err = db.AppendEvent(testCtx, event("thread-1", "task-a", 3, mcpflow.StatusCompleted))
 		requireCode(t, mcpflow.EGone, err)
 		// The inbox of a deleted thread still reads (the API answers 410 first).
-		all, err = db.ListEvents(testCtx, "thread-1", 0, 100)
+		all, err = db.ListEvents(testCtx, alice("thread-1"), 0, 100)
 		require.NoError(t, err)
 		requireEvents(appended, all)
 	})
@@ -160,7 +165,7 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 		t.Logf("%d workers × %d rounds took %v", workers, rounds, time.Since(start))
 
-		shared, err := db.ListEvents(testCtx, "shared", 0, 100)
+		shared, err := db.ListEvents(testCtx, alice("shared"), 0, 100)
 		require.NoError(t, err)
 		require.Len(t, shared, rounds)
 		for w := range workers {
@@ -169,7 +174,7 @@ func TestConcurrentWriters(t *testing.T) {
 			}
 		}
 		for w := range workers {
-			events, err := db.ListEvents(testCtx, fmt.Sprintf("thread-%d", w), 0, 100)
+			events, err := db.ListEvents(testCtx, alice(fmt.Sprintf("thread-%d", w)), 0, 100)
 			require.NoError(t, err)
 			require.Len(t, events, rounds)
 		}
@@ -186,9 +191,9 @@ func TestGetEventAndAppendSignal(t *testing.T) {
 		var mu sync.Mutex
 		var seen []string
 		woken := make(chan struct{}, 1)
-		unsubscribe := db.SubscribeAppends(func(thread string, _ int64) {
+		unsubscribe := db.SubscribeAppends(func(thread mcpflow.ThreadRef, _ int64) {
 			mu.Lock()
-			seen = append(seen, thread)
+			seen = append(seen, thread.UserID+"/"+thread.ThreadID)
 			mu.Unlock()
 			select {
 			case woken <- struct{}{}:
@@ -205,7 +210,7 @@ func TestGetEventAndAppendSignal(t *testing.T) {
 			t.Fatal("an append was not signalled")
 		}
 		mu.Lock()
-		require.Equal(t, []string{"thread-g"}, seen)
+		require.Equal(t, []string{"alice/thread-g"}, seen)
 		mu.Unlock()
 
 		got, err := db.GetEvent(testCtx, "task-g", 1)
@@ -238,10 +243,10 @@ func TestThreadsWithEventsAfter(t *testing.T) {
 
 		got, err = db.ThreadsWithEventsAfter(testCtx, 0, 100)
 		require.NoError(t, err)
-		require.Equal(t, map[string]int64{"ta": a1, "tb": b2, "tc": c1}, got)
+		require.Equal(t, map[mcpflow.ThreadRef]int64{alice("ta"): a1, alice("tb"): b2, alice("tc"): c1}, got)
 		got, err = db.ThreadsWithEventsAfter(testCtx, b1, 100)
 		require.NoError(t, err)
-		require.Equal(t, map[string]int64{"tb": b2, "tc": c1}, got, "only events after the seq count")
+		require.Equal(t, map[mcpflow.ThreadRef]int64{alice("tb"): b2, alice("tc"): c1}, got, "only events after the seq count")
 		got, err = db.ThreadsWithEventsAfter(testCtx, c1, 100)
 		require.NoError(t, err)
 		require.Empty(t, got)
@@ -259,13 +264,13 @@ func TestSubscribeAppends(t *testing.T) {
 		createThread(t, db, "ta", "alice")
 		createThread(t, db, "tb", "alice")
 		type seen struct {
-			thread string
+			thread mcpflow.ThreadRef
 			seq    int64
 		}
 		var mu sync.Mutex
 		var got1, got2 []seen
-		unsub1 := db.SubscribeAppends(func(th string, seq int64) { mu.Lock(); got1 = append(got1, seen{th, seq}); mu.Unlock() })
-		unsub2 := db.SubscribeAppends(func(th string, seq int64) { mu.Lock(); got2 = append(got2, seen{th, seq}); mu.Unlock() })
+		unsub1 := db.SubscribeAppends(func(th mcpflow.ThreadRef, seq int64) { mu.Lock(); got1 = append(got1, seen{th, seq}); mu.Unlock() })
+		unsub2 := db.SubscribeAppends(func(th mcpflow.ThreadRef, seq int64) { mu.Lock(); got2 = append(got2, seen{th, seq}); mu.Unlock() })
 		a, err := db.AppendEvent(testCtx, event("ta", "t1", 1, mcpflow.StatusCompleted))
 		require.NoError(t, err)
 		unsub2()
@@ -282,7 +287,7 @@ func TestSubscribeAppends(t *testing.T) {
 		require.NoError(t, err)
 		mu.Lock()
 		defer mu.Unlock()
-		require.Equal(t, []seen{{"ta", a}, {"tb", b}, {"tb", b}}, got1, "a failed append is not signalled; an idempotent repeat is")
-		require.Equal(t, []seen{{"ta", a}}, got2)
+		require.Equal(t, []seen{{alice("ta"), a}, {alice("tb"), b}, {alice("tb"), b}}, got1, "a failed append is not signalled; an idempotent repeat is")
+		require.Equal(t, []seen{{alice("ta"), a}}, got2)
 	})
 }

@@ -18,7 +18,7 @@ func TestThreads(t *testing.T) {
 		require.True(t, created)
 		require.Equal(t, &mcpflow.Thread{ID: "thread-1", UserID: "alice", CreatedAt: normalized(at(0))}, th)
 
-		got, err := db.GetThread(testCtx, "thread-1")
+		got, err := db.GetThread(testCtx, "alice", "thread-1")
 		require.NoError(t, err)
 		require.Equal(t, th, got)
 
@@ -28,8 +28,19 @@ func TestThreads(t *testing.T) {
 		require.False(t, created)
 		require.Equal(t, th, again)
 
-		// Another user's id is not found, never revealed.
-		_, _, err = db.CreateThread(testCtx, &mcpflow.Thread{ID: "thread-1", UserID: "bob"})
+		// Thread ids are per user: another user's id is free for bob, who
+		// gets a thread of his own, and alice's is untouched.
+		bobs, created, err := db.CreateThread(testCtx, &mcpflow.Thread{ID: "thread-1", UserID: "bob", CreatedAt: at(time.Minute)})
+		require.NoError(t, err)
+		require.True(t, created)
+		require.Equal(t, &mcpflow.Thread{ID: "thread-1", UserID: "bob", CreatedAt: normalized(at(time.Minute))}, bobs)
+		got, err = db.GetThread(testCtx, "alice", "thread-1")
+		require.NoError(t, err)
+		require.Equal(t, th, got)
+		got, err = db.GetThread(testCtx, "bob", "thread-1")
+		require.NoError(t, err)
+		require.Equal(t, bobs, got)
+		_, err = db.GetThread(testCtx, "carol", "thread-1")
 		requireCode(t, mcpflow.ENotFound, err)
 
 		// Invalid ids are rejected before the database.
@@ -46,9 +57,10 @@ func TestThreads(t *testing.T) {
 		require.True(t, th2.CreatedAt.After(before))
 
 		// Missing.
-		_, err = db.GetThread(testCtx, "nope")
+		_, err = db.GetThread(testCtx, "alice", "nope")
 		requireCode(t, mcpflow.ENotFound, err)
-		requireCode(t, mcpflow.ENotFound, db.DeleteThread(testCtx, "nope", at(0)))
+		requireCode(t, mcpflow.ENotFound, db.DeleteThread(testCtx, "alice", "nope", at(0)))
+		requireCode(t, mcpflow.ENotFound, db.DeleteThread(testCtx, "carol", "thread-1", at(0)))
 	})
 }
 
@@ -57,15 +69,16 @@ func TestDeleteThread(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db *DB) {
 		createThread(t, db, "thread-1", "alice")
 
-		require.NoError(t, db.DeleteThread(testCtx, "thread-1", at(time.Minute)))
-		got, err := db.GetThread(testCtx, "thread-1")
+		createThread(t, db, "thread-1", "bob")
+		require.NoError(t, db.DeleteThread(testCtx, "alice", "thread-1", at(time.Minute)))
+		got, err := db.GetThread(testCtx, "alice", "thread-1")
 		require.NoError(t, err)
 		require.True(t, got.Deleted())
 		require.Equal(t, normalized(at(time.Minute)), *got.DeletedAt)
 
 		// Deleting twice keeps the first tombstone.
-		require.NoError(t, db.DeleteThread(testCtx, "thread-1", at(time.Hour)))
-		got, err = db.GetThread(testCtx, "thread-1")
+		require.NoError(t, db.DeleteThread(testCtx, "alice", "thread-1", at(time.Hour)))
+		got, err = db.GetThread(testCtx, "alice", "thread-1")
 		require.NoError(t, err)
 		require.Equal(t, normalized(at(time.Minute)), *got.DeletedAt)
 
@@ -73,8 +86,12 @@ func TestDeleteThread(t *testing.T) {
 		_, created, err := db.CreateThread(testCtx, &mcpflow.Thread{ID: "thread-1", UserID: "alice"})
 		requireCode(t, mcpflow.EGone, err)
 		require.False(t, created)
-		// ...and still not revealed to anybody else.
-		_, _, err = db.CreateThread(testCtx, &mcpflow.Thread{ID: "thread-1", UserID: "bob"})
-		requireCode(t, mcpflow.ENotFound, err)
+		// ...while bob's thread of that id lives on.
+		got, err = db.GetThread(testCtx, "bob", "thread-1")
+		require.NoError(t, err)
+		require.False(t, got.Deleted())
+		_, created, err = db.CreateThread(testCtx, &mcpflow.Thread{ID: "thread-1", UserID: "bob"})
+		require.NoError(t, err)
+		require.False(t, created)
 	})
 }

@@ -676,7 +676,7 @@ func recordPollErrors(t *testing.T, r *recording) {
 	task := r.row(t)
 	require.Equal(t, mcpflow.StatusCompleted, task.Status)
 	require.Equal(t, 5, task.PollAttemptCount)
-	evs, err := r.db.ListEvents(context.Background(), r.in.ThreadID, 0, 0)
+	evs, err := r.db.ListEvents(context.Background(), mcpflow.ThreadRef{UserID: r.in.UserID, ThreadID: r.in.ThreadID}, 0, 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, evs)
 	require.Contains(t, string(evs[0].Payload), `"tracking_degraded":true`, "tracking degraded on the way")

@@ -107,7 +107,7 @@ func TestInputAnswerIsDeliveredAndTheTaskResumes(t *testing.T) {
 	require.Equal(t, map[string]any{"used": "historical"}, task.Result)
 
 	// The inbox heard the question (answerable) and the completion.
-	evs, err := b.db.ListEvents(context.Background(), "th", 0, 10)
+	evs, err := b.db.ListEvents(context.Background(), mcpflow.ThreadRef{UserID: "u", ThreadID: "th"}, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, evs, 2)
 	require.Equal(t, mcpflow.StatusInputRequired, evs[0].Status)

@@ -93,7 +93,7 @@ func postGaps(ps []post) []time.Duration {
 
 func inbox(t *testing.T, b *bundle) []*mcpflow.ThreadEvent {
 	t.Helper()
-	evs, err := b.db.ListEvents(context.Background(), b.in.ThreadID, 0, 0)
+	evs, err := b.db.ListEvents(context.Background(), mcpflow.ThreadRef{UserID: b.in.UserID, ThreadID: b.in.ThreadID}, 0, 0)
 	require.NoError(t, err)
 	return evs
 }
@@ -375,7 +375,7 @@ func TestNotifyDeletedThreadDeadLetters(t *testing.T) {
 	b, rec := setupHook(t, d, answer(200))
 	d.onStatus = func(n int) {
 		if n == 1 {
-			require.NoError(t, b.db.DeleteThread(context.Background(), "th", time.Now()))
+			require.NoError(t, b.db.DeleteThread(context.Background(), "u", "th", time.Now()))
 		}
 	}
 	_, err := b.run(t)
@@ -429,7 +429,7 @@ func TestNotifySignalRetriesAWaitingDeliveryNow(t *testing.T) {
 	b, rec := setupHook(t, d, answer(500))
 	b.in.Config.Timing.PollInterval = time.Minute // the first retry would wait a minute
 	b.env.RegisterDelayedCallback(func() {
-		require.NoError(t, b.db.DeleteThread(context.Background(), "th", time.Now()))
+		require.NoError(t, b.db.DeleteThread(context.Background(), "u", "th", time.Now()))
 		b.env.SignalWorkflow(workflows.SignalNotify, nil)
 	}, 70*time.Second) // the poll comes at 60 s, the first POST right after
 	_, err := b.run(t)

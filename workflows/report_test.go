@@ -16,7 +16,7 @@ import (
 // each, with these statuses.
 func (b *bundle) requireEventStatuses(t *testing.T, want ...string) {
 	t.Helper()
-	evs, err := b.db.ListEvents(context.Background(), b.in.ThreadID, 0, 0)
+	evs, err := b.db.ListEvents(context.Background(), mcpflow.ThreadRef{UserID: b.in.UserID, ThreadID: b.in.ThreadID}, 0, 0)
 	require.NoError(t, err)
 	var got []string
 	for i, ev := range evs {

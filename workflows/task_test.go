@@ -1175,7 +1175,7 @@ func TestCancelWaitsForAWritingPoll(t *testing.T) {
 	require.NoError(t, err)
 	task := b.task(t)
 	require.Equal(t, mcpflow.StatusCancelled, task.Status)
-	evs, err := b.db.ListEvents(context.Background(), "th", 0, 10)
+	evs, err := b.db.ListEvents(context.Background(), mcpflow.ThreadRef{UserID: "u", ThreadID: "th"}, 0, 10)
 	require.NoError(t, err)
 	var got []string
 	for i, ev := range evs {

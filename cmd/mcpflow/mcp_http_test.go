@@ -185,18 +185,26 @@ func TestMCPEndpointHTTP(t *testing.T) {
 	})
 
 	t.Run("threads", func(t *testing.T) {
+		// Thread ids are per user: bob's thread id is free for alice, whose
+		// session starts a thread of her own, as on any id she never used.
 		initSession(t, base, "/mcp/threads/bobs", testBobToken, nil)
-		a := doRPC(t, base, "POST", rpc{path: "/mcp/threads/bobs", token: testUserToken, body: initBody})
-		require.Equal(t, 404, a.status, "another user's thread is not found")
-		a = doRPC(t, base, "POST", rpc{path: "/mcp", token: testUserToken, headers: map[string]string{"Mcpflow-Thread-Id": "bobs"}, body: initBody})
-		require.Equal(t, 404, a.status)
-		a = doRPC(t, base, "POST", rpc{path: "/mcp", token: testUserToken, headers: map[string]string{"Mcpflow-Thread-Id": "../x"}, body: initBody})
+		initSession(t, base, "/mcp/threads/bobs", testUserToken, nil)
+		initSession(t, base, "/mcp", testUserToken, map[string]string{"Mcpflow-Thread-Id": "bobs"})
+		req, _ := http.NewRequest("DELETE", base+"/api/threads/bobs", nil)
+		req.Header.Set("Authorization", "Bearer "+testUserToken)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 204, resp.StatusCode)
+		code, _ := get(t, base+"/api/threads/bobs", testBobToken)
+		require.Equal(t, 200, code, "alice deleted her thread, not bob's")
+		a := doRPC(t, base, "POST", rpc{path: "/mcp", token: testUserToken, headers: map[string]string{"Mcpflow-Thread-Id": "../x"}, body: initBody})
 		require.Equal(t, 400, a.status, "a bad thread id")
 
 		sid := initSession(t, base, "/mcp/threads/doomed", testUserToken, nil)
-		req, _ := http.NewRequest("DELETE", base+"/api/threads/doomed", nil)
+		req, _ = http.NewRequest("DELETE", base+"/api/threads/doomed", nil)
 		req.Header.Set("Authorization", "Bearer "+testUserToken)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err = http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, 204, resp.StatusCode)
@@ -204,10 +212,10 @@ func TestMCPEndpointHTTP(t *testing.T) {
 		require.Equal(t, 410, a.status, "a deleted thread is gone")
 
 		// /mcp without the header is the user's default thread, one per
-		// user (thread ids are one namespace), which nobody else may take.
+		// user, whose id nobody else may use.
 		initSession(t, base, "/mcp", testUserToken, nil)
 		initSession(t, base, "/mcp", testBobToken, nil)
-		code, _ := get(t, base+"/api/threads/default@alice", testUserToken)
+		code, _ = get(t, base+"/api/threads/default@alice", testUserToken)
 		require.Equal(t, 200, code)
 		code, _ = get(t, base+"/api/threads/default@bob", testBobToken)
 		require.Equal(t, 200, code)

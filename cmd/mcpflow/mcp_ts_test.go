@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -390,12 +391,22 @@ func TestMCPEndpointTypeScriptSDK(t *testing.T) {
 		requireAllNotFound(t, runTS[methods](t, "task_methods", e.m.URL()+"/mcp", testUserToken, tsInput{TaskID: task.TaskID}))
 		// Another user on a thread of theirs.
 		requireAllNotFound(t, runTS[methods](t, "task_methods", e.thread("ts-bob"), tsBobToken, tsInput{TaskID: task.TaskID}))
-		// Another user cannot open the owner's thread at all.
-		conn := runTS[tsAttempt[struct{}]](t, "connect", e.thread("ts-owner"), tsBobToken, tsInput{})
+		// Another user on the owner's thread id: thread ids are per user,
+		// so that is a thread of his own, without the owner's task.
+		requireAllNotFound(t, runTS[methods](t, "task_methods", e.thread("ts-owner"), tsBobToken, tsInput{TaskID: task.TaskID}))
+		// A deleted thread is refused with a JSON-RPC error the SDK shows.
+		req, err := http.NewRequest(http.MethodDelete, e.m.URL()+"/api/threads/ts-bob", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tsBobToken)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+		conn := runTS[tsAttempt[struct{}]](t, "connect", e.thread("ts-bob"), tsBobToken, tsInput{})
 		require.NotNil(t, conn.Error)
 		require.Equal(t, "StreamableHTTPError", conn.Error.Name)
-		require.Equal(t, 404, conn.Error.Code)
-		require.Contains(t, conn.Error.Message, "thread not found", "the SDK shows the JSON-RPC error's message")
+		require.Equal(t, 410, conn.Error.Code)
+		require.Contains(t, conn.Error.Message, "thread was deleted", "the SDK shows the JSON-RPC error's message")
 
 		// Nor does another thread list it.
 		type list struct {

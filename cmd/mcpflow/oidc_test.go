@@ -331,6 +331,16 @@ func TestOIDCTokenExchange(t *testing.T) {
 	require.Contains(t, claims["aud"], oidcUpstreamAud)
 	require.NotContains(t, claims["aud"], e.base)
 
+	// The server's tools are listed for the signed-in user (with their
+	// exchanged token), not for a static user, whose listing says why.
+	code, _, body = send(t, "GET", e.base+"/api/threads/tx/tools", tok, "")
+	require.Equal(t, 200, code, body)
+	require.Contains(t, body, `"name":"exchanged_headers"`)
+	code, _, body = send(t, "GET", e.base+"/api/threads/tx2/tools", testUserToken, "")
+	require.Equal(t, 200, code, body)
+	require.NotContains(t, body, `"name":"exchanged_headers"`)
+	require.Contains(t, body, `{"server":"exchanged","reason":"its credential is exchanged per caller (RFC 8693): its tools are listed for callers signed in with the identity provider only"}`)
+
 	// A static user has no token to exchange.
 	code, _, body = send(t, "POST", e.base+"/api/threads/tx2/tools/exchanged_headers/call", testUserToken, `{"arguments": {}}`)
 	require.Equal(t, 200, code, body)

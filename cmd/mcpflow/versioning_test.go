@@ -305,6 +305,12 @@ func TestUpgradeFromAnEarlierBuild(t *testing.T) {
 		require.Empty(t, build, "the earlier build's workers are unversioned")
 	}
 
+	// The probe thread exists before this build migrates the database: from
+	// migration 00009 on (thread ids per user) an earlier build's API can
+	// no longer create threads, only use those that exist
+	// (docs/operations.md, "Upgrading to per-user thread ids").
+	code, _, out := send(t, "POST", base+"/api/threads", testUserToken, `{"thread_id": "tu-probe"}`)
+	require.Equal(t, 201, code, out)
 	b := startWorkerBinary(t, current, cfg, "MCPFLOW_TEMPORAL_WORKER_VERSIONING=true", "MCPFLOW_TEMPORAL_DEPLOYMENT_NAME="+deployment)
 	require.Eventually(t, func() bool { return currentBuild(t, deployment) == "vtest-current" }, 60*time.Second, 100*time.Millisecond,
 		"this build never became current:\n%s", b.logs.String())

@@ -44,23 +44,27 @@ type InputAnswer struct {
 const InputRequestsKey = "input_requests"
 
 // StaleAnswer returns the EConflict error of an answer for question id
-// while t's current question is another (nil when id is 0 or current).
-// The message names the current question by number and text.
+// while t's current question is another (nil when id is 0 or current);
+// its cause is ErrInputGone. The message names the current question by
+// number and text.
 func StaleAnswer(t *Task, id int) error {
 	if id == 0 || (t.Status == StatusInputRequired && t.QuestionSeq == id) {
 		return nil
 	}
 	if t.Status != StatusInputRequired {
-		return Errorf(EConflict, "this answer is for question %d, which is no longer open: the task does not require input now", id)
+		return &Error{Code: EConflict, Err: ErrInputGone,
+			Message: fmt.Sprintf("this answer is for question %d, which is no longer open: the task does not require input now", id)}
 	}
 	text, _ := t.InputRequired["message"].(string)
 	if text == "" {
 		text, _ = t.InputRequired["question"].(string)
 	}
 	if text = TruncateChars(strings.TrimSpace(text), 200); text == "" {
-		return Errorf(EConflict, "this answer is for question %d, but the task's current question is question %d: read the task and answer that one", id, t.QuestionSeq)
+		return &Error{Code: EConflict, Err: ErrInputGone,
+			Message: fmt.Sprintf("this answer is for question %d, but the task's current question is question %d: read the task and answer that one", id, t.QuestionSeq)}
 	}
-	return Errorf(EConflict, "this answer is for question %d, but the task's current question is question %d (%q): read the task and answer that one", id, t.QuestionSeq, text)
+	return &Error{Code: EConflict, Err: ErrInputGone,
+		Message: fmt.Sprintf("this answer is for question %d, but the task's current question is question %d (%q): read the task and answer that one", id, t.QuestionSeq, text)}
 }
 
 // InputDriver is a Driver that can deliver an answer to the question of a
@@ -78,8 +82,27 @@ type InputDriver interface {
 }
 
 // ErrInputGone is InputDriver.Answer's error for a question that can no
-// longer be answered.
+// longer be answered. It is also the cause (Error.Err, EConflict) of an
+// answer that names no open question: the task does not require input, or
+// asks another question, or its question went away. Of the refusals of an
+// answer it is the only one a caller may take as done (the Tasks
+// extension ignores an answer to a question that is no longer open).
 var ErrInputGone = errors.New("the task's question is no longer waiting for an answer")
+
+// ErrAnswerPending is the cause (Error.Err, EConflict) of an answer
+// refused because another answer to the same question is being delivered:
+// a conflict that passes. Sent again once that delivery ended, the answer
+// is delivered if it failed, and meets a closed question (ErrInputGone) if
+// it succeeded.
+var ErrAnswerPending = errors.New("another answer to the task's question is being delivered")
+
+// ErrTaskCancelling is the cause (Error.Err, EConflict) of an answer
+// refused because the task is being cancelled.
+var ErrTaskCancelling = errors.New("the task is being cancelled")
+
+// An answer that reached the task's workflow but that the MCP server did
+// not take (its delivery failed after retries) is an EUpstream error; the
+// question stays open for another answer.
 
 // maxRequestedSchemaBytes caps the schema an answer is checked against.
 const maxRequestedSchemaBytes = 64 << 10

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -12,9 +13,14 @@ import (
 
 // Error types of Answer, mirrored in workflows/types.go.
 const (
-	errTypeInputGone  = "McpTaskInputGone"
-	errTypeInputStale = "McpTaskInputStale"
+	errTypeInputGone           = "McpTaskInputGone"
+	errTypeInputStale          = "McpTaskInputStale"
+	errTypeInputDeliveryFailed = "McpTaskInputDeliveryFailed"
 )
+
+// deliveryErrorChars bounds the server's or connection's words quoted in a
+// failed delivery's error.
+const deliveryErrorChars = 500
 
 // AnswerInput is the Answer activity's input: the task and the user's
 // answer to its question.
@@ -34,7 +40,8 @@ type AnswerOutput struct {
 
 // Answer delivers a user's answer to the task's question through the
 // driver (mcpflow.InputDriver). A question that is gone, or a driver that
-// cannot answer, is a non-retryable failure; other errors are retried.
+// cannot answer, is a non-retryable failure; other errors
+// (McpTaskInputDeliveryFailed, with what the server said) are retried.
 //
 // An answer that names its question (InputAnswer.QuestionID) is checked
 // against the task's row right before it goes upstream: an answer for an
@@ -79,7 +86,11 @@ func (a *Activities) answer(ctx context.Context, in AnswerInput) error {
 		return temporal.NewNonRetryableApplicationError(mcpflow.ErrInputGone.Error(), errTypeInputGone, nil)
 	}
 	if err != nil {
-		return temporal.NewApplicationError(mcpflow.ErrorMessage(err), "McpTaskInputDeliveryFailed")
+		// Retried; after the last attempt the question stays open. The
+		// text says what the server or the connection said, as a poll
+		// error does (last_poll_error).
+		return temporal.NewApplicationError("the MCP server did not take the answer: "+
+			mcpflow.TruncateChars(strings.TrimSpace(err.Error()), deliveryErrorChars), errTypeInputDeliveryFailed)
 	}
 	return nil
 }

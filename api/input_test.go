@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -93,4 +95,57 @@ func TestAnswerInputRoute(t *testing.T) {
 	code, out = b.do(t, "POST", path(asking), aliceToken, `{"action": "cancel"}`)
 	require.Equal(t, 409, code)
 	require.Equal(t, asking.ID, out["task_id"])
+}
+
+// TestAnswerInputOutcomes: each way the workflow refuses an answer is its
+// own answer of the input route: another answer on its way is 409 with
+// Retry-After (send it again), a task being cancelled 409 saying so, an
+// answer the MCP server did not take 502 upstream_error (the question stays
+// open), and only an answer to a question no longer open 409 with the
+// task's detail.
+func TestAnswerInputOutcomes(t *testing.T) {
+	t.Parallel()
+	rec := &answerRecorder{}
+	b := setupInput(t, rec)
+	b.thread(t, "th", "alice")
+	asking := b.task(t, "alice", "th", 1, mcpflow.StatusInputRequired, func(tk *mcpflow.Task) {
+		tk.InputRequired, tk.InputAnswerable = map[string]any{"message": "Which year?"}, true
+	})
+	post := func() (*httptest.ResponseRecorder, map[string]any) {
+		t.Helper()
+		req := httptest.NewRequest("POST", "/api/threads/th/mcp-tasks/"+asking.ID+"/input", strings.NewReader(`{"action": "decline"}`))
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		b.srv.Handler().ServeHTTP(w, req)
+		var out map[string]any
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out), w.Body.String())
+		return w, out
+	}
+	for _, c := range []struct {
+		name       string
+		err        error
+		status     int
+		code, text string
+		retryAfter string
+	}{
+		{"pending", &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrAnswerPending,
+			Message: "an answer to this question is already being delivered: send yours again shortly (it is delivered if that delivery fails)"},
+			409, "conflict", "an answer to this question is already being delivered: send yours again shortly (it is delivered if that delivery fails)", "1"},
+		{"cancelling", &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrTaskCancelling, Message: "the task is being cancelled: it takes no answer"},
+			409, "conflict", "the task is being cancelled: it takes no answer", ""},
+		{"refused upstream", mcpflow.Errorf(mcpflow.EUpstream, "the MCP server did not take the answer: busy; the question is still open: answer it again"),
+			502, "upstream_error", "the MCP server did not take the answer: busy; the question is still open: answer it again", ""},
+	} {
+		rec.err = c.err
+		w, out := post()
+		require.Equal(t, c.status, w.Code, "%s: %v", c.name, out)
+		require.Equal(t, map[string]any{"code": c.code, "message": c.text}, out["error"], c.name)
+		require.Equal(t, c.retryAfter, w.Header().Get("Retry-After"), c.name)
+	}
+
+	rec.err = &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrInputGone, Message: "the task does not require input that mcpflow can deliver"}
+	w, out := post()
+	require.Equal(t, 409, w.Code)
+	require.Equal(t, asking.ID, out["task_id"], "the question is no longer open: the task's detail")
 }

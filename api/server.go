@@ -50,8 +50,10 @@ type Options struct {
 	CancelTask func(ctx context.Context, t *mcpflow.Task) error
 	// AnswerInput delivers an answer to a task's question (the workflow's
 	// input update) and returns once it was delivered upstream: EConflict
-	// when the task no longer takes it, EUnavailable when no worker runs.
-	// Nil: the input route answers 503.
+	// when the task no longer takes it (caused by mcpflow.ErrInputGone,
+	// ErrAnswerPending or ErrTaskCancelling), EUpstream when the server did
+	// not take it, EUnavailable when no worker runs. Nil: the input route
+	// answers 503.
 	AnswerInput func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error
 	// TaskLink returns the Temporal Web UI link of a task's workflow, shown
 	// in its detail; nil: no link.

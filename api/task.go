@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -185,13 +186,20 @@ func (s *Server) cancelTask(c *gin.Context) {
 	c.JSON(http.StatusAccepted, d)
 }
 
+// answerRetryAfter is the Retry-After (seconds) of an answer refused while
+// another answer to the same question is being delivered.
+const answerRetryAfter = "1"
+
 // answerInput answers a task's question: 202 with the detail once the
 // answer reached the MCP server; 400 for a bad action or content that does
 // not match the requested schema; 409 with the detail when the task does
 // not take an answer now (working, finished, or its question cannot be
 // answered through mcpflow); 409 with an error naming the current question
 // when question_id names another one (checked here, and again by the
-// worker right before the answer goes upstream).
+// worker right before the answer goes upstream); 409 with an error and
+// Retry-After while another answer to the question is being delivered;
+// 409 with an error while the task is being cancelled; 502 when the MCP
+// server did not take the answer (the question stays open).
 func (s *Server) answerInput(c *gin.Context) {
 	body, ok := s.readBody(c)
 	if !ok {
@@ -226,6 +234,16 @@ func (s *Server) answerInput(c *gin.Context) {
 		return
 	}
 	if err := s.opts.AnswerInput(c.Request.Context(), task, ans); err != nil {
+		switch {
+		case errors.Is(err, mcpflow.ErrAnswerPending):
+			// Another answer is on its way: this one may come again.
+			c.Header("Retry-After", answerRetryAfter)
+			s.renderError(c, err)
+			return
+		case errors.Is(err, mcpflow.ErrTaskCancelling):
+			s.renderError(c, err)
+			return
+		}
 		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
 			if fresh, gerr := s.opts.Tasks.GetTask(c.Request.Context(), task.ID); gerr == nil {
 				if serr := mcpflow.StaleAnswer(fresh, ans.QuestionID); serr != nil {

@@ -493,6 +493,7 @@ func TestRuntimeRoutingMetadata(t *testing.T) {
 		"When the user's request involves alpha or beta: prefer the `demo_get_job_status` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_headers` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_job_stats` tool.\n" +
+		"When the user's request involves alpha or beta: prefer the `demo_release_answers` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_slow` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_submit_job` tool.\n" +
 		"When the user's request involves alpha or beta: prefer the `demo_write_file` tool.\n" +

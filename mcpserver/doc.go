@@ -34,6 +34,21 @@
 // completed, failed, or working with "cancellation requested"), never a
 // cancelled it cannot guarantee.
 //
+// Answers to a task's question (a 2025-11-25 client's response to the
+// elicitation/create mcpflow sent on its tasks/result stream, a 2026-07-28
+// tasks/update) go to the task's workflow and are answered once the MCP
+// server has them. Each outcome of an answer that was not delivered is its
+// own (Options.AnswerInput's errors): only an answer to a question that is
+// no longer open is taken as done (tasks/update acknowledges it, as the
+// Tasks extension says; the elicitation response gets 202). Another answer
+// on its way is codeAnswerPending (-32003, data.retryAfterMs; on the 2025
+// response HTTP 409 with Retry-After), a task being cancelled -32602 (409),
+// the server not taking the answer -32603 (502; the question stays open).
+// A 2025 client's response is not a request, so the HTTP status and a
+// JSON-RPC error body with id null are all it can see: the TypeScript SDK
+// v1 reports a non-2xx answer to its onerror handler ("Failed to send
+// response: … Error POSTing to endpoint: <the body>").
+//
 // The API (api/) authenticates each request, checks its Origin, applies
 // the body limit and resolves its thread before it reaches ServeMCP. This
 // package imports the root package and mcp-go's mcp package only; it must

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -74,15 +76,35 @@ func elicitationTask(id json.RawMessage) (string, int) {
 	return task, n
 }
 
+// refusal is the transport's answer to an elicitation response whose
+// answer was not delivered: an HTTP status (with Retry-After when set) and
+// a JSON-RPC error body with id null (the client sent a response, not a
+// request, so no JSON-RPC answer is due; the status and the body are what
+// it can see). The TypeScript SDK v1 client, for one, reports a non-2xx
+// answer to a response it sent to its onerror handler ("Failed to send
+// response: … Error POSTing to endpoint: <the body>").
+type refusal struct {
+	status     int
+	retryAfter string
+	err        *rpcError
+}
+
 // answerElicitation takes a client's response to an elicitation/create of
 // a task's question (number question) and delivers it as the task's
 // answer (the REST input route's rules: the session's own task, still
-// answerable, content matching the requested schema). It returns the
-// refusal of an answer to an earlier question than the task's current one
-// (the transport answers it with 409 naming the current question); for
-// everything else the transport answers 202, and what went wrong is
-// logged.
-func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession, taskID string, question int, msg *message, requestID string) error {
+// answerable, content matching the requested schema). It returns nil when
+// the answer was delivered or is ignored: the client answered with an
+// error, the task is not one the session can see, or the question is no
+// longer open (closed, or answered meanwhile), which the transport
+// answers with 202. Everything else is a refusal the client sees: an
+// answer to an earlier question than the task's current one (409, naming
+// the current question), content that does not match the requested schema
+// (400), another answer being delivered (409 with Retry-After), the task
+// being cancelled (409), the MCP server not taking the answer (502; the
+// question stays open: tasks/result asks it again on a new stream, the
+// REST input route takes it too), no worker or no Temporal (503), no
+// outcome in time (504).
+func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession, taskID string, question int, msg *message, requestID string) *refusal {
 	log := s.log.With("request_id", requestID, "task_id", taskID)
 	if len(msg.Error) > 0 {
 		log.Info("MCP client answered a task's question with an error; the task keeps waiting")
@@ -95,8 +117,7 @@ func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession
 	dec := json.NewDecoder(bytes.NewReader(msg.Result))
 	dec.UseNumber()
 	if err := dec.Decode(&res); err != nil {
-		log.Info("MCP client's answer to a task's question is not an elicitation result")
-		return nil
+		return &refusal{status: http.StatusBadRequest, err: invalidParams("the response to a task's question must be an elicitation result {action, content?}")}
 	}
 	if s.opts.Tasks == nil || s.opts.AnswerInput == nil {
 		return nil
@@ -108,7 +129,7 @@ func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession
 	}
 	if err := mcpflow.StaleAnswer(t, question); err != nil {
 		log.Info("MCP client answered an earlier question of a task; refused", "question", question, "current", t.QuestionSeq)
-		return err
+		return &refusal{status: http.StatusConflict, err: invalidParams("%s", mcpflow.ErrorMessage(err))}
 	}
 	if !t.InputAnswerable {
 		log.Info("MCP client answered a question that is no longer open")
@@ -116,17 +137,74 @@ func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession
 	}
 	ans := mcpflow.InputAnswer{Action: res.Action, Content: res.Content, QuestionID: question}
 	if err := ans.Validate(t.InputRequired); err != nil {
-		log.Info("MCP client's answer to a task's question was refused", "reason", mcpflow.ErrorMessage(err))
+		return &refusal{status: http.StatusBadRequest, err: invalidParams("%s", mcpflow.ErrorMessage(err))}
+	}
+	err = s.opts.AnswerInput(ctx, t, ans)
+	if err == nil {
 		return nil
 	}
-	if err := s.opts.AnswerInput(ctx, t, ans); err != nil {
-		if fresh, gerr := s.opts.Tasks.GetTask(ctx, taskID); gerr == nil {
-			if serr := mcpflow.StaleAnswer(fresh, question); serr != nil {
-				log.Info("MCP client answered an earlier question of a task; refused", "question", question, "current", fresh.QuestionSeq)
-				return serr // a newer question came while it was on its way
-			}
+	if fresh, gerr := s.opts.Tasks.GetTask(ctx, taskID); gerr == nil {
+		if serr := mcpflow.StaleAnswer(fresh, question); serr != nil {
+			// A newer question came while it was on its way.
+			log.Info("MCP client answered an earlier question of a task; refused", "question", question, "current", fresh.QuestionSeq)
+			return &refusal{status: http.StatusConflict, err: invalidParams("%s", mcpflow.ErrorMessage(serr))}
 		}
-		log.Warn("MCP client's answer to a task's question was not delivered", "reason", mcpflow.ErrorMessage(err))
 	}
-	return nil
+	if errors.Is(err, mcpflow.ErrInputGone) {
+		log.Info("MCP client answered a question that is no longer open")
+		return nil
+	}
+	log.Warn("MCP client's answer to a task's question was not delivered", "code", mcpflow.ErrorCode(err), "reason", mcpflow.ErrorMessage(err))
+	r := &refusal{err: s.answerFailure(err, requestID)}
+	switch {
+	case errors.Is(err, mcpflow.ErrAnswerPending):
+		r.status, r.retryAfter = http.StatusConflict, answerRetryAfter
+	case errors.Is(err, mcpflow.ErrTaskCancelling):
+		r.status = http.StatusConflict
+	default:
+		r.status = httpStatus(mcpflow.ErrorCode(err))
+	}
+	return r
+}
+
+// answerRetryAfter is the Retry-After (seconds) of an answer refused while
+// another answer to the same question is being delivered.
+const answerRetryAfter = "1"
+
+// answerFailure is the JSON-RPC error of an answer that was neither
+// delivered nor ignored (mcpflow.InputAnswerer's outcomes): another
+// answer being delivered is codeAnswerPending with data.retryAfterMs; the
+// task being cancelled -32602; the server not taking the answer, and
+// anything else, -32603 with the caller-safe message (internal errors are
+// logged and shown as a fixed text).
+func (s *Server) answerFailure(err error, requestID string) *rpcError {
+	msg := mcpflow.ErrorMessage(err)
+	switch {
+	case errors.Is(err, mcpflow.ErrAnswerPending):
+		return &rpcError{Code: codeAnswerPending, Message: msg, Data: map[string]any{"retryAfterMs": 1000}}
+	case errors.Is(err, mcpflow.ErrTaskCancelling):
+		return invalidParams("%s", msg)
+	case mcpflow.ErrorCode(err) == mcpflow.EInternal:
+		s.log.Error("MCP endpoint: deliver the answer failed", "request_id", requestID, "error", err)
+		msg = "mcpflow could not deliver the answer (an internal error; the server's log has the details)"
+	}
+	return internalError("%s", msg)
+}
+
+// httpStatus is the HTTP status of a domain error code, as the REST API
+// answers it (api/error.go).
+func httpStatus(code string) int {
+	switch code {
+	case mcpflow.EInvalid:
+		return http.StatusBadRequest
+	case mcpflow.EConflict:
+		return http.StatusConflict
+	case mcpflow.EUpstream:
+		return http.StatusBadGateway
+	case mcpflow.EUnavailable:
+		return http.StatusServiceUnavailable
+	case mcpflow.ETimeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
 }

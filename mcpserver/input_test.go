@@ -31,7 +31,7 @@ func TestTaskQuestionIsElicited(t *testing.T) {
 	// A refused answer (content that does not match) is not delivered.
 	bad := b.post(t, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"action":"accept","content":{"other":1}}}`, false)
 	bad.Body.Close()
-	require.Equal(t, http.StatusAccepted, bad.StatusCode)
+	require.Equal(t, http.StatusBadRequest, bad.StatusCode)
 	good := b.post(t, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":{"action":"accept","content":{"interpretation":"historical"}}}`, false)
 	good.Body.Close()
 	require.Equal(t, http.StatusAccepted, good.StatusCode)

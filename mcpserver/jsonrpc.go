@@ -28,6 +28,12 @@ const (
 	// codeRequestCancelled answers a request that notifications/cancelled
 	// ended (the transport needs an answer; clients ignore it).
 	codeRequestCancelled = -32800
+	// codeAnswerPending refuses an answer to a task's question while
+	// another answer to it is being delivered: a conflict that passes.
+	// data.retryAfterMs says when to send it again: it is delivered if
+	// that delivery failed, and ignored (tasks/update acknowledges) once
+	// the question closed.
+	codeAnswerPending = -32003
 )
 
 // message is one incoming JSON-RPC message: a request (id and method), a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -176,14 +177,23 @@ func (c *call) updateTaskExt(ctx context.Context) (any, *rpcError) {
 		return nil, invalidParams("inputResponses[%q]: %s", questionKey(t), mcpflow.ErrorMessage(err))
 	}
 	if err := c.s.opts.AnswerInput(ctx, t, ans); err != nil {
-		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
-			// The question closed or changed meanwhile: this answer is for
-			// no open question, which the extension says to ignore.
-			return struct{}{}, nil
-		}
-		return nil, c.domainError("deliver the answer", err)
+		return c.updateFailed(err)
 	}
 	return struct{}{}, nil
+}
+
+// updateFailed is tasks/update's answer to an answer that was not
+// delivered. One that is for no open question (the question closed or
+// changed meanwhile) is ignored, as the extension says: acknowledged.
+// Anything else is a JSON-RPC error (answerFailure): another answer being
+// delivered (codeAnswerPending: send it again), the task being cancelled,
+// the server not taking the answer (the question stays open), mcpflow
+// unable to deliver it now.
+func (c *call) updateFailed(err error) (any, *rpcError) {
+	if errors.Is(err, mcpflow.ErrInputGone) {
+		return struct{}{}, nil
+	}
+	return nil, c.s.answerFailure(err, c.requestID())
 }
 
 // cancelTaskExt sends the task's workflow the cancel signal and
@@ -241,10 +251,7 @@ func (c *call) updateRequests(ctx context.Context, t *mcpflow.Task, open map[str
 		return struct{}{}, nil
 	}
 	if err := c.s.opts.AnswerInput(ctx, t, mcpflow.InputAnswer{Responses: answers, QuestionID: t.QuestionSeq}); err != nil {
-		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
-			return struct{}{}, nil // the requests changed meanwhile: nothing open to answer
-		}
-		return nil, c.domainError("deliver the answer", err)
+		return c.updateFailed(err) // ignored when the requests changed meanwhile: nothing open to answer
 	}
 	return struct{}{}, nil
 }

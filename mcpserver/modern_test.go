@@ -508,3 +508,62 @@ func TestProgressTokenRelayed(t *testing.T) {
 		require.Contains(t, string(out), `"text":"done"`)
 	}
 }
+
+// TestModernTasksUpdateOutcomes: tasks/update acknowledges an answer that
+// was delivered, and one to a question that is no longer open (the
+// extension ignores it); every other outcome is a JSON-RPC error the
+// client sees: another answer on its way (-32003, retryAfterMs), the task
+// being cancelled (-32602), the MCP server not taking the answer or
+// mcpflow unable to deliver it now (-32603, the question stays open).
+func TestModernTasksUpdateOutcomes(t *testing.T) {
+	t.Parallel()
+	b := newModern(t)
+	asking := b.task(t, "th", mcpflow.StatusInputRequired, func(tk *mcpflow.Task) {
+		tk.InputRequired, tk.InputAnswerable = map[string]any{"message": "Which year?"}, true
+	})
+	native := b.task(t, "th", mcpflow.StatusInputRequired, func(tk *mcpflow.Task) {
+		tk.InputAnswerable = true
+		tk.InputRequired = map[string]any{mcpflow.InputRequestsKey: map[string]any{"ask-1": map[string]any{
+			"method": "elicitation/create", "params": map[string]any{"message": "Which month?"}}}}
+	})
+	update := func(task *mcpflow.Task, key string) map[string]any {
+		t.Helper()
+		status, _, out := b.post(t, "tasks/update", map[string]any{"taskId": task.ID, "_meta": env(true),
+			"inputResponses": map[string]any{key: map[string]any{"action": "decline"}}}, map[string]string{headerName: task.ID})
+		require.Equal(t, 200, status, "%v", out)
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		rpc  map[string]any // nil: acknowledged
+	}{
+		{"delivered", nil, nil},
+		{"question closed", &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrInputGone, Message: "the task does not require input that mcpflow can deliver"}, nil},
+		{"pending", &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrAnswerPending, Message: "an answer to this question is already being delivered"},
+			map[string]any{"code": -32003.0, "message": "an answer to this question is already being delivered", "data": map[string]any{"retryAfterMs": 1000.0}}},
+		{"cancelling", &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrTaskCancelling, Message: "the task is being cancelled: it takes no answer"},
+			map[string]any{"code": -32602.0, "message": "the task is being cancelled: it takes no answer"}},
+		{"refused upstream", mcpflow.Errorf(mcpflow.EUpstream, "the MCP server did not take the answer: busy; the question is still open: answer it again"),
+			map[string]any{"code": -32603.0, "message": "the MCP server did not take the answer: busy; the question is still open: answer it again"}},
+		{"no outcome in time", mcpflow.Errorf(mcpflow.ETimeout, "the answer was not delivered in time"),
+			map[string]any{"code": -32603.0, "message": "the answer was not delivered in time"}},
+	} {
+		b.mu.Lock()
+		b.answerErr = c.err
+		b.mu.Unlock()
+		for _, q := range []struct {
+			task *mcpflow.Task
+			key  string
+		}{{asking, "mcpflow-question-1"}, {native, "ask-1"}} {
+			out := update(q.task, q.key)
+			if c.rpc == nil {
+				require.Nil(t, out["error"], "%s: %v", c.name, out)
+				require.Equal(t, "complete", out["result"].(map[string]any)["resultType"], c.name)
+				continue
+			}
+			require.Equal(t, c.rpc, out["error"], "%s (%s)", c.name, q.key)
+		}
+	}
+	require.Len(t, b.answers, 12, "every answer went to the workflow")
+}

@@ -51,6 +51,7 @@ type questionBundle struct {
 	mu       sync.Mutex
 	answers  []mcpflow.InputAnswer
 	answered chan struct{} // one per delivered answer
+	err      error         // what the delivery returns (an injected failure)
 }
 
 func newQuestionBundle(t *testing.T) *questionBundle {
@@ -80,7 +81,7 @@ func newQuestionBundleAsking(t *testing.T, question map[string]any) *questionBun
 			defer b.mu.Unlock()
 			b.answers = append(b.answers, a)
 			b.answered <- struct{}{}
-			return nil
+			return b.err
 		}})
 	t.Cleanup(s.Stop)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -210,4 +211,65 @@ func TestLateAnswerToAnEarlierQuestion(t *testing.T) {
 	b.mu.Lock()
 	require.Equal(t, []mcpflow.InputAnswer{{Action: "accept", Content: map[string]any{"month": "May"}, QuestionID: 2}}, b.answers)
 	b.mu.Unlock()
+}
+
+// TestElicitationAnswerOutcomes: a 2025-11-25 client's answer to a task's
+// question that is not delivered is a refusal it sees (an HTTP status and
+// a JSON-RPC error body), not a 202: content that does not match the
+// requested schema 400, another answer on its way 409 with Retry-After, a
+// task being cancelled 409, an answer the MCP server did not take 502 (the
+// question stays open). Only an answer to a question that is no longer
+// open is taken as done (202).
+func TestElicitationAnswerOutcomes(t *testing.T) {
+	t.Parallel()
+	b := newQuestionBundleAsking(t, map[string]any{"message": "Which year?", "requested_schema": map[string]any{"type": "object",
+		"properties": map[string]any{"year": map[string]any{"type": "string"}}, "required": []any{"year"}}})
+	id, _ := json.Marshal(b.elicitation(t)["id"])
+	answer := func(result string) (*http.Response, map[string]any) {
+		t.Helper()
+		resp := b.post(t, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":`+result+`}`, false)
+		defer resp.Body.Close()
+		var out map[string]any
+		if resp.StatusCode != http.StatusAccepted {
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		}
+		return resp, out
+	}
+	good := `{"action":"accept","content":{"year":"1999"}}`
+	for _, c := range []struct {
+		name       string
+		result     string
+		err        error
+		status     int
+		rpc        map[string]any
+		retryAfter string
+	}{
+		{"content off the schema", `{"action":"accept","content":{"year":7}}`, nil, 400,
+			map[string]any{"code": -32602.0, "message": "content does not match the requested schema: /year (type)"}, ""},
+		{"not an elicitation result", `"yes"`, nil, 400,
+			map[string]any{"code": -32602.0, "message": "the response to a task's question must be an elicitation result {action, content?}"}, ""},
+		{"pending", good, &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrAnswerPending, Message: "an answer to this question is already being delivered"}, 409,
+			map[string]any{"code": -32003.0, "message": "an answer to this question is already being delivered", "data": map[string]any{"retryAfterMs": 1000.0}}, "1"},
+		{"cancelling", good, &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrTaskCancelling, Message: "the task is being cancelled: it takes no answer"}, 409,
+			map[string]any{"code": -32602.0, "message": "the task is being cancelled: it takes no answer"}, ""},
+		{"refused upstream", good, mcpflow.Errorf(mcpflow.EUpstream, "the MCP server did not take the answer: busy; the question is still open: answer it again"), 502,
+			map[string]any{"code": -32603.0, "message": "the MCP server did not take the answer: busy; the question is still open: answer it again"}, ""},
+		{"no worker", good, mcpflow.Errorf(mcpflow.EUnavailable, "no mcpflow worker is running to deliver the answer; try again when one is"), 503,
+			map[string]any{"code": -32603.0, "message": "no mcpflow worker is running to deliver the answer; try again when one is"}, ""},
+	} {
+		b.mu.Lock()
+		b.err = c.err
+		b.mu.Unlock()
+		resp, out := answer(c.result)
+		require.Equal(t, c.status, resp.StatusCode, "%s: %v", c.name, out)
+		require.Equal(t, c.rpc, out["error"], c.name)
+		require.Nil(t, out["id"], c.name)
+		require.Equal(t, c.retryAfter, resp.Header.Get("Retry-After"), c.name)
+	}
+
+	b.mu.Lock()
+	b.err = &mcpflow.Error{Code: mcpflow.EConflict, Err: mcpflow.ErrInputGone, Message: "the task does not require input that mcpflow can deliver"}
+	b.mu.Unlock()
+	resp, _ := answer(good)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "an answer to a question no longer open is ignored")
 }

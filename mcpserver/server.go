@@ -48,7 +48,10 @@ type Options struct {
 	// EUnavailable when no worker runs, EConflict when it already ended.
 	CancelTask func(ctx context.Context, t *mcpflow.Task) error
 	// AnswerInput delivers an answer to a task's question (the workflow's
-	// input update); nil: questions are not relayed to MCP clients.
+	// input update; its outcomes as worker.TaskClient.AnswerInput tells
+	// them apart: EConflict caused by mcpflow.ErrInputGone,
+	// ErrAnswerPending or ErrTaskCancelling, EUpstream when the server did
+	// not take it); nil: questions are not relayed to MCP clients.
 	AnswerInput func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error
 	// TaskLink returns the Temporal Web UI link of a task's workflow, which
 	// its statusMessage then carries; nil: no link.
@@ -254,10 +257,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 				return
 			}
 			req.Method = "elicitation response"
-			if err := s.answerElicitation(ctx, sess, task, question, &msg, w.Header().Get("X-Request-ID")); err != nil {
-				// An answer to an earlier question: refused, naming the
-				// current one (it is asked on the stream in its turn).
-				writeHTTPError(w, http.StatusConflict, nil, mcp.INVALID_PARAMS, mcpflow.ErrorMessage(err))
+			if r := s.answerElicitation(ctx, sess, task, question, &msg, w.Header().Get("X-Request-ID")); r != nil {
+				// Not delivered, for a reason the client sees.
+				if r.retryAfter != "" {
+					w.Header().Set("Retry-After", r.retryAfter)
+				}
+				writeJSON(w, r.status, newResponse(nil, nil, r.err))
 				return
 			}
 		}

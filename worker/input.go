@@ -23,10 +23,19 @@ const answerWait = 2 * time.Minute
 const answerRaceWait = 1600 * time.Millisecond
 
 // AnswerInput sends a user's answer to a task's question (the input
-// update) and waits until it was delivered upstream. EConflict when the
-// workflow refuses it (the task does not require input now, another answer
-// is on its way, the question is gone, the task ended); EUnavailable when no
-// worker runs or Temporal cannot be reached.
+// update) and waits until it was delivered upstream. The outcomes a caller
+// tells apart (the workflow's, by their error types):
+//   - EConflict caused by mcpflow.ErrInputGone: the answer names no open
+//     question (the task does not require input now, asks another
+//     question, its question went away, or it finished);
+//   - EConflict caused by mcpflow.ErrAnswerPending: another answer to the
+//     question is being delivered; this one may be sent again;
+//   - EConflict caused by mcpflow.ErrTaskCancelling: the task is being
+//     cancelled;
+//   - EUpstream: the MCP server did not take the answer after the
+//     delivery's retries; the question stays open;
+//   - EUnavailable when no worker runs or Temporal cannot be reached,
+//     ETimeout when the delivery's outcome did not come in time.
 func (c *TaskClient) AnswerInput(ctx context.Context, t *mcpflow.Task, ans mcpflow.InputAnswer) error {
 	ok, err := c.WorkersAvailable(ctx)
 	if err != nil {
@@ -41,7 +50,7 @@ func (c *TaskClient) AnswerInput(ctx context.Context, t *mcpflow.Task, ans mcpfl
 	// The row (which said the question is answerable) is written by the
 	// poll that found the question, just before the workflow applies it:
 	// a refusal for want of a question is retried for a few seconds.
-	for wait := 50 * time.Millisecond; isInputNotRequired(err) && wait <= answerRaceWait; wait *= 2 {
+	for wait := 50 * time.Millisecond; errorType(err) == workflows.ErrTypeInputNotRequired && wait <= answerRaceWait; wait *= 2 {
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait):
@@ -55,11 +64,23 @@ func (c *TaskClient) AnswerInput(ctx context.Context, t *mcpflow.Task, ans mcpfl
 	var ae *temporal.ApplicationError
 	switch {
 	case errors.As(err, &nf):
-		return mcpflow.Errorf(mcpflow.EConflict, "the task already finished")
+		return &mcpflow.Error{Code: mcpflow.EConflict, Message: "the task already finished", Err: mcpflow.ErrInputGone}
 	case errors.As(err, &ae):
-		// The validator's refusal or the delivery's failure: its text is
-		// ours (workflows/input.go).
-		return mcpflow.Errorf(mcpflow.EConflict, "%s", ae.Message())
+		// The validator's refusal or the delivery's outcome: its text is
+		// ours (workflows/input.go), its type says which.
+		switch ae.Type() {
+		case workflows.ErrTypeInputNotRequired, workflows.ErrTypeInputGone, workflows.ErrTypeInputStale:
+			return &mcpflow.Error{Code: mcpflow.EConflict, Message: ae.Message(), Err: mcpflow.ErrInputGone}
+		case workflows.ErrTypeInputPending:
+			return &mcpflow.Error{Code: mcpflow.EConflict, Message: ae.Message(), Err: mcpflow.ErrAnswerPending}
+		case workflows.ErrTypeInputCancelling:
+			return &mcpflow.Error{Code: mcpflow.EConflict, Message: ae.Message(), Err: mcpflow.ErrTaskCancelling}
+		case workflows.ErrTypeInputDeliveryFailed:
+			return mcpflow.Errorf(mcpflow.EUpstream, "%s", ae.Message())
+		}
+		// A type this build does not know (a newer worker's): refused,
+		// for a reason the caller cannot take as an ignorable one.
+		return &mcpflow.Error{Code: mcpflow.EConflict, Message: ae.Message(), Err: err}
 	case ctx.Err() != nil:
 		return &mcpflow.Error{Code: mcpflow.ETimeout, Message: "the answer was not delivered in time; the task's detail shows whether it still requires input", Err: err}
 	}
@@ -76,9 +97,12 @@ func (c *TaskClient) sendAnswer(ctx context.Context, taskID string, ans mcpflow.
 	return err
 }
 
-// isInputNotRequired reports the validator's refusal for want of an
-// answerable question.
-func isInputNotRequired(err error) bool {
+// errorType is the type of the application error in err's chain ("" for
+// none).
+func errorType(err error) string {
 	var ae *temporal.ApplicationError
-	return errors.As(err, &ae) && ae.Message() == workflows.InputNotRequiredMessage
+	if errors.As(err, &ae) {
+		return ae.Type()
+	}
+	return ""
 }

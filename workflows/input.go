@@ -4,24 +4,25 @@ import (
 	"errors"
 	"time"
 
-	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/activities"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/activities"
 )
 
-// InputNotRequiredMessage is the input update's refusal while the workflow
-// does not know of an answerable question. The lean shape's poll activity
-// writes the row just before the workflow applies the same change, so a
-// caller that read an answerable question from the row may send the update
-// again shortly (worker.TaskClient.AnswerInput does).
-const InputNotRequiredMessage = "the task does not require input that mcpflow can deliver"
-
-// Rejections of the input update (the API answers them with 409).
+// Refusals of the input update by its validator, told apart by their
+// types (worker.TaskClient.AnswerInput maps them). ErrTypeInputNotRequired
+// while the workflow does not know of an answerable question: the lean
+// shape's poll activity writes the row just before the workflow applies
+// the same change, so a caller that read an answerable question from the
+// row may send the update again shortly (AnswerInput does).
 var (
-	errInputNotRequired = errors.New(InputNotRequiredMessage)
-	errInputPending     = errors.New("an answer to this question is already being delivered")
-	errInputCancelling  = errors.New("the task is being cancelled")
+	errInputNotRequired = temporal.NewApplicationError("the task does not require input that mcpflow can deliver", ErrTypeInputNotRequired)
+	errInputPending     = temporal.NewApplicationError("an answer to this question is already being delivered: "+
+		"send yours again shortly (it is delivered if that delivery fails)", ErrTypeInputPending)
+	errInputCancelling = temporal.NewApplicationError("the task is being cancelled: it takes no answer", ErrTypeInputCancelling)
 )
 
 // pendingAnswer is an accepted answer on its way upstream.
@@ -67,10 +68,17 @@ func (w *taskRun) answerDue() bool { return w.answer != nil && !w.answer.done }
 
 // deliverAnswer runs the driver's answer delivery: on the worker that holds
 // the question when the driver keeps it in process memory (st.InputQueue),
-// else where the task's calls run. A delivered answer moves the task back to
-// working (the server resumes; the next poll says how it goes); a question
-// that is gone is no longer answerable. The update completes with the
-// outcome either way.
+// else where the task's calls run. The update completes with the outcome,
+// typed for its caller:
+//   - delivered: the task moves back to working (the server resumes; the
+//     next poll says how it goes), or shows the requests left open;
+//   - ErrTypeInputStale: an answer for an earlier question, refused right
+//     before it went upstream; the current question stays open;
+//   - ErrTypeInputGone: the question is gone (upstream, or with the worker
+//     that held it): it is no longer answerable;
+//   - ErrTypeInputDeliveryFailed: the server did not take the answer after
+//     the delivery's retries: the question stays open and answerable, so a
+//     later answer can be delivered.
 func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
 	p := w.answer
 	opts := workflow.ActivityOptions{RetryPolicy: &temporal.RetryPolicy{
@@ -86,6 +94,7 @@ func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
 	err := w.exec(ctx, "deliver answer to the task's question", opts, a.Answer, &out,
 		activities.AnswerInput{Ref: w.ref(), Answer: p.answer, Bounds: w.in.Config.Bounds})
 	var ae *temporal.ApplicationError
+	stale := errors.As(err, &ae) && ae.Type() == ErrTypeInputStale
 	switch {
 	case err == nil && out != nil && out.Snapshot.Status == mcpflow.StatusInputRequired:
 		// Some of the server's requests answered: the others stay open.
@@ -93,19 +102,32 @@ func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
 	case err == nil:
 		w.st.Snapshot = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
 		w.st.Fingerprint = ""
-	case errors.As(err, &ae) && ae.Type() == ErrTypeInputStale:
+	case stale:
 		// An answer for an earlier question: refused, and the current
 		// question stays open. (The same commands follow as in the other
 		// cases, so histories recorded before this case replay.)
-		err = errors.New(ae.Message())
-	default:
+		err = temporal.NewApplicationError(ae.Message(), ErrTypeInputStale)
+	case !answerGone(err) && workflow.GetVersion(ctx, versionKeepQuestionOnFailure, workflow.DefaultVersion, 1) >= 1:
+		// The server did not take the answer: nothing changed, the
+		// question stays open (and where it is held) for the next answer.
+		p.err, p.done = deliveryFailed(err), true
+		w.answer = nil
+		return nil
+	case answerGone(err):
 		// Gone, or the worker that held it never picked the delivery up:
 		// the question cannot be answered any more; polling goes on.
 		w.st.Snapshot.InputAnswerable = false
 		w.st.Fingerprint = ""
-		err = errors.New(appMessage(err).Error())
+		err = temporal.NewApplicationError(goneMessage(err), ErrTypeInputGone)
+	default:
+		// A failed delivery in a run recorded before
+		// versionKeepQuestionOnFailure: it closed the question as a gone
+		// one did.
+		w.st.Snapshot.InputAnswerable = false
+		w.st.Fingerprint = ""
+		err = deliveryFailed(err)
 	}
-	if ae == nil || ae.Type() != ErrTypeInputStale {
+	if !stale {
 		w.st.InputQueue = "" // the question was answered or is gone
 	}
 	p.err, p.done = err, true
@@ -115,6 +137,45 @@ func (w *taskRun) deliverAnswer(ctx workflow.Context) error {
 	}
 	w.upsertStatus(ctx)
 	return nil
+}
+
+// versionKeepQuestionOnFailure is the change id (workflow.GetVersion) of
+// a failed delivery that keeps the question open: runs recorded before it
+// made the question unanswerable (and wrote the row) after any failure.
+const versionKeepQuestionOnFailure = "answer-delivery-failure-keeps-question"
+
+// answerGone reports a delivery's failure that means the question is gone:
+// the driver said so, or the worker that held the question in memory did
+// not pick the delivery up.
+func answerGone(err error) bool {
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+	}
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && ae.Type() == ErrTypeInputGone
+}
+
+// goneMessage is the update's error text for a gone question.
+func goneMessage(err error) string {
+	var te *temporal.TimeoutError
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &te) && errors.As(err, &ae) {
+		return ae.Message()
+	}
+	return "the worker that held the task's question is gone: the question can no longer be answered"
+}
+
+// deliveryFailed is the update's error for an answer the server did not
+// take: the activity's text (what the server or the connection said), or
+// why the delivery did not finish.
+func deliveryFailed(err error) error {
+	msg := "the answer's delivery to the MCP server did not finish in time"
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Message() != "" {
+		msg = ae.Message()
+	}
+	return temporal.NewApplicationError(msg+"; the question is still open: answer it again", ErrTypeInputDeliveryFailed)
 }
 
 // versionSettleAnswer is the change id of settleAnswer (workflow.GetVersion).

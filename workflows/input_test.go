@@ -2,11 +2,13 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/mcpflow/mcpflow"
@@ -22,6 +24,10 @@ type answeringDriver struct {
 	answerTo []mcpflow.TaskReference
 	gone     bool // Answer reports the question gone
 	holds    bool // the question is held in this process
+	refuse   int  // the next Answer calls the server refuses (not taken)
+	refused  int
+	onAnswer func(n int) // n counts Answer calls from 1
+	calls    int
 }
 
 var question = map[string]any{"message": "Which interpretation?", "requested_schema": map[string]any{"type": "object",
@@ -40,7 +46,19 @@ func (d *answeringDriver) Status(ctx context.Context, ref mcpflow.TaskReference)
 
 func (d *answeringDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, a mcpflow.InputAnswer) error {
 	d.mu.Lock()
+	d.calls++
+	n, hook := d.calls, d.onAnswer
+	d.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.refuse > 0 {
+		d.refuse--
+		d.refused++
+		return errors.New("MCP task tool 'answer' refused the answer with error_code 'busy'")
+	}
 	d.answers = append(d.answers, a)
 	d.answerTo = append(d.answerTo, ref)
 	if d.gone {
@@ -158,4 +176,154 @@ func TestInputAnswerForAnotherQuestionIsRefused(t *testing.T) {
 	require.Len(t, d.answers, 1, "the stale answer never reached the server")
 	require.Equal(t, "historical", d.answers[0].Content["interpretation"])
 	require.Equal(t, mcpflow.StatusCompleted, b.task(t).Status)
+}
+
+// requireUpdateError checks an input update's error: its application
+// error type (what worker.TaskClient.AnswerInput tells outcomes apart by)
+// and its text.
+func requireUpdateError(t *testing.T, err error, typ, text string) {
+	t.Helper()
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae, "%v", err)
+	require.Equal(t, typ, ae.Type(), "%v", err)
+	require.Contains(t, ae.Message(), text)
+}
+
+// rowWrites is a task store that records the input state of every row
+// write while the task requires input.
+type rowWrites struct {
+	mcpflow.TaskStore
+	mu         sync.Mutex
+	answerable []bool
+}
+
+func (s *rowWrites) UpdateTask(ctx context.Context, t *mcpflow.Task) error {
+	if t.Status == mcpflow.StatusInputRequired {
+		s.mu.Lock()
+		s.answerable = append(s.answerable, t.InputAnswerable)
+		s.mu.Unlock()
+	}
+	return s.TaskStore.UpdateTask(ctx, t)
+}
+
+// An answer the server refuses on every attempt of its delivery fails
+// with its own type and the server's words, and the question stays open
+// (the row never says otherwise, and its worker keeps it): the next answer
+// is delivered and the task goes on with it.
+func TestInputAnswerRefusedUpstreamKeepsTheQuestion(t *testing.T) {
+	t.Parallel()
+	for _, holds := range []bool{false, true} {
+		t.Run(map[bool]string{false: "on the server", true: "held by a worker"}[holds], func(t *testing.T) {
+			t.Parallel()
+			d := &answeringDriver{fakeDriver: &fakeDriver{submitID: "r-4", statuses: []statusAnswer{working()}}, holds: holds, refuse: 3}
+			b := setupAnswering(t, d)
+			writes := &rowWrites{TaskStore: b.db}
+			b.acts.Tasks = writes
+			starts := b.recordActivities()
+			var refused, next updateOutcome
+			b.answerAt(10*time.Minute, "a-1", mcpflow.InputAnswer{Action: mcpflow.InputAccept,
+				Content: map[string]any{"interpretation": "technical"}}, &refused)
+			// Before the next poll (a minute after the question).
+			b.answerAt(10*time.Minute+30*time.Second, "a-2", mcpflow.InputAnswer{Action: mcpflow.InputAccept,
+				Content: map[string]any{"interpretation": "historical"}}, &next)
+			_, err := b.run(t)
+			require.NoError(t, err)
+
+			require.True(t, refused.accepted && refused.completed, "%+v", refused)
+			requireUpdateError(t, refused.err, workflows.ErrTypeInputDeliveryFailed,
+				"the MCP server did not take the answer: MCP task tool 'answer' refused the answer with error_code 'busy'; the question is still open: answer it again")
+			require.Equal(t, 3, d.refused, "the delivery was retried")
+			require.True(t, next.accepted && next.completed, "the question stayed open for the next answer: %+v", next)
+			require.NoError(t, next.err)
+			require.Len(t, d.answers, 1)
+			require.Equal(t, "historical", d.answers[0].Content["interpretation"])
+			require.Equal(t, mcpflow.StatusCompleted, b.task(t).Status)
+
+			writes.mu.Lock()
+			require.NotContains(t, writes.answerable, false, "a row write closed the question: %v", writes.answerable)
+			writes.mu.Unlock()
+			if holds {
+				for _, s := range only(*starts, "Answer") {
+					require.Equal(t, "pinned", s.queue, "every delivery went to the worker that holds the question")
+				}
+			}
+		})
+	}
+}
+
+// An answer that arrives while another answer to the same question is
+// being delivered is refused as pending (a conflict that passes), never
+// taken as delivered; once the first is delivered, one more meets a closed
+// question.
+func TestInputAnswerWhileAnotherIsDelivered(t *testing.T) {
+	t.Parallel()
+	d := &answeringDriver{fakeDriver: &fakeDriver{submitID: "r-5", statuses: []statusAnswer{working()}}}
+	b := setupAnswering(t, d)
+	var first, second, late updateOutcome
+	decided := make(chan struct{})
+	d.onAnswer = func(n int) {
+		if n == 1 { // the first answer is on its way upstream: it waits for the second's outcome
+			b.env.UpdateWorkflow(workflows.UpdateInput, "a-2", &decidedCallbacks{updateCallbacks{out: &second}, decided},
+				mcpflow.InputAnswer{Action: mcpflow.InputDecline})
+			select {
+			case <-decided:
+			case <-time.After(5 * time.Second):
+				t.Error("the second answer got no outcome while the first was on its way")
+			}
+		}
+	}
+	b.env.RegisterDelayedCallback(func() {
+		b.env.UpdateWorkflow(workflows.UpdateInput, "a-1", &testsuite.TestUpdateCallback{
+			OnAccept: func() { first.accepted = true },
+			OnReject: func(err error) { first.rejected, first.err = true, err },
+			OnComplete: func(_ any, err error) {
+				first.completed, first.err = true, err
+				// Sent again once the first was delivered: the question is closed.
+				b.env.UpdateWorkflow(workflows.UpdateInput, "a-3", &updateCallbacks{out: &late},
+					mcpflow.InputAnswer{Action: mcpflow.InputDecline})
+			},
+		}, mcpflow.InputAnswer{Action: mcpflow.InputAccept, Content: map[string]any{"interpretation": "historical"}})
+	}, 10*time.Minute)
+	_, err := b.run(t)
+	require.NoError(t, err)
+
+	require.True(t, first.completed, "%+v", first)
+	require.NoError(t, first.err)
+	require.True(t, second.rejected, "%+v", second)
+	requireUpdateError(t, second.err, workflows.ErrTypeInputPending, "an answer to this question is already being delivered")
+	require.True(t, late.rejected, "%+v", late)
+	requireUpdateError(t, late.err, workflows.ErrTypeInputNotRequired, "the task does not require input")
+	require.Len(t, d.answers, 1, "delivered once")
+	require.Equal(t, mcpflow.StatusCompleted, b.task(t).Status)
+}
+
+// An answer to a task that is being cancelled (its remote cancel not yet
+// confirmed) is refused with its own type and text, and never delivered.
+func TestInputAnswerWhileCancelling(t *testing.T) {
+	t.Parallel()
+	d := &answeringDriver{fakeDriver: &fakeDriver{submitID: "r-6", statuses: []statusAnswer{working()},
+		cancelAns: []statusAnswer{fails("cancel not possible now"), {snap: mcpflow.Snapshot{Status: mcpflow.StatusCancelled}}}}}
+	b := setupAnswering(t, d)
+	var ans updateOutcome
+	b.env.RegisterDelayedCallback(func() { b.env.SignalWorkflow(workflows.SignalCancel, "stop") }, 10*time.Minute)
+	b.answerAt(10*time.Minute+time.Second, "a-1", mcpflow.InputAnswer{Action: mcpflow.InputDecline}, &ans)
+	_, err := b.run(t)
+	require.NoError(t, err)
+	require.True(t, ans.rejected, "%+v", ans)
+	requireUpdateError(t, ans.err, workflows.ErrTypeInputCancelling, "the task is being cancelled")
+	require.Empty(t, d.answers)
+	require.Equal(t, mcpflow.StatusCancelled, b.task(t).Status)
+}
+
+// decidedCallbacks are updateCallbacks that close decided once the update
+// was rejected or completed.
+type decidedCallbacks struct {
+	updateCallbacks
+	decided chan struct{}
+}
+
+func (u *decidedCallbacks) Reject(err error) { u.updateCallbacks.Reject(err); close(u.decided) }
+func (u *decidedCallbacks) Complete(v any, err error) {
+	u.updateCallbacks.Complete(v, err)
+	close(u.decided)
 }

@@ -39,7 +39,13 @@ const (
 	ErrTypeCancelPending = "McpTaskCancelNotTerminal"    // remote cancel not terminal yet
 	ErrTypeInputGone     = "McpTaskInputGone"            // the question can no longer be answered
 	ErrTypeInputStale    = "McpTaskInputStale"           // the answer is for an earlier question
-	ErrTypeLimit         = "McpTaskLimit"                // a per-user cap refused the submit before it was sent
+	// The input update's outcomes (besides Gone and Stale above), which
+	// worker.TaskClient.AnswerInput tells apart by type.
+	ErrTypeInputNotRequired    = "McpTaskInputNotRequired"    // refused: no question open that mcpflow can deliver an answer to
+	ErrTypeInputPending        = "McpTaskInputPending"        // refused: another answer is being delivered (send it again)
+	ErrTypeInputCancelling     = "McpTaskInputCancelling"     // refused: the task is being cancelled
+	ErrTypeInputDeliveryFailed = "McpTaskInputDeliveryFailed" // the server did not take it after retries; the question stays open
+	ErrTypeLimit               = "McpTaskLimit"               // a per-user cap refused the submit before it was sent
 )
 
 // PersistFailedMessage is what the agent hears when the task's row could

@@ -2,9 +2,10 @@
 // tests run as bin/demo-mcp. It serves a fixed set of tools over stdio, SSE
 // and streamable HTTP: ordinary tools (echo, add, slow, write_file, env, fail)
 // and a task toolset (submit_job, get_job_status, cancel_job, answer_job,
-// job_stats) that answers through structuredContent exactly as the ordinary
-// task driver expects (spec/mcp-behaviour.md §2.3). Jobs and call counters
-// can be persisted to a JSON file so that they survive a restart.
+// job_stats, release_answers) that answers through structuredContent
+// exactly as the ordinary task driver expects (spec/mcp-behaviour.md §2.3).
+// Jobs and call counters can be persisted to a JSON file so that they
+// survive a restart.
 //
 // Questions: a job submitted with outcome "input_required" (a free-form
 // question) or "ask" (an MCP elicitation: {"message", "requested_schema"})
@@ -18,6 +19,14 @@
 // taking the answer, {"task_id", "status", "error_code":
 // "input_not_required", "error"}; an unknown job error_code
 // "task_not_found". Malformed arguments are isError.
+//
+// Failures to inject, per job at submit: answer_errors N refuses the next
+// N answers the job would take (answer_job answers isError, the answer not
+// taken); cancel_errors N fails the next N cancel_job calls (isError, the
+// job not cancelled); hold_answers makes answer_job calls wait (at most a
+// minute, counted in job_stats as the job's answers_held) until
+// release_answers is called for the job, after which they go on as usual
+// and later ones are not held.
 //
 // A job submitted with finish_at_status_call N ends at its N-th
 // get_job_status call (earlier calls answer running) instead of after

@@ -74,6 +74,14 @@ type jobRecord struct {
 	// StatusDelaySeconds is how long each of its status calls waits
 	// (after counting, before answering): a slow remote status call.
 	StatusDelaySeconds float64 `json:"status_delay_seconds,omitempty"`
+	// AnswerErrorsLeft is how many more answer_job calls refuse the
+	// answer (isError) instead of taking it.
+	AnswerErrorsLeft int `json:"answer_errors_left,omitempty"`
+	// CancelErrorsLeft is how many more cancel_job calls fail (isError)
+	// instead of cancelling.
+	CancelErrorsLeft int `json:"cancel_errors_left,omitempty"`
+	// HoldAnswers makes answer_job calls wait until release_answers.
+	HoldAnswers bool `json:"hold_answers,omitempty"`
 	// Answer is the answer its question got; nil while unanswered.
 	Answer      *jobAnswer `json:"answer,omitempty"`
 	Submits     int        `json:"submits"`
@@ -245,19 +253,43 @@ type jobSpec struct {
 	StatusDelaySeconds float64
 	// Progress reports a progress message while the job runs.
 	Progress bool
+	// AnswerErrors and CancelErrors refuse that many answer_job and
+	// cancel_job calls; HoldAnswers holds answer_job calls until
+	// release_answers.
+	AnswerErrors, CancelErrors int
+	HoldAnswers                bool
 }
 
 // errStatusUnavailable is returned by jobStore.status while a job still has
 // injected status errors left.
 var errStatusUnavailable = errors.New("upstream temporarily unavailable")
 
+// errAnswerRefused and errCancelRefused are returned by jobStore.answer
+// and jobStore.cancel while a job has injected answer or cancel errors
+// left.
+var (
+	errAnswerRefused = errors.New("the job cannot take an answer right now")
+	errCancelRefused = errors.New("the job cannot be cancelled right now")
+)
+
+// maxAnswerHold bounds how long a held answer_job call waits for
+// release_answers.
+const maxAnswerHold = time.Minute
+
+// answerGate holds the answer_job calls of one job until release_answers.
+type answerGate struct {
+	open    chan struct{}
+	waiting int
+}
+
 // jobStore holds the jobs and counters behind one mutex and, when path is
 // set, writes them to path after every mutation.
 type jobStore struct {
-	mu   sync.Mutex
-	path string
-	now  func() time.Time
-	data stateData
+	mu    sync.Mutex
+	path  string
+	now   func() time.Time
+	data  stateData
+	gates map[string]*answerGate // held answer_job calls (memory only)
 }
 
 // openJobStore loads the state file at path (a missing file is an empty
@@ -324,6 +356,9 @@ func (s *jobStore) submit(spec jobSpec, key string) (map[string]any, error) {
 		AnswerDurationSeconds: spec.AnswerDurationSeconds,
 		FinishAtStatusCall:    spec.FinishAtStatusCall,
 		StatusDelaySeconds:    spec.StatusDelaySeconds,
+		AnswerErrorsLeft:      spec.AnswerErrors,
+		CancelErrorsLeft:      spec.CancelErrors,
+		HoldAnswers:           spec.HoldAnswers,
 	}
 	if err := s.persistLocked(); err != nil {
 		return nil, err
@@ -377,6 +412,13 @@ func (s *jobStore) cancel(id string) (map[string]any, error) {
 		return map[string]any{"task_id": id, "status": statusFailed, "error": unknownJobError}, nil
 	}
 	j.CancelCalls++
+	if j.CancelErrorsLeft > 0 {
+		j.CancelErrorsLeft--
+		if err := s.persistLocked(); err != nil {
+			return nil, err
+		}
+		return nil, errCancelRefused
+	}
 	now := s.now()
 	if st := j.status(now); st == statusRunning || st == statusInputRequired {
 		j.Cancelled = true
@@ -392,7 +434,8 @@ func (s *jobStore) cancel(id string) (map[string]any, error) {
 // resume the job (it completes AnswerDurationSeconds later with the answer
 // as result), cancel cancels it. A job that does not wait for input answers
 // error_code "input_not_required" with its status, an unknown job
-// "task_not_found"; neither takes the answer.
+// "task_not_found"; neither takes the answer. While the job has injected
+// answer errors left it returns errAnswerRefused without taking it.
 func (s *jobStore) answer(id, action string, content map[string]any) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -413,6 +456,13 @@ func (s *jobStore) answer(id, action string, content map[string]any) (map[string
 		return map[string]any{"task_id": id, "status": st, "error_code": errorCodeInputNotRequired,
 			"error": fmt.Sprintf("job is %s, not waiting for input", st)}, nil
 	}
+	if j.AnswerErrorsLeft > 0 {
+		j.AnswerErrorsLeft--
+		if err := s.persistLocked(); err != nil {
+			return nil, err
+		}
+		return nil, errAnswerRefused
+	}
 	j.Answer = &jobAnswer{At: now.UTC(), Action: action, Content: content}
 	if action == actionCancel {
 		j.Cancelled = true
@@ -421,6 +471,59 @@ func (s *jobStore) answer(id, action string, content map[string]any) (map[string
 		return nil, err
 	}
 	return map[string]any{"task_id": id, "status": j.status(now)}, nil
+}
+
+// holdAnswer makes an answer_job call of a job submitted with
+// hold_answers wait until release_answers opens its gate (at most
+// maxAnswerHold); other calls go on at once.
+func (s *jobStore) holdAnswer(id string) {
+	s.mu.Lock()
+	j, ok := s.data.Jobs[id]
+	if !ok || !j.HoldAnswers {
+		s.mu.Unlock()
+		return
+	}
+	if s.gates == nil {
+		s.gates = map[string]*answerGate{}
+	}
+	g := s.gates[id]
+	if g == nil {
+		g = &answerGate{open: make(chan struct{})}
+		s.gates[id] = g
+	}
+	g.waiting++
+	s.mu.Unlock()
+	timer := time.NewTimer(maxAnswerHold)
+	defer timer.Stop()
+	select {
+	case <-g.open:
+	case <-timer.C:
+	}
+	s.mu.Lock()
+	g.waiting--
+	s.mu.Unlock()
+}
+
+// releaseAnswers lets the answer_job calls a job holds go on, and later
+// ones through, and answers {"task_id", "released": <calls let go>}.
+func (s *jobStore) releaseAnswers(id string) (map[string]any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.data.Jobs[id]
+	if !ok {
+		return map[string]any{"task_id": id, "status": statusFailed, "error_code": errorCodeTaskNotFound, "error": unknownJobError}, nil
+	}
+	j.HoldAnswers = false
+	released := 0
+	if g := s.gates[id]; g != nil {
+		released = g.waiting
+		close(g.open)
+		delete(s.gates, id)
+	}
+	if err := s.persistLocked(); err != nil {
+		return nil, err
+	}
+	return map[string]any{"task_id": id, "released": released}, nil
 }
 
 // stats answers the job_stats payload.
@@ -438,6 +541,9 @@ func (s *jobStore) stats() map[string]any {
 			"status_calls": j.StatusCalls,
 			"cancel_calls": j.CancelCalls,
 			"answer_calls": j.AnswerCalls,
+		}
+		if g := s.gates[id]; g != nil && g.waiting > 0 {
+			jobs[id].(map[string]any)["answers_held"] = g.waiting
 		}
 	}
 	return map[string]any{

@@ -442,3 +442,67 @@ func TestArgumentErrorsNameTheArgument(t *testing.T) {
 	require.Equal(t, "invalid arguments for add: 'a' must be a number, not a JSON string", text)
 	require.NotContains(t, text, "Go struct")
 }
+
+// answer_errors refuses that many answers (isError, not taken) of a job
+// that waits for one; the next is taken. cancel_errors fails that many
+// cancel_job calls; the next cancels.
+func TestJobAnswerAndCancelErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0, "outcome": "ask", "answer_errors": 2})
+	waitStatus(t, b.client, id, "input_required")
+	for range 2 {
+		res := callTool(t, b.client, ToolAnswerJob, map[string]any{"task_id": id, "action": "decline"})
+		require.True(t, res.IsError)
+		require.Equal(t, "the job cannot take an answer right now", firstText(res))
+	}
+	require.Equal(t, "input_required", status(t, b.client, id)["status"], "a refused answer is not taken")
+	require.Equal(t, map[string]any{"task_id": id, "status": "completed"}, answer(t, b.client, id, "decline", nil))
+
+	stuck := submit(t, b.client, map[string]any{"duration_seconds": 300, "cancel_errors": 1})
+	res := callTool(t, b.client, ToolCancelJob, map[string]any{"task_id": stuck})
+	require.True(t, res.IsError)
+	require.Equal(t, "the job cannot be cancelled right now", firstText(res))
+	require.Equal(t, "running", status(t, b.client, stuck)["status"])
+	require.Equal(t, "cancelled", cancel(t, b.client, stuck)["status"])
+
+	for _, bad := range []map[string]any{{"answer_errors": -1}, {"cancel_errors": -1}} {
+		res := callTool(t, b.client, ToolSubmitJob, bad)
+		require.True(t, res.IsError, "%v", bad)
+	}
+}
+
+// hold_answers makes answer_job calls wait until release_answers; job_stats
+// counts them as answers_held meanwhile, and the held call then takes the
+// answer as usual.
+func TestJobHoldAnswers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := submit(t, b.client, map[string]any{"duration_seconds": 0, "outcome": "ask", "hold_answers": true})
+	waitStatus(t, b.client, id, "input_required")
+	took := make(chan map[string]any, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = ToolAnswerJob, map[string]any{"task_id": id, "action": "accept", "content": map[string]any{"format": "pdf"}}
+		res, err := b.client.CallTool(testContext(t), req)
+		if err != nil || res.IsError {
+			took <- nil
+			return
+		}
+		took <- res.StructuredContent.(map[string]any)
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		job := callStructured(t, b.client, ToolJobStats, nil)["jobs"].(map[string]any)[id].(map[string]any)
+		if job["answers_held"] == float64(1) {
+			require.Equal(t, "input_required", status(t, b.client, id)["status"], "a held answer is not taken yet")
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the answer was never held: %v", job)
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Equal(t, map[string]any{"task_id": id, "released": float64(1)}, callStructured(t, b.client, ToolRelease, map[string]any{"task_id": id}))
+	require.Equal(t, map[string]any{"task_id": id, "status": "completed"}, <-took)
+	require.Equal(t, map[string]any{"task_id": "job-nope", "status": "failed", "error_code": "task_not_found", "error": "unknown job"},
+		callStructured(t, b.client, ToolRelease, map[string]any{"task_id": "job-nope"}))
+}

@@ -35,12 +35,13 @@ const (
 	ToolCancelJob    = "cancel_job"
 	ToolAnswerJob    = "answer_job"
 	ToolJobStats     = "job_stats"
+	ToolRelease      = "release_answers"
 )
 
 // ToolNames lists every tool the demo server serves, in registration order.
 var ToolNames = []string{
 	ToolEcho, ToolAdd, ToolSlow, ToolWriteFile, ToolEnv, ToolHeaders, ToolFail,
-	ToolSubmitJob, ToolGetJobStatus, ToolCancelJob, ToolAnswerJob, ToolJobStats,
+	ToolSubmitJob, ToolGetJobStatus, ToolCancelJob, ToolAnswerJob, ToolJobStats, ToolRelease,
 }
 
 const (
@@ -113,6 +114,12 @@ func (s *Server) registerTools() {
 				"instead of after duration_seconds: a fixed number of polls whatever their timing.")),
 		mcp.WithNumber("status_delay_seconds", mcp.Min(0),
 			mcp.Description("Each get_job_status call of the job waits this long (at most 30 s) after it is counted and before it answers: a slow remote status call.")),
+		mcp.WithInteger("answer_errors", mcp.Min(0),
+			mcp.Description("The next N answer_job calls that would take an answer for this job refuse it instead (isError, the answer not taken).")),
+		mcp.WithInteger("cancel_errors", mcp.Min(0),
+			mcp.Description("The next N cancel_job calls for this job answer isError instead of cancelling it.")),
+		mcp.WithBoolean("hold_answers",
+			mcp.Description("answer_job calls for this job wait (up to a minute) until release_answers is called for it, then go on as usual.")),
 	), s.submitJob)
 	s.mcp.AddTool(mcp.NewTool(ToolGetJobStatus,
 		mcp.WithDescription("Report a job's status as structuredContent."),
@@ -134,9 +141,14 @@ func (s *Server) registerTools() {
 		mcp.WithObject("content", mcp.Description("The answer, with action accept only.")),
 	), s.answerJob)
 	s.mcp.AddTool(mcp.NewTool(ToolJobStats,
-		mcp.WithDescription("Report call counters and jobs as structuredContent."),
+		mcp.WithDescription("Report call counters and jobs as structuredContent (a job's answers_held: answer_job calls waiting for release_answers)."),
 		mcp.WithReadOnlyHintAnnotation(true),
 	), s.jobStats)
+	s.mcp.AddTool(mcp.NewTool(ToolRelease,
+		mcp.WithDescription("Let the answer_job calls of a job submitted with hold_answers go on, and later ones through. "+
+			"Answers structuredContent {\"task_id\", \"released\": <calls that were waiting>}."),
+		mcp.WithString("task_id", mcp.Required()),
+	), s.releaseAnswers)
 }
 
 // bindArgs decodes a call's arguments into target. Arguments it cannot take
@@ -374,6 +386,9 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		FinishAt         *int            `json:"finish_at_status_call"`
 		StatusDelay      float64         `json:"status_delay_seconds"`
 		Progress         bool            `json:"progress"`
+		AnswerErrors     *int            `json:"answer_errors"`
+		CancelErrors     *int            `json:"cancel_errors"`
+		HoldAnswers      bool            `json:"hold_answers"`
 	}
 	if res := bindArgs(req, &args); res != nil {
 		return res, nil
@@ -429,6 +444,19 @@ func (s *Server) submitJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		spec.FinishAtStatusCall = *args.FinishAt
 	}
 	spec.StatusDelaySeconds = args.StatusDelay
+	for _, n := range []struct {
+		name string
+		v    *int
+		dst  *int
+	}{{"answer_errors", args.AnswerErrors, &spec.AnswerErrors}, {"cancel_errors", args.CancelErrors, &spec.CancelErrors}} {
+		if n.v != nil {
+			if *n.v < 0 {
+				return mcp.NewToolResultErrorf("%s must not be negative", n.name), nil
+			}
+			*n.dst = *n.v
+		}
+	}
+	spec.HoldAnswers = args.HoldAnswers
 	if len(spec.Result) == 0 || bytes.Equal(bytes.TrimSpace(spec.Result), []byte("null")) {
 		spec.Result = defaultJobResult
 	}
@@ -483,6 +511,9 @@ func (s *Server) cancelJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return res, nil
 	}
 	payload, err := s.jobs.cancel(id)
+	if errors.Is(err, errCancelRefused) {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
 	if err != nil {
 		s.log.Error("cancel job", "task_id", id, "err", err)
 		return mcp.NewToolResultErrorf("cancel_job: %v", err), nil
@@ -519,7 +550,12 @@ func (s *Server) answerJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	default:
 		return mcp.NewToolResultError("action must be accept, decline or cancel"), nil
 	}
+	s.jobs.holdAnswer(args.TaskID)
 	payload, err := s.jobs.answer(args.TaskID, args.Action, content)
+	if errors.Is(err, errAnswerRefused) {
+		s.log.Info("job answer refused", "task_id", args.TaskID)
+		return mcp.NewToolResultError(err.Error()), nil
+	}
 	if err != nil {
 		s.log.Error("answer job", "task_id", args.TaskID, "err", err)
 		return mcp.NewToolResultErrorf("answer_job: %v", err), nil
@@ -530,6 +566,19 @@ func (s *Server) answerJob(_ context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		text = fmt.Sprintf("Job %s did not take the answer: %s.", args.TaskID, payload["error"])
 	}
 	return mcp.NewToolResultStructured(payload, text), nil
+}
+
+func (s *Server) releaseAnswers(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, res := taskIDArg(req)
+	if res != nil {
+		return res, nil
+	}
+	payload, err := s.jobs.releaseAnswers(id)
+	if err != nil {
+		s.log.Error("release answers", "task_id", id, "err", err)
+		return mcp.NewToolResultErrorf("release_answers: %v", err), nil
+	}
+	return mcp.NewToolResultStructured(payload, fmt.Sprintf("Released %v answer(s) of job %s.", payload["released"], id)), nil
 }
 
 func (s *Server) jobStats(_ context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -49,9 +49,12 @@ function newTransport(sessionId) {
 }
 
 // notifications collects the notifications/tasks/status the client got
-// (on its GET stream); clientErrors what the SDK reported to onerror.
+// (on its GET stream); clientErrors what the SDK reported to onerror, and
+// clientErrorCodes their codes (an HTTP status for a StreamableHTTPError;
+// null for none).
 const notifications = [];
 const clientErrors = [];
+const clientErrorCodes = [];
 
 // elicitations collects the elicitation/create requests the client got
 // (when input.answer is set, it declares elicitation and answers them so).
@@ -70,7 +73,10 @@ async function connect() {
     });
   }
   client.setNotificationHandler(TaskStatusNotificationSchema, n => { notifications.push(n.params); });
-  client.onerror = err => { clientErrors.push(String(err?.message ?? err)); };
+  client.onerror = err => {
+    clientErrors.push(String(err?.message ?? err));
+    clientErrorCodes.push(err?.code ?? null);
+  };
   await client.connect(transport);
   return { client, transport };
 }
@@ -216,6 +222,27 @@ const scenarios = {
     const task = await attempt(() => client.experimental.tasks.getTask(id));
     await client.close();
     return { taskId: id, elicitations, result, task, clientErrors };
+  },
+
+  // A client that declares elicitation creates a task and reads its result
+  // with tasks/result; when sending its answer fails (what the SDK reports
+  // to onerror), it reads the result again with a second tasks/result,
+  // whose stream asks the question again, and answers it the same way.
+  async task_elicit_again() {
+    const { client } = await connect();
+    const created = await attempt(() => createTask(client));
+    if (created.error) {
+      await client.close();
+      return { created };
+    }
+    const id = created.result.taskId;
+    const first = attempt(() => client.experimental.tasks.getTaskResult(id, CallToolResultSchema));
+    await waitFor(() => clientErrors.length > 0, 60000);
+    const errorsBefore = [...clientErrors];
+    const result = await attempt(() => client.experimental.tasks.getTaskResult(id, CallToolResultSchema));
+    const firstResult = await first;
+    await client.close();
+    return { taskId: id, elicitations, errorsBefore, clientErrors, clientErrorCodes, result, firstResult };
   },
 
   // tasks/result; with input.sessionId it resumes that session instead of

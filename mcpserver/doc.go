@@ -1,13 +1,31 @@
 // Package mcpserver is mcpflow's MCP endpoint: mcpflow as an MCP server to
-// agent hosts (protocol 2025-11-25 over streamable HTTP; 2025-06-18,
-// 2025-03-26 and 2024-11-05 are negotiated too). It serves a thread's tools
-// exactly as the REST listing shows them and runs tool calls through the
-// same runtime (mcpflow.ToolRuntime), and it exposes durable tasks as MCP
-// Tasks: a task-augmented call of a submit wrapper answers CreateTaskResult
-// with the local task id once the remote submit succeeded and the row is
-// stored, and tasks/get, tasks/list, tasks/cancel and tasks/result read the
-// task store and signal the task's workflow. notifications/tasks/status are
-// pushed on the GET stream from the thread inbox.
+// agent hosts over streamable HTTP, in two revisions at the same URLs.
+//
+//   - 2025-11-25 (and 2025-06-18, 2025-03-26, 2024-11-05, negotiated by
+//     initialize): a session per client (server.go, session.go); durable
+//     tasks as MCP Tasks: a task-augmented call of a durable tool answers
+//     CreateTaskResult with the local task id once the remote submit
+//     succeeded and the row is stored, and tasks/get, tasks/list,
+//     tasks/cancel and tasks/result read the task store and signal the
+//     task's workflow (tasks.go); notifications/tasks/status are pushed on
+//     the GET stream from the thread inbox (stream.go); a task's question
+//     is an elicitation/create on its tasks/result stream (input.go).
+//   - 2026-07-28 (modern.go): a request is of this revision when its
+//     params._meta names it (or its Mcp-Protocol-Version header does);
+//     it is stateless: server/discover instead of initialize, the client's
+//     info and capabilities in each request's _meta, the Mcp-Method,
+//     Mcp-Name and Mcp-Param-* headers checked against the body. Durable
+//     tasks follow the Tasks extension (modern_tasks.go): tools/call
+//     answers resultType "task", tasks/get shows the task with its
+//     inputRequests, tasks/update answers them, tasks/cancel cancels;
+//     subscriptions/listen streams task changes from the thread inbox
+//     (listen.go).
+//
+// Both revisions serve a thread's tools exactly as the REST listing shows
+// them and run tool calls through the same runtime (mcpflow.ToolRuntime),
+// relaying an ordinary call's progress and the upstream's questions to the
+// caller (relay.go). A durable task is one thing with two faces: the same
+// row, workflow, status mapping and answer path.
 //
 // Nothing here is process memory that matters: sessions live in the
 // database (mcpflow.MCPSessionStore), tasks in the task store and Temporal,

@@ -44,11 +44,23 @@ type TaskClient struct {
 	// mcp_tasks.idempotent_submit_servers.
 	IdempotentSubmit map[string]bool
 	// MaxRunningPerUser caps a user's durable tasks that have not ended
-	// (mcp_tasks.max_running_tasks_per_user), as Running counts them: a
-	// submit beyond it is ETooMany (429). 0 or a nil Running: no cap.
+	// (mcp_tasks.max_running_tasks_per_user): a submit takes one of the
+	// user's slots from Slots before anything starts, database-wide, and a
+	// submit beyond the cap is ETooMany (429) with nothing submitted. 0 or
+	// a nil Slots: no cap.
 	MaxRunningPerUser int
-	Running           func(ctx context.Context, userID string) (int, error)
+	Slots             mcpflow.TaskSlots
 	Logger            *slog.Logger
+}
+
+// SlotTTL is how long a running-task slot is held for a submit whose task
+// is not stored yet: three attempts of the remote submit (lease_seconds
+// each, callTimeout) and five minutes for the rest. A slot is consumed when
+// the task's row is stored and released when the submit fails; only one
+// whose replica died before either (or a submit that waited longer, with
+// no worker) is held until then.
+func SlotTTL(callTimeout time.Duration) time.Duration {
+	return 3*callTimeout + 5*time.Minute
 }
 
 // Submit starts the durable task behind a submit wrapper tool, or behind a
@@ -68,9 +80,6 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	}
 	if !ok {
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task-enabled server configuration changed after mcpflow started (%s); restart mcpflow before using durable task tools", tool.Server)
-	}
-	if err := c.checkRunning(ctx, call.UserID); err != nil {
-		return nil, err
 	}
 	taskID := mcpflow.NewTaskID()
 	driver := mcpflow.DriverOrdinary
@@ -106,6 +115,9 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	in := workflows.TaskInput{TaskID: taskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
 		ServerName: req.ServerName, TaskName: req.TaskName, DriverName: driver, DriverData: req.DriverData,
 		Arguments: req.Arguments, SealedSecrets: sealed, Config: cfg}
+	if err := c.reserve(ctx, req.UserID, taskID); err != nil {
+		return nil, err
+	}
 	op := c.Client.NewWithStartWorkflowOperation(StartOptions(in, c.TaskQueue), workflows.TaskWorkflowName, in)
 	h, err := c.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
@@ -120,8 +132,12 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 		if ctx.Err() != nil {
 			// The caller went away: the task may still be submitted and
 			// persisted by its workflow, and nobody would learn its id, so
-			// ask the workflow to cancel it (best effort).
+			// ask the workflow to cancel it (best effort). Its slot stays
+			// until its row consumes it or it lapses.
 			c.goneCaller(taskID)
+		} else {
+			// The submit failed and stored no row.
+			c.release(ctx, taskID)
 		}
 		if c.Logger != nil {
 			c.Logger.Warn("task submit failed", "task_id", taskID, "server", tool.Server, "error", err)
@@ -133,21 +149,34 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res, Task: res.TaskID}, nil
 }
 
-// checkRunning refuses a submit of a user whose running durable tasks are
-// at the cap (ETooMany). The count is the database's, across replicas; two
-// submits racing at the cap may both pass (a soft cap).
-func (c *TaskClient) checkRunning(ctx context.Context, userID string) error {
-	if c.MaxRunningPerUser <= 0 || c.Running == nil {
+// reserve takes one of the user's running-task slots for taskID, or
+// refuses the submit (ETooMany) when the user holds them all.
+func (c *TaskClient) reserve(ctx context.Context, userID, taskID string) error {
+	if c.MaxRunningPerUser <= 0 || c.Slots == nil {
 		return nil
 	}
-	n, err := c.Running(ctx, userID)
+	granted, held, err := c.Slots.ReserveTaskSlot(ctx, mcpflow.TaskSlot{TaskID: taskID, UserID: userID,
+		Max: c.MaxRunningPerUser, TTL: SlotTTL(c.Config.CallTimeout)})
 	if err != nil {
 		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot count this user's running durable tasks; retry shortly", Err: err}
 	}
-	if n >= c.MaxRunningPerUser {
-		return mcpflow.Errorf(mcpflow.ETooMany, "this user already has %d running durable tasks, the most one user may (mcp_tasks.max_running_tasks_per_user); wait for one to finish or cancel one", n)
+	if !granted {
+		return mcpflow.Errorf(mcpflow.ETooMany, "this user already has %d running durable tasks, the most one user may (mcp_tasks.max_running_tasks_per_user); wait for one to finish or cancel one", held)
 	}
 	return nil
+}
+
+// release gives back the slot of a submit that failed (best effort: a
+// slot that cannot be released lapses).
+func (c *TaskClient) release(ctx context.Context, taskID string) {
+	if c.MaxRunningPerUser <= 0 || c.Slots == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := c.Slots.ReleaseTaskSlot(rctx, taskID); err != nil && c.Logger != nil {
+		c.Logger.Warn("could not release the running-task slot of a failed submit; it lapses", "task_id", taskID, "error", err)
+	}
 }
 
 // sealSecrets seals the secrets srv's headers_from_context maps, and only

@@ -93,6 +93,11 @@ type ToolResult struct {
 	// the result is; "" otherwise. The MCP endpoint answers such a call
 	// as a task to clients of the Tasks extension.
 	Task string `json:"-"`
+	// Adopted is set by the task submitter when the durable task Task took
+	// over the remote task the MCP server answered an ordinary call with
+	// (2026-07-28, resultType "task"). Without it that remote task is not
+	// tracked, and the runtime cancels it upstream.
+	Adopted bool `json:"-"`
 	// InputRequired is the server's request for input (2026-07-28,
 	// resultType "input_required"), for a call with CallRelay.PassInput:
 	// the MCP endpoint answers it to the client as it is.

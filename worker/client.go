@@ -73,6 +73,10 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	srv, ok := c.Servers[tool.Server]
 	if !ok && ts.Native && c.CurrentServer != nil {
 		cur, err := c.CurrentServer(ctx, tool.Server)
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			return nil, &mcpflow.Error{Code: mcpflow.EUnavailable, Err: err,
+				Message: fmt.Sprintf("MCP server '%s' is no longer enabled in the configuration (it changed while this call ran); its durable task cannot start", tool.Server)}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +150,7 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	}
 	b, _ := json.Marshal(res)
 	text, _ := json.Marshal(mcp.NewTextContent(string(b)))
-	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res, Task: res.TaskID}, nil
+	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res, Task: res.TaskID, Adopted: ts.Adopt != ""}, nil
 }
 
 // reserve takes one of the user's running-task slots for taskID, or
@@ -228,7 +232,8 @@ func submitError(err error, ctx context.Context) (*mcpflow.ToolResult, error) {
 	if errors.As(err, &ae) {
 		switch ae.Type() {
 		case workflows.ErrTypeDuplicate:
-			return nil, mcpflow.Errorf(mcpflow.EConflict, "%s", ae.Message())
+			// Another task tracks that remote task: nothing to undo.
+			return nil, &mcpflow.Error{Code: mcpflow.EConflict, Message: ae.Message(), Err: &mcpflow.DuplicateRemoteTaskError{}}
 		case workflows.ErrTypeLimit:
 			return nil, mcpflow.Errorf(mcpflow.ETooMany, "%s", ae.Message())
 		case workflows.ErrTypeSubmit, workflows.ErrTypeProtocol, workflows.ErrTypePersist, workflows.ErrTypeSubmitUnknown:

@@ -41,6 +41,11 @@ type ToolCall struct {
 	Secrets    map[string]string // request-scoped credentials; never logged or stored
 	RunID      *string
 	ToolCallID *string
+	// IdempotencyKey is the caller's key for a durable submit (REST header
+	// Idempotency-Key, MCP _meta IdempotencyKeyMeta; checked with
+	// ValidIdempotencyKey): the task's id derives from (user, thread, key),
+	// so a retry answers the task the first attempt started. "" for none.
+	IdempotencyKey string
 	// Relay is set for a call an MCP client made through the MCP endpoint:
 	// what mcpflow passes on to the MCP server and back (nil for REST).
 	Relay *CallRelay

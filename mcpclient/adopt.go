@@ -29,7 +29,10 @@ const (
 // refusal) the remote task would run on untracked, and the caller's retry
 // would start it again: it is cancelled upstream (tasks/cancel, retried),
 // and the refusal says so, or that cancelling failed. A remote task another
-// durable task tracks already (a duplicate handle) is left alone.
+// durable task tracks already (a duplicate handle) is left alone, and so is
+// one whose caller, with an idempotency key, went away while its submit ran.
+// A retry with an idempotency key calls the tool again: the remote task that
+// call started is cancelled, and the retry answers the task of the first.
 func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry, ta *TaskAnswer) (*mcpflow.ToolResult, error) {
 	r.mu.Lock()
 	sub := r.submitter
@@ -41,6 +44,11 @@ func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry
 	ts := config.TaskToolset{Name: e.tool.Name, SubmitTool: e.tool.OriginalName, Native: true, Adopt: ta.TaskID}
 	res, err := sub(ctx, call, e.tool, ts)
 	if (err == nil && res != nil && res.Adopted) || mcpflow.IsDuplicateRemoteTask(err) {
+		return res, err
+	}
+	if err != nil && call.IdempotencyKey != "" && ctx.Err() != nil {
+		// The caller went away with its submit under way: its workflow
+		// adopts the remote task, and a retry with the key answers it.
 		return res, err
 	}
 	note := r.cancelUntracked(e, call, ta)

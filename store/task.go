@@ -253,9 +253,17 @@ func (db *DB) CreateTask(ctx context.Context, t *mcpflow.Task) error {
 		row.QuestionSeq = 1
 	}
 	// The row consumes the task's running-task slot (ReserveTaskSlot): it
-	// counts from now on, in the same transaction.
+	// counts from now on, in the same transaction, and keeps the slot's
+	// request hash.
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(row).Error; err != nil {
+			return err
+		}
+		// The request hash of a submit with an idempotency key stays with
+		// the row (ReserveTaskSlot compares a retry's with it).
+		err := tx.Exec("UPDATE mcp_tasks SET request_hash = (SELECT request_hash FROM mcp_task_slots WHERE task_id = ?) WHERE id = ? AND EXISTS (SELECT 1 FROM mcp_task_slots WHERE task_id = ? AND request_hash <> '')",
+			row.ID, row.ID, row.ID).Error
+		if err != nil {
 			return err
 		}
 		return tx.Where("task_id = ?", row.ID).Delete(&taskSlotRow{}).Error

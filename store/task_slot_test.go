@@ -30,16 +30,16 @@ func TestTaskSlotsCapParallelSubmits(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				id := mcpflow.NewTaskID()
-				ok, held, err := stores[i%2].ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: id, UserID: "alice", Max: max, TTL: time.Hour})
+				g, err := stores[i%2].ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: id, UserID: "alice", Max: max, TTL: time.Hour})
 				if !assert.NoError(t, err) {
 					return
 				}
 				mu.Lock()
 				defer mu.Unlock()
-				if ok {
+				if g.Granted {
 					granted = append(granted, id)
 				} else {
-					assert.Equal(t, max, held)
+					assert.Equal(t, max, g.Held)
 				}
 			}()
 		}
@@ -47,9 +47,9 @@ func TestTaskSlotsCapParallelSubmits(t *testing.T) {
 		require.Len(t, granted, max)
 
 		// Another user has slots of their own.
-		ok, _, err := b.db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: mcpflow.NewTaskID(), UserID: "bob", Max: max, TTL: time.Hour})
+		g, err := b.db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: mcpflow.NewTaskID(), UserID: "bob", Max: max, TTL: time.Hour})
 		require.NoError(t, err)
-		require.True(t, ok)
+		require.True(t, g.Granted)
 	})
 }
 
@@ -61,9 +61,9 @@ func TestTaskSlotsLifecycle(t *testing.T) {
 		createThread(t, db, "th", "alice")
 		slot := func(id string, ttl time.Duration) (bool, int) {
 			t.Helper()
-			ok, held, err := db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: id, UserID: "alice", Max: 2, TTL: ttl})
+			g, err := db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: id, UserID: "alice", Max: 2, TTL: ttl})
 			require.NoError(t, err)
-			return ok, held
+			return g.Granted, g.Held
 		}
 
 		first := newTask("alice", "th", "r1")
@@ -92,15 +92,52 @@ func TestTaskSlotsLifecycle(t *testing.T) {
 		third := mcpflow.NewTaskID()
 		ok, _ = slot(third, -time.Second) // a slot that has lapsed already
 		require.True(t, ok)
-		ok, held = slot(mcpflow.NewTaskID(), time.Hour)
+		ok, _ = slot(mcpflow.NewTaskID(), time.Hour)
 		require.True(t, ok, "the lapsed slot no longer counts")
-		require.Equal(t, 1, held)
+		ok, held = slot(mcpflow.NewTaskID(), time.Hour)
+		require.False(t, ok)
+		require.Equal(t, 2, held, "the stored task and the new slot")
 
 		// A task that ended no longer counts.
 		first.Status = mcpflow.StatusCompleted
 		require.NoError(t, db.UpdateTask(testCtx, first))
-		ok, held = slot(mcpflow.NewTaskID(), time.Hour)
+		ok, _ = slot(mcpflow.NewTaskID(), time.Hour)
 		require.True(t, ok)
-		require.Equal(t, 1, held)
+	})
+}
+
+// TestTaskSlotsRequestHash: a task id reserved again with another request
+// hash (an idempotency key used for another request) is refused, before
+// and after its row is stored; the row keeps the hash of its slot.
+func TestTaskSlotsRequestHash(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		createThread(t, db, "th", "alice")
+		task := newTask("alice", "th", "r1")
+		reserve := func(hash string) mcpflow.SlotGrant {
+			t.Helper()
+			g, err := db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: task.ID, UserID: "alice", Max: 5, TTL: time.Hour, RequestHash: hash})
+			require.NoError(t, err)
+			return g
+		}
+		require.Equal(t, mcpflow.SlotGrant{Granted: true}, reserve("aaa"))
+		require.Equal(t, mcpflow.SlotGrant{Granted: true}, reserve("aaa"))
+		require.Equal(t, mcpflow.SlotGrant{OtherRequest: true}, reserve("bbb"))
+		require.NoError(t, db.CreateTask(testCtx, task))
+		require.Equal(t, mcpflow.SlotGrant{Granted: true, Stored: true}, reserve("aaa"))
+		require.Equal(t, mcpflow.SlotGrant{OtherRequest: true}, reserve("bbb"))
+
+		// A row stored without a hash (no key, or its slot lapsed) matches.
+		plain := newTask("alice", "th", "r2")
+		require.NoError(t, db.CreateTask(testCtx, plain))
+		g, err := db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: plain.ID, UserID: "alice", Max: 5, TTL: time.Hour, RequestHash: "ccc"})
+		require.NoError(t, err)
+		require.Equal(t, mcpflow.SlotGrant{Granted: true, Stored: true}, g)
+
+		// Without a cap (Max 0) a slot is always granted.
+		for range 3 {
+			g, err := db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: mcpflow.NewTaskID(), UserID: "alice", TTL: time.Hour})
+			require.NoError(t, err)
+			require.True(t, g.Granted)
+		}
 	})
 }

@@ -41,6 +41,11 @@ type ToolCall struct {
 	Secrets    map[string]string // request-scoped credentials; never logged or stored
 	RunID      *string
 	ToolCallID *string
+	// IdempotencyKey is the caller's key for a durable submit (REST header
+	// Idempotency-Key, MCP _meta IdempotencyKeyMeta; checked with
+	// ValidIdempotencyKey): the task's id derives from (user, thread, key),
+	// so a retry answers the task the first attempt started. "" for none.
+	IdempotencyKey string
 	// Relay is set for a call an MCP client made through the MCP endpoint:
 	// what mcpflow passes on to the MCP server and back (nil for REST).
 	Relay *CallRelay
@@ -93,6 +98,11 @@ type ToolResult struct {
 	// the result is; "" otherwise. The MCP endpoint answers such a call
 	// as a task to clients of the Tasks extension.
 	Task string `json:"-"`
+	// Adopted is set by the task submitter when the durable task Task took
+	// over the remote task the MCP server answered an ordinary call with
+	// (2026-07-28, resultType "task"). Without it that remote task is not
+	// tracked, and the runtime cancels it upstream.
+	Adopted bool `json:"-"`
 	// InputRequired is the server's request for input (2026-07-28,
 	// resultType "input_required"), for a call with CallRelay.PassInput:
 	// the MCP endpoint answers it to the client as it is.

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
@@ -91,6 +92,11 @@ type callBody struct {
 	ToolCallID *string           `json:"tool_call_id"`
 }
 
+// headerIdempotencyKey carries a durable submit's idempotency key
+// (mcpflow.ToolCall.IdempotencyKey): a retry with the same key answers the
+// task the first attempt started.
+const headerIdempotencyKey = "Idempotency-Key"
+
 const callBodyMessage = "request body must be {\"arguments\": {...}, \"secrets\"?: {...}, \"run_id\"?: s, \"tool_call_id\"?: s}"
 
 // decodeCallBody decodes a tool call's body in one pass (decoding the
@@ -148,6 +154,18 @@ func (s *Server) callTool(c *gin.Context) {
 		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "tool_call_id must be 1 to 128 characters"))
 		return
 	}
+	key := ""
+	if keys := c.Request.Header.Values(headerIdempotencyKey); len(keys) > 0 {
+		problem := mcpflow.IdempotencyKeyProblem(keys[0])
+		if len(keys) > 1 {
+			problem = fmt.Sprintf("must be sent once (got %d)", len(keys))
+		}
+		if problem != "" {
+			s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "the Idempotency-Key header %s", problem))
+			return
+		}
+		key = keys[0]
+	}
 	t, ok := s.threadForCall(c)
 	if !ok {
 		return
@@ -160,7 +178,7 @@ func (s *Server) callTool(c *gin.Context) {
 	defer s.calls.release(t.UserID)
 	res, err := s.opts.Tools.CallTool(c.Request.Context(), mcpflow.ToolCall{
 		UserID: t.UserID, ThreadID: t.ID, Tool: c.Param("tool"), Arguments: req.Arguments,
-		Secrets: req.Secrets, RunID: req.RunID, ToolCallID: req.ToolCallID,
+		Secrets: req.Secrets, RunID: req.RunID, ToolCallID: req.ToolCallID, IdempotencyKey: key,
 	})
 	if err != nil {
 		s.renderError(c, err)

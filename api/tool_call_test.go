@@ -204,3 +204,45 @@ func TestHTTPMetricsLabels(t *testing.T) {
 		require.Equal(t, uint64(n), durations[k], k)
 	}
 }
+
+// TestToolCallIdempotencyKey: the Idempotency-Key header reaches the tool
+// call as it was sent; one that is empty, too long, not printable ASCII or
+// sent twice is 400 and calls nothing.
+func TestToolCallIdempotencyKey(t *testing.T) {
+	b := setupCalls(t)
+	send := func(keys ...string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/api/threads/t1/tools/echo/call", strings.NewReader(`{"arguments": {"text": "hi"}}`))
+		r.Header.Set("Authorization", "Bearer "+aliceToken)
+		for _, k := range keys {
+			r.Header.Add("Idempotency-Key", k)
+		}
+		w := httptest.NewRecorder()
+		b.h.Handler().ServeHTTP(w, r)
+		return w
+	}
+	w := send("8e03978e-40d5-43e8-bc93-6894a57f9324")
+	require.Equal(t, 200, w.Code, w.Body.String())
+	require.Equal(t, "8e03978e-40d5-43e8-bc93-6894a57f9324", b.tools.last().IdempotencyKey)
+	w = send()
+	require.Equal(t, 200, w.Code, w.Body.String())
+	require.Empty(t, b.tools.last().IdempotencyKey)
+
+	calls := len(b.tools.calls)
+	for _, c := range []struct {
+		keys []string
+		msg  string
+	}{
+		{[]string{""}, "the Idempotency-Key header must be 1 to 255 characters long (got 0)"},
+		{[]string{strings.Repeat("k", 256)}, "the Idempotency-Key header must be 1 to 255 characters long (got 256)"},
+		{[]string{"two words"}, "the Idempotency-Key header must be printable ASCII without spaces (character 4 is not)"},
+		{[]string{"clé"}, "the Idempotency-Key header must be printable ASCII without spaces (character 3 is not)"},
+		{[]string{"a", "b"}, "the Idempotency-Key header must be sent once (got 2)"},
+	} {
+		w := send(c.keys...)
+		require.Equal(t, 400, w.Code, w.Body.String())
+		var out map[string]map[string]string
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out))
+		require.Equal(t, map[string]string{"code": "invalid_argument", "message": c.msg}, out["error"])
+	}
+	require.Len(t, b.tools.calls, calls, "a refused key calls nothing")
+}

@@ -245,9 +245,10 @@ type MCPTasksSection struct {
 	// unknown". Not one of DeerFlow's keys.
 	IdempotentSubmitServers []string `yaml:"idempotent_submit_servers"`
 	// MaxRunningTasksPerUser caps one user's durable tasks that have not
-	// ended (submitted, working, input_required), counted in the database
-	// across replicas when a task is submitted: one more answers 429.
-	// 1..1000000, default 100. Not one of DeerFlow's keys.
+	// ended (submitted, working, input_required): a submit reserves one of
+	// the user's slots in the database (across replicas) before anything is
+	// submitted, and one more answers 429. 1..1000000, default 100. Not one
+	// of DeerFlow's keys.
 	MaxRunningTasksPerUser int `yaml:"max_running_tasks_per_user"`
 	// MaxPinnedSessionsPerUser caps the stdio sessions one user's running
 	// durable tasks hold pinned in one worker (a pinned session cannot be

@@ -448,39 +448,6 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 	return ConvertResult(res)
 }
 
-// adopt tracks a task the server answered an ordinary call with (2026-07-28,
-// resultType "task") as a durable task run by the native driver: the call
-// answers the task's handle, as a submit wrapper's does. Without the task
-// runtime the remote task cannot be tracked: it is cancelled (best effort)
-// and the call is a tool error saying so, never an empty success.
-func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry, ta *TaskAnswer) (*mcpflow.ToolResult, error) {
-	r.mu.Lock()
-	sub := r.submitter
-	r.mu.Unlock()
-	if sub == nil {
-		r.cancelUntracked(ctx, e.server, call, ta)
-		return ToolError(fmt.Sprintf("MCP server '%s' answered this call with a long-running task, which mcpflow tracks only with its durable task runtime (mcp_tasks.enabled); the remote task was cancelled", e.server.Name)), nil
-	}
-	ts := config.TaskToolset{Name: e.tool.Name, SubmitTool: e.tool.OriginalName, Native: true, Adopt: ta.TaskID}
-	return sub(ctx, call, e.tool, ts)
-}
-
-// cancelUntracked cancels a remote task nobody will track, best effort, on
-// a context of its own.
-func (r *Runtime) cancelUntracked(ctx context.Context, srv *config.Server, call mcpflow.ToolCall, ta *TaskAnswer) {
-	// Detached from the call, but with its values: the caller's token for a
-	// server whose credential is exchanged per caller.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	err := r.Run(ctx, srv, call.UserID, call.ThreadID, func(ctx context.Context, s *Session, _ *Route) error {
-		_, _, err := s.CancelTask(ctx, ta.TaskID, nil)
-		return err
-	})
-	if err != nil {
-		r.log.Warn("could not cancel a remote task mcpflow cannot track", "server", srv.Name, "error", err)
-	}
-}
-
 func (r *Runtime) workspaceRoot() string {
 	if r.opts.WorkspaceRoot != "" {
 		return r.opts.WorkspaceRoot

@@ -22,6 +22,9 @@ const (
 	// tool_call_id (stored with a durable task).
 	MetaRunID      = "io.mcpflow/run_id"
 	MetaToolCallID = "io.mcpflow/tool_call_id"
+	// MetaIdempotencyKey is a durable submit's idempotency key, like the
+	// REST header Idempotency-Key (mcpflow.ToolCall.IdempotencyKey).
+	MetaIdempotencyKey = mcpflow.IdempotencyKeyMeta
 	// metaRelatedTask and metaImmediateResponse are the spec's keys.
 	metaRelatedTask       = "io.modelcontextprotocol/related-task"
 	metaImmediateResponse = "io.modelcontextprotocol/model-immediate-response"
@@ -410,6 +413,16 @@ func readMeta(meta map[string]any, tc *mcpflow.ToolCall) *rpcError {
 			return invalidParams("_meta[%q] must be a string of 1 to %d characters", f.key, f.max)
 		}
 		*f.dst = &str
+	}
+	if v, ok := meta[MetaIdempotencyKey]; ok && v != nil {
+		key, ok := v.(string)
+		if !ok {
+			return invalidParams("_meta[%q] must be a string", MetaIdempotencyKey)
+		}
+		if problem := mcpflow.IdempotencyKeyProblem(key); problem != "" {
+			return invalidParams("_meta[%q] %s", MetaIdempotencyKey, problem)
+		}
+		tc.IdempotencyKey = key
 	}
 	return nil
 }

@@ -210,6 +210,9 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 // unset. Timestamps are stored, and written back to t, in UTC at microsecond
 // precision.
 //
+// The insert consumes the running-task slot reserved for its id
+// (ReserveTaskSlot), in the same transaction.
+//
 // A second task with the same (user, server, remote task id) fails with a
 // *mcpflow.DuplicateRemoteTaskError. A second task with the same id is an
 // mcpflow.EConflict error that also matches gorm.ErrDuplicatedKey (the
@@ -249,7 +252,23 @@ func (db *DB) CreateTask(ctx context.Context, t *mcpflow.Task) error {
 	if c.Status == mcpflow.StatusInputRequired {
 		row.QuestionSeq = 1
 	}
-	if err := db.gorm.WithContext(ctx).Create(row).Error; err != nil {
+	// The row consumes the task's running-task slot (ReserveTaskSlot): it
+	// counts from now on, in the same transaction, and keeps the slot's
+	// request hash.
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(row).Error; err != nil {
+			return err
+		}
+		// The request hash of a submit with an idempotency key stays with
+		// the row (ReserveTaskSlot compares a retry's with it).
+		err := tx.Exec("UPDATE mcp_tasks SET request_hash = (SELECT request_hash FROM mcp_task_slots WHERE task_id = ?) WHERE id = ? AND EXISTS (SELECT 1 FROM mcp_task_slots WHERE task_id = ? AND request_hash <> '')",
+			row.ID, row.ID, row.ID).Error
+		if err != nil {
+			return err
+		}
+		return tx.Where("task_id = ?", row.ID).Delete(&taskSlotRow{}).Error
+	})
+	if err != nil {
 		if isDuplicateRemoteTask(err) {
 			return fmt.Errorf("create task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{
 				ServerName:   c.ServerName,
@@ -496,17 +515,6 @@ func (db *DB) TouchPolled(ctx context.Context, id string, at time.Time) (bool, e
 		return false, fmt.Errorf("record the poll of task %s: %w", id, asUnavailable(res.Error))
 	}
 	return res.RowsAffected > 0, nil
-}
-
-// CountActiveTasks returns how many of the user's tasks have not ended
-// (the pollable statuses: submitted, working, input_required).
-func (db *DB) CountActiveTasks(ctx context.Context, userID string) (int, error) {
-	var n int64
-	err := db.gorm.WithContext(ctx).Model(&taskRow{}).Where("user_id = ? AND status IN ?", userID, pollableStatuses).Count(&n).Error
-	if err != nil {
-		return 0, fmt.Errorf("count the active tasks of a user: %w", asUnavailable(err))
-	}
-	return int(n), nil
 }
 
 // CountTasksByStatus returns how many tasks are in each status.

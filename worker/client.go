@@ -44,11 +44,27 @@ type TaskClient struct {
 	// mcp_tasks.idempotent_submit_servers.
 	IdempotentSubmit map[string]bool
 	// MaxRunningPerUser caps a user's durable tasks that have not ended
-	// (mcp_tasks.max_running_tasks_per_user), as Running counts them: a
-	// submit beyond it is ETooMany (429). 0 or a nil Running: no cap.
+	// (mcp_tasks.max_running_tasks_per_user): a submit takes one of the
+	// user's slots from Slots before anything starts, database-wide, and a
+	// submit beyond the cap is ETooMany (429) with nothing submitted. 0: no
+	// cap (a slot still records a keyed submit's request); a nil Slots: no
+	// cap, and a retry with another request is not detected.
 	MaxRunningPerUser int
-	Running           func(ctx context.Context, userID string) (int, error)
-	Logger            *slog.Logger
+	Slots             mcpflow.TaskSlots
+	// Tasks reads the row of a task a retried submit (same idempotency
+	// key) started.
+	Tasks  mcpflow.TaskStore
+	Logger *slog.Logger
+}
+
+// SlotTTL is how long a running-task slot is held for a submit whose task
+// is not stored yet: three attempts of the remote submit (lease_seconds
+// each, callTimeout) and five minutes for the rest. A slot is consumed when
+// the task's row is stored and released when the submit fails; only one
+// whose replica died before either (or a submit that waited longer, with
+// no worker) is held until then.
+func SlotTTL(callTimeout time.Duration) time.Duration {
+	return 3*callTimeout + 5*time.Minute
 }
 
 // Submit starts the durable task behind a submit wrapper tool, or behind a
@@ -57,10 +73,23 @@ type TaskClient struct {
 // only. Request-scoped secrets reach the workflow only sealed (the keys the
 // server maps, see mcpflow.SecretBox), so Temporal history never holds
 // their values.
+//
+// A call with an idempotency key (mcpflow.ToolCall.IdempotencyKey) is
+// idempotent: its task id derives from (user, thread, key)
+// (mcpflow.KeyedTaskID), so a retry on any replica answers the task the
+// first attempt started: the stored task's handle, or, while that submit
+// is still running, the same update's outcome (the workflow is used as it
+// is and the update id is the task id). A retry asking for another tool or
+// other arguments is EConflict. A keyed submit whose caller goes away is
+// left to run (its retry finds it), where one without a key is cancelled.
 func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, ts config.TaskToolset) (*mcpflow.ToolResult, error) {
 	srv, ok := c.Servers[tool.Server]
 	if !ok && ts.Native && c.CurrentServer != nil {
 		cur, err := c.CurrentServer(ctx, tool.Server)
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			return nil, &mcpflow.Error{Code: mcpflow.EUnavailable, Err: err,
+				Message: fmt.Sprintf("MCP server '%s' is no longer enabled in the configuration (it changed while this call ran); its durable task cannot start", tool.Server)}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -69,10 +98,18 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	if !ok {
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task-enabled server configuration changed after mcpflow started (%s); restart mcpflow before using durable task tools", tool.Server)
 	}
-	if err := c.checkRunning(ctx, call.UserID); err != nil {
-		return nil, err
+	keyed := call.IdempotencyKey != ""
+	taskID, hash := mcpflow.NewTaskID(), ""
+	if keyed {
+		if problem := mcpflow.IdempotencyKeyProblem(call.IdempotencyKey); problem != "" {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "the idempotency key %s", problem)
+		}
+		taskID = mcpflow.KeyedTaskID(call.UserID, call.ThreadID, call.IdempotencyKey)
+		var err error
+		if hash, err = mcpflow.SubmitRequestHash(tool.Server, tool.Name, call.Arguments); err != nil {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments cannot be encoded as JSON")
+		}
 	}
-	taskID := mcpflow.NewTaskID()
 	driver := mcpflow.DriverOrdinary
 	data := map[string]string{mcpflow.DriverDataSubmitTool: ts.SubmitTool, mcpflow.DriverDataStatusTool: ts.StatusTool, mcpflow.DriverDataCancelTool: ts.CancelTool}
 	if ts.InputTool != "" {
@@ -106,7 +143,21 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	in := workflows.TaskInput{TaskID: taskID, UserID: req.UserID, ThreadID: req.ThreadID, RunID: req.RunID, ToolCallID: req.ToolCallID,
 		ServerName: req.ServerName, TaskName: req.TaskName, DriverName: driver, DriverData: req.DriverData,
 		Arguments: req.Arguments, SealedSecrets: sealed, Config: cfg}
-	op := c.Client.NewWithStartWorkflowOperation(StartOptions(in, c.TaskQueue), workflows.TaskWorkflowName, in)
+	stored, err := c.reserve(ctx, req.UserID, taskID, hash)
+	if err != nil {
+		return nil, err
+	}
+	if stored {
+		return c.storedHandle(ctx, taskID, ts)
+	}
+	opts := StartOptions(in, c.TaskQueue)
+	if keyed {
+		// A retry joins the task its first attempt started, running or
+		// not yet stored: the start is a no-op and the update (same id)
+		// answers that submit's outcome.
+		opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	}
+	op := c.Client.NewWithStartWorkflowOperation(opts, workflows.TaskWorkflowName, in)
 	h, err := c.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateSubmit, UpdateID: taskID,
@@ -117,37 +168,129 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 		err = h.Get(ctx, &res)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil && keyed:
+			// The caller went away; its retry with the key finds the task.
+		case ctx.Err() != nil:
 			// The caller went away: the task may still be submitted and
 			// persisted by its workflow, and nobody would learn its id, so
-			// ask the workflow to cancel it (best effort).
+			// ask the workflow to cancel it (best effort). Its slot stays
+			// until its row consumes it or it lapses.
 			c.goneCaller(taskID)
+		case keyed:
+			// An earlier attempt with this key may have stored its task
+			// (its workflow went on, or ended since); otherwise its
+			// outcome is this one's.
+			if t, gerr := c.storedTask(ctx, taskID); gerr == nil {
+				return c.handle(t, ts), nil
+			}
+			c.release(ctx, taskID)
+			var started *serviceerror.WorkflowExecutionAlreadyStarted
+			if errors.As(err, &started) {
+				return c.endedWithoutTask(ctx, taskID)
+			}
+		default:
+			// The submit failed and stored no row.
+			c.release(ctx, taskID)
 		}
 		if c.Logger != nil {
 			c.Logger.Warn("task submit failed", "task_id", taskID, "server", tool.Server, "error", err)
 		}
 		return submitError(err, ctx)
 	}
-	b, _ := json.Marshal(res)
-	text, _ := json.Marshal(mcp.NewTextContent(string(b)))
-	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res, Task: res.TaskID}, nil
+	adopted := ts.Adopt != ""
+	if adopted && keyed {
+		// A retry joined the submit of an earlier attempt, which adopted
+		// the remote task that attempt's call was answered with: this
+		// call's remote task is not it.
+		if t, gerr := c.storedTask(ctx, taskID); gerr == nil {
+			adopted = t.RemoteTaskID == ts.Adopt
+		}
+	}
+	return handleResult(res, adopted), nil
 }
 
-// checkRunning refuses a submit of a user whose running durable tasks are
-// at the cap (ETooMany). The count is the database's, across replicas; two
-// submits racing at the cap may both pass (a soft cap).
-func (c *TaskClient) checkRunning(ctx context.Context, userID string) error {
-	if c.MaxRunningPerUser <= 0 || c.Running == nil {
-		return nil
+// handleResult is the answer of a submit: the task's handle.
+func handleResult(res workflows.SubmitResult, adopted bool) *mcpflow.ToolResult {
+	b, _ := json.Marshal(res)
+	text, _ := json.Marshal(mcp.NewTextContent(string(b)))
+	return &mcpflow.ToolResult{Content: []json.RawMessage{text}, StructuredContent: res, Task: res.TaskID, Adopted: adopted}
+}
+
+// storedTask reads a task's row (Tasks).
+func (c *TaskClient) storedTask(ctx context.Context, taskID string) (*mcpflow.Task, error) {
+	if c.Tasks == nil {
+		return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP task not found")
 	}
-	n, err := c.Running(ctx, userID)
+	return c.Tasks.GetTask(ctx, taskID)
+}
+
+// handle is the answer of a retried submit whose task is stored: its
+// handle with the row's status.
+func (c *TaskClient) handle(t *mcpflow.Task, ts config.TaskToolset) *mcpflow.ToolResult {
+	res := workflows.SubmitResult{TaskID: t.ID, TaskName: t.TaskName, Status: t.Status, Message: workflows.SubmitMessage}
+	return handleResult(res, ts.Adopt != "" && t.RemoteTaskID == ts.Adopt)
+}
+
+// storedHandle answers a retried submit whose task is stored.
+func (c *TaskClient) storedHandle(ctx context.Context, taskID string, ts config.TaskToolset) (*mcpflow.ToolResult, error) {
+	t, err := c.storedTask(ctx, taskID)
 	if err != nil {
-		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot count this user's running durable tasks; retry shortly", Err: err}
+		return nil, &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot read the task this idempotency key started; retry shortly", Err: err}
 	}
-	if n >= c.MaxRunningPerUser {
-		return mcpflow.Errorf(mcpflow.ETooMany, "this user already has %d running durable tasks, the most one user may (mcp_tasks.max_running_tasks_per_user); wait for one to finish or cancel one", n)
+	return c.handle(t, ts), nil
+}
+
+// endedWithoutTask answers a retried submit whose first attempt's
+// workflow ended without storing a task: with that submit's own outcome
+// (its update's result, read back), or, when that cannot be read, a tool
+// error saying the key is spent.
+func (c *TaskClient) endedWithoutTask(ctx context.Context, taskID string) (*mcpflow.ToolResult, error) {
+	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h := c.Client.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{WorkflowID: taskID, UpdateID: taskID})
+	var res workflows.SubmitResult
+	err := h.Get(gctx, &res)
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return submitError(err, ctx)
 	}
-	return nil
+	return toolError("The submit with this idempotency key already ended without a task; use a new key to submit again"), nil
+}
+
+// reserve takes a running-task slot for taskID (with the request's hash
+// for a keyed submit), or refuses the submit: ETooMany when the user holds
+// all the slots, EConflict when the idempotency key was used for another
+// request. It reports stored when the task's row exists already (a retry
+// of a stored submit).
+func (c *TaskClient) reserve(ctx context.Context, userID, taskID, hash string) (stored bool, err error) {
+	if c.Slots == nil {
+		return false, nil
+	}
+	g, err := c.Slots.ReserveTaskSlot(ctx, mcpflow.TaskSlot{TaskID: taskID, UserID: userID,
+		Max: c.MaxRunningPerUser, TTL: SlotTTL(c.Config.CallTimeout), RequestHash: hash})
+	switch {
+	case err != nil:
+		return false, &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot count this user's running durable tasks; retry shortly", Err: err}
+	case g.OtherRequest:
+		return false, mcpflow.Errorf(mcpflow.EConflict, "this idempotency key was already used on this thread for another request (another tool or other arguments); use a new key")
+	case !g.Granted:
+		return false, mcpflow.Errorf(mcpflow.ETooMany, "this user already has %d running durable tasks, the most one user may (mcp_tasks.max_running_tasks_per_user); wait for one to finish or cancel one", g.Held)
+	}
+	return g.Stored, nil
+}
+
+// release gives back the slot of a submit that failed (best effort: a
+// slot that cannot be released lapses).
+func (c *TaskClient) release(ctx context.Context, taskID string) {
+	if c.Slots == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := c.Slots.ReleaseTaskSlot(rctx, taskID); err != nil && c.Logger != nil {
+		c.Logger.Warn("could not release the running-task slot of a failed submit; it lapses", "task_id", taskID, "error", err)
+	}
 }
 
 // sealSecrets seals the secrets srv's headers_from_context maps, and only
@@ -199,7 +342,8 @@ func submitError(err error, ctx context.Context) (*mcpflow.ToolResult, error) {
 	if errors.As(err, &ae) {
 		switch ae.Type() {
 		case workflows.ErrTypeDuplicate:
-			return nil, mcpflow.Errorf(mcpflow.EConflict, "%s", ae.Message())
+			// Another task tracks that remote task: nothing to undo.
+			return nil, &mcpflow.Error{Code: mcpflow.EConflict, Message: ae.Message(), Err: &mcpflow.DuplicateRemoteTaskError{}}
 		case workflows.ErrTypeLimit:
 			return nil, mcpflow.Errorf(mcpflow.ETooMany, "%s", ae.Message())
 		case workflows.ErrTypeSubmit, workflows.ErrTypeProtocol, workflows.ErrTypePersist, workflows.ErrTypeSubmitUnknown:

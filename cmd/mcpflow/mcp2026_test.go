@@ -67,6 +67,8 @@ type rpc2026 struct {
 	token string
 	ext   bool // declare the Tasks extension
 	seq   atomic.Int64
+	// extra are more _meta entries for every request.
+	extra map[string]any
 }
 
 func (c *rpc2026) meta() map[string]any {
@@ -74,9 +76,13 @@ func (c *rpc2026) meta() map[string]any {
 	if c.ext {
 		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
 	}
-	return map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+	meta := map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities": caps,
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw-2026", "version": "1"}}
+	for k, v := range c.extra {
+		meta[k] = v
+	}
+	return meta
 }
 
 // request sends method with params and the standard headers (name is

@@ -2,16 +2,11 @@ package mcpserver
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, for the test schema
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow/internal/testenv"
@@ -26,29 +21,7 @@ func openTestStore(t *testing.T, backend string) *store.DB {
 	ctx := context.Background()
 	dsn := filepath.Join(t.TempDir(), "s.db")
 	if backend == store.BackendPostgres {
-		base := testenv.PostgresURL(t)
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		schema := "mcpserver_test_" + hex.EncodeToString(b[:])
-		admin, err := sql.Open("pgx", base)
-		require.NoError(t, err)
-		_, err = admin.ExecContext(ctx, "CREATE SCHEMA "+schema)
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			_, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-			require.NoError(t, err)
-			require.NoError(t, admin.Close())
-		})
-		switch {
-		case strings.HasPrefix(base, "postgres://"), strings.HasPrefix(base, "postgresql://"):
-			sep := "?"
-			if strings.Contains(base, "?") {
-				sep = "&"
-			}
-			dsn = base + sep + "search_path=" + schema
-		default:
-			dsn = base + " search_path=" + schema
-		}
+		dsn = testenv.PostgresSchema(t, "mcpserver_test_")
 	}
 	db, err := store.Open(ctx, backend, dsn)
 	require.NoError(t, err)

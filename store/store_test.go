@@ -3,18 +3,15 @@ package store
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver for the admin connection
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -96,29 +93,9 @@ func newDSN(t *testing.T, backend string) string {
 	if backend == BackendSQLite {
 		return filepath.Join(t.TempDir(), "mcpflow.db")
 	}
-	base := testenv.PostgresURL(t)
+	dsn := testenv.PostgresSchema(t, "store_test_")
 	postgresTests.Add(1)
-	schema := "store_test_" + randomHex(t, 8)
-	admin, err := sql.Open("pgx", base)
-	require.NoError(t, err)
-	ctx := context.Background()
-	_, err = admin.ExecContext(ctx, "CREATE SCHEMA "+schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		require.NoError(t, err)
-		require.NoError(t, admin.Close())
-	})
-	switch {
-	case strings.HasPrefix(base, "postgres://"), strings.HasPrefix(base, "postgresql://"):
-		sep := "?"
-		if strings.Contains(base, "?") {
-			sep = "&"
-		}
-		return base + sep + "search_path=" + schema
-	default:
-		return base + " search_path=" + schema
-	}
+	return dsn
 }
 
 func randomHex(t *testing.T, n int) string {

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -141,45 +139,7 @@ func TestSubmitIdempotencyKey(t *testing.T) {
 // that the test can kill it with SIGKILL) and waits until its API listens.
 func startServeProc(t *testing.T, bin, cfg string) *workerProc {
 	t.Helper()
-	cmd := exec.Command(bin, ModeServe, "--config", cfg, "--log-format", "json")
-	p := &workerProc{cmd: cmd, logs: &testenv.SyncBuffer{}, exited: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.logs, p.logs
-	require.NoError(t, cmd.Start())
-	go func() {
-		p.err = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("serve pid %d output:\n%s", cmd.Process.Pid, p.logs.String())
-		}
-		select {
-		case <-p.exited:
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.exited
-		}
-	})
-	require.Eventually(t, func() bool {
-		select {
-		case <-p.exited:
-			return true
-		default:
-		}
-		return strings.Contains(p.logs.String(), `"msg":"API listening"`)
-	}, 60*time.Second, 50*time.Millisecond, "serve never listened")
-	select {
-	case <-p.exited:
-		t.Fatalf("serve exited at start-up: %v\n%s", p.err, p.logs.String())
-	default:
-	}
-	return p
+	return startProc(t, bin, ModeServe, cfg)
 }
 
 // TestSubmitIdempotencyKeyReplicaKilled: two mcpflow serve processes on one
@@ -189,7 +149,7 @@ func startServeProc(t *testing.T, bin, cfg string) *workerProc {
 // to the other replica, which joins the submit in flight. One task, and the
 // server received one submit.
 func TestSubmitIdempotencyKeyReplicaKilled(t *testing.T) {
-	pg := postgresSchema(t)
+	pg := testenv.PostgresSchema(t, "e2e_")
 	dir := t.TempDir()
 	demo := testenv.StartDemo(t, "http")
 	tap := newUpstreamTap(t, demo.URL)

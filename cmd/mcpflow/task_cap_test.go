@@ -1,13 +1,9 @@
 package main
 
 import (
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver: schemas of the tests' own, the slot table
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow/internal/testenv"
@@ -65,32 +60,6 @@ func TestRunningTasksPerUser(t *testing.T) {
 	e.submit(t, "cap3", "demo_submit_job", long)
 }
 
-// postgresSchema returns a DSN of TEST_DATABASE_URL (skipping t when it
-// is unset) whose search_path is a schema made for t and dropped after it,
-// so that the test migrates and uses a database of its own.
-func postgresSchema(t *testing.T) string {
-	t.Helper()
-	base := testenv.PostgresURL(t)
-	var b [8]byte
-	_, err := rand.Read(b[:])
-	require.NoError(t, err)
-	schema := "e2e_" + hex.EncodeToString(b[:])
-	admin, err := sql.Open("pgx", base)
-	require.NoError(t, err)
-	_, err = admin.Exec("CREATE SCHEMA " + schema)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		_ = admin.Close()
-	})
-	u, err := url.Parse(base)
-	require.NoError(t, err, "TEST_DATABASE_URL must be a postgres:// URL")
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
 // replicaConfig is the config.yaml of one process of a multi-replica test:
 // PostgreSQL pg, task queue queue, the one user user (token), and extra.
 func replicaConfig(t *testing.T, dir, name, pg, queue, user, token, extra string) string {
@@ -122,7 +91,7 @@ auth:
 // max_running_tasks_per_user: 2: exactly two tasks run, the other 48 are
 // refused with 429, and the MCP server received exactly two submits.
 func TestRunningTasksPerUserReplicas(t *testing.T) {
-	pg := postgresSchema(t)
+	pg := testenv.PostgresSchema(t, "e2e_")
 	dir := t.TempDir()
 	state := filepath.Join(dir, "jobs.json")
 	demo := testenv.StartDemo(t, "http", "--state", state)

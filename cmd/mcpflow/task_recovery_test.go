@@ -57,8 +57,8 @@ func startWorkerBinary(t *testing.T, bin, cfg string, env ...string) *workerProc
 	return startProc(t, bin, ModeWorker, cfg, env...)
 }
 
-// startProc runs `bin mode --config cfg` (worker or dev) and waits until
-// its worker polls.
+// startProc runs `bin mode --config cfg` and waits until it is ready: its
+// worker polls (worker, dev), or its API listens (serve).
 func startProc(t *testing.T, bin, mode, cfg string, env ...string) *workerProc {
 	t.Helper()
 	cmd := exec.Command(bin, mode, "--config", cfg, "--log-format", "json")
@@ -70,9 +70,13 @@ func startProc(t *testing.T, bin, mode, cfg string, env ...string) *workerProc {
 		p.err = cmd.Wait()
 		close(p.exited)
 	}()
+	ready, what := `"msg":"worker polling"`, "the worker"
+	if mode == ModeServe {
+		ready, what = `"msg":"API listening"`, "serve"
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("worker pid %d output:\n%s", cmd.Process.Pid, p.logs.String())
+			t.Logf("%s pid %d output:\n%s", mode, cmd.Process.Pid, p.logs.String())
 		}
 		select {
 		case <-p.exited:
@@ -93,11 +97,11 @@ func startProc(t *testing.T, bin, mode, cfg string, env ...string) *workerProc {
 			return true
 		default:
 		}
-		return strings.Contains(p.logs.String(), `"msg":"worker polling"`)
-	}, 60*time.Second, 50*time.Millisecond, "the worker never polled")
+		return strings.Contains(p.logs.String(), ready)
+	}, 60*time.Second, 50*time.Millisecond, "%s never became ready", what)
 	select {
 	case <-p.exited:
-		t.Fatalf("the worker exited at start-up: %v\n%s", p.err, p.logs.String())
+		t.Fatalf("%s exited at start-up: %v\n%s", what, p.err, p.logs.String())
 	default:
 	}
 	return p

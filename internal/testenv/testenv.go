@@ -9,16 +9,21 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver of PostgresSchema
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -153,6 +158,42 @@ func PostgresURL(t testing.TB) string {
 		MissingDependency(t, "TEST_DATABASE_URL is unset: the PostgreSQL tests need a PostgreSQL server's URL in it (.ci/run sets postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
 	return u
+}
+
+// PostgresSchema returns a DSN of TEST_DATABASE_URL (PostgresURL: skipped
+// when it is unset) whose search_path is a schema made for t, named
+// prefix + 16 hex digits, and dropped after it: a database of t's own
+// (other packages' tests use the shared one at the same time).
+func PostgresSchema(t testing.TB, prefix string) string {
+	t.Helper()
+	base := PostgresURL(t)
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	schema := prefix + hex.EncodeToString(b[:])
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatalf("open TEST_DATABASE_URL: %v", err)
+	}
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		_ = admin.Close()
+	})
+	if strings.HasPrefix(base, "postgres://") || strings.HasPrefix(base, "postgresql://") {
+		sep := "?"
+		if strings.Contains(base, "?") {
+			sep = "&"
+		}
+		return base + sep + "search_path=" + schema
+	}
+	return base + " search_path=" + schema
 }
 
 var (

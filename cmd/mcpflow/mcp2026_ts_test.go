@@ -170,13 +170,8 @@ func TestMCP2026Example(t *testing.T) {
 		return m[1]
 	}
 	first := run()
-	req, err := http.NewRequest(http.MethodDelete, e.m.URL()+"/api/threads/"+first, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+testUserToken)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	code, _, out := send(t, http.MethodDelete, e.m.URL()+"/api/threads/"+first, testUserToken, "")
+	require.Equal(t, http.StatusNoContent, code, out)
 	require.NotEqual(t, first, run())
 }
 

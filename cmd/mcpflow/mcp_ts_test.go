@@ -395,13 +395,8 @@ func TestMCPEndpointTypeScriptSDK(t *testing.T) {
 		// so that is a thread of his own, without the owner's task.
 		requireAllNotFound(t, runTS[methods](t, "task_methods", e.thread("ts-owner"), tsBobToken, tsInput{TaskID: task.TaskID}))
 		// A deleted thread is refused with a JSON-RPC error the SDK shows.
-		req, err := http.NewRequest(http.MethodDelete, e.m.URL()+"/api/threads/ts-bob", nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+tsBobToken)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+		code, _, out := send(t, http.MethodDelete, e.m.URL()+"/api/threads/ts-bob", tsBobToken, "")
+		require.Equal(t, http.StatusNoContent, code, out)
 		conn := runTS[tsAttempt[struct{}]](t, "connect", e.thread("ts-bob"), tsBobToken, tsInput{})
 		require.NotNil(t, conn.Error)
 		require.Equal(t, "StreamableHTTPError", conn.Error.Name)

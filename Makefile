@@ -22,7 +22,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 build: ## Build bin/mcpflow and bin/demo-mcp
 	$(GO) build -ldflags "-X main.buildVersion=$(VERSION)" -o $(BIN)/mcpflow ./cmd/mcpflow
-	$(GO) build -o $(BIN)/demo-mcp ./cmd/demo-mcp
+	$(GO) build -o $(BIN)/demo-mcp ./internal/testsupport/demomcp/cmd/demo-mcp
 
 tools: $(BIN)/temporal ## Build the Temporal CLI (dev server + Web UI) into bin/ when missing
 
@@ -129,8 +129,8 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## go vet, gofmt, staticcheck and 
 	$(BIN)/workflowcheck ./workflows/...
 
 bench: build tools ## Side-by-side benchmarks: tool calls (mcpflow in and as its own process vs direct mcp-go), tasks (mcpflow vs minimal Temporal and a timer loop)
-	$(GO) run ./cmd/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow
-	$(GO) run ./cmd/taskbench -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
+	$(GO) run ./bench/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow
+	$(GO) run ./bench/taskbench -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
 
 PEER_REPO   ?= https://github.com/TBXark/mcp-proxy
 PEER_COMMIT := 4f78891
@@ -142,10 +142,10 @@ $(BIN)/mcp-proxy:
 	  cd "$$src" && $(GO) build -o $(BIN)/mcp-proxy .
 
 bench-peer: build $(BIN)/mcp-proxy ## Tool-call bench with the peer gateway TBXark/mcp-proxy (its repository at 4f78891) as extra targets
-	$(GO) run ./cmd/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow -peer $(BIN)/mcp-proxy
+	$(GO) run ./bench/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow -peer $(BIN)/mcp-proxy
 
 soak: build tools ## Scale-out soak (not in make test): 2 serve + 2 worker on PostgreSQL, 1,000 tasks, workers killed at random
-	$(GO) run ./cmd/taskbench -soak -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
+	$(GO) run ./bench/taskbench -soak -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
 
 # make conformance runs the official MCP conformance runner's server
 # scenarios (0.1.16 for 2025-11-25, 0.2.0-alpha.12 --requirements 2026-07-28

@@ -18,7 +18,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/api"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/store"
 	"github.com/stretchr/testify/require"
 )

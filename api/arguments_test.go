@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
 
 // A REST tool call sends its arguments to the MCP server as the agent wrote
@@ -16,7 +16,7 @@ import (
 func TestCallToolSendsNumbersExactly(t *testing.T) {
 	t.Parallel()
 	b := setupTools(t, map[string]any{"mcpServers": map[string]any{"demo": map[string]any{
-		"type": "stdio", "command": testenv.Binary(t, "./cmd/demo-mcp"), "args": []string{"--transport", "stdio", "--record-calls"},
+		"type": "stdio", "command": testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp"), "args": []string{"--transport", "stdio", "--record-calls"},
 	}}})
 	status, body := b.do(t, "POST", "/api/threads/big-1/tools/demo_echo/call", aliceToken,
 		`{"arguments": {"message": "m", "big": 9007199254740993, "nested": {"list": [-9007199254740993, 0.10000000000000000555, 1E+2]}}}`)

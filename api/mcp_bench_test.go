@@ -37,7 +37,7 @@ func (echoTools) ResetCache()                        {}
 // through the REST route and through the MCP endpoint (the same runtime
 // stand-in, no network), side by side: go test -bench ToolCallHandler
 // -benchmem ./api/. The latency of a real call is dominated by wake-ups
-// (cmd/mcpbench); this is the CPU and allocations mcpflow adds.
+// (bench/mcpbench); this is the CPU and allocations mcpflow adds.
 func BenchmarkToolCallHandler(b *testing.B) {
 	db, err := store.Open(context.Background(), store.BackendSQLite, filepath.Join(b.TempDir(), "b.db"))
 	if err != nil {

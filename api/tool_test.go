@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpflow/mcpflow/api"
-	"github.com/mcpflow/mcpflow/internal/demomcp"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/store"
 )
@@ -70,7 +70,7 @@ func demoExt(t *testing.T) map[string]any {
 	return map[string]any{"mcpServers": map[string]any{
 		"demo": map[string]any{
 			"type":              "stdio",
-			"command":           testenv.Binary(t, "./cmd/demo-mcp"),
+			"command":           testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp"),
 			"tool_call_timeout": 1,
 			"tools":             map[string]any{"echo": map[string]any{"routing": map[string]any{"mode": "prefer", "keywords": []string{"greeting", "<hello>"}}}},
 			"task_toolsets": []any{map[string]any{

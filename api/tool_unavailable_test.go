@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpflow/mcpflow/internal/demomcp"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
 
 // TestToolListNamesUnavailableServers pins that the listing names the

@@ -44,7 +44,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/stretchr/testify/require"
 )
 

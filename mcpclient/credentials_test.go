@@ -20,7 +20,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/internal/demomcp"
+	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
 	"github.com/mcpflow/mcpflow/mcpclient"
 )
 

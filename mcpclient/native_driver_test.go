@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/tasksrv"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 )
 
-// nativeBundle drives a real mcp-go task server (internal/tasksrv) through
+// nativeBundle drives a real mcp-go task server (internal/testsupport/tasksrv) through
 // a runtime with the native driver behind the Drivers router, as the
 // worker does.
 type nativeBundle struct {
@@ -425,7 +425,7 @@ func TestNativeDriverReferenceServer(t *testing.T) {
 // name of a file the task wrote.
 func TestNativeDriverStdioTranslation(t *testing.T) {
 	t.Parallel()
-	bin := testenv.Binary(t, "./internal/tasksrv/cmd/tasksrv")
+	bin := testenv.Binary(t, "./internal/testsupport/tasksrv/cmd/tasksrv")
 	b := newRuntime(t, doc{"mcpServers": doc{"local": doc{"type": "stdio", "command": bin}}})
 	n := &nativeBundle{b: b, d: &mcpclient.NativeDriver{Run: func(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {
 		s, err := b.rt.Server(ctx, server)

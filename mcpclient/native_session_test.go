@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/tasksrv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
 )
 
 // The shared SSE/HTTP session of a server is every user's, and an upstream

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/internal/tasksrv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 )
 

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/tasksrv"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 )
 
@@ -19,7 +19,7 @@ import (
 // task after one ended are not.
 func TestPinnedSessionsPerUser(t *testing.T) {
 	t.Parallel()
-	bin := testenv.Binary(t, "./internal/tasksrv/cmd/tasksrv")
+	bin := testenv.Binary(t, "./internal/testsupport/tasksrv/cmd/tasksrv")
 	b := newRuntime(t, doc{"mcpServers": doc{"local": doc{"type": "stdio", "command": bin}}},
 		func(o *mcpclient.Options) { o.MaxPinnedPerUser = 2 })
 	n := &nativeBundle{b: b, d: &mcpclient.NativeDriver{Run: func(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {

@@ -27,8 +27,8 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/internal/demomcp"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 )
 
@@ -36,10 +36,10 @@ import (
 // never a performance assertion.
 const generous = 30 * time.Second
 
-// demoBinary builds cmd/demo-mcp once per test process.
+// demoBinary builds internal/testsupport/demomcp/cmd/demo-mcp once per test process.
 func demoBinary(t *testing.T) string {
 	t.Helper()
-	return testenv.Binary(t, "./cmd/demo-mcp")
+	return testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp")
 }
 
 // startDemoHTTP runs the demo server over "sse" or "http" on 127.0.0.1 with

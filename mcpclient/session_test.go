@@ -26,8 +26,8 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/internal/demomcp"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 )
 
@@ -49,7 +49,7 @@ func sessStdioServer(t *testing.T, name string) *config.Server {
 	t.Helper()
 	return &config.Server{
 		Name: name, Enabled: true, Type: config.TransportStdio,
-		Command: testenv.Binary(t, "./cmd/demo-mcp"), Args: []string{"--transport", "stdio"},
+		Command: testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp"), Args: []string{"--transport", "stdio"},
 		SessionInitTimeout: sessSeconds(10),
 	}
 }
@@ -71,7 +71,7 @@ func sessEndpoint(base, transport string) string {
 // and returns its MCP endpoint; the test stops it.
 func sessDemoProcess(t *testing.T, transport string) string {
 	t.Helper()
-	cmd := exec.Command(testenv.Binary(t, "./cmd/demo-mcp"), "--transport", transport, "--addr", "127.0.0.1:0", "--workdir", t.TempDir())
+	cmd := exec.Command(testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp"), "--transport", transport, "--addr", "127.0.0.1:0", "--workdir", t.TempDir())
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

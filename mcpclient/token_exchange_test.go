@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/internal/testidp"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testidp"
 	"github.com/mcpflow/mcpflow/mcpclient"
 )
 

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
 
 // postgresTests counts the PostgreSQL subtests that ran.

@@ -28,7 +28,7 @@ import (
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/activities"
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/store"
 	mcpworker "github.com/mcpflow/mcpflow/worker"
 	"github.com/mcpflow/mcpflow/workflows"

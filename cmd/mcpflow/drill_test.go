@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/workflows"
 	"github.com/stretchr/testify/require"
@@ -504,7 +504,7 @@ func stdioJobStats(t *testing.T, e *taskEnv, server, thread string) demoStats {
 // them again and polling continues, while one that did not answers
 // task_not_found and the task fails. No task is submitted again.
 func TestDrillStdioChildKilled(t *testing.T) {
-	bin := testenv.Binary(t, "./cmd/demo-mcp")
+	bin := testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp")
 	state := filepath.Join(t.TempDir(), "stdio-jobs.json")
 	ext := fmt.Sprintf(`{"mcpServers": {
   "stash": {"type": "stdio", "command": %q, "args": ["--transport", "stdio", "--state", %q], %s},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
 
 // startInputEnv runs mcpflow (dev mode) with the demo server three times:
@@ -18,7 +18,7 @@ import (
 func startInputEnv(t *testing.T) *taskEnv {
 	t.Helper()
 	url := demoHTTP(t)
-	bin := testenv.Binary(t, "./cmd/demo-mcp")
+	bin := testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp")
 	const asking = `"task_toolsets": [{"name": "job", "submit_tool": "submit_job", "status_tool": "get_job_status", "cancel_tool": "cancel_job", "input_tool": "answer_job"}]`
 	ext := fmt.Sprintf(`{"mcpServers": {
   "demo": {"type": "http", "url": %q, "tool_call_timeout": 10, %s},

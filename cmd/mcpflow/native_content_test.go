@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/tasksrv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
 )
 
 // TestNativeTaskResultBlocks: a native task's result reaches an MCP client

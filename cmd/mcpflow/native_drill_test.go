@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/tasksrv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
 )
 
 // TestDrillWorkerKilledNativeTask kills the worker process that polls a
 // native MCP task (SIGKILL, mid-task) and starts another, like
 // TestWorkerKilledMidTaskRecovers: serve runs in the test process, each
 // worker is a `mcpflow worker` child process, and the upstream is the Go
-// task server (internal/tasksrv, mcp-go) over streamable HTTP, which the
+// task server (internal/testsupport/tasksrv, mcp-go) over streamable HTTP, which the
 // second worker reaches as the first did.
 //
 // Where the upstream task lives decides what the user sees, so there are

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/tasksrv"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
 
 // researchTool is server-everything's native MCP task tool
@@ -21,7 +21,7 @@ const researchTool = "simulate-research-query"
 
 // startNativeEnv runs mcpflow (dev mode) with server-everything over stdio
 // ("ever") and streamable HTTP ("everhttp"), neither with native_tasks, and
-// the Go task server (internal/tasksrv) with native_tasks ("tasks").
+// the Go task server (internal/testsupport/tasksrv) with native_tasks ("tasks").
 func startNativeEnv(t *testing.T) (*taskEnv, *tasksrv.Server) {
 	t.Helper()
 	entry := testenv.EverythingEntry(t)

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 
 	"github.com/mcpflow/mcpflow/activities"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
 
 const e2eWebhookSecret = "e2e-webhook-secret-value"

@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/internal/testenv"
-	"github.com/mcpflow/mcpflow/internal/testidp"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testidp"
 )
 
 // MCP authorization with a real identity provider (issue 26): mcpflow as an
-// OAuth 2.1 protected resource of internal/testidp, an OpenID provider built
+// OAuth 2.1 protected resource of internal/testsupport/testidp, an OpenID provider built
 // on zitadel/oidc's OP, started on loopback by each test.
 
 const (

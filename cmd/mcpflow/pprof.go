@@ -12,7 +12,7 @@ import (
 
 // envPprofAddr names the variable that makes mcpflow serve Go's profiler
 // (net/http/pprof under /debug/pprof/) on a loopback host:port, for
-// profiling a running process (cmd/mcpbench -profile sets it). It is off by
+// profiling a running process (bench/mcpbench -profile sets it). It is off by
 // default and refuses non-loopback addresses: profiles expose internals.
 const envPprofAddr = "MCPFLOW_PPROF_ADDR"
 

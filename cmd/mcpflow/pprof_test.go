@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
 
 // The profiler is off unless MCPFLOW_PPROF_ADDR names a loopback address.

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"

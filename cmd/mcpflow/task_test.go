@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -33,7 +33,7 @@ type taskEnv struct {
 func startTaskEnv(t *testing.T) *taskEnv {
 	t.Helper()
 	url := demoHTTP(t)
-	bin := testenv.Binary(t, "./cmd/demo-mcp")
+	bin := testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp")
 	toolset := `"task_toolsets": [{"name": "job", "submit_tool": "submit_job", "status_tool": "get_job_status", "cancel_tool": "cancel_job"}]`
 	ext := fmt.Sprintf(`{"mcpServers": {
   "demo": {"type": "http", "url": %q, "tool_call_timeout": 10, %s},

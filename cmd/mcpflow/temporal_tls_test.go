@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/worker"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/internal/testenv"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/worker"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
@@ -128,7 +128,7 @@ func TestRollingUpgradeWithWorkerVersioning(t *testing.T) {
 	ext := fmt.Sprintf(`{"mcpServers": {
   "demo": {"type": "http", "url": %q, "tool_call_timeout": 10, %s},
   "local": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"], %s}
-}}`, url, jobToolset, testenv.Binary(t, "./cmd/demo-mcp"), jobToolset)
+}}`, url, jobToolset, testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp"), jobToolset)
 	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1, lease_seconds: 5 }\n", ext)
 	// writeConfig owns the temporal section: the versioning keys come from
 	// the environment, as a deployment may set them.

@@ -1,7 +1,7 @@
 // inspector_discovery.mjs runs the MCP Inspector's CLI
 // (@modelcontextprotocol/inspector 2.12.0, what `npx
 // @modelcontextprotocol/inspector --cli …` runs) so that a Go test can take
-// its interactive OAuth login through (internal/testenv's RunInspectorCLI):
+// its interactive OAuth login through (internal/testsupport/testenv's RunInspectorCLI):
 //
 //   node inspector_discovery.mjs <URL> --transport http --method tools/list \
 //     --client-id ID --callback-url http://127.0.0.1:0/oauth/callback --format json

@@ -3,7 +3,7 @@
 // v1 (@modelcontextprotocol/sdk 1.32.2): StreamableHTTPClientTransport with
 // an OAuthClientProvider (authProvider). It drives an MCP endpoint through
 // one scenario and prints one JSON line per step, so that a Go test asserts
-// on what an independent client saw (internal/testenv/oauthclient.go).
+// on what an independent client saw (internal/testsupport/testenv/oauthclient.go).
 //
 //   OAUTH_CLIENT_ID=... OAUTH_REDIRECT_URI=... MCP_URL=... [MCP_INPUT='{...}'] \
 //     node oauth_client.mjs oauth

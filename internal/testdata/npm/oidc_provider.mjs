@@ -1,6 +1,6 @@
 // oidc_provider.mjs: a certified OpenID provider, oidc-provider 9.13.3
 // (panva/node-oidc-provider), on 127.0.0.1 for mcpflow's sign-in tests
-// (internal/testenv/oidcprovider.go). It is configured as an MCP
+// (internal/testsupport/testenv/oidcprovider.go). It is configured as an MCP
 // authorization server would be, and tests drive its keys:
 //
 //   node oidc_provider.mjs --port 0 [--public-client ID --redirect-uri URI]

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpflow/mcpflow/bench/internal/benchproc"
+)
+
+// EnvPprofAddr is the environment variable that makes an mcpflow process
+// serve net/http/pprof on host:port (cmd/mcpflow). -profile sets it for
+// the deployed mcpflow.
+const EnvPprofAddr = "MCPFLOW_PPROF_ADDR"
+
+// deployed is mcpflow as its users run it: the built binary in its own
+// process, configured as deployments/ configure the API process.
+//
+// It runs `mcpflow serve`, not `mcpflow dev`. A deployment's API process
+// is `serve --log-format json` (deployments/compose, deployments/kubernetes),
+// and serve is where every ordinary tool call is handled: the worker and
+// Temporal carry durable tasks only, and none of the benchmark's tools is a
+// task tool. `dev` is serve plus a Temporal worker in one process; without
+// a Temporal server its worker would retry the connection for as long as
+// it runs, which is neither a deployment nor free. So:
+//
+//   - mcp_tasks.enabled is true, as in every shipped config.yaml, so the
+//     runtime is assembled as deployed (task submitter, background-task
+//     tools); temporal.address names a loopback port where nothing
+//     listens. serve's Temporal client is lazy and plain tool calls never
+//     use it, so nothing dials it; /readyz, which checks Temporal, is not
+//     used, /healthz and a first tool call are.
+//   - the access log is on: level info (one line per request), JSON, to a
+//     file (stderr of the process), as a container's log;
+//   - auth has one user token, sent as a bearer token by every target;
+//   - the store is SQLite, a fresh file;
+//   - metrics are on (they always are; nothing scrapes them), tracing off
+//     (no OTEL_* variables reach the process).
+type deployed struct {
+	proc  *proc
+	base  string // http://127.0.0.1:PORT
+	pprof string // host:port of net/http/pprof when profiling, else ""
+}
+
+// startDeployed writes the configuration under dir and starts bin serve;
+// it returns once the API answers and the demo's echo tool answers over
+// both upstreams. With pprof, MCPFLOW_PPROF_ADDR is set to a free port.
+func startDeployed(ctx context.Context, bin, dir, extensions string, pprof bool) (*deployed, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	noTemporal, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	extPath := filepath.Join(dir, "extensions_config.json")
+	if err := os.WriteFile(extPath, []byte(extensions), 0o600); err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf(`# mcpbench: the API process of a deployment (see deployed in bench/mcpbench).
+server:
+  addr: "127.0.0.1:%d"
+database:
+  backend: sqlite
+  dsn: %q
+temporal:
+  address: "127.0.0.1:%d"   # nothing listens here: plain tool calls never use Temporal
+  namespace: default
+  task_queue: mcpbench
+extensions_config: %q
+workspace:
+  root: %q
+mcp_tasks:
+  enabled: true
+auth:
+  users:
+    - id: bench
+      token: %q
+`, port, filepath.Join(dir, "mcpflow.db"), noTemporal, extPath, filepath.Join(dir, "workspace"), benchToken)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	d := &deployed{base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	var extra []string
+	if pprof {
+		pp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		d.pprof = fmt.Sprintf("127.0.0.1:%d", pp)
+		extra = append(extra, EnvPprofAddr+"="+d.pprof)
+	}
+	bin, err = filepath.Abs(bin)
+	if err != nil {
+		return nil, err
+	}
+	d.proc, err = benchproc.Start("mcpflow serve", filepath.Join(dir, "mcpflow.log"), nil, childEnv(extra...),
+		bin, "serve", "--config", cfgPath, "--log-format", "json", "--log-level", "info")
+	if err != nil {
+		return nil, fmt.Errorf("%w (run `make build`)", err)
+	}
+	if err := d.waitReady(ctx); err != nil {
+		d.proc.Stop(procStopGrace)
+		return nil, err
+	}
+	return d, nil
+}
+
+// waitReady waits up to 60 s until /healthz answers and a REST call of
+// each demo echo tool succeeds (the first one discovers the servers and
+// starts the stdio child).
+func (d *deployed) waitReady(ctx context.Context) error {
+	hc := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	var last error
+	for _, path := range []string{"/healthz", "/api/threads/bench-thread/tools/demo_echo/call", "/api/threads/bench-thread/tools/demostdio_echo/call"} {
+		for {
+			if d.proc.Exited() {
+				return fmt.Errorf("mcpflow serve exited: %v\n%s", d.proc.Err, d.proc.Tail(20))
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("mcpflow serve not ready after 60 s: %s: %v\n%s", path, last, d.proc.Tail(20))
+			}
+			if last = d.probe(ctx, hc, path); last == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func (d *deployed) probe(ctx context.Context, hc *http.Client, path string) error {
+	method, body := "POST", []byte(`{"arguments":{"message":"hello"}}`)
+	if path == "/healthz" {
+		method, body = "GET", nil
+	}
+	req, err := http.NewRequestWithContext(ctx, method, d.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+benchToken)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || (body != nil && !bytes.Contains(b, []byte(`"is_error":false`))) {
+		return fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	return nil
+}
+
+func (d *deployed) stop() {
+	if d != nil {
+		d.proc.Stop(procStopGrace)
+	}
+}

@@ -13,8 +13,9 @@ import (
 
 // statusByCode maps each domain error code to its HTTP status (DESIGN.md).
 // One more code is not a domain error: the router answers a known path
-// with another method 405 method_not_allowed (New's NoMethod). README.md's
-// error table and openapi.json's Error schema list all of them.
+// with another method 405 method_not_allowed (New's NoMethod). The error
+// table of docs/reference/http-api.md and openapi.json's Error schema list
+// all of them.
 var statusByCode = map[string]int{
 	mcpflow.EInvalid:      http.StatusBadRequest,
 	mcpflow.EUnauthorized: http.StatusUnauthorized,

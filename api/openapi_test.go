@@ -68,13 +68,12 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	require.Equal(t, registered, documented)
 	require.Len(t, registered, 31)
 
-	// README.md's route table names every route too: a row holds its
-	// methods (POST/GET/DELETE for several) and its path, with {id} for
-	// the thread, before any query string.
-	readme, err := os.ReadFile("../README.md")
+	// The route table of docs/reference/http-api.md names every route too:
+	// a row holds its methods (POST/GET/DELETE for several) and its path,
+	// with {id} for the thread, before any query string; a row of the MCP
+	// endpoint names /mcp after it ("`POST/GET/DELETE /mcp/threads/{id}`, `/mcp`").
+	readme, err := os.ReadFile("../docs/reference/http-api.md")
 	require.NoError(t, err)
-	// the thread, before any query string; a row of the MCP endpoint names
-	// /mcp after it ("`POST/GET/DELETE /mcp/threads/{id}`, `/mcp`").
 	row := regexp.MustCompile("(?m)^\\| `([A-Z/]+) ([^`?]+)[^`]*`(, `(/mcp)`)?")
 	inREADME := map[string]bool{}
 	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
@@ -87,6 +86,6 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	}
 	for _, r := range registered {
 		r = strings.ReplaceAll(r, "{thread_id}", "{id}")
-		require.True(t, inREADME[r], "README.md's route table lacks %s", r)
+		require.True(t, inREADME[r], "the route table of docs/reference/http-api.md lacks %s", r)
 	}
 }

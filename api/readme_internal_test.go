@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestREADMEErrorTable: README.md's error table has a row for every error
-// code the API answers, with its HTTP status.
+// TestREADMEErrorTable: the error table of docs/reference/http-api.md has a
+// row for every error code the API answers, with its HTTP status.
 func TestREADMEErrorTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/reference/http-api.md")
 	require.NoError(t, err)
 	codes := map[string]int{"method_not_allowed": http.StatusMethodNotAllowed}
 	for code, status := range statusByCode {
@@ -21,6 +21,6 @@ func TestREADMEErrorTable(t *testing.T) {
 	}
 	for code, status := range codes {
 		require.True(t, strings.Contains(string(readme), fmt.Sprintf("| `%s` | %d |", code, status)),
-			"README.md's error table lacks the row of %s (%d)", code, status)
+			"the error table of docs/reference/http-api.md lacks the row of %s (%d)", code, status)
 	}
 }

@@ -1,12 +1,13 @@
 package deployments_test
 
-// The README's examples are tests. The rule, also stated in the README's
-// Tests section:
+// The examples of README.md and of the pages under docs/ are tests. The
+// rule, also stated in docs/development.md ("Examples are tests"):
 //
 //   - A block fenced ```sh runs against make dev's stack; shell that needs
 //     anything else is fenced ```shell (or another language) and is not run.
 //   - TestREADMEExamples starts deployments/dev/run.sh on free ports with a
-//     temporary DEV_DIR and runs every sh block, in order, in one bash
+//     temporary DEV_DIR and runs every sh block, in order (README.md first,
+//     then docs/ page by page in path order), in one bash
 //     (set -e -o pipefail; variables carry over from block to block), from a
 //     directory whose .dev/ is that DEV_DIR and whose bin/ is the
 //     repository's. The default ports in the text (8080, 7233, 8233, 8765
@@ -30,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -48,25 +50,27 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// exampleCommand is one command of a README sh block.
+// exampleCommand is one command of an sh block of README.md or docs/.
 type exampleCommand struct {
-	line int    // its first line in README.md
+	file string // the page, relative to the repository's root
+	line int    // its first line in file
 	src  string // the command as bash reads it (continuation lines included)
 	want string // the documented output ("" when none)
 }
 
-// defaultPorts are make dev's ports as the README writes them.
+// defaultPorts are make dev's ports as the README and docs write them.
 var defaultPorts = map[string]string{"api": "8080", "temporal": "7233", "ui": "8233", "demo": "8765"}
 
-// parseExamples returns the commands of the README's sh blocks, in order.
-func parseExamples(readme string) ([]exampleCommand, error) {
+// parseExamples returns the commands of the sh blocks of the page file
+// (named relative to the repository's root), in order.
+func parseExamples(file, text string) ([]exampleCommand, error) {
 	var (
 		out     []exampleCommand
 		inBlock bool
 		cont    bool // the previous line ended in "\"
 		inWant  bool // the previous line belonged to an output comment
 	)
-	sc := bufio.NewScanner(strings.NewReader(readme))
+	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		if !inBlock {
@@ -75,7 +79,7 @@ func parseExamples(readme string) ([]exampleCommand, error) {
 		}
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
 			if cont {
-				return nil, fmt.Errorf("README.md:%d: the block ends inside a command continued with \\", n)
+				return nil, fmt.Errorf("%s:%d: the block ends inside a command continued with \\", file, n)
 			}
 			inBlock, inWant = false, false
 			continue
@@ -96,7 +100,7 @@ func parseExamples(readme string) ([]exampleCommand, error) {
 			inWant = false
 		case strings.HasPrefix(trimmed, "# =>"):
 			if len(out) == 0 {
-				return nil, fmt.Errorf("README.md:%d: an output comment before any command", n)
+				return nil, fmt.Errorf("%s:%d: an output comment before any command", file, n)
 			}
 			last := &out[len(out)-1]
 			last.want += " " + trimmed[len("# =>"):]
@@ -106,7 +110,7 @@ func parseExamples(readme string) ([]exampleCommand, error) {
 		case strings.HasPrefix(trimmed, "#"):
 			inWant = false // a remark
 		default:
-			out = append(out, exampleCommand{line: n, src: line})
+			out = append(out, exampleCommand{file: file, line: n, src: line})
 			cont = strings.HasSuffix(line, `\`)
 			inWant = false
 			if !cont {
@@ -116,9 +120,38 @@ func parseExamples(readme string) ([]exampleCommand, error) {
 		}
 	}
 	if inBlock {
-		return nil, errors.New("README.md: an sh block is not closed")
+		return nil, fmt.Errorf("%s: an sh block is not closed", file)
 	}
 	return out, sc.Err()
+}
+
+// examplePages returns the examples of README.md and then of every page
+// under docs/, in path order: the order TestREADMEExamples runs them in.
+func examplePages(root string) ([]exampleCommand, error) {
+	pages := []string{"README.md"}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, _ := filepath.Rel(root, path)
+			pages = append(pages, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var cmds []exampleCommand
+	for _, p := range pages {
+		text, err := os.ReadFile(filepath.Join(root, p))
+		if err != nil {
+			return nil, err
+		}
+		c, err := parseExamples(p, string(text))
+		if err != nil {
+			return nil, err
+		}
+		cmds = append(cmds, c...)
+	}
+	return cmds, nil
 }
 
 // outputComment returns the "=> …" part of line's trailing comment, or "".
@@ -181,12 +214,12 @@ func withPorts(text string, ports map[string]string) string {
 
 func TestREADMEParsesExamples(t *testing.T) {
 	t.Parallel()
-	cmds, err := parseExamples("x\n```sh\nA=1   # a remark\n" +
-		"curl -s \\\n  -d '{\"a\": \"# no\"}' http://127.0.0.1:8080/x   # => {\"a\":…}\n" +
+	cmds, err := parseExamples("x.md", "x\n```sh\nA=1   # a remark\n"+
+		"curl -s \\\n  -d '{\"a\": \"# no\"}' http://127.0.0.1:8080/x   # => {\"a\":…}\n"+
 		"# a remark\nfoo | bar\n# => 1\n#    2\n# not output\n#    nor this\n```\n```shell\nmake dev\n```\n")
 	require.NoError(t, err)
 	require.Len(t, cmds, 3)
-	require.Equal(t, exampleCommand{line: 3, src: "A=1   # a remark"}, cmds[0])
+	require.Equal(t, exampleCommand{file: "x.md", line: 3, src: "A=1   # a remark"}, cmds[0])
 	require.Equal(t, 4, cmds[1].line)
 	require.Equal(t, "{\"a\":…}", cmds[1].want)
 	require.Equal(t, "foo | bar", cmds[2].src)
@@ -195,8 +228,32 @@ func TestREADMEParsesExamples(t *testing.T) {
 	require.False(t, wantPattern(`{"a":1}`).MatchString(`{"a":1}x`), "anchored")
 	require.Equal(t, "curl http://127.0.0.1:18080/x 127.0.0.1:7", withPorts("curl http://127.0.0.1:8080/x 127.0.0.1:7",
 		map[string]string{"api": "18080", "temporal": "1", "ui": "2", "demo": "3"}))
-	_, err = parseExamples("```sh\nfoo \\\n```\n")
-	require.Error(t, err)
+	_, err = parseExamples("x.md", "```sh\nfoo \\\n```\n")
+	require.ErrorContains(t, err, "x.md:3:")
+}
+
+// The examples come from README.md and every page under docs/, README.md
+// first, and every page's sh blocks parse.
+func TestExamplePages(t *testing.T) {
+	t.Parallel()
+	cmds, err := examplePages("..")
+	require.NoError(t, err)
+	require.NotEmpty(t, cmds)
+	require.Equal(t, "README.md", cmds[0].file)
+	seen := map[string]bool{}
+	for i, c := range cmds {
+		if i > 0 && c.file != cmds[i-1].file {
+			require.False(t, seen[c.file], "%s's examples run together", c.file)
+			require.True(t, strings.HasPrefix(c.file, "docs/"), c.file)
+			if cmds[i-1].file != "README.md" {
+				require.Less(t, cmds[i-1].file, c.file, "docs/ in path order")
+			}
+		}
+		seen[c.file] = true
+	}
+	for _, p := range []string{"docs/agent-developers.md", "docs/mcp-servers.md"} {
+		require.True(t, seen[p], "%s has examples that run", p)
+	}
 }
 
 // The ports and the state directory of make dev are make variables passed to
@@ -282,15 +339,18 @@ func TestREADMEExamples(t *testing.T) {
 	}
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			testenv.MissingDependency(t, "%s is not installed: the README's examples need it", tool)
+			testenv.MissingDependency(t, "%s is not installed: the examples of the README and docs/ need it", tool)
 		}
 	}
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	cmds, err := examplePages(root)
 	require.NoError(t, err)
-	cmds, err := parseExamples(string(readme))
-	require.NoError(t, err)
-	require.NotEmpty(t, cmds)
+	pages := map[string]int{}
+	for _, c := range cmds {
+		pages[strings.SplitN(c.file, "/", 2)[0]]++
+	}
+	require.NotZero(t, pages["README.md"], "README.md has examples")
+	require.NotZero(t, pages["docs"], "docs/ has examples")
 
 	ports := map[string]string{}
 	for k := range defaultPorts {
@@ -360,7 +420,7 @@ func TestREADMEExamples(t *testing.T) {
 	require.Equal(t, api, exports["MCPFLOW_URL"], "make dev's banner\n%s", logs())
 
 	// The examples, in one bash, each command followed by a marker with its index.
-	const marker = "\x1eREADME-EXAMPLE-DONE "
+	const marker = "\x1eEXAMPLE-DONE "
 	var script strings.Builder
 	script.WriteString("set -e -o pipefail\n")
 	for i, c := range cmds {
@@ -399,15 +459,15 @@ func TestREADMEExamples(t *testing.T) {
 		}
 		want := withPorts(c.want, ports)
 		if !wantPattern(want).MatchString(stripSpace(out)) {
-			t.Errorf("README.md:%d: the output differs from the README\ncommand: %s\nREADME:  %s\nprinted: %s",
-				c.line, withPorts(c.src, ports), strings.TrimSpace(want), out)
+			t.Errorf("%s:%d: the output differs from the page\ncommand: %s\npage:    %s\nprinted: %s",
+				c.file, c.line, withPorts(c.src, ports), strings.TrimSpace(want), out)
 		}
 	}
 	if runErr != nil || len(outputs) < len(cmds) {
 		require.Less(t, len(outputs), len(cmds), "bash failed after the last command: %v", runErr)
 		c := cmds[len(outputs)]
-		require.FailNow(t, "a README example failed", "README.md:%d: %v\n%s\n--- its output ---\n%s\n--- stderr ---\n%s\n%s",
-			c.line, runErr, withPorts(c.src, ports), strings.TrimSpace(rest), stderr.String(), logs())
+		require.FailNow(t, "an example failed", "%s:%d: %v\n%s\n--- its output ---\n%s\n--- stderr ---\n%s\n%s",
+			c.file, c.line, runErr, withPorts(c.src, ports), strings.TrimSpace(rest), stderr.String(), logs())
 	}
 
 	// One SIGTERM stops mcpflow, then demo-mcp, then Temporal, cleanly.

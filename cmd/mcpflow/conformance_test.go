@@ -14,7 +14,7 @@ import (
 )
 
 // conformanceReport names where TestConformanceThroughMCPFlow writes its
-// report (make conformance sets it; the README's table comes from it).
+// report (make conformance sets it; docs/conformance.md's table comes from it).
 const conformanceReport = "MCPFLOW_CONFORMANCE_REPORT"
 
 // TestConformanceThroughMCPFlow runs the official MCP conformance runner's

@@ -499,7 +499,7 @@ func stdioJobStats(t *testing.T, e *taskEnv, server, thread string) demoStats {
 
 // TestDrillStdioChildKilled kills the stdio server process that holds a
 // thread's tasks (the worker keeps running) and checks the documented rule
-// (README, "Stdio task servers"): the next call starts a fresh process;
+// (docs/agent-developers.md, "Stdio task servers"): the next call starts a fresh process;
 // a server that persisted its tasks (the demo server with --state) finds
 // them again and polling continues, while one that did not answers
 // task_not_found and the task fails. No task is submitted again.

@@ -134,10 +134,11 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestMCP2026Example runs the README's example, examples/mcp-2026/
-// durable-task.mjs (the TypeScript SDK v2 client with ext-tasks), against
-// mcpflow as it is written: the call answers a task, the task's question is
-// answered with tasks/update, and the task completes with the answer used.
+// TestMCP2026Example runs the example of docs/agent-developers.md,
+// examples/mcp-2026/durable-task.mjs (the TypeScript SDK v2 client with
+// ext-tasks), against mcpflow as it is written: the call answers a task,
+// the task's question is answered with tasks/update, and the task
+// completes with the answer used.
 func TestMCP2026Example(t *testing.T) {
 	node := testenv.Node2026(t)
 	e := startInputEnv(t)
@@ -148,7 +149,7 @@ func TestMCP2026Example(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "durable-task.mjs"), src, 0o644))
 	require.NoError(t, os.Symlink(filepath.Join(testenv.NPMDir(), "node_modules"), filepath.Join(dir, "node_modules")))
-	// As the README runs it: MCPFLOW_URL (what make dev prints for other
+	// As the guide runs it: MCPFLOW_URL (what make dev prints for other
 	// ports), no thread named. Each run takes a thread of its own, so one
 	// after the first run's thread was deleted works as well.
 	run := func() string {

@@ -28,7 +28,7 @@ import (
 //     session. The new worker polls the same upstream task (tasks/get from
 //     its own session) and the task completes with the upstream result.
 //   - "bound" runs mcp-go's default streamable HTTP, which binds each task
-//     to the session that created it (README, "Where tasks live"). The new
+//     to the session that created it (docs/mcp-servers.md, "Where tasks live"). The new
 //     worker's session does not see the task (-32602), so it fails with
 //     task_not_found, saying that the server keeps its tasks per session.
 //

@@ -442,6 +442,14 @@ func (d *extDecoder) server(name string, v any, path string) (Server, error) {
 	if s.NativeTasks, err = r.boolean("native_tasks", false); err != nil {
 		return Server{}, err
 	}
+	if v, _ := r.get("protocol_version"); v != nil {
+		if s.ProtocolVersion, err = r.enum("protocol_version", "", ProtocolVersion20260728, ProtocolVersion20251125); err != nil {
+			return Server{}, err
+		}
+		if s.Type == TransportSSE && s.ProtocolVersion == ProtocolVersion20260728 {
+			return Server{}, d.errorf(r.p("protocol_version"), "the sse transport (HTTP+SSE) ends at 2025-11-25: use type \"http\" to speak 2026-07-28")
+		}
+	}
 	if s.OAuth != nil && s.OAuth.GrantType == GrantTokenExchange {
 		// A durable task's submit, polls and cancel run in Temporal
 		// activities, without the caller and so without a token to exchange.

@@ -588,7 +588,7 @@ func applyServiceEnv(env func(string) (string, bool), s *Service, origins map[st
 		}
 		d := &yamlDecoder{source: src, origins: map[string]string{}}
 		if err := d.shape(node, l.schema, l.path); err != nil {
-			if fe, ok := err.(*FieldError); ok && fe.Field == l.path {
+			if fe, ok := err.(*FieldError); ok && l.schema.Kind == yaml.ScalarNode {
 				fe.Field = "" // the variable names it
 			}
 			return err

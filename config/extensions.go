@@ -41,6 +41,12 @@ const (
 	GrantTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
 )
 
+// MCP protocol revisions a server can be pinned to (protocol_version).
+const (
+	ProtocolVersion20251125 = "2025-11-25"
+	ProtocolVersion20260728 = "2026-07-28"
+)
+
 // Defaults and limits of extensions_config.json.
 const (
 	// DefaultSessionInitTimeout is session_init_timeout when the key is absent, in seconds.
@@ -124,6 +130,14 @@ type Server struct {
 	// durable native MCP tasks. Tools whose taskSupport is "required" are
 	// durable whatever it says.
 	NativeTasks bool
+	// ProtocolVersion (key "protocol_version", an mcpflow extension) pins
+	// the MCP revision mcpflow speaks to the server:
+	// ProtocolVersion20251125 (the initialize handshake, without the
+	// server/discover probe) or ProtocolVersion20260728 (not with type
+	// sse). A server that answers in another revision fails to connect.
+	// "" (the key absent or null, the default) speaks the newest revision
+	// the server offers.
+	ProtocolVersion string
 	// Extra holds unknown keys in order, including a raw "transport".
 	Extra *Object
 }

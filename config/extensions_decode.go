@@ -13,18 +13,23 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// extDecoder turns a resolved document into the typed model. It stops at the
-// first error; warnings accumulate.
+// extDecoder turns a resolved document into the typed model. The first
+// error sticks (errorf keeps it, later ones are dropped), so a reader
+// method reports a problem and returns a zero value, decoding goes on, and
+// extensions returns that first error at the end. Warnings accumulate.
 type extDecoder struct {
 	source   string
+	err      error
 	warnings []string
 	// fromEnv maps each value a $VAR placeholder resolved to to the
 	// placeholder, which errors show instead of the value.
 	fromEnv map[string]string
 }
 
-func (d *extDecoder) errorf(path, format string, args ...any) error {
-	return &FieldError{Source: d.source, Field: path, Message: fmt.Sprintf(format, args...)}
+func (d *extDecoder) errorf(path, format string, args ...any) {
+	if d.err == nil {
+		d.err = &FieldError{Source: d.source, Field: path, Message: fmt.Sprintf(format, args...)}
+	}
 }
 
 func (d *extDecoder) warnf(path, format string, args ...any) {
@@ -88,154 +93,148 @@ func (r *objReader) extras() *Object {
 }
 
 // forbidExtras fails on the first unknown key.
-func (r *objReader) forbidExtras(allowed string) error {
+func (r *objReader) forbidExtras(allowed string) {
 	for _, k := range r.obj.keys {
 		if !r.known[k] {
-			return r.d.errorf(r.p(k), "unknown key (%s)", allowed)
+			r.d.errorf(r.p(k), "unknown key (%s)", allowed)
+			return
 		}
 	}
-	return nil
 }
 
-func (r *objReader) boolean(key string, def bool) (bool, error) {
+func (r *objReader) boolean(key string, def bool) bool {
 	v, ok := r.get(key)
 	if !ok {
-		return def, nil
+		return def
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		return false, r.d.errorf(r.p(key), "must be a boolean (got %s)", r.d.describeValue(v))
+		r.d.errorf(r.p(key), "must be a boolean (got %s)", r.d.describeValue(v))
 	}
-	return b, nil
+	return b
 }
 
 // str reads a string; nullable strings read null as "".
-func (r *objReader) str(key, def string, nullable bool) (string, error) {
+func (r *objReader) str(key, def string, nullable bool) string {
 	v, ok := r.get(key)
 	if !ok {
-		return def, nil
+		return def
 	}
-	switch t := v.(type) {
-	case string:
-		return t, nil
-	case nil:
-		if nullable {
-			return "", nil
-		}
+	s, isStr := v.(string)
+	if !isStr && (v != nil || !nullable) {
+		r.d.errorf(r.p(key), "must be a string (got %s)", kindOf(v))
 	}
-	return "", r.d.errorf(r.p(key), "must be a string (got %s)", kindOf(v))
+	return s
 }
 
-func (r *objReader) requiredStr(key string) (string, error) {
+func (r *objReader) requiredStr(key string) string {
 	if !r.obj.Has(key) {
 		r.known[key] = true
-		return "", r.d.errorf(r.p(key), "is required")
+		r.d.errorf(r.p(key), "is required")
+		return ""
 	}
 	return r.str(key, "", false)
 }
 
-func (r *objReader) enum(key, def string, allowed ...string) (string, error) {
+func (r *objReader) enum(key, def string, allowed ...string) string {
 	v, ok := r.get(key)
 	if !ok {
-		return def, nil
+		return def
 	}
 	if s, isStr := v.(string); isStr && slices.Contains(allowed, s) {
-		return s, nil
+		return s
 	}
-	return "", r.d.errorf(r.p(key), "must be %s (got %s)", quoteAlternatives(allowed), r.d.describeValue(v))
+	r.d.errorf(r.p(key), "must be %s (got %s)", quoteAlternatives(allowed), r.d.describeValue(v))
+	return ""
 }
 
-func (r *objReader) strList(key string) ([]string, error) {
+func (r *objReader) strList(key string) []string {
 	v, ok := r.get(key)
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	return r.d.strList(v, r.p(key))
-}
-
-func (d *extDecoder) strList(v any, path string) ([]string, error) {
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, d.errorf(path, "must be a list of strings (got %s)", kindOf(v))
+		r.d.errorf(r.p(key), "must be a list of strings (got %s)", kindOf(v))
+		return nil
 	}
 	out := make([]string, 0, len(arr))
 	for i, e := range arr {
 		s, ok := e.(string)
 		if !ok {
-			return nil, d.errorf(fmt.Sprintf("%s[%d]", path, i), "must be a string (got %s)", kindOf(e))
+			r.d.errorf(fmt.Sprintf("%s[%d]", r.p(key), i), "must be a string (got %s)", kindOf(e))
 		}
 		out = append(out, s)
 	}
-	return out, nil
+	return out
 }
 
 // strMap reads an object of strings; it also returns the object for key order.
-func (r *objReader) strMap(key string) (map[string]string, *Object, error) {
+func (r *objReader) strMap(key string) (map[string]string, *Object) {
 	v, ok := r.get(key)
 	if !ok {
-		return nil, nil, nil
+		return nil, nil
 	}
 	obj, ok := v.(*Object)
 	if !ok {
-		return nil, nil, r.d.errorf(r.p(key), "must be an object of strings (got %s)", kindOf(v))
+		r.d.errorf(r.p(key), "must be an object of strings (got %s)", kindOf(v))
+		return nil, nil
 	}
 	out := make(map[string]string, obj.Len())
 	for _, k := range obj.keys {
 		s, ok := obj.vals[k].(string)
 		if !ok {
-			return nil, nil, r.d.errorf(r.p(key)+"."+k, "must be a string (got %s)", kindOf(obj.vals[k]))
+			r.d.errorf(r.p(key)+"."+k, "must be a string (got %s)", kindOf(obj.vals[k]))
 		}
 		out[k] = s
 	}
-	return out, obj, nil
+	return out, obj
 }
 
-// object reads an optional object; null gives (nil, nil) when nullable.
-func (r *objReader) object(key string, nullable bool) (*Object, error) {
+// object reads an optional object; null gives nil when nullable.
+func (r *objReader) object(key string, nullable bool) *Object {
 	v, ok := r.get(key)
-	if !ok {
-		return nil, nil
-	}
-	if v == nil && nullable {
-		return nil, nil
+	if !ok || (v == nil && nullable) {
+		return nil
 	}
 	obj, isObj := v.(*Object)
 	if !isObj {
-		return nil, r.d.errorf(r.p(key), "must be an object (got %s)", kindOf(v))
+		r.d.errorf(r.p(key), "must be an object (got %s)", kindOf(v))
 	}
-	return obj, nil
+	return obj
 }
 
 // integer reads an integral JSON number (60 and 60.0 both work).
-func (r *objReader) integer(key string, def int) (int, error) {
+func (r *objReader) integer(key string, def int) int {
 	v, ok := r.get(key)
 	if !ok {
-		return def, nil
+		return def
 	}
 	n, ok := integral(v)
 	if !ok {
-		return 0, r.d.errorf(r.p(key), "must be an integer (got %s)", r.d.describeValue(v))
+		r.d.errorf(r.p(key), "must be an integer (got %s)", r.d.describeValue(v))
 	}
-	return n, nil
+	return n
 }
 
 // timeout reads a timeout in seconds: absent gives def, null gives nil, and a
 // value must be a finite number greater than zero (DeerFlow issue #4917).
-func (r *objReader) timeout(key string, def *float64) (*float64, error) {
+func (r *objReader) timeout(key string, def *float64) *float64 {
 	v, ok := r.get(key)
 	if !ok {
-		return def, nil
+		return def
 	}
 	if v == nil {
-		return nil, nil
+		return nil
 	}
 	if n, isNum := v.(json.Number); isNum {
 		f, err := strconv.ParseFloat(string(n), 64)
 		if err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && f > 0 {
-			return &f, nil
+			return &f
 		}
 	}
-	return nil, r.d.errorf(r.p(key), "must be a finite number greater than 0 (got %s)", r.d.describeValue(v))
+	r.d.errorf(r.p(key), "must be a finite number greater than 0 (got %s)", r.d.describeValue(v))
+	return nil
 }
 
 // integral converts an integral JSON number that fits an int.
@@ -298,38 +297,26 @@ func (d *extDecoder) extensions(root *Object) (*Extensions, error) {
 	ext := &Extensions{Skills: map[string]Skill{}}
 	r := d.reader(root, "")
 
-	servers, err := r.object("mcpServers", false)
-	if err != nil {
-		return nil, err
-	}
+	servers := r.object("mcpServers", false)
 	for _, name := range servers.Keys() {
-		s, err := d.server(name, servers.vals[name], "mcpServers."+name)
-		if err != nil {
-			return nil, err
+		if d.err != nil {
+			break
 		}
-		ext.Servers = append(ext.Servers, s)
+		ext.Servers = append(ext.Servers, d.server(name, servers.vals[name], "mcpServers."+name))
 	}
 
-	skills, err := r.object("skills", false)
-	if err != nil {
-		return nil, err
-	}
+	skills := r.object("skills", false)
 	for _, name := range skills.Keys() {
 		path := "skills." + name
 		obj, ok := skills.vals[name].(*Object)
 		if !ok {
-			return nil, d.errorf(path, "must be an object (got %s)", kindOf(skills.vals[name]))
+			d.errorf(path, "must be an object (got %s)", kindOf(skills.vals[name]))
+			break
 		}
-		enabled, err := d.reader(obj, path).boolean("enabled", true)
-		if err != nil {
-			return nil, err
-		}
-		ext.Skills[name] = Skill{Enabled: enabled}
+		ext.Skills[name] = Skill{Enabled: d.reader(obj, path).boolean("enabled", true)}
 	}
 
-	if ext.Middlewares, err = r.strList("middlewares"); err != nil {
-		return nil, err
-	}
+	ext.Middlewares = r.strList("middlewares")
 
 	if v, ok := r.get("mcpInterceptors"); ok {
 		switch t := v.(type) {
@@ -353,94 +340,59 @@ func (d *extDecoder) extensions(root *Object) (*Extensions, error) {
 	ext.Extra = r.extras()
 
 	for _, s := range ext.Servers {
-		if len(s.TaskToolsets) == 0 {
-			continue
-		}
-		if strings.TrimSpace(s.Name) == "" || utf8.RuneCountInString(s.Name) > MaxTaskServerNameLength {
-			return nil, d.errorf("mcpServers."+s.Name, "MCP task server name must contain 1 to %d characters", MaxTaskServerNameLength)
+		if len(s.TaskToolsets) > 0 && (strings.TrimSpace(s.Name) == "" || utf8.RuneCountInString(s.Name) > MaxTaskServerNameLength) {
+			d.errorf("mcpServers."+s.Name, "MCP task server name must contain 1 to %d characters", MaxTaskServerNameLength)
 		}
 	}
 	ext.Warnings = d.warnings
+	if d.err != nil {
+		return nil, d.err
+	}
 	return ext, nil
 }
 
-func (d *extDecoder) server(name string, v any, path string) (Server, error) {
+func (d *extDecoder) server(name string, v any, path string) Server {
 	obj, ok := v.(*Object)
 	if !ok {
-		return Server{}, d.errorf(path, "must be an object (got %s)", kindOf(v))
+		d.errorf(path, "must be an object (got %s)", kindOf(v))
+		return Server{}
 	}
 	r := d.reader(obj, path)
-	s := Server{Name: name}
-	var err error
-	if s.Enabled, err = r.boolean("enabled", true); err != nil {
-		return Server{}, err
-	}
-	if s.Type, err = d.transport(r); err != nil {
-		return Server{}, err
-	}
-	if s.Command, err = r.str("command", "", true); err != nil {
-		return Server{}, err
-	}
-	if s.Args, err = r.strList("args"); err != nil {
-		return Server{}, err
-	}
-	if s.Env, _, err = r.strMap("env"); err != nil {
-		return Server{}, err
-	}
-	if s.URL, err = r.str("url", "", true); err != nil {
-		return Server{}, err
-	}
+	s := Server{Name: name, Enabled: r.boolean("enabled", true)}
+	s.Type = d.transport(r)
+	s.Command = r.str("command", "", true)
+	s.Args = r.strList("args")
+	s.Env, _ = r.strMap("env")
+	s.URL = r.str("url", "", true)
 	var headerObj *Object
-	if s.Headers, headerObj, err = r.strMap("headers"); err != nil {
-		return Server{}, err
-	}
+	s.Headers, headerObj = r.strMap("headers")
 	if a, b, dup := checkHeaderSpellings(headerObj.Keys()); dup {
-		return Server{}, d.errorf(r.p("headers"), "headers maps the same HTTP header under two spellings (%s and %s); header names are case-insensitive", pyRepr(a), pyRepr(b))
+		d.errorf(r.p("headers"), "headers maps the same HTTP header under two spellings (%s and %s); header names are case-insensitive", pyRepr(a), pyRepr(b))
 	}
-	if s.OAuth, err = d.oauth(r); err != nil {
-		return Server{}, err
-	}
+	s.OAuth = d.oauth(r)
 	if s.OAuth != nil && s.OAuth.GrantType == GrantTokenExchange && s.Type == TransportStdio {
-		return Server{}, d.errorf(r.p("oauth")+".grant_type", "the token-exchange grant applies to sse/http MCP servers only: a stdio server's pooled process is shared, while an exchanged token belongs to one caller")
+		d.errorf(r.p("oauth")+".grant_type", "the token-exchange grant applies to sse/http MCP servers only: a stdio server's pooled process is shared, while an exchanged token belongs to one caller")
 	}
-	if s.UserAuth, err = d.userAuth(r); err != nil {
-		return Server{}, err
-	}
-	if s.HeadersFromContext, err = d.headersFromContext(r); err != nil {
-		return Server{}, err
-	}
-	if s.Description, err = r.str("description", "", false); err != nil {
-		return Server{}, err
-	}
+	s.UserAuth = d.userAuth(r)
+	s.HeadersFromContext = d.headersFromContext(r)
+	s.Description = r.str("description", "", false)
 	s.Routing = Routing{Mode: RoutingOff}
 	if rv, ok := r.get("routing"); ok {
-		o, err := d.routing(rv, r.p("routing"))
-		if err != nil {
-			return Server{}, err
-		}
-		s.Routing = o.apply(s.Routing)
+		s.Routing = d.routing(rv, r.p("routing")).apply(s.Routing)
 	}
-	if s.Tools, err = d.tools(r); err != nil {
-		return Server{}, err
-	}
-	if s.ToolNamePrefix, err = r.boolean("tool_name_prefix", true); err != nil {
-		return Server{}, err
-	}
-	if s.ToolCallTimeout, err = r.timeout("tool_call_timeout", nil); err != nil {
-		return Server{}, err
-	}
+	s.Tools = d.tools(r)
+	s.ToolNamePrefix = r.boolean("tool_name_prefix", true)
+	s.ToolCallTimeout = r.timeout("tool_call_timeout", nil)
 	def := DefaultSessionInitTimeout
-	if s.SessionInitTimeout, err = r.timeout("session_init_timeout", &def); err != nil {
-		return Server{}, err
-	}
-	if s.Cwd, err = r.str("cwd", "", true); err != nil {
-		return Server{}, err
-	}
-	if s.TaskToolsets, err = d.taskToolsets(r); err != nil {
-		return Server{}, err
-	}
-	if s.NativeTasks, err = r.boolean("native_tasks", false); err != nil {
-		return Server{}, err
+	s.SessionInitTimeout = r.timeout("session_init_timeout", &def)
+	s.Cwd = r.str("cwd", "", true)
+	s.TaskToolsets = d.taskToolsets(r)
+	s.NativeTasks = r.boolean("native_tasks", false)
+	if v, _ := r.get("protocol_version"); v != nil {
+		s.ProtocolVersion = r.enum("protocol_version", "", ProtocolVersion20260728, ProtocolVersion20251125)
+		if s.Type == TransportSSE && s.ProtocolVersion == ProtocolVersion20260728 {
+			d.errorf(r.p("protocol_version"), "the sse transport (HTTP+SSE) ends at 2025-11-25: use type \"http\" to speak 2026-07-28")
+		}
 	}
 	if s.OAuth != nil && s.OAuth.GrantType == GrantTokenExchange {
 		// A durable task's submit, polls and cancel run in Temporal
@@ -450,18 +402,18 @@ func (d *extDecoder) server(name string, v any, path string) (Server, error) {
 			set bool
 		}{{"task_toolsets", len(s.TaskToolsets) > 0}, {"native_tasks", s.NativeTasks}} {
 			if f.set {
-				return Server{}, d.errorf(r.p(f.key), "cannot be used with oauth.grant_type token_exchange: a durable task's steps run later without the caller, so there is no caller token to exchange for them")
+				d.errorf(r.p(f.key), "cannot be used with oauth.grant_type token_exchange: a durable task's steps run later without the caller, so there is no caller token to exchange for them")
 			}
 		}
 	}
 	s.Extra = r.extras()
-	return s, nil
+	return s
 }
 
 // transport applies the alias rule: type wins; when it is absent, null or
 // empty, a non-empty transport is used; otherwise stdio. The raw transport key
 // stays an extra.
-func (d *extDecoder) transport(r *objReader) (string, error) {
+func (d *extDecoder) transport(r *objReader) string {
 	typ := ""
 	if v, ok := r.get("type"); ok {
 		switch t := v.(type) {
@@ -469,7 +421,8 @@ func (d *extDecoder) transport(r *objReader) (string, error) {
 		case string:
 			typ = t
 		default:
-			return "", d.errorf(r.p("type"), "must be a string (got %s)", d.describeValue(v))
+			d.errorf(r.p("type"), "must be a string (got %s)", d.describeValue(v))
+			return ""
 		}
 	}
 	from := ""
@@ -477,7 +430,8 @@ func (d *extDecoder) transport(r *objReader) (string, error) {
 		if v, ok := r.obj.Get("transport"); ok && !falsy(v) {
 			t, isStr := v.(string)
 			if !isStr {
-				return "", d.errorf(r.p("transport"), "must be a string (got %s)", d.describeValue(v))
+				d.errorf(r.p("transport"), "must be a string (got %s)", d.describeValue(v))
+				return ""
 			}
 			typ, from = t, " (from transport)"
 		}
@@ -487,71 +441,39 @@ func (d *extDecoder) transport(r *objReader) (string, error) {
 	}
 	switch typ {
 	case TransportStdio, TransportSSE, TransportHTTP:
-		return typ, nil
+		return typ
 	}
-	return "", d.errorf(r.p("type"), "unsupported transport type %s%s; expected \"stdio\", \"sse\" or \"http\"", d.describeValue(typ), from)
+	d.errorf(r.p("type"), "unsupported transport type %s%s; expected \"stdio\", \"sse\" or \"http\"", d.describeValue(typ), from)
+	return ""
 }
 
-func (d *extDecoder) oauth(parent *objReader) (*OAuth, error) {
-	obj, err := parent.object("oauth", true)
-	if err != nil || obj == nil {
-		return nil, err
+func (d *extDecoder) oauth(parent *objReader) *OAuth {
+	obj := parent.object("oauth", true)
+	if obj == nil {
+		return nil
 	}
 	r := d.reader(obj, parent.p("oauth"))
-	o := &OAuth{}
-	if o.Enabled, err = r.boolean("enabled", true); err != nil {
-		return nil, err
-	}
-	if o.TokenURL, err = r.requiredStr("token_url"); err != nil {
-		return nil, err
-	}
-	if o.GrantType, err = r.enum("grant_type", GrantClientCredentials, GrantClientCredentials, GrantRefreshToken, GrantTokenExchange, grantTokenExchangeAlias); err != nil {
-		return nil, err
-	}
+	o := &OAuth{Enabled: r.boolean("enabled", true), TokenURL: r.requiredStr("token_url")}
+	o.GrantType = r.enum("grant_type", GrantClientCredentials, GrantClientCredentials, GrantRefreshToken, GrantTokenExchange, grantTokenExchangeAlias)
 	if o.GrantType == grantTokenExchangeAlias {
 		o.GrantType = GrantTokenExchange
 	}
-	for _, f := range []struct {
-		key string
-		dst *string
-	}{
-		{"client_id", &o.ClientID},
-		{"client_secret", &o.ClientSecret},
-		{"refresh_token", &o.RefreshToken},
-		{"scope", &o.Scope},
-		{"audience", &o.Audience},
-	} {
-		if *f.dst, err = r.str(f.key, "", true); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range []struct {
-		key, def string
-		dst      *string
-	}{
-		{"token_field", "access_token", &o.TokenField},
-		{"token_type_field", "token_type", &o.TokenTypeField},
-		{"expires_in_field", "expires_in", &o.ExpiresInField},
-		{"default_token_type", "Bearer", &o.DefaultTokenType},
-	} {
-		if *f.dst, err = r.str(f.key, f.def, false); err != nil {
-			return nil, err
-		}
-	}
-	if o.RefreshSkewSeconds, err = r.integer("refresh_skew_seconds", 60); err != nil {
-		return nil, err
-	}
-	o.RefreshSkewSeconds = max(o.RefreshSkewSeconds, 0)
-	if o.ExtraTokenParams, _, err = r.strMap("extra_token_params"); err != nil {
-		return nil, err
-	}
+	o.ClientID = r.str("client_id", "", true)
+	o.ClientSecret = r.str("client_secret", "", true)
+	o.RefreshToken = r.str("refresh_token", "", true)
+	o.Scope = r.str("scope", "", true)
+	o.Audience = r.str("audience", "", true)
+	o.TokenField = r.str("token_field", "access_token", false)
+	o.TokenTypeField = r.str("token_type_field", "token_type", false)
+	o.ExpiresInField = r.str("expires_in_field", "expires_in", false)
+	o.DefaultTokenType = r.str("default_token_type", "Bearer", false)
+	o.RefreshSkewSeconds = max(r.integer("refresh_skew_seconds", 60), 0)
+	o.ExtraTokenParams, _ = r.strMap("extra_token_params")
 	if o.GrantType == GrantTokenExchange {
-		if err := d.checkTokenExchange(r, o); err != nil {
-			return nil, err
-		}
+		d.checkTokenExchange(r, o)
 	}
 	o.Extra = r.extras()
-	return o, nil
+	return o
 }
 
 // grantTokenExchangeAlias is the short spelling of GrantTokenExchange
@@ -563,105 +485,82 @@ const grantTokenExchangeAlias = "token_exchange"
 // absolute http(s) URL, and the subject token is always the caller's, so a
 // configured refresh_token is a mistake. (The sse/http-only rule is the
 // server's, see server.) Messages never show a value.
-func (d *extDecoder) checkTokenExchange(r *objReader, o *OAuth) error {
+func (d *extDecoder) checkTokenExchange(r *objReader, o *OAuth) {
 	if u, err := url.Parse(o.TokenURL); err != nil || u.Host == "" || !mcpflow.SecureURL(o.TokenURL) {
-		return d.errorf(r.p("token_url"), "the token-exchange grant sends callers' access tokens to token_url: it must be an absolute https URL (http only for a loopback host)")
+		d.errorf(r.p("token_url"), "the token-exchange grant sends callers' access tokens to token_url: it must be an absolute https URL (http only for a loopback host)")
 	}
 	if o.RefreshToken != "" {
-		return d.errorf(r.p("refresh_token"), "must not be set with the token-exchange grant: the subject token is always the signed-in caller's access token (remove it; through the admin API send \"\" to clear it)")
+		d.errorf(r.p("refresh_token"), "must not be set with the token-exchange grant: the subject token is always the signed-in caller's access token (remove it; through the admin API send \"\" to clear it)")
 	}
-	return nil
 }
 
-func (d *extDecoder) userAuth(parent *objReader) (*UserAuth, error) {
-	obj, err := parent.object("user_auth", true)
-	if err != nil || obj == nil {
-		return nil, err
+func (d *extDecoder) userAuth(parent *objReader) *UserAuth {
+	obj := parent.object("user_auth", true)
+	if obj == nil {
+		return nil
 	}
 	r := d.reader(obj, parent.p("user_auth"))
-	u := &UserAuth{}
-	if u.Enabled, err = r.boolean("enabled", true); err != nil {
-		return nil, err
-	}
-	if u.Header, err = r.str("header", "Authorization", false); err != nil {
-		return nil, err
-	}
+	u := &UserAuth{Enabled: r.boolean("enabled", true), Header: r.str("header", "Authorization", false)}
 	if strings.TrimSpace(u.Header) == "" {
-		return nil, d.errorf(r.p("header"), "user_auth.header must not be empty")
+		d.errorf(r.p("header"), "user_auth.header must not be empty")
 	}
-	if u.Users, _, err = r.strMap("users"); err != nil {
-		return nil, err
-	}
-	if u.OnMissing, err = r.enum("on_missing", OnMissingDeny, OnMissingDeny, OnMissingPassthrough); err != nil {
-		return nil, err
-	}
+	u.Users, _ = r.strMap("users")
+	u.OnMissing = r.enum("on_missing", OnMissingDeny, OnMissingDeny, OnMissingPassthrough)
 	u.Extra = r.extras()
-	return u, nil
+	return u
 }
 
-func (d *extDecoder) headersFromContext(parent *objReader) (*HeadersFromContext, error) {
-	obj, err := parent.object("headers_from_context", true)
-	if err != nil || obj == nil {
-		return nil, err
+func (d *extDecoder) headersFromContext(parent *objReader) *HeadersFromContext {
+	obj := parent.object("headers_from_context", true)
+	if obj == nil {
+		return nil
 	}
 	r := d.reader(obj, parent.p("headers_from_context"))
-	h := &HeadersFromContext{}
-	if h.Enabled, err = r.boolean("enabled", true); err != nil {
-		return nil, err
-	}
-	headers, err := r.object("headers", false)
-	if err != nil {
-		return nil, err
-	}
-	if headers != nil {
+	h := &HeadersFromContext{Enabled: r.boolean("enabled", true)}
+	if headers := r.object("headers", false); headers != nil {
 		h.Headers = make(map[string]string, headers.Len())
 		seen := map[string]string{}
 		for _, name := range headers.keys {
 			if strings.TrimSpace(name) == "" {
-				return nil, d.errorf(r.p("headers"), "headers_from_context.headers must not contain a blank header name")
+				d.errorf(r.p("headers"), "headers_from_context.headers must not contain a blank header name")
 			}
 			key, ok := headers.vals[name].(string)
 			if !ok || strings.TrimSpace(key) == "" {
-				return nil, d.errorf(r.p("headers")+"."+name, "headers_from_context.headers[%s] must name a non-blank secret key from config.context.secrets", pyRepr(name))
+				d.errorf(r.p("headers")+"."+name, "headers_from_context.headers[%s] must name a non-blank secret key from config.context.secrets", pyRepr(name))
 			}
 			lower := strings.ToLower(name)
 			if prev, dup := seen[lower]; dup {
-				return nil, d.errorf(r.p("headers"), "headers_from_context.headers maps the same HTTP header under two spellings (%s and %s); header names are case-insensitive, so keep only one", pyRepr(prev), pyRepr(name))
+				d.errorf(r.p("headers"), "headers_from_context.headers maps the same HTTP header under two spellings (%s and %s); header names are case-insensitive, so keep only one", pyRepr(prev), pyRepr(name))
 			}
 			seen[lower] = name
 			h.Headers[name] = key
 		}
 	}
-	if h.OnMissing, err = r.enum("on_missing", OnMissingDeny, OnMissingDeny, OnMissingPassthrough); err != nil {
-		return nil, err
-	}
+	h.OnMissing = r.enum("on_missing", OnMissingDeny, OnMissingDeny, OnMissingPassthrough)
 	h.Extra = r.extras()
-	return h, nil
+	return h
 }
 
 // routing decodes a routing object; only the keys present are set.
-func (d *extDecoder) routing(v any, path string) (RoutingOverride, error) {
+func (d *extDecoder) routing(v any, path string) RoutingOverride {
 	obj, ok := v.(*Object)
 	if !ok {
-		return RoutingOverride{}, d.errorf(path, "must be an object (got %s)", kindOf(v))
+		d.errorf(path, "must be an object (got %s)", kindOf(v))
+		return RoutingOverride{}
 	}
 	r := d.reader(obj, path)
 	var o RoutingOverride
 	if r.obj.Has("mode") {
-		mode, err := r.enum("mode", RoutingOff, RoutingOff, RoutingPrefer)
-		if err != nil {
-			return RoutingOverride{}, err
-		}
+		mode := r.enum("mode", RoutingOff, RoutingOff, RoutingPrefer)
 		o.Mode = &mode
 	}
 	if pv, ok := r.get("priority"); ok {
 		n, isNum := pv.(json.Number)
 		f, err := strconv.ParseFloat(string(n), 64)
-		if !isNum || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f) {
-			return RoutingOverride{}, d.errorf(r.p("priority"), "must be an integer (got %s)", d.describeValue(pv))
-		}
 		var p int
 		switch {
+		case !isNum || err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f != math.Trunc(f):
+			d.errorf(r.p("priority"), "must be an integer (got %s)", d.describeValue(pv))
 		case f < 0:
 			d.warnf(r.p("priority"), "MCP routing priority %s is below 0; clamping to 0.", n)
 		case f > 100:
@@ -673,16 +572,11 @@ func (d *extDecoder) routing(v any, path string) (RoutingOverride, error) {
 		o.Priority = &p
 	}
 	if r.obj.Has("keywords") {
-		kw, err := r.strList("keywords")
-		if err != nil {
-			return RoutingOverride{}, err
-		}
+		kw := r.strList("keywords")
 		o.Keywords = &kw
 	}
-	if err := r.forbidExtras("routing allows only mode, priority and keywords"); err != nil {
-		return RoutingOverride{}, err
-	}
-	return o, nil
+	r.forbidExtras("routing allows only mode, priority and keywords")
+	return o
 }
 
 // apply returns base with the override's set fields replaced.
@@ -699,41 +593,40 @@ func (o RoutingOverride) apply(base Routing) Routing {
 	return base
 }
 
-func (d *extDecoder) tools(parent *objReader) (map[string]ToolOverride, error) {
-	obj, err := parent.object("tools", false)
-	if err != nil || obj == nil {
-		return nil, err
+func (d *extDecoder) tools(parent *objReader) map[string]ToolOverride {
+	obj := parent.object("tools", false)
+	if obj == nil {
+		return nil
 	}
 	out := make(map[string]ToolOverride, obj.Len())
 	for _, name := range obj.keys {
 		path := parent.p("tools") + "." + name
 		tobj, ok := obj.vals[name].(*Object)
 		if !ok {
-			return nil, d.errorf(path, "must be an object (got %s)", kindOf(obj.vals[name]))
+			d.errorf(path, "must be an object (got %s)", kindOf(obj.vals[name]))
+			return nil
 		}
 		r := d.reader(tobj, path)
 		var t ToolOverride
 		if rv, ok := r.get("routing"); ok {
-			o, err := d.routing(rv, r.p("routing"))
-			if err != nil {
-				return nil, err
-			}
+			o := d.routing(rv, r.p("routing"))
 			t.Routing = &o
 		}
 		t.Extra = r.extras()
 		out[name] = t
 	}
-	return out, nil
+	return out
 }
 
-func (d *extDecoder) taskToolsets(parent *objReader) ([]TaskToolset, error) {
+func (d *extDecoder) taskToolsets(parent *objReader) []TaskToolset {
 	v, ok := parent.get("task_toolsets")
 	if !ok {
-		return nil, nil
+		return nil
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, d.errorf(parent.p("task_toolsets"), "must be a list of objects (got %s)", kindOf(v))
+		d.errorf(parent.p("task_toolsets"), "must be a list of objects (got %s)", kindOf(v))
+		return nil
 	}
 	out := make([]TaskToolset, 0, len(arr))
 	claimed := map[string]string{}
@@ -741,19 +634,16 @@ func (d *extDecoder) taskToolsets(parent *objReader) ([]TaskToolset, error) {
 		path := fmt.Sprintf("%s[%d]", parent.p("task_toolsets"), i)
 		obj, ok := e.(*Object)
 		if !ok {
-			return nil, d.errorf(path, "must be an object (got %s)", kindOf(e))
+			d.errorf(path, "must be an object (got %s)", kindOf(e))
+			return nil
 		}
 		r := d.reader(obj, path)
-		var ts TaskToolset
-		var err error
-		if ts.Name, err = r.requiredStr("name"); err != nil {
-			return nil, err
-		}
+		ts := TaskToolset{Name: r.requiredStr("name")}
 		if strings.TrimSpace(ts.Name) == "" {
-			return nil, d.errorf(r.p("name"), "MCP task toolset name must not be empty")
+			d.errorf(r.p("name"), "MCP task toolset name must not be empty")
 		}
 		if n := utf8.RuneCountInString(ts.Name); n > MaxTaskToolsetNameLength {
-			return nil, d.errorf(r.p("name"), "must be at most %d characters (got %d)", MaxTaskToolsetNameLength, n)
+			d.errorf(r.p("name"), "must be at most %d characters (got %d)", MaxTaskToolsetNameLength, n)
 		}
 		roles := []struct {
 			key string
@@ -764,38 +654,30 @@ func (d *extDecoder) taskToolsets(parent *objReader) ([]TaskToolset, error) {
 			{"cancel_tool", &ts.CancelTool},
 		}
 		for _, role := range roles {
-			if *role.dst, err = r.requiredStr(role.key); err != nil {
-				return nil, err
-			}
-			if *role.dst == "" {
-				return nil, d.errorf(r.p(role.key), "must not be empty")
+			if *role.dst = r.requiredStr(role.key); *role.dst == "" {
+				d.errorf(r.p(role.key), "must not be empty")
 			}
 		}
 		// input_tool (an mcpflow extension) is optional; when present it is
 		// a role like the others.
 		if r.obj.Has("input_tool") {
-			if ts.InputTool, err = r.str("input_tool", "", false); err != nil {
-				return nil, err
-			}
-			if strings.TrimSpace(ts.InputTool) == "" {
-				return nil, d.errorf(r.p("input_tool"), "must not be empty")
+			if ts.InputTool = r.str("input_tool", "", false); strings.TrimSpace(ts.InputTool) == "" {
+				d.errorf(r.p("input_tool"), "must not be empty")
 			}
 			roles = append(roles, struct {
 				key string
 				dst *string
 			}{"input_tool", &ts.InputTool})
 		}
-		if err := r.forbidExtras("task_toolsets entries allow only name, submit_tool, status_tool, cancel_tool and input_tool"); err != nil {
-			return nil, err
-		}
+		r.forbidExtras("task_toolsets entries allow only name, submit_tool, status_tool, cancel_tool and input_tool")
 		for _, role := range roles {
 			here := ts.Name + "." + role.key
 			if prev, dup := claimed[*role.dst]; dup {
-				return nil, d.errorf(r.p(role.key), "MCP task tool %s must be unique across task_toolsets and roles; it is configured as both %s and %s", pyRepr(*role.dst), prev, here)
+				d.errorf(r.p(role.key), "MCP task tool %s must be unique across task_toolsets and roles; it is configured as both %s and %s", pyRepr(*role.dst), prev, here)
 			}
 			claimed[*role.dst] = here
 		}
 		out = append(out, ts)
 	}
-	return out, nil
+	return out
 }

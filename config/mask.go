@@ -14,7 +14,7 @@ const Masked = "***"
 // with defaults filled in, then the extras as written.
 var apiServerFields = []string{"enabled", "type", "command", "args", "env", "url", "headers", "oauth",
 	"user_auth", "headers_from_context", "description", "routing", "tools", "tool_name_prefix",
-	"tool_call_timeout", "session_init_timeout", "task_toolsets", "native_tasks"}
+	"tool_call_timeout", "session_init_timeout", "task_toolsets", "native_tasks", "protocol_version"}
 
 var (
 	apiOAuthFields       = []string{"enabled", "token_url", "grant_type", "client_id", "client_secret", "refresh_token", "scope", "audience", "token_field", "token_type_field", "expires_in_field", "default_token_type", "refresh_skew_seconds", "extra_token_params"}
@@ -62,6 +62,7 @@ func apiServer(raw *Object) *Object {
 	out.Set("session_init_timeout", get("session_init_timeout", json.Number("60")))
 	out.Set("task_toolsets", get("task_toolsets", []any{}))
 	out.Set("native_tasks", get("native_tasks", false))
+	out.Set("protocol_version", get("protocol_version", nil))
 	for _, k := range raw.Keys() {
 		if !slices.Contains(apiServerFields, k) {
 			v, _ := raw.Get(k)
@@ -198,8 +199,8 @@ func mergeErr(format string, args ...any) error {
 // (nil for a new server) for a bulk write (spec §4.4): "***" restores the
 // stored secret and is refused for a key that has none; OAuth secrets sent
 // as null keep the stored value and "" clears it; omitted routing, tools,
-// user_auth, headers_from_context, native_tasks (an mcpflow key a DeerFlow
-// client does not know to send back) and extras (and omitted OAuth
+// user_auth, headers_from_context, native_tasks and protocol_version (mcpflow
+// keys a DeerFlow client does not know to send back) and extras (and omitted OAuth
 // extra_token_params and extras) are kept from disk; a partial user_auth
 // inherits what it leaves out, while its users map, when given, replaces the
 // stored one. in is changed and returned.
@@ -213,7 +214,7 @@ func mergeServer(in, stored *Object) (*Object, error) {
 	if err := restoreValues(in, stored, "headers", "Cannot set header '%s' to masked value '***'; provide a real value."); err != nil {
 		return nil, err
 	}
-	for _, k := range []string{"routing", "tools", "user_auth", "headers_from_context", "native_tasks"} {
+	for _, k := range []string{"routing", "tools", "user_auth", "headers_from_context", "native_tasks", "protocol_version"} {
 		if !in.Has(k) {
 			if v, ok := stored.Get(k); ok {
 				in.Set(k, cloneValue(v))

@@ -86,6 +86,8 @@ func TestLoadServiceOIDCErrors(t *testing.T) {
 		{"jwks url", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", jwks_url: \"http://i.example.com/keys\" } ] }\n", nil, `auth.oidc[0].jwks_url: must be an https URL`},
 		{"unknown key", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", client_secret: s } ] }\n", nil, `auth.oidc[0].client_secret: unknown key`},
 		{"env not json", base, map[string]string{"MCPFLOW_AUTH_OIDC": "{"}, `env MCPFLOW_AUTH_OIDC: must be a JSON list`},
+		{"env not a list", base, map[string]string{"MCPFLOW_AUTH_OIDC": `{"name": "a"}`}, `env MCPFLOW_AUTH_OIDC: auth.oidc: must be a list (got a mapping)`},
+		{"env unknown key", base, map[string]string{"MCPFLOW_AUTH_OIDC": `[{"name": "a", "issuer": "https://i.example.com", "x": 1}]`}, `env MCPFLOW_AUTH_OIDC: auth.oidc[0].x: unknown key (line 1)`},
 		{"providers share ids", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\" }, { name: b, issuer: \"https://j.example.com\", user_prefix: b. } ] }\n", nil,
 			`auth.oidc[0].user_prefix: "" lets its users have the ids of auth.oidc[1] ("b", user_prefix "b."): a user "x" there is user "b.x" here; give each provider a user_prefix that does not start another's (e.g. "a."), or set share_user_ids: true on both`},
 		{"same prefix", base + "auth: { oidc: [ { name: a, issuer: \"https://i.example.com\", user_prefix: p. }, { name: b, issuer: \"https://j.example.com\", user_prefix: p. } ] }\n", nil,

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -479,90 +478,64 @@ func (s *Service) Validate() error {
 	return s.validate(nil)
 }
 
-// ---- reflection over the struct: the env mapping ----
+// ---- decoding: yaml.v3, after a shape check that names the field ----
 
-type leafKind int
+// serviceSchema is the shape of config.yaml as yaml.v3 encodes
+// DefaultService, with one element in each list of mappings: the keys in
+// order and the tag of each value (!!str, !!int, !!bool, !!seq, !!map).
+// Decoding checks a document against it (shape) and lets yaml.v3 set the
+// fields; the environment variables are read from it too (serviceLeaves).
+var serviceSchema = sync.OnceValue(func() *yaml.Node {
+	s := DefaultService()
+	s.Auth.Users, s.Auth.OIDC = []User{{}}, []OIDCProvider{{}}
+	var n yaml.Node
+	if err := n.Encode(s); err != nil {
+		panic("config: encode the service config schema: " + err.Error())
+	}
+	return &n
+})
 
-const (
-	kindString leafKind = iota
-	kindInt
-	kindBool
-	kindStrings
-	kindUsers
-	kindYAML // a list of mappings, given as JSON or YAML flow style
-)
+// stringSchema is the element of a list of strings (an empty !!seq in
+// serviceSchema).
+var stringSchema = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str"}
 
-// serviceLeaf is one settable key of Service.
+// mappingValue returns the value under key in mapping m, nil when absent.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// serviceLeaf is one settable key of Service: a key of a section, or a
+// top-level key that is not a section.
 type serviceLeaf struct {
-	path  string // YAML path, e.g. "mcp_tasks.poll_interval_seconds"
-	env   string // e.g. "MCPFLOW_MCP_TASKS_POLL_INTERVAL_SECONDS"
-	index []int
-	kind  leafKind
+	path   string // YAML path, e.g. "mcp_tasks.poll_interval_seconds"
+	env    string // e.g. "MCPFLOW_MCP_TASKS_POLL_INTERVAL_SECONDS"
+	schema *yaml.Node
 }
 
 var serviceLeaves = sync.OnceValue(func() []serviceLeaf {
 	var leaves []serviceLeaf
-	t := reflect.TypeFor[Service]()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := yamlName(f)
-		if name == "" {
+	add := func(path string, schema *yaml.Node) {
+		env := EnvPrefix + strings.ToUpper(strings.ReplaceAll(path, ".", "_"))
+		leaves = append(leaves, serviceLeaf{path: path, env: env, schema: schema})
+	}
+	root := serviceSchema()
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		name, section := root.Content[i].Value, root.Content[i+1]
+		if section.Kind != yaml.MappingNode {
+			add(name, section)
 			continue
 		}
-		if f.Type.Kind() == reflect.Struct {
-			for j := range f.Type.NumField() {
-				sf := f.Type.Field(j)
-				key := yamlName(sf)
-				if key == "" {
-					continue
-				}
-				leaves = append(leaves, serviceLeaf{
-					path:  name + "." + key,
-					env:   EnvPrefix + strings.ToUpper(name+"_"+key),
-					index: []int{i, j},
-					kind:  kindFor(sf.Type),
-				})
-			}
-			continue
+		for j := 0; j+1 < len(section.Content); j += 2 {
+			add(name+"."+section.Content[j].Value, section.Content[j+1])
 		}
-		leaves = append(leaves, serviceLeaf{
-			path:  name,
-			env:   EnvPrefix + strings.ToUpper(name),
-			index: []int{i},
-			kind:  kindFor(f.Type),
-		})
 	}
 	return leaves
 })
-
-func yamlName(f reflect.StructField) string {
-	tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-	if tag == "-" || !f.IsExported() {
-		return ""
-	}
-	if tag == "" {
-		return strings.ToLower(f.Name)
-	}
-	return tag
-}
-
-func kindFor(t reflect.Type) leafKind {
-	switch {
-	case t.Kind() == reflect.String:
-		return kindString
-	case t.Kind() == reflect.Int:
-		return kindInt
-	case t.Kind() == reflect.Bool:
-		return kindBool
-	case t == reflect.TypeFor[[]string]():
-		return kindStrings
-	case t == reflect.TypeFor[[]User]():
-		return kindUsers
-	case t == reflect.TypeFor[[]OIDCProvider]():
-		return kindYAML
-	}
-	panic("config: unsupported service config field type " + t.String())
-}
 
 // EnvKeys returns every environment variable LoadService reads for the
 // service config, sorted.
@@ -576,49 +549,57 @@ func EnvKeys() []string {
 	return keys
 }
 
+// applyServiceEnv sets every key whose variable is set (and not "") from
+// it: a scalar as if written in the file, a list of strings
+// comma-separated, auth.users as "id:token" and "id:sha256:<hex>" entries,
+// another list of mappings (auth.oidc) as JSON or YAML flow style.
 func applyServiceEnv(env func(string) (string, bool), s *Service, origins map[string]string) error {
-	root := reflect.ValueOf(s).Elem()
 	for _, l := range serviceLeaves() {
 		val, ok := env(l.env)
 		if !ok || val == "" {
 			continue
 		}
 		src := "env " + l.env
-		fv := root.FieldByIndex(l.index)
-		switch l.kind {
-		case kindString:
-			fv.SetString(val)
-		case kindInt:
-			n, err := strconv.Atoi(strings.TrimSpace(val))
-			if err != nil {
-				return &FieldError{Source: src, Message: fmt.Sprintf("must be an integer (got %q)", val)}
-			}
-			fv.SetInt(int64(n))
-		case kindBool:
-			b, ok := parseBool(val)
-			if !ok {
-				return &FieldError{Source: src, Message: fmt.Sprintf("must be true, false, 1 or 0 (got %q)", val)}
-			}
-			fv.SetBool(b)
-		case kindStrings:
-			fv.Set(reflect.ValueOf(splitList(val)))
-		case kindUsers:
+		var node *yaml.Node
+		switch {
+		case l.schema.Kind == yaml.ScalarNode:
+			node = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: val}
+		case l.path == "auth.users":
 			users, err := parseUsersEnv(val, l.path)
 			if err != nil {
 				err.Source = src
 				return err
 			}
-			fv.Set(reflect.ValueOf(users))
-		case kindYAML:
-			var node yaml.Node
-			if err := yaml.Unmarshal([]byte(val), &node); err != nil || len(node.Content) == 0 {
+			node = &yaml.Node{}
+			if err := node.Encode(users); err != nil {
+				return &FieldError{Source: src, Message: err.Error()}
+			}
+		case len(l.schema.Content) == 0: // a list of strings
+			node = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+			for _, v := range splitList(val) {
+				node.Content = append(node.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v})
+			}
+		default:
+			var doc yaml.Node
+			if err := yaml.Unmarshal([]byte(val), &doc); err != nil || len(doc.Content) == 0 {
 				return &FieldError{Source: src, Message: "must be a JSON list"}
 			}
-			fv.Set(reflect.Zero(fv.Type()))
-			d := &yamlDecoder{source: src, origins: map[string]string{}}
-			if err := d.decode(node.Content[0], fv, l.path); err != nil {
-				return err
+			node = doc.Content[0]
+		}
+		d := &yamlDecoder{source: src, origins: map[string]string{}}
+		if err := d.shape(node, l.schema, l.path); err != nil {
+			if fe, ok := err.(*FieldError); ok && l.schema.Kind == yaml.ScalarNode {
+				fe.Field = "" // the variable names it
 			}
+			return err
+		}
+		// node, under its keys, decodes onto s leaving the rest as it is.
+		keys := strings.Split(l.path, ".")
+		for i := len(keys) - 1; i >= 0; i-- {
+			node = &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: keys[i]}, node}}
+		}
+		if err := node.Decode(s); err != nil {
+			return &FieldError{Source: src, Message: err.Error()}
 		}
 		for p := range origins {
 			if strings.HasPrefix(p, l.path+"[") || strings.HasPrefix(p, l.path+".") {
@@ -667,8 +648,8 @@ func parseUsersEnv(v, path string) ([]User, *FieldError) {
 	return users, nil
 }
 
-// ---- YAML ----
-
+// yamlDecoder checks YAML from one source (a file, or "env MCPFLOW_X")
+// against serviceSchema and records the paths it sets in origins.
 type yamlDecoder struct {
 	source  string
 	origins map[string]string
@@ -679,15 +660,17 @@ func decodeServiceYAML(data []byte, source string, s *Service, origins map[strin
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return &FieldError{Source: source, Message: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
+	if doc.Kind == 0 || len(doc.Content) == 0 || isNull(doc.Content[0]) {
 		return nil // empty file
 	}
-	root := doc.Content[0]
-	if isNull(root) {
-		return nil
-	}
 	d := &yamlDecoder{source: source, origins: origins}
-	return d.decode(root, reflect.ValueOf(s).Elem(), "")
+	if err := d.shape(doc.Content[0], serviceSchema(), ""); err != nil {
+		return err
+	}
+	if err := doc.Content[0].Decode(s); err != nil {
+		return &FieldError{Source: source, Message: err.Error()}
+	}
+	return nil
 }
 
 func isNull(n *yaml.Node) bool {
@@ -716,71 +699,71 @@ func yamlKind(n *yaml.Node) string {
 	}
 }
 
-// decode sets v from node; null leaves v as it is (the default).
-func (d *yamlDecoder) decode(node *yaml.Node, v reflect.Value, path string) error {
+// shape checks node against schema, the part of serviceSchema at path, so
+// that yaml.v3 decodes it as meant: an unknown or duplicate key, a mapping,
+// list or single value where another is due, and a value its key's type
+// does not take are errors naming path. It rewrites in place what mcpflow
+// takes beyond YAML's types (an integer written as a string, a boolean as
+// 1, 0 or a string) and drops null values, which keep the default.
+func (d *yamlDecoder) shape(node, schema *yaml.Node, path string) error {
 	for node.Kind == yaml.AliasNode {
 		node = node.Alias
 	}
 	if isNull(node) {
 		return nil
 	}
-	switch v.Kind() {
-	case reflect.Struct:
+	switch schema.Kind {
+	case yaml.MappingNode:
 		if node.Kind != yaml.MappingNode {
 			return d.errorf(path, "must be a mapping (got %s)", yamlKind(node))
 		}
-		fields := map[string]int{}
-		for i := range v.NumField() {
-			if name := yamlName(v.Type().Field(i)); name != "" {
-				fields[name] = i
-			}
-		}
 		seen := map[string]bool{}
+		var kept []*yaml.Node
 		for i := 0; i+1 < len(node.Content); i += 2 {
 			k, val := node.Content[i], node.Content[i+1]
-			key := k.Value
-			kp := joinPath(path, key)
-			if seen[key] {
+			kp := joinPath(path, k.Value)
+			if seen[k.Value] {
 				return d.errorf(kp, "duplicate key (line %d)", k.Line)
 			}
-			seen[key] = true
-			idx, ok := fields[key]
-			if !ok {
+			seen[k.Value] = true
+			vs := mappingValue(schema, k.Value)
+			if vs == nil {
 				return d.errorf(kp, "unknown key (line %d)", k.Line)
 			}
-			if err := d.decode(val, v.Field(idx), kp); err != nil {
+			if err := d.shape(val, vs, kp); err != nil {
 				return err
 			}
+			if !isNull(val) {
+				kept = append(kept, k, val)
+			}
 		}
+		node.Content = kept
 		return nil
-	case reflect.Slice:
+	case yaml.SequenceNode:
 		if node.Kind != yaml.SequenceNode {
 			return d.errorf(path, "must be a list (got %s)", yamlKind(node))
 		}
-		out := reflect.MakeSlice(v.Type(), len(node.Content), len(node.Content))
+		elem := stringSchema
+		if len(schema.Content) > 0 {
+			elem = schema.Content[0]
+		}
 		for i, e := range node.Content {
-			if err := d.decode(e, out.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := d.shape(e, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
-		v.Set(out)
 		d.origins[path] = d.source
 		return nil
 	}
 	if node.Kind != yaml.ScalarNode {
 		return d.errorf(path, "must be a single value (got %s)", yamlKind(node))
 	}
-	switch v.Kind() {
-	case reflect.String:
+	switch schema.Tag {
+	case "!!str":
 		if node.Tag == "!!bool" {
 			return d.errorf(path, "must be a string (got %s)", node.Value)
 		}
-		v.SetString(node.Value)
-	case reflect.Int:
-		got := node.Value
-		if node.Tag == "!!str" {
-			got = strconv.Quote(node.Value)
-		}
+	case "!!int":
 		var n int
 		var err error
 		switch node.Tag {
@@ -792,18 +775,21 @@ func (d *yamlDecoder) decode(node *yaml.Node, v reflect.Value, path string) erro
 			err = fmt.Errorf("not an integer")
 		}
 		if err != nil {
+			got := node.Value
+			if node.Tag == "!!str" {
+				got = strconv.Quote(node.Value)
+			}
 			return d.errorf(path, "must be an integer (got %s)", got)
 		}
-		v.SetInt(int64(n))
-	case reflect.Bool:
+		node.Value = strconv.Itoa(n)
+	case "!!bool":
 		b, ok := parseBool(node.Value)
 		if !ok || (node.Tag != "!!bool" && node.Tag != "!!int" && node.Tag != "!!str") {
 			return d.errorf(path, "must be true, false, 1 or 0 (got %s)", strconv.Quote(node.Value))
 		}
-		v.SetBool(b)
-	default:
-		return d.errorf(path, "unsupported field type %s", v.Type())
+		node.Value = strconv.FormatBool(b)
 	}
+	node.Tag, node.Style = schema.Tag, 0
 	d.origins[path] = d.source
 	return nil
 }

@@ -481,3 +481,52 @@ temporal:
 	require.Equal(t, "mcpflow", s.Temporal.DeploymentName)
 	require.Equal(t, "http://127.0.0.1:8233", s.Temporal.WebUIURL)
 }
+
+// The forms config.yaml takes beyond YAML's own types, and null, pinned
+// across the move to yaml.v3: an integer or boolean written as a string,
+// a boolean as 1 or 0, a number or date where a string is due (kept as
+// written), null for the default, and anchors.
+func TestLoadServiceYAMLForms(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, t.TempDir(), "config.yaml", "temporal: { deployment_name: 1.50 }\n")
+	_, err := LoadService(file, noEnv)
+	require.EqualError(t, err, file+`: temporal.deployment_name: must not contain '.' or ':' nor start with '__' (got "1.50")`)
+
+	file = writeFile(t, t.TempDir(), "config.yaml", `
+server: { addr: &a "127.0.0.1:7000", shutdown_timeout_seconds: " 30", max_body_bytes: ~, worker_addr: *a }
+database: ~
+temporal: { build_id: 2024-01-02, deployment_name: 150, tls: 1, worker_versioning: "true" }
+mcp_tasks: { enabled: 0, poll_interval_seconds: 0x0A }
+auth: { admin_tokens: [12, x] }
+`)
+	s, err := LoadService(file, noEnv)
+	require.NoError(t, err)
+	def := DefaultService()
+	require.Equal(t, "127.0.0.1:7000", s.Server.Addr)
+	require.Equal(t, "127.0.0.1:7000", s.Server.WorkerAddr)
+	require.Equal(t, 30, s.Server.ShutdownTimeoutSeconds)
+	require.Equal(t, def.Server.MaxBodyBytes, s.Server.MaxBodyBytes, "null keeps the default")
+	require.Equal(t, def.Database, s.Database, "a null section keeps the defaults")
+	require.Equal(t, "2024-01-02", s.Temporal.BuildID)
+	require.Equal(t, "150", s.Temporal.DeploymentName)
+	require.True(t, s.Temporal.TLS)
+	require.True(t, s.Temporal.WorkerVersioning)
+	require.False(t, s.MCPTasks.Enabled)
+	require.Equal(t, 10, s.MCPTasks.PollIntervalSeconds)
+	require.Equal(t, []string{"12", "x"}, s.Auth.AdminTokens)
+
+	for yaml, want := range map[string]string{
+		"temporal: { tls: yes }\n":        `temporal.tls: must be true, false, 1 or 0 (got "yes")`,
+		"temporal: { tls: 2 }\n":          `temporal.tls: must be true, false, 1 or 0 (got "2")`,
+		"temporal: { address: true }\n":   `temporal.address: must be a string (got true)`,
+		"server: { addr: [a] }\n":         `server.addr: must be a single value (got a list)`,
+		"auth: { users: [ x ] }\n":        `auth.users[0]: must be a mapping (got a scalar)`,
+		"auth: { admin_tokens: [[x]] }\n": `auth.admin_tokens[0]: must be a single value (got a list)`,
+		"- a\n":                           `must be a mapping (got a list)`,
+		"<<: { server: {} }\n":            `<<: unknown key (line 1)`,
+	} {
+		file := writeFile(t, t.TempDir(), "config.yaml", yaml)
+		_, err := LoadService(file, noEnv)
+		require.EqualError(t, err, file+": "+want, yaml)
+	}
+}

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -401,18 +402,24 @@ func errShuttingDown() error {
 	return mcpflow.Errorf(mcpflow.EUnavailable, "the MCP runtime is shutting down")
 }
 
-// dial connects to srv (configuration fingerprint fp) with the revision an
-// earlier dial of the same configuration settled on when that was not
-// 2026-07-28: a server without server/discover (or whose tasks need
-// 2025-11-25) is not probed again on every new session (a stdio server is
-// a new process per user and thread).
+// dial connects to srv (configuration fingerprint fp) with the revision
+// its protocol_version pins, which the session must then speak, or else
+// with the revision an earlier dial of the same configuration settled on
+// when that was not 2026-07-28: a server without server/discover (or whose
+// tasks need 2025-11-25) is not probed again on every new session (a stdio
+// server is a new process per user and thread).
 func (r *Runtime) dial(ctx context.Context, srv *config.Server, fp string, o DialOptions) (*Session, error) {
 	key := srv.Name + "\x00" + fp
 	r.mu.Lock()
-	o.Protocol = r.protocols[key]
+	o.Protocol = cmp.Or(srv.ProtocolVersion, r.protocols[key])
 	r.mu.Unlock()
 	sess, err := Dial(ctx, srv, o)
-	if err == nil && o.Protocol == "" && !sess.Modern() {
+	switch {
+	case err != nil:
+	case srv.ProtocolVersion != "" && sess.Protocol() != srv.ProtocolVersion:
+		_ = sess.Close()
+		return nil, mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' answered in protocol revision %s, not %s, which its protocol_version pins", srv.Name, sess.Protocol(), srv.ProtocolVersion)
+	case o.Protocol == "" && !sess.Modern():
 		r.mu.Lock()
 		r.protocols[key] = sess.Protocol()
 		r.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/lru"
@@ -63,8 +65,9 @@ var errNoCallerToken = errors.New("no caller token to exchange")
 // exchangeCacheSize. Concurrent calls for one key share one exchange.
 type tokenExchanges struct {
 	mu      sync.Mutex
-	entries *lru.Cache[exchangeKey, *exchanged] // nil until the first exchange
-	warned  sync.Map                            // server name → struct{}: the no-caller warning was logged
+	entries *lru.Cache[exchangeKey, exchanged] // nil until the first exchange
+	flight  singleflight.Group                 // the exchanges in flight, by string(key)
+	warned  sync.Map                           // server name → struct{}: the no-caller warning was logged
 }
 
 // exchangeKey is the SHA-256 of a server name, the fingerprint of its oauth
@@ -84,63 +87,55 @@ func newExchangeKey(server string, cfg *config.OAuth, subject string) exchangeKe
 	return k
 }
 
-// exchanged is one exchange, in flight until done is closed.
+// exchanged is the outcome of one successful exchange.
 type exchanged struct {
-	key   exchangeKey
-	done  chan struct{}
-	value string    // the Authorization header value, set before done closes
+	value string    // the Authorization header value
 	renew time.Time // when value is due for a new exchange
-	err   error
 }
 
-func (e *exchanged) finished() bool {
-	select {
-	case <-e.done:
-		return true
-	default:
-		return false
+// cached returns key's exchanged token while it is not due for renewal.
+func (x *tokenExchanges) cached(key exchangeKey) (string, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.entries == nil {
+		x.entries = lru.New[exchangeKey, exchanged](exchangeCacheSize)
 	}
+	e, ok := x.entries.Get(key)
+	return e.value, ok && time.Now().Before(e.renew)
 }
 
 // header returns the Authorization header value for server's calls made
 // for the caller whose access token is subject: a cached exchanged token
 // until refresh_skew_seconds before it expires, else the result of a new
-// exchange (shared with concurrent callers of the same key). The exchange
-// runs on its own, bounded by oauthRequestTimeout: a caller whose ctx ends
-// stops waiting without cancelling it for the others.
+// exchange (shared with concurrent callers of the same key; a failure is
+// not cached). The exchange runs on its own, bounded by
+// oauthRequestTimeout: a caller whose ctx ends stops waiting without
+// cancelling it for the others.
 func (x *tokenExchanges) header(ctx context.Context, client *http.Client, server string, cfg *config.OAuth, subject string) (string, error) {
 	key := newExchangeKey(server, cfg, subject)
-	x.mu.Lock()
-	if x.entries == nil {
-		x.entries = lru.New[exchangeKey, *exchanged](exchangeCacheSize)
+	if v, ok := x.cached(key); ok {
+		return v, nil
 	}
-	e, ok := x.entries.Get(key)
-	if !ok || (e.finished() && !time.Now().Before(e.renew)) { // a failed one is already removed
-		e = &exchanged{key: key, done: make(chan struct{})}
-		x.entries.Add(key, e)
-		go x.run(e, client, server, *cfg, subject)
-	}
-	x.mu.Unlock()
+	c := *cfg
+	ch := x.flight.DoChan(string(key[:]), func() (any, error) {
+		if v, ok := x.cached(key); ok { // exchanged while this call looked
+			return v, nil
+		}
+		v, renew, err := exchangeToken(client, server, &c, subject)
+		if err == nil {
+			x.mu.Lock()
+			x.entries.Add(key, exchanged{value: v, renew: renew})
+			x.mu.Unlock()
+		}
+		return v, err
+	})
 	select {
-	case <-e.done:
-		return e.value, e.err
+	case r := <-ch:
+		v, _ := r.Val.(string)
+		return v, r.Err
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
-}
-
-// run performs e's exchange and publishes its outcome; a failure is not
-// cached.
-func (x *tokenExchanges) run(e *exchanged, client *http.Client, server string, cfg config.OAuth, subject string) {
-	e.value, e.renew, e.err = exchangeToken(client, server, &cfg, subject)
-	if e.err != nil {
-		x.mu.Lock()
-		if cur, _ := x.entries.Get(e.key); cur == e {
-			x.entries.Remove(e.key)
-		}
-		x.mu.Unlock()
-	}
-	close(e.done)
 }
 
 // warnOnce reports whether the no-caller warning of server is still to be

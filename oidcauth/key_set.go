@@ -18,6 +18,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/singleflight"
 )
 
 const (
@@ -58,15 +59,8 @@ type keySet struct {
 	expires   time.Time       // when keys go stale, zero before the first fetch
 	attempted time.Time       // end of the last fetch, zero before the first
 	err       error           // the last fetch's error, nil after a success
-	inflight  *fetch
-}
 
-// fetch is a refresh in progress, shared by the verifications waiting on
-// it.
-type fetch struct {
-	done chan struct{}
-	keys []jose.JSONWebKey
-	err  error
+	flight singleflight.Group // the fetch in progress, shared by the verifications waiting on it
 }
 
 // fetched is what one fetch of the key set read.
@@ -213,46 +207,37 @@ func (k *keySet) cached() []jose.JSONWebKey {
 // in progress. The fetch runs on its own so a canceled verification does
 // not fail it for the others.
 func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
-	f := k.start()
-	if f == nil {
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		return k.keys, k.err
-	}
 	select {
-	case <-f.done:
-		return f.keys, f.err
+	case r := <-k.start():
+		keys, _ := r.Val.([]jose.JSONWebKey)
+		return keys, r.Err
 	case <-ctx.Done():
 		return k.cached(), fmt.Errorf("wait for key set: %w", ctx.Err())
 	}
 }
 
-// start starts a fetch, or returns the one in progress; nil when the last
-// attempt is too recent (minRefresh after a success, retry after a
-// failure).
-func (k *keySet) start() *fetch {
+// start starts a fetch (run) in a goroutine of its own, or joins the one in
+// progress.
+func (k *keySet) start() <-chan singleflight.Result {
+	return k.flight.DoChan("", func() (any, error) { return k.run() })
+}
+
+// run fetches the key set and records the outcome, unless the last attempt
+// is too recent (minRefresh after a success, retry after a failure): then
+// it returns the keys held and that attempt's error.
+func (k *keySet) run() ([]jose.JSONWebKey, error) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.inflight != nil {
-		return k.inflight
-	}
 	if !k.attempted.IsZero() {
 		wait := k.minRefresh
 		if k.err != nil {
 			wait = k.retry
 		}
 		if k.now().Sub(k.attempted) < wait {
-			return nil
+			defer k.mu.Unlock()
+			return k.keys, k.err
 		}
 	}
-	f := &fetch{done: make(chan struct{})}
-	k.inflight = f
-	go k.run(f)
-	return f
-}
-
-// run performs f and records its outcome.
-func (k *keySet) run(f *fetch) {
+	k.mu.Unlock()
 	ctx, cancel := context.WithTimeout(k.base, fetchTimeout)
 	defer cancel()
 	got, err := k.fetch(ctx)
@@ -278,7 +263,6 @@ func (k *keySet) run(f *fetch) {
 	} else {
 		keys = k.keys
 	}
-	k.inflight = nil
 	k.mu.Unlock()
 
 	// Logged before the waiters wake, so that what they do next comes
@@ -299,8 +283,7 @@ func (k *keySet) run(f *fetch) {
 		k.log.LogAttrs(ctx, slog.LevelDebug, "identity provider keys fetched",
 			slog.String("provider", k.name), slog.Int("keys", len(keys)), slog.Duration("fresh_for", fresh))
 	}
-	f.keys, f.err = keys, err
-	close(f.done)
+	return keys, err
 }
 
 // fetch reads the key set, running discovery first when its URL is not

@@ -42,10 +42,12 @@
 // Every round runs every target back to back, first with 1 caller, then
 // with 16 (-callers), rotating the order each round; ratios are taken
 // within a round and the median over rounds is printed. Direct clients pin
-// protocol 2025-11-25, the revision mcpflow (and the peer) speak upstream,
-// so both sides put the same bytes on the upstream wire. -profile DIR then
-// takes a CPU profile of the separate mcpflow process under 16 callers on
-// each of its targets.
+// protocol 2025-11-25, the revision the peer speaks upstream; mcpflow
+// speaks the newest revision the demo server offers (2026-07-28) unless
+// -upstream-protocol pins its upstream sessions (the servers'
+// protocol_version): with -upstream-protocol 2025-11-25 both sides put the
+// same bytes on the upstream wire. -profile DIR then takes a CPU profile of
+// the separate mcpflow process under 16 callers on each of its targets.
 package main
 
 import (
@@ -95,6 +97,7 @@ type options struct {
 	profileCallers    int
 	only              string
 	workdir           string // "" is a temporary directory, removed at the end
+	upstreamProtocol  string // the servers' protocol_version, "" for the newest offered
 }
 
 func main() {
@@ -112,6 +115,7 @@ func main() {
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this benchmark process (the in-process targets) to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated targets to run (default: all)")
 	flag.StringVar(&o.workdir, "workdir", "", "keep the configurations, databases and logs (mcpflow.log: its access log) of the run in this directory (default: a temporary one, removed)")
+	flag.StringVar(&o.upstreamProtocol, "upstream-protocol", "", "pin the MCP revision mcpflow speaks to the demo servers (their protocol_version: 2025-11-25 or 2026-07-28; default: the newest they offer)")
 	floorAddr := flag.String("serve-floor", "", "internal: serve the floor handler on this address (the floor-proc-* targets' process)")
 	floorUpstream := flag.String("floor-upstream", "", "internal: the demo server's MCP URL for -serve-floor")
 	flag.Parse()
@@ -198,10 +202,14 @@ func run(o options) error {
 
 	// mcpflow in this process: store + runtime + API (REST and MCP
 	// endpoint) on a loopback listener.
+	pin := ""
+	if o.upstreamProtocol != "" {
+		pin = fmt.Sprintf(`, "protocol_version": %q`, o.upstreamProtocol)
+	}
 	ext := fmt.Sprintf(`{"mcpServers": {
-  "demo": {"type": "http", "url": %q},
-  "demostdio": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"]}
-}}`, upstream+"/mcp", demoBin)
+  "demo": {"type": "http", "url": %q%s},
+  "demostdio": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"]%s}
+}}`, upstream+"/mcp", pin, demoBin, pin)
 	extPath := filepath.Join(dir, "extensions_config.json")
 	if err := os.WriteFile(extPath, []byte(ext), 0o600); err != nil {
 		return err

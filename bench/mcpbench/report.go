@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"strings"
@@ -82,6 +83,8 @@ func report(o options, res *results, targets []target, host string, began time.T
 		o.rounds, o.n, o.warmup, joinInts(o.callers))
 	fmt.Printf("%s UTC · %s at start, %s at the end · %s · everything on 127.0.0.1 · run took %s\n\n",
 		began.UTC().Format("2006-01-02 15:04"), host, benchproc.LoadAvg(), runtime.Version(), time.Since(began).Round(time.Second))
+	fmt.Printf("mcpflow speaks MCP %s to the demo servers (-upstream-protocol).\n\n",
+		cmp.Or(o.upstreamProtocol, "the newest revision they offer (2026-07-28)"))
 	if len(res.others) > 0 {
 		var pcts []string
 		for _, x := range res.others {

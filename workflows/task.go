@@ -39,6 +39,45 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 		panic(fmt.Sprintf("this mcpflow worker runs task shapes up to %d, but task %s was started with shape %d by a newer mcpflow: a worker of that version must run it",
 			ShapeNewest, in.TaskID, in.Config.Shape))
 	}
+	w := newTaskRun(ctx, in)
+	// Temporal cancellation is handled like the cancel signal: the work goes
+	// on in a context the cancellation does not reach, and the run ends as
+	// cancelled once the remote cancel is applied.
+	root, _ := workflow.NewDisconnectedContext(ctx)
+	if err := w.listen(ctx, root); err != nil {
+		return nil, err
+	}
+	if !w.st.Submitted {
+		if out, done := w.awaitSubmit(root); !done {
+			if w.in.Config.Shape < ShapeReport {
+				return out, nil
+			}
+			return w.end(out)
+		}
+	}
+	if w.in.Config.Webhook {
+		workflow.Go(root, w.notify)
+	}
+	out, err := w.track(root)
+	if err == nil && !w.drain(root) {
+		err = errContinueAsNew // history grew while deliveries went on
+	}
+	if errors.Is(err, errContinueAsNew) {
+		return nil, w.continueAsNew(ctx, root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w.end(out)
+}
+
+// errContinueAsNew ends tracking when the run's history has grown long:
+// the task goes on in a new run.
+var errContinueAsNew = errors.New("continue as new")
+
+// newTaskRun starts the run's state: a new task's, or the one the run
+// before handed over.
+func newTaskRun(ctx workflow.Context, in TaskInput) *taskRun {
 	w := &taskRun{in: in, log: workflow.GetLogger(ctx)}
 	if in.State != nil {
 		w.st = *in.State
@@ -51,10 +90,13 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 			w.st.SearchStatus = mcpflow.StatusSubmitted // set by the start options
 		}
 	}
-	// Temporal cancellation is handled like the cancel signal: the work goes
-	// on in a context the cancellation does not reach, and the run ends as
-	// cancelled once the remote cancel is applied.
-	root, _ := workflow.NewDisconnectedContext(ctx)
+	return w
+}
+
+// listen sets up, on root, what the run hears: Temporal's cancellation
+// of ctx, the cancel, report and notify signals, the state query and the
+// input update.
+func (w *taskRun) listen(ctx, root workflow.Context) error {
 	workflow.Go(root, func(gctx workflow.Context) {
 		_ = workflow.Await(gctx, func() bool { return ctx.Err() != nil })
 		if w.st.Snapshot.Status.IsTerminal() {
@@ -81,44 +123,30 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 		}
 	})
 	if err := workflow.SetQueryHandler(root, QueryState, func() (TaskState, error) { return w.st, nil }); err != nil {
-		return nil, err
+		return err
 	}
-	if err := w.setInputHandler(root); err != nil {
-		return nil, err
-	}
+	return w.setInputHandler(root)
+}
 
-	if !w.st.Submitted {
-		out, done := w.awaitSubmit(root)
-		if !done {
-			if w.st.NativeCancel && w.in.Config.Shape >= ShapeReport {
-				return out, temporal.NewCanceledError("cancelled through Temporal")
-			}
-			return out, nil
-		}
+// continueAsNew hands the task over to a new run once nothing is left in
+// flight: a delivery attempt, an accepted answer, an update handler.
+func (w *taskRun) continueAsNew(ctx, root workflow.Context) error {
+	// A delivery in flight finishes first (its outcome is recorded); a
+	// delivery waiting for its retry time waits in the next run.
+	_ = workflow.Await(root, func() bool { return !w.delivering })
+	if err := w.settleAnswer(root); err != nil {
+		return err
 	}
-	if w.in.Config.Webhook {
-		workflow.Go(root, w.notify)
-	}
-	out, err := w.track(root)
-	if err != nil {
-		return nil, err
-	}
-	if out != nil && !w.drain(root) {
-		out = nil // history grew while deliveries went on: continue as new
-	}
-	if out == nil { // continue-as-new
-		// A delivery in flight finishes first (its outcome is recorded);
-		// a delivery waiting for its retry time waits in the next run.
-		_ = workflow.Await(root, func() bool { return !w.delivering })
-		if err := w.settleAnswer(root); err != nil {
-			return nil, err
-		}
-		_ = workflow.Await(root, func() bool { return workflow.AllHandlersFinished(root) })
-		next := w.in
-		st := w.st
-		next.State = &st
-		return nil, workflow.NewContinueAsNewError(ctx, TaskWorkflowName, next)
-	}
+	_ = workflow.Await(root, func() bool { return workflow.AllHandlersFinished(root) })
+	next := w.in
+	st := w.st
+	next.State = &st
+	return workflow.NewContinueAsNewError(ctx, TaskWorkflowName, next)
+}
+
+// end returns the run's result: a task cancelled through Temporal ends
+// Canceled.
+func (w *taskRun) end(out *TaskOutcome) (*TaskOutcome, error) {
 	if w.st.NativeCancel {
 		return out, temporal.NewCanceledError("cancelled through Temporal")
 	}
@@ -131,7 +159,6 @@ type taskRun struct {
 	log       interface{ Info(string, ...any) }
 	submitted bool // the submit update finished (successfully or not)
 	submitErr error
-	result    *SubmitResult
 	cancelled bool
 
 	// rowMu serializes row writes and every change of st.Notification:
@@ -166,7 +193,7 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
 		func(uctx workflow.Context) (*SubmitResult, error) {
 			running = true
 			res, err := w.submit(uctx)
-			w.result, w.submitErr, w.submitted = res, err, true
+			w.submitErr, w.submitted = err, true
 			return res, err
 		},
 		workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error {
@@ -277,8 +304,8 @@ func (w *taskRun) compensate(ctx workflow.Context) {
 	}
 }
 
-// track polls until the task ends or is cancelled. It returns nil, nil
-// when the run should continue as new.
+// track polls until the task ends or is cancelled. It returns
+// errContinueAsNew when the run should continue as new.
 func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 	cfg := w.in.Config
 	delay, _ := cfg.Timing.NextPollDelay(w.st.Snapshot)
@@ -364,7 +391,7 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 				}
 			}
 			if long && !w.cancelled && !w.answerDue() {
-				return nil, nil
+				return nil, errContinueAsNew
 			}
 			continue
 		}
@@ -405,7 +432,7 @@ func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
 			delay = cfg.Timing.ErrorBackoff(out.ConsecutiveErrors - 1)
 		}
 		if !w.st.Snapshot.Status.IsTerminal() && !w.cancelled && w.long(ctx) {
-			return nil, nil
+			return nil, errContinueAsNew
 		}
 	}
 }
@@ -519,7 +546,7 @@ func (w *taskRun) cancel(ctx workflow.Context) (*TaskOutcome, error) {
 			// Backoff counts from the failed attempt: poll_interval × 2^n, capped.
 			_ = workflow.Sleep(ctx, w.in.Config.Timing.ErrorBackoff(w.st.CancelAttempts-1))
 			if w.long(ctx) {
-				return nil, nil
+				return nil, errContinueAsNew
 			}
 			continue
 		}

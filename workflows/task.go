@@ -48,7 +48,7 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 		return nil, err
 	}
 	if !w.st.Submitted {
-		if out, done := w.awaitSubmit(root); !done {
+		if out := w.awaitSubmit(root); out != nil {
 			if w.in.Config.Shape < ShapeReport {
 				return out, nil
 			}
@@ -185,10 +185,10 @@ func (w *taskRun) requestCancel(ctx workflow.Context) {
 	w.cancelled = true
 }
 
-// awaitSubmit serves the submit update. It reports false when the task
-// ended without being tracked (submit failed, compensated, duplicate, or no
-// submit arrived).
-func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
+// awaitSubmit serves the submit update. It returns the outcome of a task
+// that ended without being tracked (submit failed, compensated, duplicate,
+// or no submit arrived), nil once it is submitted.
+func (w *taskRun) awaitSubmit(ctx workflow.Context) *TaskOutcome {
 	running := false
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSubmit,
 		func(uctx workflow.Context) (*SubmitResult, error) {
@@ -204,50 +204,48 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
 			return nil
 		}})
 	if err != nil {
-		msg := err.Error()
-		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+		return untracked(mcpflow.StatusFailed, err.Error())
 	}
 	// A submit that has started is waited for whatever its duration (a
 	// remote call may take up to lease_seconds): giving up on it would
 	// leave its remote task untracked and uncancelled.
-	ok := false
-	if w.in.Config.Shape >= ShapeLean {
+	arrived := func() bool { return running || w.submitted }
+	yield := w.in.Config.Shape >= ShapeLean // the classic shape always waits with a timer
+	if yield {
 		// Update-with-start delivers the submit in the first workflow task:
 		// one yield lets its handler start, and only a workflow without
 		// one pays the bounded wait's timer (two events otherwise spent on
 		// every task).
 		yielded := false
 		_ = workflow.Await(ctx, func() bool {
-			done := running || w.submitted || yielded
+			done := arrived() || yielded
 			yielded = true
 			return done
 		})
-		ok = running || w.submitted
 	}
 	// A cancel ends the wait (ShapeReport on): nothing remote exists yet.
 	cancelEnds := w.in.Config.Shape >= ShapeReport
-	if !ok {
+	if !yield || !arrived() {
 		wctx, stopTimer := workflow.WithCancel(ctx) // so the timer does not outlive the wait
-		_, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool {
-			return running || w.submitted || (cancelEnds && w.cancelled)
-		})
+		_, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool { return arrived() || (cancelEnds && w.cancelled) })
 		stopTimer()
-		ok = running || w.submitted
 	}
-	if !ok && cancelEnds && w.cancelled {
-		msg := "cancelled before a submit request arrived"
-		return &TaskOutcome{Status: mcpflow.StatusCancelled, Error: &msg}, false
-	}
-	if !ok {
-		msg := "no submit request arrived"
-		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+	switch {
+	case !arrived() && cancelEnds && w.cancelled:
+		return untracked(mcpflow.StatusCancelled, "cancelled before a submit request arrived")
+	case !arrived():
+		return untracked(mcpflow.StatusFailed, "no submit request arrived")
 	}
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	if w.submitErr != nil {
-		msg := w.submitErr.Error()
-		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+		return untracked(mcpflow.StatusFailed, w.submitErr.Error())
 	}
-	return nil, true
+	return nil
+}
+
+// untracked is the outcome of a task that ended before it was tracked.
+func untracked(status mcpflow.Status, msg string) *TaskOutcome {
+	return &TaskOutcome{Status: status, Error: &msg}
 }
 
 // submit runs the remote submit, bounds the answer and persists the row;
@@ -311,8 +309,12 @@ func (w *taskRun) long(ctx workflow.Context) bool {
 	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun
 }
 
-// apply folds a poll result into the state.
+// apply folds a poll result into the state, with the event state of a
+// poll that wrote the row itself.
 func (w *taskRun) apply(out activities.PollOutput) {
+	if out.Notification != nil {
+		w.st.Notification = *out.Notification
+	}
 	at := out.PolledAt
 	w.st.LastPolledAt = &at
 	w.st.PollCount += out.Polls

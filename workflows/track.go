@@ -201,7 +201,6 @@ func (w *taskRun) keepWrite(ctx workflow.Context, fut workflow.Future) {
 	var out activities.PollOutput
 	if fut.Get(ctx, &out) == nil && out.Notification != nil {
 		w.apply(out)
-		w.st.Notification = *out.Notification
 	}
 }
 
@@ -225,10 +224,10 @@ func (w *taskRun) polled(ctx workflow.Context, out activities.PollOutput, err er
 		return fmt.Errorf("poll MCP task: %w", err)
 	}
 	w.apply(out)
-	if out.Notification != nil {
-		w.st.Notification = *out.Notification // the activity wrote the row
-	} else if err := w.persist(ctx, false, 0); err != nil {
-		return err
+	if out.Notification == nil { // the activity did not write the row
+		if err := w.persist(ctx, false, 0); err != nil {
+			return err
+		}
 	}
 	w.upsertStatus(ctx)
 	w.delay = 0
@@ -256,9 +255,6 @@ func (w *taskRun) takeReports(ctx workflow.Context) bool {
 		took = true
 		w.apply(out)
 		w.st.PollCount = out.PollCount
-		if out.Notification != nil {
-			w.st.Notification = *out.Notification
-		}
 		w.upsertStatus(ctx)
 	}
 }

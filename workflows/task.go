@@ -25,12 +25,11 @@ const pinnedScheduleToStart = time.Minute
 
 // TaskWorkflow runs one durable MCP task: it submits the remote task (the
 // "submit" update, sent with the start), persists the row, polls the remote
-// status with capped backoff until the task ends, and cancels it on the
-// "cancel" signal or a Temporal cancellation. The workflow owns its task's
-// row: it writes it, or (lean and report shapes, no webhook) the poll
-// activity it runs writes the changes it finds, one writer at a time; in
-// the report shape that activity signals each change ("report") and polls
-// on, and the workflow reads the row back whenever it stops it.
+// status with capped backoff in its history shape's loop (track) until the
+// task ends, and cancels it on the "cancel" signal or a Temporal
+// cancellation. The workflow owns its task's row: it writes it, or (lean
+// and report shapes, no webhook) the poll activity it runs writes the
+// changes it finds, one writer at a time (see the package doc).
 func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	if in.Config.Shape > ShapeNewest {
 		// A panic fails the workflow task (the worker's default panic

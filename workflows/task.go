@@ -156,8 +156,6 @@ type taskRun struct {
 	in        TaskInput
 	st        TaskState
 	log       interface{ Info(string, ...any) }
-	submitted bool // the submit update finished (successfully or not)
-	submitErr error
 	cancelled bool
 
 	// rowMu serializes row writes and every change of st.Notification:
@@ -188,16 +186,17 @@ func (w *taskRun) requestCancel(ctx workflow.Context) {
 // that ended without being tracked (submit failed, compensated, duplicate,
 // or no submit arrived), nil once it is submitted.
 func (w *taskRun) awaitSubmit(ctx workflow.Context) *TaskOutcome {
-	running := false
+	running := false // a submit started (and may have finished)
+	var submitErr error
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSubmit,
 		func(uctx workflow.Context) (*SubmitResult, error) {
 			running = true
 			res, err := w.submit(uctx)
-			w.submitErr, w.submitted = err, true
+			submitErr = err
 			return res, err
 		},
 		workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error {
-			if running || w.submitted {
+			if running {
 				return errors.New("this task was already submitted")
 			}
 			return nil
@@ -208,7 +207,6 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) *TaskOutcome {
 	// A submit that has started is waited for whatever its duration (a
 	// remote call may take up to lease_seconds): giving up on it would
 	// leave its remote task untracked and uncancelled.
-	arrived := func() bool { return running || w.submitted }
 	yield := w.in.Config.Shape >= ShapeLean // the classic shape always waits with a timer
 	if yield {
 		// Update-with-start delivers the submit in the first workflow task:
@@ -217,27 +215,27 @@ func (w *taskRun) awaitSubmit(ctx workflow.Context) *TaskOutcome {
 		// every task).
 		yielded := false
 		_ = workflow.Await(ctx, func() bool {
-			done := arrived() || yielded
+			done := running || yielded
 			yielded = true
 			return done
 		})
 	}
 	// A cancel ends the wait (ShapeReport on): nothing remote exists yet.
 	cancelEnds := w.in.Config.Shape >= ShapeReport
-	if !yield || !arrived() {
+	if !yield || !running {
 		wctx, stopTimer := workflow.WithCancel(ctx) // so the timer does not outlive the wait
-		_, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool { return arrived() || (cancelEnds && w.cancelled) })
+		_, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool { return running || (cancelEnds && w.cancelled) })
 		stopTimer()
 	}
 	switch {
-	case !arrived() && cancelEnds && w.cancelled:
+	case !running && cancelEnds && w.cancelled:
 		return untracked(mcpflow.StatusCancelled, "cancelled before a submit request arrived")
-	case !arrived():
+	case !running:
 		return untracked(mcpflow.StatusFailed, "no submit request arrived")
 	}
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-	if w.submitErr != nil {
-		return untracked(mcpflow.StatusFailed, w.submitErr.Error())
+	if submitErr != nil {
+		return untracked(mcpflow.StatusFailed, submitErr.Error())
 	}
 	return nil
 }

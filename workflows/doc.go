@@ -18,23 +18,23 @@
 //     upserts the status search attribute after every change;
 //   - trackLean (ShapeLean, and ShapeReport with a webhook): the poll
 //     activity waits out the delay itself (no timer) and, without a
-//     webhook, writes the change it finds to the row (no marker); the
-//     status is upserted only when it changes;
+//     webhook, writes the change it finds to the row (no marker);
 //   - trackReport (ShapeReport without a webhook): one poll activity runs
-//     across changes, writes and signals each one (SignalReport); the run
-//     closes on the terminal report with the poll pending, and reads the
-//     row back (adoptRow) whenever it stops the poll.
+//     across changes, writes and signals each one (SignalReport) and polls
+//     on, so a change costs a signal and a workflow task; the run closes
+//     on the terminal report with the poll pending, and reads the row back
+//     (adoptRow) whenever it stops the poll.
 //
 // The loops share the other steps: ahead (the end, a cancel, an answer,
 // before each poll), poll and polled (one poll and its result), cancel,
-// deliverAnswer, persist, upsertStatus, and notify, the webhook
-// deliveries, which run beside the loop. Before the loop the shapes differ
-// in the submit wait only: the lean and report shapes yield once for the
-// submit before its 5-minute timer, and the report shape ends that wait on
-// a cancel (a Temporal cancellation then ends the run Canceled). A change
-// to a loop's commands is versioned with workflow.GetVersion
-// (versionSettleAnswer, versionKeepQuestionOnFailure) or becomes a new
-// shape.
+// deliverAnswer, persist, upsertStatus (the lean and report shapes upsert
+// only a changed status), and notify, the webhook deliveries, which run
+// beside the loop. Before the loop the shapes differ in the submit wait
+// only: the lean and report shapes yield once for the submit before its
+// 5-minute timer, and the report shape ends that wait on a cancel (a
+// Temporal cancellation then ends the run Canceled). A change to a loop's
+// commands is versioned with workflow.GetVersion (versionSettleAnswer,
+// versionKeepQuestionOnFailure) or becomes a new shape.
 //
 // Workflow code is deterministic: workflow.Now, timers, workflow.Go, no I/O,
 // no map iteration without sorting. It imports the root domain package and

@@ -410,32 +410,15 @@ type pollProgress struct {
 // protocol failure, a new poll error text, or degraded tracking. Delays
 // count from when the remote call finished.
 func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error) {
-	prog := pollProgress{Errors: in.ConsecutiveErrors, LastError: in.LastPollError}
-	if activity.HasHeartbeatDetails(ctx) {
-		var p pollProgress
-		if err := activity.GetHeartbeatDetails(ctx, &p); err == nil {
-			prog = p
-		}
-	}
 	report := in.Report && in.Row != nil && a.Reports != nil
-	if report {
-		if prog.Unreported != nil { // written, but its report did not get through
-			if err := a.report(ctx, in, prog.Unreported); err != nil {
-				prog.Idle++ // this attempt polls nothing
-				activity.RecordHeartbeat(ctx, prog)
-				return nil, err
-			}
-			prog.Unreported = nil
-			activity.RecordHeartbeat(ctx, prog)
-		}
+	prog, err := a.pollStart(ctx, in, report)
+	if err != nil {
+		return nil, err
 	}
 	polls := int(activity.GetInfo(ctx).Attempt) - prog.Idle // remote calls in this execution, this one included
 	if in.Delay > 0 {
 		if polls == 1 {
-			return nil, temporal.NewApplicationErrorWithOptions("MCP task poll scheduled", errTypePollUnchanged, temporal.ApplicationErrorOptions{
-				NextRetryDelay: in.Delay,
-				Category:       temporal.ApplicationErrorCategoryBenign,
-			})
+			return nil, benignRetry("MCP task poll scheduled", errTypePollUnchanged, in.Delay)
 		}
 		polls-- // the first attempt only waited
 	}
@@ -460,35 +443,8 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, err // cancelled or timed out attempt: no bookkeeping
 		}
-		n := prog.Errors
 		msg := boundText(err.Error())
-		degradedBefore := in.Timing.TrackingDegraded(n)
-		prog.Errors = n + 1
-		changedText := prog.LastError == nil || *prog.LastError != msg
-		prog.LastError = &msg
-		if changedText || (in.Timing.TrackingDegraded(prog.Errors) && !degradedBefore) {
-			// What the API shows reaches the workflow and is recorded: a new
-			// last_poll_error text (the first error included, spec §7
-			// scenario 49) and the step into degraded tracking. A repeated
-			// identical error changes nothing visible and only waits.
-			out := &PollOutput{ConsecutiveErrors: prog.Errors, PollError: &msg, PolledAt: polledAt, Polls: polls}
-			if report {
-				return a.reportChange(ctx, in, prog, out, true)
-			}
-			return out, nil
-		}
-		if report {
-			// The row counts every error (nothing to report: no event, no
-			// history), so a poll stopped now loses none of them.
-			out := &PollOutput{ConsecutiveErrors: prog.Errors, PollError: &msg, PolledAt: polledAt, Polls: polls}
-			return a.reportChange(ctx, in, prog, out, false)
-		}
-		a.touchPolled(ctx, in, polledAt)
-		activity.RecordHeartbeat(ctx, prog)
-		return nil, temporal.NewApplicationErrorWithOptions(msg, errTypePollError, temporal.ApplicationErrorOptions{
-			NextRetryDelay: in.Timing.ErrorBackoff(n),
-			Category:       temporal.ApplicationErrorCategoryBenign,
-		})
+		return a.pollFailed(ctx, in, prog, report, &PollOutput{PollError: &msg, PolledAt: polledAt, Polls: polls})
 	}
 	fp := Fingerprint(snap)
 	unchanged := fp == in.LastFingerprint
@@ -508,10 +464,7 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 		// Nothing to carry to the next attempt (no errors), so no heartbeat:
 		// an unchanged poll costs one failed attempt and no history.
 		delay, _ := in.Timing.NextPollDelay(snap)
-		return nil, temporal.NewApplicationErrorWithOptions("MCP task unchanged; next poll scheduled", errTypePollUnchanged, temporal.ApplicationErrorOptions{
-			NextRetryDelay: delay,
-			Category:       temporal.ApplicationErrorCategoryBenign,
-		})
+		return nil, benignRetry("MCP task unchanged; next poll scheduled", errTypePollUnchanged, delay)
 	}
 	out := &PollOutput{Snapshot: &snap, Fingerprint: fp, PolledAt: polledAt, Polls: polls}
 	if d, ok := a.Driver.(mcpflow.InputDriver); ok && snap.InputAnswerable && d.HoldsQuestion(in.Ref) {
@@ -521,6 +474,56 @@ func (a *Activities) Poll(ctx context.Context, in PollInput) (*PollOutput, error
 		return a.reportChange(ctx, in, pollProgress{Idle: prog.Idle, errorsBefore: prog.Errors}, out, true)
 	}
 	return a.changed(ctx, in, out)
+}
+
+// pollStart returns the progress an earlier attempt of this Poll recorded
+// (or the workflow's count), after reporting a change whose report did not
+// get through (a reporting poll: the attempt then polls nothing if it
+// still does not).
+func (a *Activities) pollStart(ctx context.Context, in PollInput, report bool) (pollProgress, error) {
+	prog := pollProgress{Errors: in.ConsecutiveErrors, LastError: in.LastPollError}
+	if activity.HasHeartbeatDetails(ctx) {
+		var p pollProgress
+		if err := activity.GetHeartbeatDetails(ctx, &p); err == nil {
+			prog = p
+		}
+	}
+	if report && prog.Unreported != nil { // written, but its report did not get through
+		if err := a.report(ctx, in, prog.Unreported); err != nil {
+			prog.Idle++ // this attempt polls nothing
+			activity.RecordHeartbeat(ctx, prog)
+			return prog, err
+		}
+		prog.Unreported = nil
+		activity.RecordHeartbeat(ctx, prog)
+	}
+	return prog, nil
+}
+
+// pollFailed counts a failed poll (out: its error text, time and calls).
+// What the API shows reaches the workflow and is recorded: a new
+// last_poll_error text (the first error included, spec §7 scenario 49)
+// and the step into degraded tracking. A repeated identical error changes
+// nothing visible and only waits its backoff (a reporting poll counts it
+// in the row, so a poll stopped now loses none).
+func (a *Activities) pollFailed(ctx context.Context, in PollInput, prog pollProgress, report bool, out *PollOutput) (*PollOutput, error) {
+	n := prog.Errors
+	msg := *out.PollError
+	degradedBefore := in.Timing.TrackingDegraded(n)
+	prog.Errors = n + 1
+	changedText := prog.LastError == nil || *prog.LastError != msg
+	prog.LastError = &msg
+	out.ConsecutiveErrors = prog.Errors
+	visible := changedText || (in.Timing.TrackingDegraded(prog.Errors) && !degradedBefore)
+	switch {
+	case report:
+		return a.reportChange(ctx, in, prog, out, visible)
+	case visible:
+		return out, nil
+	}
+	a.touchPolled(ctx, in, out.PolledAt)
+	activity.RecordHeartbeat(ctx, prog)
+	return nil, benignRetry(msg, errTypePollError, in.Timing.ErrorBackoff(n))
 }
 
 // reportChange writes a change a reporting poll found (PollInput.Report),
@@ -565,10 +568,7 @@ func (a *Activities) reportChange(ctx context.Context, in PollInput, prog pollPr
 	out.PollCount = t.PollAttemptCount
 	if !signal {
 		activity.RecordHeartbeat(ctx, prog)
-		return nil, temporal.NewApplicationErrorWithOptions(*out.PollError, errTypePollError, temporal.ApplicationErrorOptions{
-			NextRetryDelay: delay,
-			Category:       temporal.ApplicationErrorCategoryBenign,
-		})
+		return nil, benignRetry(*out.PollError, errTypePollError, delay)
 	}
 	if err := a.report(ctx, in, out); err != nil {
 		prog.Unreported = out
@@ -579,10 +579,15 @@ func (a *Activities) reportChange(ctx context.Context, in PollInput, prog pollPr
 		// The error count goes on, or (recovered) starts again from 0.
 		activity.RecordHeartbeat(ctx, prog)
 	}
-	return nil, temporal.NewApplicationErrorWithOptions("MCP task change reported; next poll scheduled", errTypePollUnchanged, temporal.ApplicationErrorOptions{
-		NextRetryDelay: delay,
-		Category:       temporal.ApplicationErrorCategoryBenign,
-	})
+	return nil, benignRetry("MCP task change reported; next poll scheduled", errTypePollUnchanged, delay)
+}
+
+// benignRetry fails a Poll attempt on purpose: the next attempt runs after
+// delay, and Temporal neither records the wait in the history nor logs it
+// as a failure.
+func benignRetry(msg, typ string, delay time.Duration) error {
+	return temporal.NewApplicationErrorWithOptions(msg, typ, temporal.ApplicationErrorOptions{
+		NextRetryDelay: delay, Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // rowHolds reports whether the task's row shows snap already (what a

@@ -25,12 +25,11 @@ const pinnedScheduleToStart = time.Minute
 
 // TaskWorkflow runs one durable MCP task: it submits the remote task (the
 // "submit" update, sent with the start), persists the row, polls the remote
-// status with capped backoff until the task ends, and cancels it on the
-// "cancel" signal or a Temporal cancellation. The workflow owns its task's
-// row: it writes it, or (lean and report shapes, no webhook) the poll
-// activity it runs writes the changes it finds, one writer at a time; in
-// the report shape that activity signals each change ("report") and polls
-// on, and the workflow reads the row back whenever it stops it.
+// status with capped backoff in its history shape's loop (track) until the
+// task ends, and cancels it on the "cancel" signal or a Temporal
+// cancellation. The workflow owns its task's row: it writes it, or (lean
+// and report shapes, no webhook) the poll activity it runs writes the
+// changes it finds, one writer at a time (see the package doc).
 func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 	if in.Config.Shape > ShapeNewest {
 		// A panic fails the workflow task (the worker's default panic
@@ -39,6 +38,45 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 		panic(fmt.Sprintf("this mcpflow worker runs task shapes up to %d, but task %s was started with shape %d by a newer mcpflow: a worker of that version must run it",
 			ShapeNewest, in.TaskID, in.Config.Shape))
 	}
+	w := newTaskRun(ctx, in)
+	// Temporal cancellation is handled like the cancel signal: the work goes
+	// on in a context the cancellation does not reach, and the run ends as
+	// cancelled once the remote cancel is applied.
+	root, _ := workflow.NewDisconnectedContext(ctx)
+	if err := w.listen(ctx, root); err != nil {
+		return nil, err
+	}
+	if !w.st.Submitted {
+		if out := w.awaitSubmit(root); out != nil {
+			if w.in.Config.Shape < ShapeReport {
+				return out, nil
+			}
+			return w.end(out)
+		}
+	}
+	if w.in.Config.Webhook {
+		workflow.Go(root, w.notify)
+	}
+	out, err := w.track(root)
+	if err == nil && !w.drain(root) {
+		err = errContinueAsNew // history grew while deliveries went on
+	}
+	if errors.Is(err, errContinueAsNew) {
+		return nil, w.continueAsNew(ctx, root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w.end(out)
+}
+
+// errContinueAsNew ends tracking when the run's history has grown long:
+// the task goes on in a new run.
+var errContinueAsNew = errors.New("continue as new")
+
+// newTaskRun starts the run's state: a new task's, or the one the run
+// before handed over.
+func newTaskRun(ctx workflow.Context, in TaskInput) *taskRun {
 	w := &taskRun{in: in, log: workflow.GetLogger(ctx)}
 	if in.State != nil {
 		w.st = *in.State
@@ -51,10 +89,13 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 			w.st.SearchStatus = mcpflow.StatusSubmitted // set by the start options
 		}
 	}
-	// Temporal cancellation is handled like the cancel signal: the work goes
-	// on in a context the cancellation does not reach, and the run ends as
-	// cancelled once the remote cancel is applied.
-	root, _ := workflow.NewDisconnectedContext(ctx)
+	return w
+}
+
+// listen sets up, on root, what the run hears: Temporal's cancellation
+// of ctx, the cancel, report and notify signals, the state query and the
+// input update.
+func (w *taskRun) listen(ctx, root workflow.Context) error {
 	workflow.Go(root, func(gctx workflow.Context) {
 		_ = workflow.Await(gctx, func() bool { return ctx.Err() != nil })
 		if w.st.Snapshot.Status.IsTerminal() {
@@ -81,44 +122,30 @@ func TaskWorkflow(ctx workflow.Context, in TaskInput) (*TaskOutcome, error) {
 		}
 	})
 	if err := workflow.SetQueryHandler(root, QueryState, func() (TaskState, error) { return w.st, nil }); err != nil {
-		return nil, err
+		return err
 	}
-	if err := w.setInputHandler(root); err != nil {
-		return nil, err
-	}
+	return w.setInputHandler(root)
+}
 
-	if !w.st.Submitted {
-		out, done := w.awaitSubmit(root)
-		if !done {
-			if w.st.NativeCancel && w.in.Config.Shape >= ShapeReport {
-				return out, temporal.NewCanceledError("cancelled through Temporal")
-			}
-			return out, nil
-		}
+// continueAsNew hands the task over to a new run once nothing is left in
+// flight: a delivery attempt, an accepted answer, an update handler.
+func (w *taskRun) continueAsNew(ctx, root workflow.Context) error {
+	// A delivery in flight finishes first (its outcome is recorded); a
+	// delivery waiting for its retry time waits in the next run.
+	_ = workflow.Await(root, func() bool { return !w.delivering })
+	if err := w.settleAnswer(root); err != nil {
+		return err
 	}
-	if w.in.Config.Webhook {
-		workflow.Go(root, w.notify)
-	}
-	out, err := w.track(root)
-	if err != nil {
-		return nil, err
-	}
-	if out != nil && !w.drain(root) {
-		out = nil // history grew while deliveries went on: continue as new
-	}
-	if out == nil { // continue-as-new
-		// A delivery in flight finishes first (its outcome is recorded);
-		// a delivery waiting for its retry time waits in the next run.
-		_ = workflow.Await(root, func() bool { return !w.delivering })
-		if err := w.settleAnswer(root); err != nil {
-			return nil, err
-		}
-		_ = workflow.Await(root, func() bool { return workflow.AllHandlersFinished(root) })
-		next := w.in
-		st := w.st
-		next.State = &st
-		return nil, workflow.NewContinueAsNewError(ctx, TaskWorkflowName, next)
-	}
+	_ = workflow.Await(root, func() bool { return workflow.AllHandlersFinished(root) })
+	next := w.in
+	st := w.st
+	next.State = &st
+	return workflow.NewContinueAsNewError(ctx, TaskWorkflowName, next)
+}
+
+// end returns the run's result: a task cancelled through Temporal ends
+// Canceled.
+func (w *taskRun) end(out *TaskOutcome) (*TaskOutcome, error) {
 	if w.st.NativeCancel {
 		return out, temporal.NewCanceledError("cancelled through Temporal")
 	}
@@ -129,9 +156,6 @@ type taskRun struct {
 	in        TaskInput
 	st        TaskState
 	log       interface{ Info(string, ...any) }
-	submitted bool // the submit update finished (successfully or not)
-	submitErr error
-	result    *SubmitResult
 	cancelled bool
 
 	// rowMu serializes row writes and every change of st.Notification:
@@ -143,6 +167,7 @@ type taskRun struct {
 	answer *pendingAnswer // an accepted answer to the task's question (input update)
 
 	reports workflow.ReceiveChannel // changes a reporting poll wrote (ShapeReport)
+	delay   time.Duration           // the next poll's wait (track)
 }
 
 // requestCancel records a cancel request. A repeated one sends no second
@@ -157,69 +182,67 @@ func (w *taskRun) requestCancel(ctx workflow.Context) {
 	w.cancelled = true
 }
 
-// awaitSubmit serves the submit update. It reports false when the task
-// ended without being tracked (submit failed, compensated, duplicate, or no
-// submit arrived).
-func (w *taskRun) awaitSubmit(ctx workflow.Context) (*TaskOutcome, bool) {
-	running := false
+// awaitSubmit serves the submit update. It returns the outcome of a task
+// that ended without being tracked (submit failed, compensated, duplicate,
+// or no submit arrived), nil once it is submitted.
+func (w *taskRun) awaitSubmit(ctx workflow.Context) *TaskOutcome {
+	running := false // a submit started (and may have finished)
+	var submitErr error
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSubmit,
 		func(uctx workflow.Context) (*SubmitResult, error) {
 			running = true
 			res, err := w.submit(uctx)
-			w.result, w.submitErr, w.submitted = res, err, true
+			submitErr = err
 			return res, err
 		},
 		workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error {
-			if running || w.submitted {
+			if running {
 				return errors.New("this task was already submitted")
 			}
 			return nil
 		}})
 	if err != nil {
-		msg := err.Error()
-		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+		return untracked(mcpflow.StatusFailed, err.Error())
 	}
 	// A submit that has started is waited for whatever its duration (a
 	// remote call may take up to lease_seconds): giving up on it would
 	// leave its remote task untracked and uncancelled.
-	ok := false
-	if w.in.Config.Shape >= ShapeLean {
+	yield := w.in.Config.Shape >= ShapeLean // the classic shape always waits with a timer
+	if yield {
 		// Update-with-start delivers the submit in the first workflow task:
 		// one yield lets its handler start, and only a workflow without
 		// one pays the bounded wait's timer (two events otherwise spent on
 		// every task).
 		yielded := false
 		_ = workflow.Await(ctx, func() bool {
-			done := running || w.submitted || yielded
+			done := running || yielded
 			yielded = true
 			return done
 		})
-		ok = running || w.submitted
 	}
 	// A cancel ends the wait (ShapeReport on): nothing remote exists yet.
 	cancelEnds := w.in.Config.Shape >= ShapeReport
-	if !ok {
+	if !yield || !running {
 		wctx, stopTimer := workflow.WithCancel(ctx) // so the timer does not outlive the wait
-		_, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool {
-			return running || w.submitted || (cancelEnds && w.cancelled)
-		})
+		_, _ = workflow.AwaitWithTimeout(wctx, 5*time.Minute, func() bool { return running || (cancelEnds && w.cancelled) })
 		stopTimer()
-		ok = running || w.submitted
 	}
-	if !ok && cancelEnds && w.cancelled {
-		msg := "cancelled before a submit request arrived"
-		return &TaskOutcome{Status: mcpflow.StatusCancelled, Error: &msg}, false
-	}
-	if !ok {
-		msg := "no submit request arrived"
-		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+	switch {
+	case !running && cancelEnds && w.cancelled:
+		return untracked(mcpflow.StatusCancelled, "cancelled before a submit request arrived")
+	case !running:
+		return untracked(mcpflow.StatusFailed, "no submit request arrived")
 	}
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-	if w.submitErr != nil {
-		msg := w.submitErr.Error()
-		return &TaskOutcome{Status: mcpflow.StatusFailed, Error: &msg}, false
+	if submitErr != nil {
+		return untracked(mcpflow.StatusFailed, submitErr.Error())
 	}
-	return nil, true
+	return nil
+}
+
+// untracked is the outcome of a task that ended before it was tracked.
+func untracked(status mcpflow.Status, msg string) *TaskOutcome {
+	return &TaskOutcome{Status: status, Error: &msg}
 }
 
 // submit runs the remote submit, bounds the answer and persists the row;
@@ -277,204 +300,18 @@ func (w *taskRun) compensate(ctx workflow.Context) {
 	}
 }
 
-// track polls until the task ends or is cancelled. It returns nil, nil
-// when the run should continue as new.
-func (w *taskRun) track(ctx workflow.Context) (*TaskOutcome, error) {
-	cfg := w.in.Config
-	delay, _ := cfg.Timing.NextPollDelay(w.st.Snapshot)
-	if w.st.ConsecutiveErrors > 0 { // a run continued as new keeps its error backoff
-		delay = cfg.Timing.ErrorBackoff(w.st.ConsecutiveErrors - 1)
-	}
-	for {
-		if w.st.Snapshot.Status.IsTerminal() {
-			return w.outcome(), nil
-		}
-		if w.cancelled {
-			return w.cancel(ctx)
-		}
-		if w.answerDue() {
-			if err := w.deliverAnswer(ctx); err != nil {
-				return nil, err
-			}
-			delay = 0
-			continue
-		}
-		in := activities.PollInput{
-			Ref: w.ref(), Timing: cfg.Timing, Bounds: cfg.Bounds, LastFingerprint: w.st.Fingerprint,
-			ConsecutiveErrors: w.st.ConsecutiveErrors, LastPollError: w.st.LastPollError,
-		}
-		opts := pollForever(cfg)
-		writes := w.pollWrites()
-		if cfg.Shape >= ShapeLean {
-			// The activity waits before its first remote call itself (a
-			// retry delay: no timer, no workflow task, no history).
-			in.Delay = delay
-		}
-		if writes {
-			// The activity writes a change to the row itself (no marker).
-			// A poll stopped by a cancel or an answer is waited for, so
-			// that a write it made is known before the workflow writes.
-			row := w.row(ctx)
-			in.Row, in.Notification = &row, w.st.Notification
-			opts.WaitForCancellation = true
-		}
-		// ShapeReport: the activity reports its changes by signal and polls
-		// on; only the terminal status, a cancel, an answer or a long
-		// history ends the wait below.
-		reports := writes && cfg.Shape >= ShapeReport
-		in.Report = reports
-		if cfg.Shape < ShapeLean && delay > 0 {
-			wctx, stopTimer := workflow.WithCancel(ctx)
-			_, _ = workflow.AwaitWithTimeout(wctx, delay, func() bool { return w.cancelled || w.answerDue() })
-			stopTimer()
-			if w.cancelled || w.answerDue() {
-				continue
-			}
-		}
-		pctx, stopPoll := workflow.WithCancel(ctx)
-		var out activities.PollOutput
-		fut := w.start(pctx, "poll status", opts, a.Poll, in)
-		long, reported := false, false
-		for {
-			// Like the other shapes, a run continues as new only after a
-			// change grew its history.
-			_ = workflow.Await(ctx, func() bool {
-				long = reported && w.long(ctx)
-				return fut.IsReady() || w.cancelled || w.answerDue() || long || (reports && w.reports.Len() > 0)
-			})
-			if !reports || !w.takeReports(ctx) {
-				break
-			}
-			reported = true
-			if w.st.Snapshot.Status.IsTerminal() {
-				return w.outcome(), nil // the run closes with the poll pending; nothing is left for it to do
-			}
-		}
-		if w.cancelled || w.answerDue() || long {
-			stopPoll() // an in-flight poll's result is discarded once cancel was requested or an answer arrived
-			if writes && fut.Get(ctx, &out) == nil && out.Notification != nil {
-				// It wrote before it stopped: the row and event state
-				// are its; the workflow's next write goes on from them.
-				w.apply(out)
-				w.st.Notification = *out.Notification
-			}
-			if reports {
-				if err := w.adoptRow(ctx); err != nil {
-					return nil, err
-				}
-			}
-			if long && !w.cancelled && !w.answerDue() {
-				return nil, nil
-			}
-			continue
-		}
-		err := fut.Get(ctx, &out)
-		stopPoll()
-		if err != nil && reports {
-			// It ended without completing (a capped retry, its worker gone):
-			// go on from what it wrote.
-			if aerr := w.adoptRow(ctx); aerr != nil {
-				return nil, aerr
-			}
-		}
-		if err != nil {
-			if w.rePin(ctx, err) {
-				delay = 0
-				continue
-			}
-			// The retry policy is unlimited, so this only happens where
-			// attempts are capped (the test environment caps them at 10):
-			// start a fresh poll after the delay the activity asked for.
-			if d, ok := retryDelay(err); ok {
-				delay = d
-				continue
-			}
-			return nil, fmt.Errorf("poll MCP task: %w", err)
-		}
-		w.apply(out)
-		if out.Notification != nil {
-			w.st.Notification = *out.Notification // the activity wrote the row
-		} else if err := w.persist(ctx, false, 0); err != nil {
-			return nil, err
-		}
-		w.upsertStatus(ctx)
-		delay = 0
-		if out.Snapshot != nil && out.ConsecutiveErrors == 0 {
-			delay, _ = cfg.Timing.NextPollDelay(w.st.Snapshot)
-		} else if out.PollError != nil {
-			delay = cfg.Timing.ErrorBackoff(out.ConsecutiveErrors - 1)
-		}
-		if !w.st.Snapshot.Status.IsTerminal() && !w.cancelled && w.long(ctx) {
-			return nil, nil
-		}
-	}
-}
-
 // long reports whether the run's history is long enough to continue as new.
 func (w *taskRun) long(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > maxEventsPerRun
 }
 
-// takeReports applies the changes a reporting poll signalled, in order,
-// and reports whether there were any. The activity wrote each one to the
-// row already.
-func (w *taskRun) takeReports(ctx workflow.Context) bool {
-	took := false
-	for {
-		var out activities.PollOutput
-		if !w.reports.ReceiveAsync(&out) {
-			return took
-		}
-		took = true
-		w.apply(out)
-		w.st.PollCount = out.PollCount
-		if out.Notification != nil {
-			w.st.Notification = *out.Notification
-		}
-		w.upsertStatus(ctx)
-	}
-}
-
-// adoptRow takes what a stopped reporting poll wrote: its reports, then
-// the row itself, which also holds a write whose report never arrived (a
-// local activity: one marker, only when a poll is stopped).
-func (w *taskRun) adoptRow(ctx workflow.Context) error {
-	w.takeReports(ctx)
-	opts := workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: w.in.Config.Timing.MaxPollBackoff},
-		Summary: "read the task row the poll wrote",
-	}
-	var rs activities.RowState
-	if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), a.ReadRow, w.in.TaskID).Get(ctx, &rs); err != nil {
-		return err
-	}
-	if rs.Fingerprint != w.st.Fingerprint { // the same content keeps its poll hint
-		w.st.Snapshot, w.st.Fingerprint = rs.Snapshot, rs.Fingerprint
-	}
-	w.st.Notification = rs.Notification
-	w.st.PollCount = rs.PollCount
-	w.st.LastPolledAt = rs.LastPolledAt
-	w.st.ConsecutiveErrors = rs.ConsecutiveErrors
-	w.st.LastPollError = rs.LastPollError
-	if rs.CompletedAt != nil {
-		w.st.CompletedAt = rs.CompletedAt
-	}
-	w.upsertStatus(ctx)
-	return nil
-}
-
-// pollWrites reports whether the poll activity writes a changed snapshot
-// to the row itself: in the lean shape, when no webhook notifier writes the
-// row concurrently (its delivery state would race with the activity's).
-func (w *taskRun) pollWrites() bool {
-	return w.in.Config.Shape >= ShapeLean && !w.in.Config.Webhook
-}
-
-// apply folds a poll result into the state.
+// apply folds a poll result into the state, with the event state of a
+// poll that wrote the row itself.
 func (w *taskRun) apply(out activities.PollOutput) {
+	if out.Notification != nil {
+		w.st.Notification = *out.Notification
+	}
 	at := out.PolledAt
 	w.st.LastPolledAt = &at
 	w.st.PollCount += out.Polls
@@ -519,7 +356,7 @@ func (w *taskRun) cancel(ctx workflow.Context) (*TaskOutcome, error) {
 			// Backoff counts from the failed attempt: poll_interval × 2^n, capped.
 			_ = workflow.Sleep(ctx, w.in.Config.Timing.ErrorBackoff(w.st.CancelAttempts-1))
 			if w.long(ctx) {
-				return nil, nil
+				return nil, errContinueAsNew
 			}
 			continue
 		}

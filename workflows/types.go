@@ -75,18 +75,11 @@ type TaskConfig struct {
 	// inbox append is the delivery. The URL and secret are not part of the
 	// workflow's input.
 	Webhook bool
-	// Shape is the history shape the task runs with, fixed when it starts
-	// (and kept across continue-as-new), so that a task started by an
-	// older mcpflow replays its recorded commands: 0 (absent) waits for
-	// each poll with a workflow timer and upserts the status search
-	// attribute after every change; ShapeLean (1) lets the poll activity
-	// wait for its first attempt itself (no timer), has it write a changed
-	// snapshot to the row where the poll happens when no webhook is
-	// configured (no marker), and upserts only when the status changes;
-	// ShapeReport (2) keeps that poll activity running across changes: it
-	// signals each change it wrote (SignalReport) and polls on, so a change
-	// costs a signal and a workflow task, and the run closes on the
-	// terminal report with the poll pending.
+	// Shape is the history shape the task runs with: 0 (absent, the
+	// classic shape), ShapeLean or ShapeReport. It is fixed when the task
+	// starts (and kept across continue-as-new), so that a task started by
+	// an older mcpflow replays its recorded commands; the package doc says
+	// what each shape's polling loop emits.
 	Shape int `json:",omitempty"`
 }
 

@@ -346,9 +346,12 @@ func TestParamsErrors(t *testing.T) {
 		`{"name":"x","_meta":"secret-xyz"}`: "invalid params for tools/call: _meta must be an object",
 		`[1]`:                               "params must be an object",
 	} {
-		c := &call{msg: &message{Method: "tools/call", Params: json.RawMessage(body)}}
-		var p callParams
-		err := c.params(&p)
+		msg, ok := decodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + body + `}`))
+		require.True(t, ok, body)
+		err := msg.paramsErr
+		if err == nil {
+			_, err = msg.callArguments()
+		}
 		require.NotNil(t, err, body)
 		require.Equal(t, want, err.Message, body)
 		require.NotContains(t, err.Message, "secret-xyz", "input values are never echoed")

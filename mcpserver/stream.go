@@ -183,7 +183,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 		}
 		after = n
 	} else {
-		n, err := s.opts.Events.LatestEventSeq(r.Context(), sessThread(sess))
+		n, err := s.opts.Events.LatestEventSeq(r.Context(), sessThread(sess.MCPSession))
 		if err != nil {
 			s.log.Error("MCP stream: could not read the thread inbox", "request_id", w.Header().Get("X-Request-ID"), "error", err)
 			writeHTTPError(w, http.StatusServiceUnavailable, nil, mcp.INTERNAL_ERROR, "the stream could not start; retry shortly")
@@ -209,13 +209,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 	if err := out.write([]byte("id: " + strconv.FormatInt(after, 10) + "\ndata: \n\n")); err != nil {
 		return
 	}
-	release := s.watch.hold(sessThread(sess))
+	release := s.watch.hold(sessThread(sess.MCPSession))
 	defer release()
 	keep := time.NewTicker(s.opts.KeepAlive)
 	defer keep.Stop()
 	for {
-		changed := s.watch.next(sessThread(sess))
-		evs, err := s.opts.Events.ListEvents(ctx, sessThread(sess), after, streamPage)
+		changed := s.watch.next(sessThread(sess.MCPSession))
+		evs, err := s.opts.Events.ListEvents(ctx, sessThread(sess.MCPSession), after, streamPage)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("MCP stream: could not read the thread inbox", "error", err)

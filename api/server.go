@@ -152,6 +152,15 @@ func New(opts Options) *Server {
 		s.engine = e
 		return s
 	}
+	s.routes(e)
+	s.engine = e
+	return s
+}
+
+// routes adds the routes of a full server (not a worker's health-only
+// one), by the capabilities Options enable.
+func (s *Server) routes(e *gin.Engine) {
+	opts := s.opts
 	e.GET("/openapi.json", s.openAPI)
 	s.addOAuthRoutes(e)
 	e.GET("/api/features", s.features)
@@ -193,9 +202,6 @@ func New(opts Options) *Server {
 		admin.PATCH("/mcp/config", s.patchConfig)
 		admin.POST("/mcp/config/servers", s.addServers)
 	}
-
-	s.engine = e
-	return s
 }
 
 // Handler returns the http.Handler of the API.

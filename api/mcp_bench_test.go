@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/api"
+	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/mcpserver"
 	"github.com/mcpflow/mcpflow/store"
 )
@@ -131,4 +133,76 @@ func BenchmarkToolCallHTTPUpstream(b *testing.B) {
 		})
 		reportCPU(b, cpu)
 	})
+}
+
+// BenchmarkMCPToolCallUpstream is one MCP tools/call through the whole of
+// mcpflow's edge (API middleware, the MCP endpoint, the runtime, mcp-go's
+// client) to the demo server over streamable HTTP, which runs as its own
+// process: a 2025-11-25 client on a session and a stateless 2026-07-28
+// client, side by side. allocs/op and cpu-µs/op are mcpflow's alone
+// (go test -run XXX -bench MCPToolCallUpstream -benchmem ./api/; add
+// -cpuprofile to see where the CPU goes).
+func BenchmarkMCPToolCallUpstream(b *testing.B) {
+	url, _ := startDemoHTTP(b, "http")
+	dir := b.TempDir()
+	db, err := store.Open(context.Background(), store.BackendSQLite, filepath.Join(dir, "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	ext, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"demo": map[string]any{"type": "http", "url": url}}})
+	path := filepath.Join(dir, "extensions_config.json")
+	if err := os.WriteFile(path, ext, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt := mcpclient.NewRuntime(mcpclient.Options{ExtensionsPath: path, WorkspaceRoot: filepath.Join(dir, "workspace"), Logger: quiet})
+	b.Cleanup(func() { _ = rt.Close() })
+	auth, _ := api.NewAuthenticator(api.AuthConfig{Users: []api.UserToken{{UserID: "alice", Token: aliceToken}}})
+	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: rt, Logger: quiet,
+		MCP: mcpserver.New(mcpserver.Options{Tools: rt, Sessions: db, Events: db, Logger: quiet})})
+	h := srv.Handler()
+	do := func(headers map[string]string, body string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", "/mcp/threads/bench", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+aliceToken)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range headers {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	init := do(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"bench","version":"1"}}}`)
+	session := init.Header().Get("Mcp-Session-Id")
+	if session == "" {
+		b.Fatal(init.Body.String())
+	}
+	legacy := map[string]string{"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+	legacyBody := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo_echo","arguments":{"message":"hello"}}}`
+	modern := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "demo_echo"}
+	modernBody := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"demo_echo","arguments":{"message":"hello"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`
+	for _, c := range []struct {
+		name    string
+		headers map[string]string
+		body    string
+	}{{"2025-11-25", legacy, legacyBody}, {"2026-07-28", modern, modernBody}} {
+		if w := do(c.headers, c.body); w.Code != 200 || !strings.Contains(w.Body.String(), `"text":"hello"`) { // discovery, the upstream session
+			b.Fatal(c.name, w.Code, w.Body.String())
+		}
+		b.Run(c.name, func(b *testing.B) {
+			cpu := processCPU()
+			for b.Loop() {
+				if w := do(c.headers, c.body); w.Code != 200 {
+					b.Fatal(w.Body.String())
+				}
+			}
+			if used := processCPU() - cpu; used > 0 {
+				b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/op")
+			}
+		})
+	}
 }

@@ -2,7 +2,8 @@
 // agent hosts over streamable HTTP, in two revisions at the same URLs.
 //
 //   - 2025-11-25 (and 2025-06-18, 2025-03-26, 2024-11-05, negotiated by
-//     initialize): a session per client (server.go, session.go); durable
+//     initialize): a session per client (server.go, session.go), its
+//     client's capabilities decoded once per session; durable
 //     tasks as MCP Tasks: a task-augmented call of a durable tool answers
 //     CreateTaskResult with the local task id once the remote submit
 //     succeeded and the row is stored, and tasks/get, tasks/list,
@@ -33,7 +34,10 @@
 // any replica answers any request and a restart loses nothing.
 //
 // It implements the transport and the JSON-RPC dispatch itself, with
-// mcp-go's protocol types (package mcp). mcp-go's server does not fit here:
+// mcp-go's protocol types (package mcp): a message is decoded once, params
+// included (jsonrpc.go), Server.post reads, validates the envelope and
+// routes, and each method has one handler in a table per revision over
+// the shared core (handlers.go). mcp-go's server does not fit here:
 // it keeps tasks in a process-local map under ids of its own, runs task
 // handlers asynchronously on the request's context, and registers tools
 // statically, while mcpflow's tools are discovered per user and thread and

@@ -19,16 +19,6 @@ import (
 // from it alone.
 const elicitationPrefix = "mcpflow-input:"
 
-// clientElicits reports whether a client declared the elicitation
-// capability (its capabilities: the session's, or a 2026-07-28 request's
-// own).
-func clientElicits(caps json.RawMessage) bool {
-	var c struct {
-		Elicitation json.RawMessage `json:"elicitation"`
-	}
-	return json.Unmarshal(caps, &c) == nil && len(c.Elicitation) > 0 && !bytes.Equal(c.Elicitation, []byte("null"))
-}
-
 // elicitationID names a task's current question by the task's question
 // number (mcpflow.Task.QuestionSeq), which changes only when the task asks
 // a new question: each question is asked once per stream, and its answer

@@ -3,8 +3,11 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -37,14 +40,44 @@ const (
 )
 
 // message is one incoming JSON-RPC message: a request (id and method), a
-// notification (method only) or a response (id and result or error).
+// notification (method only) or a response (id and result or error). It
+// is decoded once (decodeMessage), params included: the handlers read the
+// fields of params, never the body again.
 type message struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id,omitempty"`
 	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
+	Params  params          `json:"params"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   json.RawMessage `json:"error,omitempty"`
+	// paramsErr is the -32602 of params that are not of the method's
+	// shape, which its handler answers where it reads them.
+	paramsErr *rpcError
+}
+
+// params are the params of every method mcpflow serves, in one struct:
+// each handler reads its own fields. Arguments stay raw (callArguments).
+type params struct {
+	// tools/call
+	Name      *string                    `json:"name"`
+	Arguments json.RawMessage            `json:"arguments"`
+	Task      *mcp.TaskParams            `json:"task"`
+	Meta      map[string]json.RawMessage `json:"_meta"` // also the 2026-07-28 envelope
+	// tools/call (2026-07-28 retry) and tasks/update
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   string          `json:"requestState"`
+	// tasks/*
+	TaskID *string `json:"taskId"`
+	// tools/list, tasks/list
+	Cursor *string `json:"cursor"`
+	// subscriptions/listen
+	Notifications *json.RawMessage `json:"notifications"`
+	// initialize
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ClientInfo      json.RawMessage `json:"clientInfo"`
+	// notifications/cancelled
+	RequestID json.RawMessage `json:"requestId"`
 }
 
 func (m *message) isRequest() bool      { return hasID(m.ID) && m.Method != "" }
@@ -52,6 +85,128 @@ func (m *message) isNotification() bool { return !hasID(m.ID) && m.Method != "" 
 
 func hasID(id json.RawMessage) bool {
 	return len(id) > 0 && !bytes.Equal(bytes.TrimSpace(id), []byte("null"))
+}
+
+// decodeMessage decodes a request body in one pass; false when it is not
+// a JSON-RPC message (not JSON, or jsonrpc or method not strings). A value
+// of the wrong type in params leaves the field unset; only the fields the
+// method reads make its paramsErr, named as a decoding of those alone
+// names them (the slow path of malformed params).
+func decodeMessage(body []byte) (*message, bool) {
+	msg := &message{}
+	err := json.Unmarshal(body, msg)
+	if err == nil {
+		return msg, true
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return nil, false
+	}
+	var raw struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &raw) != nil {
+		return nil, false
+	}
+	msg.paramsErr = paramsProblem(raw.Method, raw.Params)
+	return msg, true
+}
+
+// paramsProblem is the -32602 of a method's params that are not of its
+// shape: what decoding them into the fields the method reads says.
+func paramsProblem(method string, raw json.RawMessage) *rpcError {
+	var v any
+	switch method {
+	case string(mcp.MethodToolsCall):
+		v = &struct {
+			Name         string          `json:"name"`
+			Arguments    map[string]any  `json:"arguments"`
+			Task         *mcp.TaskParams `json:"task"`
+			Meta         map[string]any  `json:"_meta"`
+			RequestState string          `json:"requestState"`
+		}{}
+	case string(mcp.MethodToolsList), string(mcp.MethodTasksList):
+		v = &struct {
+			Cursor *string `json:"cursor"`
+		}{}
+	case string(mcp.MethodTasksGet), string(mcp.MethodTasksCancel), string(mcp.MethodTasksResult):
+		v = &struct {
+			TaskID string `json:"taskId"`
+		}{}
+	case "tasks/update":
+		v = &struct {
+			TaskID         string                     `json:"taskId"`
+			InputResponses map[string]json.RawMessage `json:"inputResponses"`
+		}{}
+	case "subscriptions/listen":
+		v = &struct {
+			Notifications *json.RawMessage `json:"notifications"`
+		}{}
+	case string(mcp.MethodInitialize):
+		v = &struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}{}
+	default:
+		return nil
+	}
+	return decodeParams(method, raw, v)
+}
+
+// decodeParams decodes params into v; absent params decode as {}.
+func decodeParams(method string, raw json.RawMessage, v any) *rpcError {
+	p := bytes.TrimSpace(raw)
+	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
+		return nil
+	}
+	if p[0] != '{' {
+		return invalidParams("params must be an object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(p))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return invalidParams("invalid params for %s: %s", method, jsonErrorText(err))
+	}
+	return nil
+}
+
+// callArguments are a tools/call's arguments as the runtime takes them (nil
+// when absent); numbers are json.Number, so an integer beyond 2^53 reaches
+// the MCP server as the client wrote it.
+func (m *message) callArguments() (map[string]any, *rpcError) {
+	raw := bytes.TrimSpace(m.Params.Arguments)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, invalidParams("invalid params for %s: arguments must be an object", m.Method)
+	}
+	// one decode: the runtime takes a map
+	var args map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		return nil, invalidParams("invalid params for %s: %s", m.Method, jsonErrorText(err))
+	}
+	return args, nil
+}
+
+// rawString is the string a JSON value holds; false when it holds none.
+func rawString(raw json.RawMessage) (string, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true // no escapes: the common case, without a decoder
+	}
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// isNull reports whether raw is absent or JSON null.
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
 }
 
 // rpcError is a JSON-RPC error object.
@@ -119,4 +274,35 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // status and a JSON-RPC error body (id null, or the request's id).
 func writeHTTPError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
 	writeJSON(w, status, newResponse(id, nil, &rpcError{Code: code, Message: msg}))
+}
+
+// jsonErrorText describes a decoding error without echoing input values.
+func jsonErrorText(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return te.Field + " must be " + jsonKind(te.Type)
+		}
+		return "wrong type"
+	}
+	return "malformed JSON"
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Interface:
+		return "a JSON value"
+	}
+	return "a number"
 }

@@ -33,25 +33,23 @@ type listenFilter struct {
 // stream or the server stops; then the listen result ends it. The changes
 // come from the thread inbox, so they reach the stream from any replica.
 // The stream holds one of the user's stream slots.
-func (c *call) listen(ctx context.Context) *modernError {
-	var p struct {
-		Notifications *json.RawMessage `json:"notifications"`
+func (c *call) listen(ctx context.Context) (any, *rpcError) {
+	if c.msg.paramsErr != nil {
+		return nil, c.msg.paramsErr
 	}
-	if err := c.params(&p); err != nil {
-		return &modernError{status: http.StatusOK, err: err}
-	}
-	if p.Notifications == nil || !isJSONObject(*p.Notifications) {
-		return refuse(http.StatusOK, mcp.INVALID_PARAMS, nil, "params.notifications (the subscription filter) is required and must be an object")
+	n := c.msg.Params.Notifications
+	if n == nil || !isJSONObject(*n) {
+		return nil, invalidParams("params.notifications (the subscription filter) is required and must be an object")
 	}
 	var f listenFilter
-	if err := json.Unmarshal(*p.Notifications, &f); err != nil {
-		return refuse(http.StatusOK, mcp.INVALID_PARAMS, nil, "params.notifications.taskIds must be an array of task ids")
+	if err := json.Unmarshal(*n, &f); err != nil {
+		return nil, invalidParams("params.notifications.taskIds must be an array of task ids")
 	}
-	if len(f.TaskIDs) > 0 && !declares(c.caps, ExtTasks) {
-		return needTasksExt("subscriptions/listen with taskIds")
+	if len(f.TaskIDs) > 0 && !c.caps().tasksExt {
+		return c.refuse(needTasksExt("subscriptions/listen with taskIds"))
 	}
 	if len(f.TaskIDs) > maxListenTasks {
-		return refuse(http.StatusOK, mcp.INVALID_PARAMS, nil, "params.notifications.taskIds: at most %d tasks per subscription", maxListenTasks)
+		return nil, invalidParams("params.notifications.taskIds: at most %d tasks per subscription", maxListenTasks)
 	}
 	honored := []string{}
 	if c.s.tasksEnabled() {
@@ -71,7 +69,7 @@ func (c *call) listen(ctx context.Context) *modernError {
 	if !ok {
 		c.answered = true
 		tooMany(c.w, c.msg.ID, "too many streams open for this user (server.max_mcp_streams_per_user): close a subscription or retry shortly")
-		return nil
+		return nil, nil
 	}
 	defer release()
 	c.answered = true
@@ -79,15 +77,13 @@ func (c *call) listen(ctx context.Context) *modernError {
 	out := newSSEWriter(c.w)
 	out.start()
 	if out.event("", ack) != nil {
-		return nil
+		return nil, nil
 	}
-	if len(honored) == 0 {
-		_ = out.event("", end)
-		return nil
+	if len(honored) > 0 {
+		c.s.followTasks(ctx, c, honored, subMeta, out)
 	}
-	c.s.followTasks(ctx, c, honored, subMeta, out)
 	_ = out.event("", end)
-	return nil
+	return nil, nil
 }
 
 // followTasks sends notifications/tasks for the tasks ids (of the call's

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -15,10 +16,10 @@ import (
 func TestReadMetaIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	var tc mcpflow.ToolCall
-	require.Nil(t, readMeta(map[string]any{"io.mcpflow/idempotency-key": "retry-7f3a"}, &tc))
+	require.Nil(t, readMeta(map[string]json.RawMessage{"io.mcpflow/idempotency-key": json.RawMessage(`"retry-7f3a"`)}, &tc))
 	require.Equal(t, "retry-7f3a", tc.IdempotencyKey)
 	tc = mcpflow.ToolCall{}
-	require.Nil(t, readMeta(map[string]any{}, &tc))
+	require.Nil(t, readMeta(map[string]json.RawMessage{}, &tc))
 	require.Empty(t, tc.IdempotencyKey)
 
 	for _, c := range []struct {
@@ -30,7 +31,8 @@ func TestReadMetaIdempotencyKey(t *testing.T) {
 		{strings.Repeat("k", 256), `_meta["io.mcpflow/idempotency-key"] must be 1 to 255 characters long (got 256)`},
 		{"a b", `_meta["io.mcpflow/idempotency-key"] must be printable ASCII without spaces (character 2 is not)`},
 	} {
-		err := readMeta(map[string]any{"io.mcpflow/idempotency-key": c.v}, &mcpflow.ToolCall{})
+		v, _ := json.Marshal(c.v)
+		err := readMeta(map[string]json.RawMessage{"io.mcpflow/idempotency-key": v}, &mcpflow.ToolCall{})
 		require.NotNil(t, err, "%v", c.v)
 		require.Equal(t, -32602, err.Code)
 		require.Equal(t, c.msg, err.Message)

@@ -67,28 +67,14 @@ type envelope struct {
 	taskID     *string // params.taskId (Mcp-Name of tasks/*)
 }
 
-// modernClaim reads the request's _meta and reports whether the request is
+// envelope reads the request's _meta and reports whether the request is
 // a 2026-07-28 one: its _meta names a protocol version, or its
 // MCP-Protocol-Version header names 2026-07-28 or later.
-func modernClaim(r *http.Request, msg *message) (envelope, bool) {
-	var env envelope
-	var p struct {
-		Meta   map[string]json.RawMessage `json:"_meta"`
-		Name   json.RawMessage            `json:"name"`
-		TaskID json.RawMessage            `json:"taskId"`
-	}
-	if len(msg.Params) > 0 && json.Unmarshal(msg.Params, &p) == nil {
-		env.name, env.taskID = jsonString(p.Name), jsonString(p.TaskID)
-	} else {
-		p.Meta = nil
-	}
-	if p.Meta != nil {
-		env.meta = p.Meta
-		if raw, ok := p.Meta[metaProtocol]; ok {
-			env.hasVersion = true
-			_ = json.Unmarshal(raw, &env.version)
-		}
-		env.caps = p.Meta[metaClientCaps]
+func (m *message) envelope(r *http.Request) (envelope, bool) {
+	env := envelope{meta: m.Params.Meta, caps: m.Params.Meta[metaClientCaps], name: m.Params.Name, taskID: m.Params.TaskID}
+	if raw, ok := env.meta[metaProtocol]; ok {
+		env.hasVersion = true
+		env.version, _ = rawString(raw)
 	}
 	return env, env.hasVersion || mcp.IsModernProtocol(r.Header.Get(HeaderProtocolVersion))
 }
@@ -103,11 +89,6 @@ func refuse(status, code int, data any, format string, args ...any) *modernError
 	e := &rpcError{Code: code, Message: fmt.Sprintf(format, args...), Data: data}
 	return &modernError{status: status, err: e}
 }
-
-// modernMethods are the methods a 2026-07-28 request may name; tasks/* and
-// subscriptions/listen with task ids need the Tasks extension declared.
-var modernMethods = []string{"server/discover", string(mcp.MethodToolsList), string(mcp.MethodToolsCall),
-	"subscriptions/listen", string(mcp.MethodTasksGet), "tasks/update", string(mcp.MethodTasksCancel)}
 
 // checkModern validates a 2026-07-28 request in the order the revision
 // and its conformance suite expect: the protocol version header against
@@ -157,7 +138,7 @@ func (s *Server) checkModern(r *http.Request, msg *message, env envelope) *moder
 				headerName, truncate(decoded, 100), truncate(want, 100))
 		}
 	}
-	if !slices.Contains(modernMethods, msg.Method) {
+	if _, ok := modernHandlers[msg.Method]; !ok {
 		return refuse(http.StatusNotFound, mcp.METHOD_NOT_FOUND, nil, "Method not found: %s", truncate(msg.Method, 100))
 	}
 	return nil
@@ -181,27 +162,9 @@ func nameOf(method string, env envelope) (string, bool) {
 	return "", false
 }
 
-// jsonString returns the string raw holds, nil when it holds none.
-func jsonString(raw json.RawMessage) *string {
-	var v string
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	return &v
-}
-
 func isJSONObject(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
-}
-
-// declares reports whether a request's client capabilities declare the
-// extension id (capabilities.extensions[id] is an object).
-func declares(caps json.RawMessage, id string) bool {
-	var c struct {
-		Extensions map[string]json.RawMessage `json:"extensions"`
-	}
-	return json.Unmarshal(caps, &c) == nil && isJSONObject(c.Extensions[id])
 }
 
 // needTasksExt is the -32021 of a request that needs the Tasks extension
@@ -231,43 +194,8 @@ func (s *Server) modern(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 		writeJSON(w, e.status, newResponse(msg.ID, nil, e.err))
 		return
 	}
-	c := &call{s: s, w: w, r: r, req: req, msg: msg, caps: env.caps, modern: true}
-	ctx := r.Context()
-	var result any
-	var rerr *rpcError
-	var refusal *modernError
-	switch msg.Method {
-	case "server/discover":
-		result = s.discover(ctx, req, c.requestID())
-	case string(mcp.MethodToolsList):
-		result, rerr = c.listTools(ctx)
-	case string(mcp.MethodToolsCall):
-		result, rerr = c.callTool(ctx)
-	case "subscriptions/listen":
-		refusal = c.listen(ctx)
-	case string(mcp.MethodTasksGet), "tasks/update", string(mcp.MethodTasksCancel):
-		switch {
-		case !s.tasksEnabled():
-			refusal = refuse(http.StatusNotFound, mcp.METHOD_NOT_FOUND, nil, "%s: durable tasks are not enabled on this mcpflow (mcp_tasks.enabled)", msg.Method)
-		case !declares(env.caps, ExtTasks):
-			refusal = needTasksExt(msg.Method)
-		case msg.Method == string(mcp.MethodTasksGet):
-			result, rerr = c.getTaskExt(ctx)
-		case msg.Method == "tasks/update":
-			result, rerr = c.updateTaskExt(ctx)
-		default:
-			result, rerr = c.cancelTaskExt(ctx)
-		}
-	}
-	switch {
-	case c.answered:
-	case refusal != nil:
-		c.reply(refusal.status, newResponse(msg.ID, nil, refusal.err))
-	case rerr != nil:
-		c.reply(http.StatusOK, newResponse(msg.ID, nil, rerr))
-	default:
-		c.reply(http.StatusOK, newResponse(msg.ID, s.modernResult(result), nil))
-	}
+	c := &call{s: s, w: w, r: r, req: req, msg: msg, capsRaw: env.caps, modern: true}
+	c.serve(r.Context(), modernHandlers[msg.Method])
 }
 
 // modernResult stamps a result for 2026-07-28: resultType (complete unless
@@ -315,7 +243,8 @@ type modernCallResult struct {
 // (tools; the Tasks extension when the task runtime runs here), the
 // thread's routing hints as instructions, and cache hints (per user and
 // thread, so private; not cached, as the configuration may change).
-func (s *Server) discover(ctx context.Context, req *mcpflow.MCPRequest, requestID string) any {
+func (c *call) discover(ctx context.Context) (any, *rpcError) {
+	s, req := c.s, c.req
 	caps := map[string]any{"tools": map[string]any{}}
 	if s.tasksEnabled() {
 		caps["extensions"] = map[string]any{ExtTasks: map[string]any{}}
@@ -326,7 +255,7 @@ func (s *Server) discover(ctx context.Context, req *mcpflow.MCPRequest, requestI
 			res["instructions"] = hints
 		}
 	} else {
-		s.log.Warn("MCP server/discover: could not list the thread's tools for the instructions", "request_id", requestID, "error", err)
+		s.log.Warn("MCP server/discover: could not list the thread's tools for the instructions", "request_id", c.requestID(), "error", err)
 	}
-	return res
+	return res, nil
 }

@@ -139,17 +139,11 @@ func (c *call) getTaskExt(ctx context.Context) (any, *rpcError) {
 // before the acknowledgement; keys that name no open question (an earlier
 // one, or one never asked) are ignored, as the extension says.
 func (c *call) updateTaskExt(ctx context.Context) (any, *rpcError) {
-	var p struct {
-		TaskID         string                     `json:"taskId"`
-		InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	var responses map[string]json.RawMessage
+	if raw := c.msg.Params.InputResponses; c.msg.paramsErr == nil && !isNull(raw) && json.Unmarshal(raw, &responses) != nil {
+		return nil, invalidParams("invalid params for %s: inputResponses must be an object", c.msg.Method)
 	}
-	if err := c.params(&p); err != nil {
-		return nil, err
-	}
-	if p.TaskID == "" {
-		return nil, invalidParams("taskId is required")
-	}
-	t, rerr := c.ownTask(ctx, p.TaskID)
+	t, rerr := c.paramTask(ctx)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -157,9 +151,9 @@ func (c *call) updateTaskExt(ctx context.Context) (any, *rpcError) {
 		return struct{}{}, nil
 	}
 	if all, ok := t.InputRequired[mcpflow.InputRequestsKey].(map[string]any); ok && len(all) > 0 {
-		return c.updateRequests(ctx, t, all, p.InputResponses)
+		return c.updateRequests(ctx, t, all, responses)
 	}
-	raw, ok := p.InputResponses[questionKey(t)]
+	raw, ok := responses[questionKey(t)]
 	if !ok {
 		return struct{}{}, nil
 	}

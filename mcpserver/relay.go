@@ -94,10 +94,11 @@ func relayID(id json.RawMessage) (string, bool) {
 
 // relay builds the call's relay (see the top of this file) from its
 // params.
-func (c *call) relay(p *callParams) *mcpflow.CallRelay {
+func (c *call) relay() *mcpflow.CallRelay {
+	p := &c.msg.Params
 	r := &mcpflow.CallRelay{}
 	if c.modern {
-		r.ClientCapabilities = c.caps
+		r.ClientCapabilities = c.capsRaw
 		if len(r.ClientCapabilities) == 0 || string(r.ClientCapabilities) == "null" {
 			r.ClientCapabilities = json.RawMessage(`{}`)
 		}
@@ -105,52 +106,18 @@ func (c *call) relay(p *callParams) *mcpflow.CallRelay {
 		r.InputResponses = nullToEmpty(p.InputResponses)
 		r.RequestState = p.RequestState
 	} else {
-		r.ClientCapabilities = c.legacyCaps()
-		if acceptsSSE(c.r) && c.session != "" && len(c.declared()) > 0 {
+		r.ClientCapabilities = c.caps().upstream
+		if acceptsSSE(c.r) && c.session != "" && len(c.caps().answers) > 0 {
 			r.Ask = c.ask
 		}
 	}
-	if token := p.Meta["progressToken"]; token != nil && acceptsSSE(c.r) {
+	if token := p.Meta["progressToken"]; !isNull(token) && acceptsSSE(c.r) {
 		r.Progress = func(params map[string]any) {
 			params["progressToken"] = token
 			_ = c.notify(notification{JSONRPC: mcp.JSONRPC_VERSION, Method: string(mcp.MethodNotificationProgress), Params: params})
 		}
 	}
 	return r
-}
-
-// declared are the kinds of requests a 2025-11-25 client answers: the
-// methods of the capabilities it declared at initialize.
-func (c *call) declared() []string {
-	var caps map[string]json.RawMessage
-	_ = json.Unmarshal(c.caps, &caps)
-	var out []string
-	for cap, method := range map[string]mcp.MCPMethod{"elicitation": mcp.MethodElicitationCreate,
-		"sampling": mcp.MethodSamplingCreateMessage, "roots": mcp.MethodListRoots} {
-		if v, ok := caps[cap]; ok && string(v) != "null" {
-			out = append(out, string(method))
-		}
-	}
-	return out
-}
-
-// legacyCaps are the capabilities a 2025-11-25 client's call declares to a
-// 2026-07-28 server: its elicitation, sampling and roots, and the Tasks
-// extension when durable tasks run here (the task is then mcpflow's).
-func (c *call) legacyCaps() json.RawMessage {
-	var caps map[string]json.RawMessage
-	_ = json.Unmarshal(c.caps, &caps)
-	out := map[string]json.RawMessage{}
-	for _, k := range []string{"elicitation", "sampling", "roots"} {
-		if v, ok := caps[k]; ok && string(v) != "null" {
-			out[k] = v
-		}
-	}
-	if c.s.tasksEnabled() {
-		out["extensions"] = json.RawMessage(`{"` + ExtTasks + `":{}}`)
-	}
-	b, _ := json.Marshal(out)
-	return b
 }
 
 // errCallOver refuses a write to a call that has answered.
@@ -203,7 +170,7 @@ func (c *call) ask(ctx context.Context, requests map[string]json.RawMessage) (ma
 		if err := json.Unmarshal(requests[key], &in); err != nil || in.Method == "" {
 			return nil, mcpflow.Errorf(mcpflow.EUpstream, "the MCP server asked for input in a form mcpflow cannot read")
 		}
-		if !slices.Contains(c.declared(), in.Method) {
+		if !slices.Contains(c.caps().answers, in.Method) {
 			return nil, mcpflow.Errorf(mcpflow.EUpstream, "the MCP server asked for %s, which this client did not declare at initialize", truncate(in.Method, 60))
 		}
 		var b [12]byte

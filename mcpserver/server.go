@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -180,34 +179,50 @@ var knownMethods = []string{string(mcp.MethodInitialize), string(mcp.MethodPing)
 	string(mcp.MethodTasksResult), "notifications/initialized", "notifications/cancelled", "server/discover",
 	"tasks/update", "subscriptions/listen"}
 
+// post reads a message, validates its envelope and routes it to its
+// revision: 2026-07-28 (modern.go) or a 2025-11-25 session (handlers.go).
 func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
+	msg, ok := s.readMessage(w, r, req)
+	if !ok {
+		return
+	}
+	if env, modern := msg.envelope(r); modern {
+		s.modern(w, r, req, msg, env)
+		return
+	}
+	s.legacy(w, r, req, msg)
+}
+
+// readMessage reads and decodes the request's one JSON-RPC message, and
+// answers one it cannot take (415, 413, 400).
+func (s *Server) readMessage(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) (*message, bool) {
 	if !isJSON(r.Header.Get("Content-Type")) {
 		writeHTTPError(w, http.StatusUnsupportedMediaType, nil, mcp.INVALID_REQUEST, "Content-Type must be application/json")
-		return
+		return nil, false
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeHTTPError(w, http.StatusRequestEntityTooLarge, nil, mcp.INVALID_REQUEST, "request body is too large (server.max_body_bytes)")
-			return
+			return nil, false
 		}
 		writeHTTPError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "request body could not be read")
-		return
+		return nil, false
 	}
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
 		writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "JSON-RPC batches are not supported: send one message per request")
-		return
+		return nil, false
 	}
-	var msg message
-	if err := json.Unmarshal(body, &msg); err != nil {
+	msg, ok := decodeMessage(body)
+	if !ok {
 		writeHTTPError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "request body is not a JSON-RPC message")
-		return
+		return nil, false
 	}
 	if msg.JSONRPC != mcp.JSONRPC_VERSION {
 		writeHTTPError(w, http.StatusBadRequest, msg.ID, mcp.INVALID_REQUEST, `"jsonrpc" must be "2.0"`)
-		return
+		return nil, false
 	}
 	if slices.Contains(knownMethods, msg.Method) {
 		req.Method = msg.Method
@@ -219,104 +234,9 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRe
 		// number) nor a notification (which has no id): a client that
 		// sent it must learn, not see it dropped with 202.
 		writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, `"id" must be a string or a number (a notification has no "id" at all)`)
-		return
+		return nil, false
 	}
-	if env, modern := modernClaim(r, &msg); modern {
-		s.modern(w, r, req, &msg, env)
-		return
-	}
-	ctx := r.Context()
-	switch {
-	case msg.isRequest() && msg.Method == string(mcp.MethodInitialize):
-		s.initialize(w, r, req, &msg)
-		return
-	case msg.isRequest() && msg.Method == "server/discover":
-		// Without a 2026-07-28 _meta: not a request of that revision.
-		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, methodNotFound(
-			"server/discover needs params._meta[%q] = %q (protocol %s); earlier revisions send initialize", metaProtocol, ProtocolVersion2026, ProtocolVersion2026)))
-		return
-	case !msg.isRequest() && !msg.isNotification():
-		// A response to a request of ours (an elicitation of a task's
-		// question), or an empty message.
-		if msg.Method == "" && !hasID(msg.ID) && msg.Result == nil && msg.Error == nil {
-			writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "not a JSON-RPC request, notification or response")
-			return
-		}
-		if id, ok := relayID(msg.ID); ok {
-			sess, ok := s.requireSession(w, r, req, nil)
-			if !ok {
-				return
-			}
-			req.Method = "relayed response"
-			s.answerRelayed(w, sess, id, &msg)
-			return
-		}
-		if task, question := elicitationTask(msg.ID); task != "" {
-			sess, ok := s.requireSession(w, r, req, nil)
-			if !ok {
-				return
-			}
-			req.Method = "elicitation response"
-			if r := s.answerElicitation(ctx, sess, task, question, &msg, w.Header().Get("X-Request-ID")); r != nil {
-				// Not delivered, for a reason the client sees.
-				if r.retryAfter != "" {
-					w.Header().Set("Retry-After", r.retryAfter)
-				}
-				writeJSON(w, r.status, newResponse(nil, nil, r.err))
-				return
-			}
-		}
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	sess, ok := s.requireSession(w, r, req, msg.ID)
-	if !ok {
-		return
-	}
-	if msg.isNotification() {
-		if msg.Method == "notifications/cancelled" {
-			s.cancelInflight(sess.ID, msg.Params)
-		}
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	c := &call{s: s, w: w, r: r, req: req, msg: &msg, caps: sess.ClientCapabilities, session: sess.ID}
-	var result any
-	var rerr *rpcError
-	switch mcp.MCPMethod(msg.Method) {
-	case mcp.MethodPing:
-		result = struct{}{}
-	case mcp.MethodToolsList:
-		result, rerr = c.listTools(ctx)
-	case mcp.MethodToolsCall:
-		ctx, done := s.track(ctx, sess.ID, msg.ID)
-		defer done()
-		result, rerr = c.callTool(ctx)
-	case mcp.MethodTasksGet, mcp.MethodTasksList, mcp.MethodTasksCancel, mcp.MethodTasksResult:
-		if !s.tasksEnabled() {
-			rerr = methodNotFound("%s: durable tasks are not enabled on this mcpflow (mcp_tasks.enabled)", msg.Method)
-			break
-		}
-		switch mcp.MCPMethod(msg.Method) {
-		case mcp.MethodTasksGet:
-			result, rerr = c.getTask(ctx)
-		case mcp.MethodTasksList:
-			result, rerr = c.listTasks(ctx)
-		case mcp.MethodTasksCancel:
-			result, rerr = c.cancelTask(ctx)
-		case mcp.MethodTasksResult:
-			ctx, done := s.track(ctx, sess.ID, msg.ID)
-			defer done()
-			c.taskResult(ctx)
-			return
-		}
-	default:
-		rerr = methodNotFound("Method not found: %s", truncate(msg.Method, 100))
-	}
-	if c.answered {
-		return
-	}
-	c.reply(http.StatusOK, newResponse(msg.ID, result, rerr))
+	return msg, true
 }
 
 // isJSON reports whether a Content-Type is application/json (with or
@@ -333,7 +253,7 @@ func isJSON(ct string) bool {
 // mcpflow does not speak, named before anything else: a client of another
 // revision learns that, not that it lacks a session) and its
 // Mcp-Session-Id (400 without one, 404 for an unknown or foreign one).
-func (s *Server) requireSession(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest, id json.RawMessage) (*mcpflow.MCPSession, bool) {
+func (s *Server) requireSession(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest, id json.RawMessage) (*session, bool) {
 	if v := r.Header.Get(HeaderProtocolVersion); v != "" && !slices.Contains(SupportedProtocolVersions, v) {
 		writeHTTPError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "unsupported Mcp-Protocol-Version "+truncate(v, 40)+"; supported: "+strings.Join(allProtocolVersions, ", ")+
 			" ("+ProtocolVersion2026+" without a session: params._meta[\""+metaProtocol+"\"]; the others after initialize)")
@@ -426,14 +346,11 @@ func (s *Server) track(ctx context.Context, session string, id json.RawMessage) 
 
 type inflightCall struct{ cancel context.CancelFunc }
 
-func (s *Server) cancelInflight(session string, params json.RawMessage) {
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
-	if json.Unmarshal(params, &p) != nil || !hasID(p.RequestID) {
+func (s *Server) cancelInflight(session string, requestID json.RawMessage) {
+	if !hasID(requestID) {
 		return
 	}
-	if v, ok := s.inflight.Load(inflightKey(session, p.RequestID)); ok {
+	if v, ok := s.inflight.Load(inflightKey(session, requestID)); ok {
 		v.(*inflightCall).cancel()
 	}
 }
@@ -452,9 +369,11 @@ type call struct {
 	r   *http.Request
 	req *mcpflow.MCPRequest // its user and thread own the tasks the call sees
 	msg *message
-	// caps are the client's capabilities: the session's (2025-11-25), or
-	// the request's own _meta (2026-07-28).
-	caps json.RawMessage
+	// capsRaw are the client's capabilities: the session's (2025-11-25),
+	// or the request's own _meta (2026-07-28); capsInfo what mcpflow reads
+	// of them (the session's, or decoded at the first use by caps).
+	capsRaw  json.RawMessage
+	capsInfo *clientCaps
 	// modern is set for a 2026-07-28 request (stateless; see modern.go).
 	modern bool
 	// session is the 2025-11-25 session's id ("" in 2026-07-28).
@@ -470,52 +389,10 @@ type call struct {
 
 func (c *call) requestID() string { return c.w.Header().Get("X-Request-ID") }
 
-// params decodes the request's params into v; absent params decode as {}.
-// Numbers in untyped places (tools/call arguments) decode as json.Number,
-// so an integer beyond 2^53 reaches the MCP server as the client wrote it.
-func (c *call) params(v any) *rpcError {
-	p := bytes.TrimSpace(c.msg.Params)
-	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
-		return nil
+// caps is what mcpflow reads of the client's capabilities.
+func (c *call) caps() *clientCaps {
+	if c.capsInfo == nil {
+		c.capsInfo = newClientCaps(c.capsRaw, false, false)
 	}
-	if p[0] != '{' {
-		return invalidParams("params must be an object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(p))
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return invalidParams("invalid params for %s: %s", c.msg.Method, jsonErrorText(err))
-	}
-	return nil
-}
-
-// jsonErrorText describes a decoding error without echoing input values.
-func jsonErrorText(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		if te.Field != "" {
-			return te.Field + " must be " + jsonKind(te.Type)
-		}
-		return "wrong type"
-	}
-	return "malformed JSON"
-}
-
-// jsonKind names the JSON value a Go type decodes from.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	case reflect.Interface:
-		return "a JSON value"
-	}
-	return "a number"
+	return c.capsInfo
 }

@@ -346,9 +346,12 @@ func TestParamsErrors(t *testing.T) {
 		`{"name":"x","_meta":"secret-xyz"}`: "invalid params for tools/call: _meta must be an object",
 		`[1]`:                               "params must be an object",
 	} {
-		c := &call{msg: &message{Method: "tools/call", Params: json.RawMessage(body)}}
-		var p callParams
-		err := c.params(&p)
+		msg, ok := decodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + body + `}`))
+		require.True(t, ok, body)
+		err := msg.paramsErr
+		if err == nil {
+			_, err = msg.callArguments()
+		}
 		require.NotNil(t, err, body)
 		require.Equal(t, want, err.Message, body)
 		require.NotContains(t, err.Message, "secret-xyz", "input values are never echoed")
@@ -373,4 +376,36 @@ func TestTaskStatusMessageLink(t *testing.T) {
 
 	plain := New(Options{Events: nopEvents{}})
 	require.Equal(t, "disk full", plain.task(&mcpflow.Task{ID: id, Status: mcpflow.StatusFailed, Error: ptr("disk full"), CreatedAt: at, UpdatedAt: at}).StatusMessage)
+}
+
+// A message is decoded once: a value of the wrong type in a field only
+// another method reads is not the method's concern, its own fields are
+// named as a decoding of them alone names them, and a jsonrpc or method
+// that is no string makes the body no JSON-RPC message.
+func TestDecodeMessageOnce(t *testing.T) {
+	t.Parallel()
+	decode := func(method, params string) *message {
+		msg, ok := decodeMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`))
+		require.True(t, ok, params)
+		return msg
+	}
+	list := decode("tools/list", `{"name":7,"cursor":"c"}`)
+	require.Nil(t, list.paramsErr)
+	require.Equal(t, "c", *list.Params.Cursor)
+	get := decode("tasks/get", `{"cursor":5,"taskId":"x","_meta":{"progressToken":1}}`)
+	require.Nil(t, get.paramsErr)
+	require.Equal(t, "x", *get.Params.TaskID)
+	require.Equal(t, "invalid params for tasks/get: taskId must be a string", decode("tasks/get", `{"taskId":5}`).paramsErr.Message)
+	require.Equal(t, "params must be an object", decode("tasks/list", `"x"`).paramsErr.Message)
+	require.Nil(t, decode("ping", `"x"`).paramsErr, "ping reads no params")
+	call := decode("tools/call", `{"name":"x","arguments":{"n":9007199254740993},"_meta":{"progressToken":"p"}}`)
+	require.Nil(t, call.paramsErr)
+	args, rerr := call.callArguments()
+	require.Nil(t, rerr)
+	require.Equal(t, map[string]any{"n": json.Number("9007199254740993")}, args)
+	require.Equal(t, `"p"`, string(call.Params.Meta["progressToken"]))
+	for _, body := range []string{`{"jsonrpc":2,"id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"method":5,"params":{"name":7}}`, `{"jsonrpc":"2.0"`} {
+		_, ok := decodeMessage([]byte(body))
+		require.False(t, ok, body)
+	}
 }

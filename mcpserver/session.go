@@ -1,12 +1,15 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpflow/mcpflow"
 )
 
@@ -60,6 +63,70 @@ func validSessionID(id string) bool {
 	return true
 }
 
+// session is a stored session with its client's capabilities decoded:
+// once per session and replica, as the cache keeps it.
+type session struct {
+	*mcpflow.MCPSession
+	caps *clientCaps
+}
+
+// clientCaps are what mcpflow reads of a client's capabilities.
+type clientCaps struct {
+	elicits  bool // elicitation: tasks/result asks a task's question
+	tasksExt bool // extensions[ExtTasks] is an object (2026-07-28)
+	// answers are the kinds of requests a 2025-11-25 client answers (the
+	// methods of the capabilities it declared at initialize), and upstream
+	// the capabilities its calls declare to a 2026-07-28 server: its
+	// elicitation, sampling and roots, and the Tasks extension when durable
+	// tasks run here (the task is then mcpflow's).
+	answers  []string
+	upstream json.RawMessage
+}
+
+// sessionAsks are the capabilities of requests a server may ask a
+// 2025-11-25 client during a call, and their methods.
+var sessionAsks = []struct {
+	capability string
+	method     mcp.MCPMethod
+}{{"elicitation", mcp.MethodElicitationCreate}, {"sampling", mcp.MethodSamplingCreateMessage}, {"roots", mcp.MethodListRoots}}
+
+// newClientCaps decodes a client's capabilities; a session's (with
+// answers and upstream) with session set.
+func newClientCaps(raw json.RawMessage, session, tasks bool) *clientCaps {
+	cc := &clientCaps{}
+	var view struct {
+		Elicitation json.RawMessage `json:"elicitation"`
+		Extensions  json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(raw, &view) == nil {
+		cc.elicits = len(view.Elicitation) > 0 && !bytes.Equal(view.Elicitation, []byte("null"))
+		var ext map[string]json.RawMessage
+		cc.tasksExt = isJSONObject(view.Extensions) && json.Unmarshal(view.Extensions, &ext) == nil && isJSONObject(ext[ExtTasks])
+	}
+	if !session {
+		return cc
+	}
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &caps)
+	out := map[string]json.RawMessage{}
+	for _, a := range sessionAsks {
+		if v, ok := caps[a.capability]; ok && string(v) != "null" {
+			cc.answers = append(cc.answers, string(a.method))
+			out[a.capability] = v
+		}
+	}
+	if tasks {
+		out["extensions"] = json.RawMessage(`{"` + ExtTasks + `":{}}`)
+	}
+	cc.upstream, _ = json.Marshal(out)
+	return cc
+}
+
+// newSession wraps a stored session for the cache.
+func (s *Server) newSession(sess *mcpflow.MCPSession) *session {
+	return &session{MCPSession: sess, caps: newClientCaps(sess.ClientCapabilities, true, s.tasksEnabled())}
+}
+
 // sessionCache remembers sessions read from the store for a few seconds.
 type sessionCache struct {
 	mu sync.Mutex
@@ -67,11 +134,11 @@ type sessionCache struct {
 }
 
 type cachedSession struct {
-	s   *mcpflow.MCPSession
+	s   *session
 	exp time.Time
 }
 
-func (c *sessionCache) get(id string, now time.Time) (*mcpflow.MCPSession, bool) {
+func (c *sessionCache) get(id string, now time.Time) (*session, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[id]
@@ -81,7 +148,7 @@ func (c *sessionCache) get(id string, now time.Time) (*mcpflow.MCPSession, bool)
 	return e.s, true
 }
 
-func (c *sessionCache) put(s *mcpflow.MCPSession, now time.Time) {
+func (c *sessionCache) put(s *session, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= sessionCacheMax {
@@ -101,25 +168,26 @@ func (c *sessionCache) forget(id string) {
 // thread's session is not revealed). It records a use when the stored one
 // is more than sessionTouchEvery old (read at most every sessionCacheTTL),
 // so the stored last use trails the real one by at most their sum.
-func (s *Server) session(ctx context.Context, id string, req *mcpflow.MCPRequest) (*mcpflow.MCPSession, error) {
+func (s *Server) session(ctx context.Context, id string, req *mcpflow.MCPRequest) (*session, error) {
 	now := s.now()
 	if !validSessionID(id) {
 		return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP session not found")
 	}
 	sess, ok := s.sessions.get(id, now)
 	if !ok {
-		var err error
-		if sess, err = s.opts.Sessions.GetMCPSession(ctx, id); err != nil {
+		stored, err := s.opts.Sessions.GetMCPSession(ctx, id)
+		if err != nil {
 			return nil, err
 		}
-		if now.Sub(sess.LastUsedAt) > sessionTouchEvery {
+		if now.Sub(stored.LastUsedAt) > sessionTouchEvery {
 			if err := s.opts.Sessions.TouchMCPSession(ctx, id, now); err != nil && mcpflow.ErrorCode(err) != mcpflow.ENotFound {
 				s.log.Warn("could not record an MCP session's use", "error", err)
 			}
-			c := *sess
+			c := *stored
 			c.LastUsedAt = now
-			sess = &c
+			stored = &c
 		}
+		sess = s.newSession(stored)
 		s.sessions.put(sess, now)
 	}
 	if sess.UserID != req.UserID || sess.ThreadID != req.ThreadID {

@@ -174,22 +174,9 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 		return
 	}
 	req.Method = "stream"
-	var after int64
-	if v := r.Header.Get(headerLastEventID); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "Last-Event-ID must be an event id this stream sent")
-			return
-		}
-		after = n
-	} else {
-		n, err := s.opts.Events.LatestEventSeq(r.Context(), sessThread(sess))
-		if err != nil {
-			s.log.Error("MCP stream: could not read the thread inbox", "request_id", w.Header().Get("X-Request-ID"), "error", err)
-			writeHTTPError(w, http.StatusServiceUnavailable, nil, mcp.INTERNAL_ERROR, "the stream could not start; retry shortly")
-			return
-		}
-		after = n
+	after, ok := s.streamStart(w, r, sess)
+	if !ok {
+		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -209,13 +196,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 	if err := out.write([]byte("id: " + strconv.FormatInt(after, 10) + "\ndata: \n\n")); err != nil {
 		return
 	}
-	release := s.watch.hold(sessThread(sess))
+	release := s.watch.hold(sessThread(sess.MCPSession))
 	defer release()
 	keep := time.NewTicker(s.opts.KeepAlive)
 	defer keep.Stop()
 	for {
-		changed := s.watch.next(sessThread(sess))
-		evs, err := s.opts.Events.ListEvents(ctx, sessThread(sess), after, streamPage)
+		changed := s.watch.next(sessThread(sess.MCPSession))
+		evs, err := s.opts.Events.ListEvents(ctx, sessThread(sess.MCPSession), after, streamPage)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("MCP stream: could not read the thread inbox", "error", err)
@@ -249,6 +236,26 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 			return
 		}
 	}
+}
+
+// streamStart is the inbox position a GET stream starts after: the
+// client's Last-Event-ID, else the inbox's end; false when it answered.
+func (s *Server) streamStart(w http.ResponseWriter, r *http.Request, sess *session) (int64, bool) {
+	if v := r.Header.Get(headerLastEventID); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "Last-Event-ID must be an event id this stream sent")
+			return 0, false
+		}
+		return n, true
+	}
+	n, err := s.opts.Events.LatestEventSeq(r.Context(), sessThread(sess.MCPSession))
+	if err != nil {
+		s.log.Error("MCP stream: could not read the thread inbox", "request_id", w.Header().Get("X-Request-ID"), "error", err)
+		writeHTTPError(w, http.StatusServiceUnavailable, nil, mcp.INTERNAL_ERROR, "the stream could not start; retry shortly")
+		return 0, false
+	}
+	return n, true
 }
 
 // statusNotification turns an inbox event into notifications/tasks/status

@@ -131,16 +131,14 @@ func (c *call) ownTask(ctx context.Context, id string) (*mcpflow.Task, *rpcError
 // paramTask reads the task the request's params.taskId names (of the
 // session's user and thread).
 func (c *call) paramTask(ctx context.Context) (*mcpflow.Task, *rpcError) {
-	var p struct {
-		TaskID string `json:"taskId"`
+	if c.msg.paramsErr != nil {
+		return nil, c.msg.paramsErr
 	}
-	if err := c.params(&p); err != nil {
-		return nil, err
-	}
-	if p.TaskID == "" {
+	id := c.msg.Params.TaskID
+	if id == nil || *id == "" {
 		return nil, invalidParams("taskId is required")
 	}
-	return c.ownTask(ctx, p.TaskID)
+	return c.ownTask(ctx, *id)
 }
 
 // createTaskResult answers a task-augmented call of a submit wrapper: the
@@ -227,15 +225,12 @@ func decodeCursor(s string) (*mcpflow.TaskCursor, bool) {
 }
 
 func (c *call) listTasks(ctx context.Context) (any, *rpcError) {
-	var p struct {
-		Cursor *string `json:"cursor"`
-	}
-	if err := c.params(&p); err != nil {
-		return nil, err
+	if c.msg.paramsErr != nil {
+		return nil, c.msg.paramsErr
 	}
 	f := mcpflow.TaskFilter{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Limit: tasksPageSize + 1}
-	if p.Cursor != nil && *p.Cursor != "" {
-		after, ok := decodeCursor(*p.Cursor)
+	if cur := c.msg.Params.Cursor; cur != nil && *cur != "" {
+		after, ok := decodeCursor(*cur)
 		if !ok {
 			return nil, invalidParams("invalid cursor")
 		}
@@ -360,17 +355,22 @@ func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task, ask
 // as an elicitation/create related to the task (its answer, POSTed back as
 // the JSON-RPC response, goes to the task's workflow like the REST input
 // route's).
-func (c *call) taskResult(ctx context.Context) {
-	c.answered = true
+func (c *call) taskResult(ctx context.Context) (any, *rpcError) {
 	t, rerr := c.paramTask(ctx)
-	if rerr != nil {
-		writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, nil, rerr))
-		return
+	if rerr != nil || t.Status.IsTerminal() {
+		if rerr != nil {
+			return nil, rerr
+		}
+		return c.s.taskResultOf(t), nil
 	}
-	if t.Status.IsTerminal() {
-		writeJSON(c.w, http.StatusOK, newResponse(c.msg.ID, c.s.taskResultOf(t), nil))
-		return
-	}
+	c.answered = true
+	c.waitAndAnswer(ctx, t)
+	return nil, nil
+}
+
+// waitAndAnswer answers tasks/result of a task that is not terminal yet
+// once it is (see taskResult).
+func (c *call) waitAndAnswer(ctx context.Context, t *mcpflow.Task) {
 	// The wait holds one of the user's wait slots, so one user cannot hold
 	// unbounded connections (and the reads behind them) open.
 	release, ok := slot(c.req.AcquireWait)
@@ -387,7 +387,7 @@ func (c *call) taskResult(ctx context.Context) {
 		out = &lockedSSE{w: newSSEWriter(c.w)}
 		out.w.start()
 	}
-	t, rerr = c.waitResult(ctx, t, out)
+	t, rerr := c.waitResult(ctx, t, out)
 	// Freed before the answer is written: a client that got its answer may
 	// wait again at once.
 	release()
@@ -451,7 +451,7 @@ func (c *call) waitResult(ctx context.Context, t *mcpflow.Task, out *lockedSSE) 
 		}
 	}()
 	var ask func(*mcpflow.Task)
-	if c.s.opts.AnswerInput != nil && clientElicits(c.caps) {
+	if c.s.opts.AnswerInput != nil && c.caps().elicits {
 		asked := ""
 		ask = func(t *mcpflow.Task) {
 			id := elicitationID(t)

@@ -33,12 +33,6 @@ const (
 // serverName is serverInfo.name.
 const serverName = "mcpflow"
 
-type initializeParams struct {
-	ProtocolVersion string          `json:"protocolVersion"`
-	Capabilities    json.RawMessage `json:"capabilities"`
-	ClientInfo      json.RawMessage `json:"clientInfo"`
-}
-
 type capabilities struct {
 	Tools struct {
 		ListChanged bool `json:"listChanged"`
@@ -57,11 +51,11 @@ type initializeResult struct {
 // store and answers with its id in Mcp-Session-Id.
 func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest, msg *message) {
 	c := &call{s: s, w: w, r: r, req: req, msg: msg}
-	var p initializeParams
-	if err := c.params(&p); err != nil {
-		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, err))
+	if msg.paramsErr != nil {
+		writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, msg.paramsErr))
 		return
 	}
+	p := msg.Params
 	for _, raw := range []*json.RawMessage{&p.ClientInfo, &p.Capabilities} {
 		if len(*raw) > 0 && string(*raw) != "null" && (*raw)[0] != '{' {
 			writeJSON(w, http.StatusOK, newResponse(msg.ID, nil, invalidParams("clientInfo and capabilities must be objects")))
@@ -85,7 +79,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow
 		writeHTTPError(w, http.StatusServiceUnavailable, msg.ID, mcp.INTERNAL_ERROR, "the MCP session could not be created; retry shortly")
 		return
 	}
-	s.sessions.put(sess, s.now())
+	s.sessions.put(s.newSession(sess), s.now())
 	s.evictSessions(ctx, req.UserID, c.requestID())
 	s.pruneSessions()
 
@@ -164,13 +158,10 @@ var optionalTask, _ = json.Marshal(mcp.ToolExecution{TaskSupport: mcp.TaskSuppor
 var emptySchema = json.RawMessage(`{"type":"object"}`)
 
 func (c *call) listTools(ctx context.Context) (any, *rpcError) {
-	var p struct {
-		Cursor *string `json:"cursor"`
+	if c.msg.paramsErr != nil {
+		return nil, c.msg.paramsErr
 	}
-	if err := c.params(&p); err != nil {
-		return nil, err
-	}
-	if p.Cursor != nil && *p.Cursor != "" {
+	if p := c.msg.Params.Cursor; p != nil && *p != "" {
 		// The listing is one page: no cursor was ever handed out.
 		return nil, invalidParams("invalid cursor: tools/list answers in one page")
 	}
@@ -204,16 +195,6 @@ func (c *call) listTools(ctx context.Context) (any, *rpcError) {
 	return map[string]any{"tools": out}, nil
 }
 
-type callParams struct {
-	Name      string          `json:"name"`
-	Arguments map[string]any  `json:"arguments"` // numbers are json.Number (c.params); a non-object fails the decoding: -32602
-	Task      *mcp.TaskParams `json:"task"`
-	Meta      map[string]any  `json:"_meta"`
-	// 2026-07-28: the retry of an input_required answer (the relay's).
-	InputResponses json.RawMessage `json:"inputResponses"`
-	RequestState   string          `json:"requestState"`
-}
-
 // callToolResult is a CallToolResult on the wire.
 type callToolResult struct {
 	Content           []json.RawMessage `json:"content"`
@@ -227,54 +208,30 @@ func textContent(text string) json.RawMessage {
 	return b
 }
 
+// callTool runs a tools/call: an ordinary call through the runtime
+// (relaying progress and questions), or a durable tool's call as a task.
 func (c *call) callTool(ctx context.Context) (any, *rpcError) {
-	var p callParams
-	if err := c.params(&p); err != nil {
-		return nil, err
+	if c.msg.paramsErr != nil {
+		return nil, c.msg.paramsErr
 	}
-	if p.Name == "" {
+	args, rerr := c.msg.callArguments()
+	if rerr != nil {
+		return nil, rerr
+	}
+	var name string
+	if c.msg.Params.Name != nil {
+		name = *c.msg.Params.Name
+	}
+	if name == "" {
 		return nil, invalidParams("name is required")
 	}
-	tc := mcpflow.ToolCall{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Tool: p.Name, Arguments: p.Arguments}
-	if err := readMeta(p.Meta, &tc); err != nil {
+	tc := mcpflow.ToolCall{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Tool: name, Arguments: args}
+	if err := readMeta(c.msg.Params.Meta, &tc); err != nil {
 		return nil, err
 	}
-	var tool *mcpflow.Tool
-	if c.modern {
-		// 2026-07-28: the server decides. A durable tool's call is a task
-		// (resultType "task") for a client that declares the Tasks
-		// extension on this request; params.task is ignored.
-		p.Task = nil
-		t, err := c.s.lookupTool(ctx, c.req, p.Name)
-		if err != nil {
-			return nil, c.domainError("list tools", err)
-		}
-		if t != nil {
-			if e := c.checkParamHeaders(t); e != nil {
-				c.reply(e.status, newResponse(c.msg.ID, nil, e.err))
-				c.answered = true
-				return nil, nil
-			}
-			if t.TaskToolset != nil && c.s.tasksEnabled() && declares(c.caps, ExtTasks) {
-				tool = t
-			}
-		}
-	}
-	if p.Task != nil {
-		if !c.s.tasksEnabled() {
-			return nil, methodNotFound("task augmentation is not supported: durable tasks are not enabled on this mcpflow")
-		}
-		t, err := c.s.lookupTool(ctx, c.req, p.Name)
-		if err != nil {
-			return nil, c.domainError("list tools", err)
-		}
-		if t == nil {
-			return nil, invalidParams("Unknown tool: %s", truncate(p.Name, 200))
-		}
-		if t.TaskToolset == nil {
-			return nil, methodNotFound("Tool '%s' does not support task augmentation: only durable task tools (execution.taskSupport \"optional\") do", p.Name)
-		}
-		tool = t
+	tool, rerr := c.durableTool(ctx, name)
+	if rerr != nil || c.answered {
+		return nil, rerr
 	}
 	release, ok := slot(c.req.AcquireCall)
 	if !ok {
@@ -283,49 +240,107 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 		return nil, nil
 	}
 	if tool == nil {
-		tc.Relay = c.relay(&p)
+		tc.Relay = c.relay()
 	}
 	res, err := c.s.opts.Tools.CallTool(ctx, tc)
 	release()
-	if err != nil && ctx.Err() == context.Canceled {
+	if err != nil {
+		return c.callFailed(ctx, err, name, tool)
+	}
+	return c.callResult(ctx, res, tool)
+}
+
+// durableTool is the tool whose call runs as a durable task, nil for an
+// ordinary call. In 2026-07-28 the server decides: a durable tool's call
+// is a task (resultType "task") for a client that declares the Tasks
+// extension on this request; params.task is ignored. In 2025-11-25 the
+// client asks with params.task (task augmentation).
+func (c *call) durableTool(ctx context.Context, name string) (*mcpflow.Tool, *rpcError) {
+	if c.modern {
+		t, err := c.s.lookupTool(ctx, c.req, name)
+		if err != nil {
+			return nil, c.domainError("list tools", err)
+		}
+		if t == nil {
+			return nil, nil
+		}
+		if e := c.checkParamHeaders(t); e != nil {
+			return c.refuseTool(e)
+		}
+		if t.TaskToolset != nil && c.s.tasksEnabled() && c.caps().tasksExt {
+			return t, nil
+		}
+		return nil, nil
+	}
+	if c.msg.Params.Task == nil {
+		return nil, nil
+	}
+	if !c.s.tasksEnabled() {
+		return nil, methodNotFound("task augmentation is not supported: durable tasks are not enabled on this mcpflow")
+	}
+	t, err := c.s.lookupTool(ctx, c.req, name)
+	if err != nil {
+		return nil, c.domainError("list tools", err)
+	}
+	if t == nil {
+		return nil, invalidParams("Unknown tool: %s", truncate(name, 200))
+	}
+	if t.TaskToolset == nil {
+		return nil, methodNotFound("Tool '%s' does not support task augmentation: only durable task tools (execution.taskSupport \"optional\") do", name)
+	}
+	return t, nil
+}
+
+// refuseTool answers a refusal of a tools/call (c.answered).
+func (c *call) refuseTool(e *modernError) (*mcpflow.Tool, *rpcError) {
+	_, _ = c.refuse(e)
+	return nil, nil
+}
+
+// callFailed answers a call the runtime failed: cancelled, an unknown
+// tool, a per-user cap (429), the MCP server's own JSON-RPC error for the
+// client (as it is), else the failure as the tool's error result (a
+// JSON-RPC error for a 2025-11-25 task-augmented call).
+func (c *call) callFailed(ctx context.Context, err error, name string, tool *mcpflow.Tool) (any, *rpcError) {
+	if ctx.Err() == context.Canceled {
 		// notifications/cancelled, or the client went away.
 		return nil, &rpcError{Code: codeRequestCancelled, Message: "request cancelled"}
 	}
-	if err != nil {
-		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
-			return nil, invalidParams("Unknown tool: %s", truncate(p.Name, 200))
-		}
-		if mcpflow.ErrorCode(err) == mcpflow.ETooMany {
-			// A per-user cap (running durable tasks, pinned sessions): 429
-			// like the cap on calls in flight, with the cap's message.
-			c.w.Header().Set("Retry-After", retryAfterCap)
-			c.reply(http.StatusTooManyRequests, newResponse(c.msg.ID, nil, &rpcError{Code: codeTooMany, Message: mcpflow.ErrorMessage(err)}))
-			c.answered = true
-			return nil, nil
-		}
-		var relayed *mcpflow.RPCError
-		if errors.As(err, &relayed) {
-			// The MCP server's own answer for the client (-32021: a
-			// capability the client did not declare), as it is.
-			status := http.StatusOK
-			if c.modern && relayed.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
-				status = http.StatusBadRequest
-			}
-			re := &rpcError{Code: relayed.Code, Message: relayed.Message}
-			if len(relayed.Data) > 0 {
-				re.Data = relayed.Data
-			}
-			c.reply(status, newResponse(c.msg.ID, nil, re))
-			c.answered = true
-			return nil, nil
-		}
-		msg := c.failureText("call tool", err)
-		if tool != nil && !c.modern {
-			return nil, &rpcError{Code: codeToolFailed, Message: msg}
-		}
-		return callToolResult{Content: []json.RawMessage{textContent(msg)}, IsError: true}, nil
+	switch mcpflow.ErrorCode(err) {
+	case mcpflow.ENotFound:
+		return nil, invalidParams("Unknown tool: %s", truncate(name, 200))
+	case mcpflow.ETooMany:
+		// A per-user cap (running durable tasks, pinned sessions): 429
+		// like the cap on calls in flight, with the cap's message.
+		c.w.Header().Set("Retry-After", retryAfterCap)
+		return c.refuse(&modernError{status: http.StatusTooManyRequests, err: &rpcError{Code: codeTooMany, Message: mcpflow.ErrorMessage(err)}})
 	}
-	if c.modern && res.Task != "" && (tool != nil || (c.s.tasksEnabled() && declares(c.caps, ExtTasks))) {
+	var relayed *mcpflow.RPCError
+	if errors.As(err, &relayed) {
+		// The MCP server's own answer for the client (-32021: a
+		// capability the client did not declare), as it is.
+		status := http.StatusOK
+		if c.modern && relayed.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
+			status = http.StatusBadRequest
+		}
+		re := &rpcError{Code: relayed.Code, Message: relayed.Message}
+		if len(relayed.Data) > 0 {
+			re.Data = relayed.Data
+		}
+		return c.refuse(&modernError{status: status, err: re})
+	}
+	msg := c.failureText("call tool", err)
+	if tool != nil && !c.modern {
+		return nil, &rpcError{Code: codeToolFailed, Message: msg}
+	}
+	return callToolResult{Content: []json.RawMessage{textContent(msg)}, IsError: true}, nil
+}
+
+// callResult is the answer of a call the runtime ran: a task's
+// CreateTaskResult, the server's input_required answer (2026-07-28, as it
+// is), or the tool's result.
+func (c *call) callResult(ctx context.Context, res *mcpflow.ToolResult, tool *mcpflow.Tool) (any, *rpcError) {
+	if c.modern && res.Task != "" && (tool != nil || (c.s.tasksEnabled() && c.caps().tasksExt)) {
 		// A durable tool's call, or an ordinary call the server answered
 		// with a task that mcpflow now tracks.
 		return c.createTaskResultExt(ctx, res)
@@ -370,13 +385,17 @@ func (c *call) checkParamHeaders(t *mcpflow.Tool) *modernError {
 		return nil
 	}
 	mt := mcp.Tool{Name: t.Name, RawInputSchema: t.InputSchema}
+	params := []byte(`{}`) // what the check reads of params: the arguments
+	if args := c.msg.Params.Arguments; len(args) > 0 {
+		params = append(append([]byte(`{"arguments":`), args...), '}')
+	}
 	err := mcp.ValidateParamHeadersLookup(func(name string) (string, bool) {
 		v, ok := c.r.Header[http.CanonicalHeaderKey(name)]
 		if !ok || len(v) == 0 {
 			return "", false
 		}
 		return v[0], true
-	}, &mt, c.msg.Params)
+	}, &mt, params)
 	if err != nil {
 		return refuse(http.StatusBadRequest, codeHeaderMismatch, nil, "Header mismatch: %s", err.Error())
 	}
@@ -384,15 +403,15 @@ func (c *call) checkParamHeaders(t *mcpflow.Tool) *modernError {
 }
 
 // readMeta takes mcpflow's keys from a tools/call's _meta.
-func readMeta(meta map[string]any, tc *mcpflow.ToolCall) *rpcError {
-	if v, ok := meta[MetaSecrets]; ok && v != nil {
-		obj, ok := v.(map[string]any)
-		if !ok {
+func readMeta(meta map[string]json.RawMessage, tc *mcpflow.ToolCall) *rpcError {
+	if raw, ok := meta[MetaSecrets]; ok && !isNull(raw) {
+		var obj map[string]json.RawMessage
+		if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
 			return invalidParams("_meta[%q] must be an object of string values", MetaSecrets)
 		}
 		tc.Secrets = make(map[string]string, len(obj))
 		for k, val := range obj {
-			str, ok := val.(string)
+			str, ok := rawString(val)
 			if !ok {
 				return invalidParams("_meta[%q].%s must be a string", MetaSecrets, truncate(k, 100))
 			}
@@ -404,18 +423,18 @@ func readMeta(meta map[string]any, tc *mcpflow.ToolCall) *rpcError {
 		max int
 		dst **string
 	}{{MetaRunID, 64, &tc.RunID}, {MetaToolCallID, 128, &tc.ToolCallID}} {
-		v, ok := meta[f.key]
-		if !ok || v == nil {
+		raw, ok := meta[f.key]
+		if !ok || isNull(raw) {
 			continue
 		}
-		str, ok := v.(string)
+		str, ok := rawString(raw)
 		if !ok || str == "" || utf8.RuneCountInString(str) > f.max {
 			return invalidParams("_meta[%q] must be a string of 1 to %d characters", f.key, f.max)
 		}
 		*f.dst = &str
 	}
-	if v, ok := meta[MetaIdempotencyKey]; ok && v != nil {
-		key, ok := v.(string)
+	if raw, ok := meta[MetaIdempotencyKey]; ok && !isNull(raw) {
+		key, ok := rawString(raw)
 		if !ok {
 			return invalidParams("_meta[%q] must be a string", MetaIdempotencyKey)
 		}

@@ -47,18 +47,18 @@ func (t *Transport) readStream(ctx context.Context, body io.Reader) (json.RawMes
 		got bool
 	)
 	dispatch := func(data []byte) bool {
-		var msg wireMessage
-		if err := json.Unmarshal(data, &msg); err != nil {
+		msg, err := decodeMessage(data)
+		if err != nil {
 			t.log.Info("failed to unmarshal message (non-fatal)", "err", err, "message_len", len(data))
 			return false
 		}
 		switch {
-		case !bool(msg.ID):
+		case !msg.hasID:
 			t.notify(data)
-		case msg.Method != "":
+		case msg.method != "":
 			t.serve(ctx, data)
 		default:
-			raw, rpc, got = msg.Result, msg.Error, true
+			raw, rpc, got = msg.result, msg.err, true
 		}
 		return got
 	}

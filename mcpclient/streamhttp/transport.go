@@ -45,8 +45,9 @@ type Transport struct {
 	protocol atomic.Pointer[protocolHeader]
 
 	mu      sync.Mutex
-	session string // Mcp-Session-Id, "" before initialize or after a 404
-	ended   bool   // the server lost the session: only initialize goes out
+	session string   // Mcp-Session-Id, "" before initialize or after a 404
+	sessHdr []string // {session}, the header value of every request
+	ended   bool     // the server lost the session: only initialize goes out
 
 	handlerMu sync.RWMutex
 	onNotify  func(mcp.JSONRPCNotification)
@@ -116,7 +117,7 @@ func (t *Transport) Close() error {
 		t.close()
 		t.mu.Lock()
 		session := t.session
-		t.session = ""
+		t.session, t.sessHdr = "", nil
 		t.mu.Unlock()
 		p := t.protocol.Load()
 		if session == "" || p != nil && p.modern {
@@ -280,7 +281,7 @@ func (t *Transport) send(ctx context.Context, method string, body []byte, header
 	if method == string(mcp.MethodInitialize) {
 		if id := resp.Header.Get(transport.HeaderKeySessionID); id != "" {
 			t.mu.Lock()
-			t.session = id
+			t.session, t.sessHdr = id, []string{id}
 			t.mu.Unlock()
 		}
 	}
@@ -319,7 +320,7 @@ func (t *Transport) sessionStarted(session string) {
 // to a request that is not a GET ends the session that request carried.
 func (t *Transport) do(ctx context.Context, method string, body []byte, accept []string, header http.Header, starts bool) (*http.Response, error) {
 	t.mu.Lock()
-	session, ended := t.session, t.ended
+	session, sessHdr, ended := t.session, t.sessHdr, t.ended
 	t.mu.Unlock()
 	if ended && !starts {
 		return nil, transport.ErrSessionTerminated
@@ -337,7 +338,7 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, accept [
 	h["Content-Type"] = hdrJSON
 	h["Accept"] = accept
 	if session != "" {
-		h[transport.HeaderKeySessionID] = []string{session}
+		h[transport.HeaderKeySessionID] = sessHdr
 	}
 	if p != nil && p.version != "" {
 		h[transport.HeaderKeyProtocolVersion] = p.header
@@ -363,7 +364,7 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, accept [
 			// The server no longer knows the session.
 			t.mu.Lock()
 			if t.session == session {
-				t.session, t.ended = "", true
+				t.session, t.sessHdr, t.ended = "", nil, true
 			}
 			t.mu.Unlock()
 		}
@@ -387,9 +388,8 @@ func refused(resp *http.Response, method string) (json.RawMessage, *mcp.JSONRPCE
 		return nil, nil, transport.ErrLegacySSEServer
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var msg wireMessage
-	if err := json.Unmarshal(body, &msg); err == nil {
-		return msg.Result, msg.Error, nil
+	if msg, err := decodeMessage(body); err == nil {
+		return msg.result, msg.err, nil
 	}
 	return nil, nil, fmt.Errorf("request failed with status %d: %s", resp.StatusCode, body)
 }
@@ -419,14 +419,14 @@ func readJSON(resp *http.Response) (json.RawMessage, *mcp.JSONRPCErrorDetails, e
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return nil, nil, fmt.Errorf("failed to decode response: %w", err)
 	}
-	var msg wireMessage
-	if err := json.Unmarshal(buf.Bytes(), &msg); err != nil {
+	msg, err := decodeMessage(buf.Bytes())
+	if err != nil {
 		return nil, nil, fmt.Errorf("failed to decode response: %w", err)
 	}
-	if !msg.ID {
+	if !msg.hasID {
 		return nil, nil, fmt.Errorf("response should contain RPC id: %s", truncate(buf.Bytes(), 200))
 	}
-	return msg.Result, msg.Error, nil
+	return msg.result, msg.err, nil
 }
 
 func truncate(b []byte, n int) []byte {
@@ -434,23 +434,6 @@ func truncate(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
-}
-
-// wireMessage is what the transport reads of a JSON-RPC message: enough to
-// tell a response from a request and a notification, with the result raw.
-type wireMessage struct {
-	ID     hasID                    `json:"id"`
-	Method string                   `json:"method"`
-	Result json.RawMessage          `json:"result"`
-	Error  *mcp.JSONRPCErrorDetails `json:"error"`
-}
-
-// hasID records whether a message's id is present and not null.
-type hasID bool
-
-func (h *hasID) UnmarshalJSON(b []byte) error {
-	*h = string(b) != "null"
-	return nil
 }
 
 // Buffers of answers, shared by every transport of the process.

@@ -93,6 +93,15 @@ func (u *upstream) last(t *testing.T, rpc string) seen {
 	return seen{}
 }
 
+// answer returns the Content-Type of the answer to the last request of
+// JSON-RPC method rpc, once the server's handler returned.
+func (u *upstream) answer(t *testing.T, rpc string) string {
+	t.Helper()
+	var ct string
+	require.Eventually(t, func() bool { ct = u.last(t, rpc).Answer; return ct != "" }, 5*time.Second, time.Millisecond)
+	return ct
+}
+
 // demoHandler serves the demo MCP server's streamable HTTP endpoint.
 func demoHandler(t *testing.T) http.Handler {
 	t.Helper()
@@ -200,7 +209,7 @@ func TestJSONAnswerAndSession(t *testing.T) {
 	init := up.last(t, "initialize")
 	require.Empty(t, init.Header.Get(transport.HeaderKeySessionID))
 	call := up.last(t, "tools/call")
-	require.Equal(t, "application/json", call.Answer)
+	require.Equal(t, "application/json", up.answer(t, "tools/call"))
 	require.Equal(t, session, call.Header.Get(transport.HeaderKeySessionID))
 	require.Equal(t, legacy, call.Header.Get(transport.HeaderKeyProtocolVersion))
 	require.Equal(t, "application/json, text/event-stream", call.Header.Get("Accept"))
@@ -266,7 +275,7 @@ func TestSSEAnswerWithQuestion(t *testing.T) {
 	require.Equal(t, `accept {"answer":"blue"}`, text(t, res))
 	require.Equal(t, "favourite colour?", <-asked)
 	require.EqualValues(t, 1, logged.Load())
-	require.Equal(t, "text/event-stream", up.last(t, "tools/call").Answer)
+	require.Equal(t, "text/event-stream", up.answer(t, "tools/call"))
 	var answer seen
 	for _, r := range up.requests() {
 		if r.Method == http.MethodPost && r.RPC == "" {

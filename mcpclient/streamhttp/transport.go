@@ -293,11 +293,11 @@ func (t *Transport) send(ctx context.Context, method string, body []byte, header
 		raw, rpc, err = readJSON(resp)
 	case "text/event-stream":
 		raw, rpc, err = t.readStream(ctx, resp.Body)
-		if err != nil && t.closing.Err() != nil {
-			err = transport.ErrTransportClosed
-		}
 	default:
 		return nil, nil, fmt.Errorf("unexpected content type: %s", ct)
+	}
+	if err != nil && t.closing.Err() != nil {
+		err = transport.ErrTransportClosed
 	}
 	if err == nil && rpc == nil && starts {
 		t.sessionStarted(session)

@@ -400,7 +400,7 @@ func (s *Session) serverRequests(tr transport.Interface, q *Questions, post func
 // httpResponder posts a JSON-RPC response to a streamable HTTP server on
 // the session, as mcp-go's transport would: same URL, session id, protocol
 // version and headers.
-func httpResponder(url string, tr *transport.StreamableHTTP, headers func(context.Context) map[string]string) func(context.Context, *transport.JSONRPCResponse) error {
+func httpResponder(url string, tr transport.Interface, headers func(context.Context) map[string]string) func(context.Context, *transport.JSONRPCResponse) error {
 	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
 		body, err := json.Marshal(resp)
 		if err != nil {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/streamhttp"
 )
 
 // sessLegacyVersion is the revision of sessions that do not speak
@@ -263,11 +264,8 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 			s.markLost()
 		})
 	case config.TransportHTTP:
-		tr, err := transport.NewStreamableHTTP(srv.URL,
-			transport.WithHTTPBasicClient(sessHTTPClient),
-			transport.WithHTTPHeaderFunc(headers),
-			transport.WithHTTPLogger(sessTransportLogger(s.log)),
-		)
+		tr, err := streamhttp.New(srv.URL, streamhttp.Options{
+			HTTPClient: sessHTTPClient, Headers: headers, Logger: sessTransportLogger(s.log)})
 		if err != nil {
 			return err
 		}

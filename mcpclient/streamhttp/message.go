@@ -1,0 +1,174 @@
+package streamhttp
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// message is what the transport reads of a JSON-RPC message: enough to
+// tell a response from a request and a notification, with the result raw.
+type message struct {
+	hasID  bool // id present and not null
+	method string
+	result json.RawMessage // a copy: it outlives the buffer read
+	err    *mcp.JSONRPCErrorDetails
+}
+
+// decodeMessage reads b, one JSON-RPC message. It validates b once
+// (json.Valid, which allocates nothing) and then finds the top-level
+// members by scanning, so that the result is copied once and nothing else
+// is allocated; only an error member is decoded with encoding/json. A
+// message whose member names carry escapes falls back to encoding/json.
+// Member names match exactly (encoding/json would also take "ID").
+func decodeMessage(b []byte) (message, error) {
+	var m message
+	if !json.Valid(b) {
+		var v any
+		return m, json.Unmarshal(b, &v) // the syntax error, as encoding/json words it
+	}
+	env, ok := scanEnvelope(b)
+	if !ok {
+		return decodeSlow(b)
+	}
+	m.hasID = len(env.id) > 0 && string(env.id) != "null"
+	if len(env.method) > 0 && string(env.method) != "null" {
+		if env.method[0] == '"' && bytes.IndexByte(env.method, '\\') < 0 {
+			m.method = string(env.method[1 : len(env.method)-1])
+		} else if err := json.Unmarshal(env.method, &m.method); err != nil {
+			return m, err
+		}
+	}
+	if env.result != nil {
+		m.result = append(json.RawMessage(nil), env.result...)
+	}
+	if len(env.err) > 0 && string(env.err) != "null" {
+		m.err = new(mcp.JSONRPCErrorDetails)
+		if err := json.Unmarshal(env.err, m.err); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// decodeSlow is decodeMessage with encoding/json.
+func decodeSlow(b []byte) (message, error) {
+	var w struct {
+		ID     json.RawMessage          `json:"id"`
+		Method string                   `json:"method"`
+		Result json.RawMessage          `json:"result"`
+		Error  *mcp.JSONRPCErrorDetails `json:"error"`
+	}
+	err := json.Unmarshal(b, &w)
+	return message{hasID: len(w.ID) > 0 && string(w.ID) != "null", method: w.Method, result: w.Result, err: w.Error}, err
+}
+
+// envelope holds the raw values of a message's top-level members
+// (sub-slices of the message).
+type envelope struct{ id, method, result, err []byte }
+
+// scanEnvelope finds the top-level members of b, valid JSON. ok is false
+// when b is not an object or a member name holds an escape.
+func scanEnvelope(b []byte) (env envelope, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return env, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return env, true
+	}
+	for i < len(b) && b[i] == '"' {
+		end := skipString(b, i)
+		key := b[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return env, false
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return env, false
+		}
+		start := skipSpace(b, i+1)
+		i = skipValue(b, start)
+		v := b[start:i]
+		switch string(key) {
+		case "id":
+			env.id = v
+		case "method":
+			env.method = v
+		case "result":
+			env.result = v
+		case "error":
+			env.err = v
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return env, false
+		}
+		switch b[i] {
+		case '}':
+			return env, true
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return env, false
+		}
+	}
+	return env, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string that starts at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index after the value that starts at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for ; i < len(b); i++ { // a number, true, false or null
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+	}
+	return i
+}

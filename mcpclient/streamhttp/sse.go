@@ -1,0 +1,262 @@
+package streamhttp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Reconnection delays of a stream the server ended before the answer
+// (SEP-1699): the default when the server sent no retry field, and the
+// least taken from one, so that a server asking for none is not polled in
+// a tight loop.
+var (
+	defaultRetry = time.Second
+	minRetry     = 10 * time.Millisecond
+)
+
+// sseCursor is what resuming a stream needs: the id of the last event
+// dispatched and the reconnection delay the server asked for.
+type sseCursor struct {
+	lastID   string
+	retry    time.Duration
+	hasRetry bool
+}
+
+// readStream reads an SSE answer on the caller's goroutine: notifications
+// go to the notification handler, requests to the request handler, and
+// the first response is the answer. A stream the server ends before the
+// answer, after it sent an event id, is resumed with GET (before
+// 2026-07-28).
+func (t *Transport) readStream(ctx context.Context, body io.Reader) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	var (
+		cur sseCursor
+		raw json.RawMessage
+		rpc *mcp.JSONRPCErrorDetails
+		got bool
+	)
+	dispatch := func(data []byte) bool {
+		msg, err := decodeMessage(data)
+		if err != nil {
+			t.log.Info("failed to unmarshal message (non-fatal)", "err", err, "message_len", len(data))
+			return false
+		}
+		switch {
+		case !msg.hasID:
+			t.notify(data)
+		case msg.method != "":
+			t.serve(ctx, data)
+		default:
+			raw, rpc, got = msg.result, msg.err, true
+		}
+		return got
+	}
+	ended, err := readSSE(body, &cur, dispatch)
+	for !got && ended && ctx.Err() == nil && cur.lastID != "" && !t.modern() {
+		if ended, err = t.resume(ctx, &cur, dispatch); err != nil {
+			return nil, nil, fmt.Errorf("failed to resume the SSE stream for the response: %w", err)
+		}
+	}
+	switch {
+	case got:
+		return raw, rpc, nil
+	case ctx.Err() != nil:
+		return nil, nil, ctx.Err()
+	case err != nil:
+		t.log.Error("SSE stream error", "err", err)
+	}
+	return nil, nil, errors.New("unexpected nil response")
+}
+
+// resume waits the reconnection delay, then reopens the stream with a GET
+// carrying Last-Event-ID and reads it. It reports whether the server ended
+// this stream too.
+func (t *Transport) resume(ctx context.Context, cur *sseCursor, dispatch func([]byte) bool) (bool, error) {
+	delay := defaultRetry
+	if cur.hasRetry {
+		delay = max(cur.retry, minRetry)
+	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	resp, err := t.do(ctx, http.MethodGet, nil, hdrAcceptSSE, http.Header{"Last-Event-Id": {cur.lastID}}, false)
+	if err != nil {
+		cancel()
+		return false, err
+	}
+	defer func() { cancel(); _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("unexpected status %d", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); mediaType(ct) != "text/event-stream" {
+		return false, fmt.Errorf("unexpected content type %q", ct)
+	}
+	ended, _ := readSSE(resp.Body, cur, dispatch)
+	return ended, nil
+}
+
+// notify hands a notification to the handler.
+func (t *Transport) notify(data []byte) {
+	t.handlerMu.RLock()
+	h := t.onNotify
+	t.handlerMu.RUnlock()
+	if h == nil {
+		return
+	}
+	var n mcp.JSONRPCNotification
+	if err := json.Unmarshal(data, &n); err != nil {
+		t.log.Error("failed to unmarshal notification", "err", err)
+		return
+	}
+	h(n)
+}
+
+// serve runs the request handler for a server request on its own
+// goroutine (the handler may wait for a person) under a context of ctx's
+// values that ends with the answer's stream or after handlerTimeout, and
+// posts the response the handler returns.
+func (t *Transport) serve(ctx context.Context, data []byte) {
+	var req transport.JSONRPCRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		t.log.Info("failed to unmarshal request (non-fatal)", "err", err)
+		return
+	}
+	t.handlerMu.RLock()
+	h := t.onRequest
+	t.handlerMu.RUnlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, handlerTimeout)
+		defer cancel()
+		defer func() {
+			if r := recover(); r != nil {
+				t.log.Error("panic handling server request", "method", req.Method, "panic", r)
+				t.respond(ctx, transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, fmt.Sprintf("internal error: panic in request handler: %v", r), nil))
+			}
+		}()
+		if h == nil {
+			t.log.Error("received request from server but no handler set", "method", req.Method)
+			t.respond(ctx, transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "no handler configured for method: "+req.Method, nil))
+			return
+		}
+		resp, err := h(ctx, req)
+		if err != nil {
+			t.log.Error("error handling request", "method", req.Method, "err", err)
+			code, msg := mcp.INTERNAL_ERROR, err.Error()
+			switch {
+			case errors.Is(err, context.Canceled):
+				code, msg = mcp.REQUEST_INTERRUPTED, "request was cancelled"
+			case errors.Is(err, context.DeadlineExceeded):
+				code, msg = mcp.REQUEST_INTERRUPTED, "request timed out"
+			case req.Method == string(mcp.MethodSamplingCreateMessage):
+				msg = "sampling request failed: " + msg
+			}
+			resp = transport.NewJSONRPCErrorResponse(req.ID, code, msg, nil)
+		}
+		if resp != nil {
+			t.respond(ctx, resp)
+		}
+	}()
+}
+
+// respond posts the response to a server request; a failure is logged.
+func (t *Transport) respond(ctx context.Context, resp *transport.JSONRPCResponse) {
+	body, err := json.Marshal(resp)
+	if err != nil {
+		t.log.Error("failed to marshal response", "err", err)
+		return
+	}
+	if err := t.post(ctx, body, "response"); err != nil {
+		t.log.Error("failed to send response to server", "err", err)
+	}
+}
+
+// Readers of SSE streams, shared by every transport of the process.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
+// readSSE reads SSE events from r and hands each event's data to dispatch
+// until dispatch returns true (the answer came: ended is false), the
+// server ends the stream (ended is true) or reading fails (err). An
+// event's id is recorded in cur once the event is dispatched; the retry
+// field too. The data passed to dispatch is valid during the call only.
+func readSSE(r io.Reader, cur *sseCursor, dispatch func([]byte) bool) (ended bool, err error) {
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(r)
+	data := getBuffer()
+	defer func() {
+		br.Reset(nil)
+		readerPool.Put(br)
+		putBuffer(data)
+	}()
+	var long []byte // a line longer than br's buffer
+	var id string
+	idSet := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				// An event the server did not finish is dispatched; its id
+				// is not recorded (resuming repeats it at worst).
+				if data.Len() > 0 {
+					dispatch(data.Bytes())
+				}
+				return true, nil
+			}
+			return false, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if idSet {
+				cur.lastID, idSet = id, false
+			}
+			if data.Len() > 0 {
+				stop := dispatch(data.Bytes())
+				data.Reset()
+				if stop {
+					return false, nil
+				}
+			}
+			continue
+		}
+		name, value, _ := bytes.Cut(line, []byte{':'})
+		value = bytes.TrimPrefix(value, []byte{' '})
+		switch string(name) {
+		case "data":
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(value)
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				id, idSet = string(value), true
+			}
+		case "retry":
+			if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil && len(bytes.Trim(value, "0123456789")) == 0 {
+				cur.retry, cur.hasRetry = time.Duration(ms)*time.Millisecond, true
+			}
+		}
+	}
+}

@@ -1,0 +1,453 @@
+package streamhttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Options configure a Transport. The zero value is usable.
+type Options struct {
+	// HTTPClient sends every request (nil: http.DefaultClient). It should
+	// have no overall Timeout: an SSE answer lasts as long as its call.
+	HTTPClient *http.Client
+	// Headers returns extra headers for one request, computed from its
+	// context (nil: none). They are set last, so they win over the
+	// transport's own and the request's.
+	Headers transport.HTTPHeaderFunc
+	// Logger receives what the transport cannot return as an error (a
+	// message it cannot read, a server request's answer that failed). Nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Transport is a streamable HTTP client transport to one MCP endpoint. It
+// is safe for concurrent use.
+type Transport struct {
+	url     string
+	tmpl    *http.Request // POST to url; each request is a WithContext copy
+	client  *http.Client
+	headers transport.HTTPHeaderFunc
+	log     *slog.Logger
+
+	protocol atomic.Pointer[protocolHeader]
+
+	mu      sync.Mutex
+	session string   // Mcp-Session-Id, "" before initialize or after a 404
+	sessHdr []string // {session}, the header value of every request
+	ended   bool     // the server lost the session: only initialize goes out
+
+	handlerMu sync.RWMutex
+	onNotify  func(mcp.JSONRPCNotification)
+	onRequest transport.RequestHandler
+
+	closing   context.Context // done once Close is called
+	close     context.CancelFunc
+	closeOnce sync.Once
+}
+
+// protocolHeader is the negotiated revision and its header value.
+type protocolHeader struct {
+	version string
+	header  []string
+	modern  bool
+}
+
+var (
+	_ transport.BidirectionalInterface = (*Transport)(nil)
+	_ transport.HTTPConnection         = (*Transport)(nil)
+)
+
+// Header values shared by every request (net/http only reads them).
+var (
+	hdrJSON       = []string{"application/json"}
+	hdrAcceptPost = []string{"application/json, text/event-stream"}
+	hdrAcceptSSE  = []string{"text/event-stream"}
+)
+
+// handlerTimeout bounds the context a server request's handler gets, as
+// mcp-go's transport does.
+const handlerTimeout = 30 * time.Second
+
+// closeTimeout bounds the DELETE that ends the session on Close.
+const closeTimeout = 5 * time.Second
+
+// maxErrorBody bounds the body of a refused request that is read for its
+// JSON-RPC error or quoted in the error.
+const maxErrorBody = 1 << 20
+
+// New returns a transport to the MCP endpoint serverURL.
+func New(serverURL string, o Options) (*Transport, error) {
+	tmpl, err := http.NewRequest(http.MethodPost, serverURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("invalid URL: %w", err)
+	}
+	t := &Transport{url: serverURL, tmpl: tmpl, client: o.HTTPClient, headers: o.Headers, log: o.Logger}
+	if t.client == nil {
+		t.client = http.DefaultClient
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	t.closing, t.close = context.WithCancel(context.Background())
+	return t, nil
+}
+
+// Start does nothing: streamable HTTP needs no connection before the first
+// request. It is part of transport.Interface.
+func (t *Transport) Start(context.Context) error { return nil }
+
+// Close cancels the requests in flight, fails later ones with
+// transport.ErrTransportClosed and, before 2026-07-28, ends the session
+// with DELETE. It always returns nil.
+func (t *Transport) Close() error {
+	t.closeOnce.Do(func() {
+		t.close()
+		t.mu.Lock()
+		session := t.session
+		t.session, t.sessHdr = "", nil
+		t.mu.Unlock()
+		p := t.protocol.Load()
+		if session == "" || p != nil && p.modern {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, t.url, nil)
+		if err != nil {
+			t.log.Error("failed to create close request", "err", err)
+			return
+		}
+		req.Header[transport.HeaderKeySessionID] = []string{session}
+		if p != nil && p.version != "" {
+			req.Header[transport.HeaderKeyProtocolVersion] = p.header
+		}
+		res, err := t.client.Do(req)
+		if err != nil {
+			t.log.Error("failed to send close request", "err", err)
+			return
+		}
+		_ = res.Body.Close()
+	})
+	return nil
+}
+
+// SetProtocolVersion sets the revision sent in Mcp-Protocol-Version ("" =
+// none); mcp-go's client calls it once the revision is negotiated.
+func (t *Transport) SetProtocolVersion(version string) {
+	t.protocol.Store(&protocolHeader{version: version, header: []string{version}, modern: mcp.IsModernProtocol(version)})
+}
+
+func (t *Transport) modern() bool {
+	p := t.protocol.Load()
+	return p != nil && p.modern
+}
+
+// GetSessionId returns the session id the server gave (Mcp-Session-Id),
+// "" before initialize, in 2026-07-28 or once the server lost the session.
+func (t *Transport) GetSessionId() string { //nolint:revive // the name is transport.Interface's
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.session
+}
+
+// SetNotificationHandler sets the handler of the notifications that arrive
+// on an answer's stream.
+func (t *Transport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+	t.handlerMu.Lock()
+	defer t.handlerMu.Unlock()
+	t.onNotify = h
+}
+
+// SetRequestHandler sets the handler of the requests that arrive on an
+// answer's stream; a response it returns is posted back to the server.
+func (t *Transport) SetRequestHandler(h transport.RequestHandler) {
+	t.handlerMu.Lock()
+	defer t.handlerMu.Unlock()
+	t.onRequest = h
+}
+
+// SendRequest sends a JSON-RPC request and returns its answer. The request
+// is encoded once: params that are a json.RawMessage go out as they are.
+func (t *Transport) SendRequest(ctx context.Context, r transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	body, err := encodeRequest(r)
+	if err != nil {
+		return nil, fmt.Errorf("failed to marshal request: %w", err)
+	}
+	raw, rpc, err := t.send(ctx, r.Method, body, r.Header)
+	if err != nil {
+		return nil, err
+	}
+	return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: r.ID, Result: raw, Error: rpc}, nil
+}
+
+// SendRaw posts body, a JSON-RPC request of method that the caller has
+// encoded, with header's fields (nil: none; Mcp-Method, Mcp-Name,
+// Mcp-Param-* in 2026-07-28), and returns the answer's result as the
+// server wrote it, or the JSON-RPC error it answered with (then result is
+// nil, and err too). body is not copied: the caller must not change it
+// afterwards. Errors are SendRequest's.
+func (t *Transport) SendRaw(ctx context.Context, method string, body []byte, header http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	return t.send(ctx, method, body, header)
+}
+
+// SendNotification sends a JSON-RPC notification.
+func (t *Transport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	body, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("failed to marshal notification: %w", err)
+	}
+	return t.post(ctx, body, "notification")
+}
+
+// post sends a message that has no answer (a notification, or the
+// response to a server request) and checks the status.
+func (t *Transport) post(ctx context.Context, body []byte, what string) error {
+	ctx, cancel, stop := t.bind(ctx)
+	defer stop()
+	resp, err := t.do(ctx, http.MethodPost, body, hdrAcceptPost, nil, false)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("failed to send request: %w", t.closedOr(err))
+	}
+	defer func() { cancel(); _ = resp.Body.Close() }()
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusAccepted, http.StatusNoContent:
+		return nil
+	case http.StatusUnauthorized:
+		return unauthorized(resp)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return fmt.Errorf("%s failed with status %d: %s", what, resp.StatusCode, b)
+}
+
+// bind returns ctx cancelled also by Close, its cancel, and the function
+// that releases both (no goroutine: Close runs the cancels it registered).
+func (t *Transport) bind(ctx context.Context) (context.Context, context.CancelFunc, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unregister := context.AfterFunc(t.closing, cancel)
+	return ctx, cancel, func() { unregister(); cancel() }
+}
+
+// closedOr returns transport.ErrTransportClosed for a failure caused by
+// Close, err otherwise.
+func (t *Transport) closedOr(err error) error {
+	if t.closing.Err() != nil {
+		return transport.ErrTransportClosed
+	}
+	return err
+}
+
+// startsConnection reports whether a request of method may go out after
+// the server lost the session: initialize, or server/discover in
+// 2026-07-28.
+func (t *Transport) startsConnection(method string) bool {
+	return method == string(mcp.MethodInitialize) || method == string(mcp.MethodServerDiscover) && t.modern()
+}
+
+// send posts a request and reads its answer, JSON or an SSE stream.
+func (t *Transport) send(ctx context.Context, method string, body []byte, header http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	if t.closing.Err() != nil {
+		return nil, nil, fmt.Errorf("failed to send request: %w", transport.ErrTransportClosed)
+	}
+	ctx, cancel, stop := t.bind(ctx)
+	defer stop()
+	starts := t.startsConnection(method)
+	resp, err := t.do(ctx, http.MethodPost, body, hdrAcceptPost, header, starts)
+	if err != nil {
+		if errors.Is(err, transport.ErrSessionTerminated) && method == string(mcp.MethodInitialize) {
+			return nil, nil, transport.ErrLegacySSEServer // 404: an HTTP+SSE server
+		}
+		return nil, nil, fmt.Errorf("failed to send request: %w", t.closedOr(err))
+	}
+	// Cancel before closing the body: on HTTP/2 a Close of an unread body
+	// may otherwise wait for the stream.
+	defer func() { cancel(); _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		return refused(resp, method)
+	}
+	if method == string(mcp.MethodInitialize) {
+		if id := resp.Header.Get(transport.HeaderKeySessionID); id != "" {
+			t.mu.Lock()
+			t.session, t.sessHdr = id, []string{id}
+			t.mu.Unlock()
+		}
+	}
+	session := t.GetSessionId()
+	var raw json.RawMessage
+	var rpc *mcp.JSONRPCErrorDetails
+	switch ct := resp.Header.Get("Content-Type"); mediaType(ct) {
+	case "application/json":
+		raw, rpc, err = readJSON(resp)
+	case "text/event-stream":
+		raw, rpc, err = t.readStream(ctx, resp.Body)
+	default:
+		return nil, nil, fmt.Errorf("unexpected content type: %s", ct)
+	}
+	if err != nil && t.closing.Err() != nil {
+		err = transport.ErrTransportClosed
+	}
+	if err == nil && rpc == nil && starts {
+		t.sessionStarted(session)
+	}
+	return raw, rpc, err
+}
+
+// sessionStarted lets requests go out again once a request that starts a
+// connection succeeded and left session in place.
+func (t *Transport) sessionStarted(session string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.session == session {
+		t.ended = false
+	}
+}
+
+// do sends one HTTP request with the transport's headers. After the server
+// lost the session only a request that starts one (starts) goes out; a 404
+// to a request that is not a GET ends the session that request carried.
+func (t *Transport) do(ctx context.Context, method string, body []byte, accept []string, header http.Header, starts bool) (*http.Response, error) {
+	t.mu.Lock()
+	session, sessHdr, ended := t.session, t.sessHdr, t.ended
+	t.mu.Unlock()
+	if ended && !starts {
+		return nil, transport.ErrSessionTerminated
+	}
+	p := t.protocol.Load()
+	if p != nil && p.modern {
+		session = "" // 2026-07-28 has no sessions
+	}
+	req := t.tmpl.WithContext(ctx)
+	req.Method = method
+	h := make(http.Header, len(header)+5)
+	for k, v := range header {
+		h[k] = v
+	}
+	h["Content-Type"] = hdrJSON
+	h["Accept"] = accept
+	if session != "" {
+		h[transport.HeaderKeySessionID] = sessHdr
+	}
+	if p != nil && p.version != "" {
+		h[transport.HeaderKeyProtocolVersion] = p.header
+	}
+	if t.headers != nil {
+		for k, v := range t.headers(ctx) {
+			h.Set(k, v)
+		}
+	}
+	req.Header = h
+	if body != nil {
+		req.ContentLength = int64(len(body))
+		req.Body = &bodyReader{*bytes.NewReader(body)}
+		req.GetBody = func() (io.ReadCloser, error) { return &bodyReader{*bytes.NewReader(body)}, nil }
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		_ = resp.Body.Close()
+		if method != http.MethodGet && session != "" {
+			// The server no longer knows the session.
+			t.mu.Lock()
+			if t.session == session {
+				t.session, t.sessHdr, t.ended = "", nil, true
+			}
+			t.mu.Unlock()
+		}
+		return nil, transport.ErrSessionTerminated
+	}
+	return resp, nil
+}
+
+// bodyReader is a request body over bytes the caller owns.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
+
+// refused reads the answer of a request the server refused (a status other
+// than 200 and 202).
+func refused(resp *http.Response, method string) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	if resp.StatusCode == http.StatusUnauthorized {
+		return nil, nil, unauthorized(resp)
+	}
+	if method == string(mcp.MethodInitialize) && resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		return nil, nil, transport.ErrLegacySSEServer
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if msg, err := decodeMessage(body); err == nil {
+		return msg.result, msg.err, nil
+	}
+	return nil, nil, fmt.Errorf("request failed with status %d: %s", resp.StatusCode, body)
+}
+
+// unauthorized is the error of a 401 answer.
+func unauthorized(resp *http.Response) error {
+	return &transport.AuthorizationRequiredError{ResourceMetadataURL: resourceMetadata(resp.Header.Values("WWW-Authenticate"))}
+}
+
+// mediaType returns the media type of a Content-Type value, lower case and
+// without parameters; the two values servers send are compared, not parsed.
+func mediaType(ct string) string {
+	if ct == "application/json" || ct == "text/event-stream" {
+		return ct
+	}
+	ct, _, _ = strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// readJSON reads a JSON answer.
+func readJSON(resp *http.Response) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	if n := resp.ContentLength; n > 0 && n < maxPooled {
+		buf.Grow(int(n))
+	}
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return nil, nil, fmt.Errorf("failed to decode response: %w", err)
+	}
+	msg, err := decodeMessage(buf.Bytes())
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to decode response: %w", err)
+	}
+	if !msg.hasID {
+		return nil, nil, fmt.Errorf("response should contain RPC id: %s", truncate(buf.Bytes(), 200))
+	}
+	return msg.result, msg.err, nil
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// Buffers of answers, shared by every transport of the process.
+var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooled is the largest buffer kept for reuse.
+const maxPooled = 1 << 20
+
+func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > maxPooled {
+		return
+	}
+	b.Reset()
+	bufferPool.Put(b)
+}

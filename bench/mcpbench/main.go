@@ -31,7 +31,8 @@
 // handler as its own process (floor-proc-*); see inprocess and floorproc.
 //
 // Every round runs every target back to back, first with 1 caller, then
-// with 16 (-callers), rotating the order each round; ratios are taken
+// with 16 (-callers: there only the targets the summary reads, unless
+// -all-cells), rotating the order each round; ratios are taken
 // within a round and the median over rounds is printed. -profile DIR then
 // takes a CPU profile of the mcpflow process under 16 callers on each of
 // its targets.
@@ -70,6 +71,7 @@ type options struct {
 	peer              string // "" skips the peer-* targets
 	peerVersion       string // what the report calls the peer's build
 	floors            bool   // the in-process and floor targets too
+	allCells          bool   // every target at every number of callers
 	profileDir        string
 	profileSeconds    int
 	profileCallers    int
@@ -88,6 +90,7 @@ func main() {
 	flag.StringVar(&o.peer, "peer", "", "path of a TBXark/mcp-proxy binary (peer-* targets; \"\" or a missing file: the summary's peer rows are not measured)")
 	flag.StringVar(&o.peerVersion, "peer-version", "", "the peer's build, for the report (make bench passes PEER_COMMIT)")
 	flag.BoolVar(&o.floors, "floors", false, "also run the floor targets: mcpflow's API inside this process (mcpflow-*), a bare net/http hop in this process (floor-*) and as its own process (floor-proc-*)")
+	flag.BoolVar(&o.allCells, "all-cells", false, "measure every target at every number of callers (default: every target at 1 caller, and at other numbers only the targets the summary reads there)")
 	flag.StringVar(&o.profileDir, "profile", "", "after the rounds, write a CPU profile of the separate mcpflow process under load on each mcpflow-proc-* target to this directory (needs $"+EnvPprofAddr+" support in mcpflow)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of each -profile profile")
 	flag.IntVar(&o.profileCallers, "profile-callers", 16, "concurrent callers while profiling")
@@ -266,6 +269,9 @@ func rounds(ctx context.Context, o options, targets []target, res *results) erro
 				order = append(order[1:], order[0])
 			}
 			for _, t := range order {
+				if !o.allCells && callers != 1 && !summaryReads(t.name, callers) {
+					continue
+				}
 				c, err := measure(ctx, t, callers, o.warmup, o.n)
 				if err != nil {
 					return err

@@ -100,6 +100,9 @@ func report(o options, res *results, targets []target, host string, began time.T
 	fmt.Printf("| target | path | callers | p50 µs | p90 µs | p99 µs | calls/s | proxy process CPU µs/call |\n|---|---|---|---|---|---|---|---|\n")
 	for _, callers := range o.callers {
 		for _, t := range targets {
+			if len(res.cells[t.name][callers]) == 0 {
+				continue // not measured at callers (-all-cells)
+			}
 			cpu := "–"
 			if t.proc != nil {
 				cpu = stat(res.perRound(t.name, callers, cpuPerCall))

@@ -58,6 +58,17 @@ func figures() []figure {
 	return fs
 }
 
+// summaryReads reports whether a figure of the summary reads target at
+// callers.
+func summaryReads(target string, callers int) bool {
+	for _, fg := range figures() {
+		if fg.callers == callers && (target == fg.a || target == fg.a2 || target == fg.b || target == fg.b2) {
+			return true
+		}
+	}
+	return false
+}
+
 // side returns, per round, f of target t less f of minus, if any, or why
 // it was not measured.
 func (fg figure) side(res *results, t, minus string) ([]float64, string) {

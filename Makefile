@@ -11,7 +11,7 @@ WORKFLOWCHECK_VERSION := v0.6.0
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 export TEMPORAL_CLI := $(BIN)/temporal
 
-.PHONY: help build tools testdeps dev test histories lint bench bench-peer soak conformance clean
+.PHONY: help build tools testdeps dev test histories lint bench bench-calls bench-tasks bench-peer soak conformance clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -128,9 +128,26 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck ## go vet, gofmt, staticcheck and 
 	$(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/...
 
-bench: build tools ## Side-by-side benchmarks: tool calls (mcpflow in and as its own process vs direct mcp-go), tasks (mcpflow vs minimal Temporal and a timer loop)
-	$(GO) run ./bench/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow
-	$(GO) run ./bench/taskbench -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal
+# make bench runs the tool-call bench (bench-calls), then the task bench
+# (bench-tasks). MCPBENCH_FLAGS and TASKBENCH_FLAGS pass flags to each, e.g.
+# make bench-calls MCPBENCH_FLAGS='-rounds 3 -n 1000' or '-floors'.
+MCPBENCH_FLAGS  ?=
+TASKBENCH_FLAGS ?=
+
+bench: build tools ## Side-by-side benchmarks: tool calls (bench-calls: mcpflow vs direct mcp-go and the peer proxy, with the summary table), then tasks (bench-tasks)
+	@$(MAKE) --no-print-directory bench-calls
+	@$(MAKE) --no-print-directory bench-tasks
+
+# The peer is built into bin/ when missing; when it cannot be (no access to
+# PEER_REPO: set it to a local clone), the bench says so, runs without it and
+# its summary marks the peer's rows not measured.
+bench-calls: build ## Tool calls: mcpflow as its own process vs direct mcp-go and the peer TBXark/mcp-proxy (built when missing), ending with the summary table
+	@$(MAKE) --no-print-directory $(BIN)/mcp-proxy || \
+	  echo "bench-calls: the peer TBXark/mcp-proxy could not be built from $(PEER_REPO) (set PEER_REPO to a local clone): its rows will read not measured"
+	$(GO) run ./bench/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow -peer $(BIN)/mcp-proxy -peer-version $(PEER_COMMIT) $(MCPBENCH_FLAGS)
+
+bench-tasks: build tools ## Durable tasks: mcpflow vs a minimal Temporal workflow and a timer loop
+	$(GO) run ./bench/taskbench -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal $(TASKBENCH_FLAGS)
 
 PEER_REPO   ?= https://github.com/TBXark/mcp-proxy
 PEER_COMMIT := 4f78891
@@ -141,8 +158,7 @@ $(BIN)/mcp-proxy:
 	  git clone -q $(PEER_REPO) "$$src" && git -C "$$src" checkout -q $(PEER_COMMIT) && \
 	  cd "$$src" && $(GO) build -o $(BIN)/mcp-proxy .
 
-bench-peer: build $(BIN)/mcp-proxy ## Tool-call bench with the peer gateway TBXark/mcp-proxy (its repository at 4f78891) as extra targets
-	$(GO) run ./bench/mcpbench -demo $(BIN)/demo-mcp -mcpflow $(BIN)/mcpflow -peer $(BIN)/mcp-proxy
+bench-peer: bench-calls ## The same as bench-calls (the peer is part of it)
 
 soak: build tools ## Scale-out soak (not in make test): 2 serve + 2 worker on PostgreSQL, 1,000 tasks, workers killed at random
 	$(GO) run ./bench/taskbench -soak -mcpflow $(BIN)/mcpflow -demo $(BIN)/demo-mcp -temporal $(BIN)/temporal

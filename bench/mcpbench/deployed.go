@@ -49,7 +49,7 @@ type deployed struct {
 
 // startDeployed writes the configuration under dir and starts bin serve;
 // it returns once the API answers and the demo's echo tool answers over
-// both upstreams. With pprof, MCPFLOW_PPROF_ADDR is set to a free port.
+// every upstream. With pprof, MCPFLOW_PPROF_ADDR is set to a free port.
 func startDeployed(ctx context.Context, bin, dir, extensions string, pprof bool) (*deployed, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -117,13 +117,17 @@ auth:
 }
 
 // waitReady waits up to 60 s until /healthz answers and a REST call of
-// each demo echo tool succeeds (the first one discovers the servers and
-// starts the stdio child).
+// each upstream's echo tool succeeds (the first one discovers the servers
+// and starts the stdio children).
 func (d *deployed) waitReady(ctx context.Context) error {
 	hc := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	var last error
-	for _, path := range []string{"/healthz", "/api/threads/bench-thread/tools/demo_echo/call", "/api/threads/bench-thread/tools/demostdio_echo/call"} {
+	paths := []string{"/healthz"}
+	for _, srv := range []string{srvHTTP, srvHTTP25, srvStdio, srvStdio25} {
+		paths = append(paths, "/api/threads/bench-thread/tools/"+srv+"_echo/call")
+	}
+	for _, path := range paths {
 		for {
 			if d.proc.Exited() {
 				return fmt.Errorf("mcpflow serve exited: %v\n%s", d.proc.Err, d.proc.Tail(20))

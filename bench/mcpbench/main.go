@@ -1,64 +1,49 @@
-// Command mcpbench compares ordinary MCP tool calls through mcpflow's HTTP
-// API and its MCP endpoint with direct mcp-go calls on the same upstream,
-// side by side in one run (make bench), at 1 and at 16 concurrent callers:
+// Command mcpbench compares ordinary MCP tool calls through mcpflow, run as
+// its users run it (its own process), with direct mcp-go calls on the same
+// upstream and with the peer proxy TBXark/mcp-proxy, side by side in one
+// run (make bench), at 1 and at 16 concurrent callers, and prints a summary
+// of the figures mcpflow must reach against the peer (see summary).
 //
-//   - direct-http:   an mcp-go client → demo-mcp over streamable HTTP
-//   - mcpflow-http:  HTTP API → mcpflow runtime (shared session) → the same demo-mcp
-//   - mcpflow-mcp-http: an mcp-go client → mcpflow's MCP endpoint
-//     (/mcp/threads/…) → the same runtime → the same demo-mcp
-//   - mcpflow-mcp-raw-*: the same endpoint and session, called with one
-//     plain POST per call as mcpflow-* are (no client library): the
-//     server side of the MCP path alone
-//   - direct-stdio:  an mcp-go client → a demo-mcp stdio child
-//   - direct-*-default: the same with mcp-go's default protocol (2026-07-28)
-//   - floor-*:       a bare net/http handler in front of the direct client
-//   - floor-proc-*:  the same handler as its own process (this executable
-//     with -serve-floor), with its own direct clients: the floor of a proxy
-//     run as users run mcpflow
-//   - mcpflow-stdio: HTTP API → mcpflow runtime (pooled stdio session) → a demo-mcp child
-//   - mcpflow-mcp-stdio: MCP endpoint → mcpflow runtime (pooled stdio session) → a demo-mcp child
+// One demo-mcp serves over streamable HTTP; the stdio paths start their own
+// demo-mcp child. One `mcpflow serve` process (see deployed) has four
+// upstreams: the demo server over HTTP and a demo child over stdio, each
+// twice, once as users run it (the newest revision the demo server offers,
+// 2026-07-28) and once pinned to 2025-11-25 (protocol_version), the
+// revision the peer speaks upstream. The targets, for TR = http and stdio:
 //
-// The mcpflow-* targets above run mcpflow's API inside this process: a
-// floor that shares one scheduler with its client. With -mcpflow BIN (default
-// bin/mcpflow) mcpflow also runs as users run it, in its own process
-// (`mcpflow serve` with the access log on, a user token and SQLite; see
-// deployed):
+//   - direct-TR:          an mcp-go client pinned to 2025-11-25 → demo-mcp
+//   - direct-TR-default:  mcp-go with its defaults (2026-07-28) → demo-mcp
+//   - mcpflow-proc-mcp-TR-25: the pinned 2025 client → mcpflow's MCP
+//     endpoint (/mcp/threads/…) → the upstream pinned to 2025-11-25: the
+//     same revisions on both hops as the peer
+//   - mcpflow-proc-mcp-TR: the pinned 2025 client → mcpflow → the upstream
+//     as users run it (2026-07-28)
+//   - mcpflow-proc-mcp26-TR: mcp-go with its defaults (2026-07-28: no
+//     session, per-request _meta and headers) → mcpflow → the same
+//   - mcpflow-proc-TR, mcpflow-proc-TR-25: one plain POST per call to its
+//     REST API → the upstream as users run it / pinned to 2025-11-25
+//   - peer-TR: the pinned 2025 client → TBXark/mcp-proxy in its own process
+//     (-peer BIN; see peer) → the same demo server / its own stdio child
 //
-//   - mcpflow-proc-http, mcpflow-proc-stdio: one plain POST per call to
-//     its REST API → the same demo-mcp over HTTP / its own stdio child
-//   - mcpflow-proc-mcp-http, mcpflow-proc-mcp-stdio: an mcp-go client →
-//     its MCP endpoint → the same
-//   - mcpflow-proc-mcp26-http, mcpflow-proc-mcp26-stdio (and in process,
-//     mcpflow-mcp26-*): the 2026-07-28 path, an mcp-go client with its
-//     defaults (no session; per-request _meta and headers) → its MCP
-//     endpoint → the same, which mcpflow speaks 2026-07-28 to as well
-//     (demo-mcp offers it on both transports); the report compares it
-//     with the peer (issue 25, point 6)
-//
-// and with -peer BIN the peer gateway TBXark/mcp-proxy runs the same way
-// (peer-http, peer-stdio: an mcp-go client → the proxy → the same demo-mcp
-// over HTTP / its own stdio child; see peer).
+// With -floors the older floor targets run too: mcpflow's API inside this
+// process (mcpflow-*, mcpflow-mcp-*, mcpflow-mcp-raw-*, mcpflow-mcp26-*), a
+// bare net/http handler in front of the direct client (floor-*) and that
+// handler as its own process (floor-proc-*); see inprocess and floorproc.
 //
 // Every round runs every target back to back, first with 1 caller, then
-// with 16 (-callers), rotating the order each round; ratios are taken
-// within a round and the median over rounds is printed. Direct clients pin
-// protocol 2025-11-25, the revision the peer speaks upstream; mcpflow
-// speaks the newest revision the demo server offers (2026-07-28) unless
-// -upstream-protocol pins its upstream sessions (the servers'
-// protocol_version): with -upstream-protocol 2025-11-25 both sides put the
-// same bytes on the upstream wire. -profile DIR then takes a CPU profile of
-// the separate mcpflow process under 16 callers on each of its targets.
+// with 16 (-callers: there only the targets the summary reads, unless
+// -all-cells), rotating the order each round; ratios are taken
+// within a round and the median over rounds is printed. -profile DIR then
+// takes a CPU profile of the mcpflow process under 16 callers on each of
+// its targets.
 package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -69,15 +54,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/bench/internal/benchproc"
-	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/mcpclient"
-	"github.com/mcpflow/mcpflow/mcpserver"
-	"github.com/mcpflow/mcpflow/store"
 )
 
 const benchToken = "bench-user-token"
@@ -92,12 +69,14 @@ type options struct {
 	demo              string
 	mcpflow           string // "" skips the mcpflow-proc-* targets
 	peer              string // "" skips the peer-* targets
+	peerVersion       string // what the report calls the peer's build
+	floors            bool   // the in-process and floor targets too
+	allCells          bool   // every target at every number of callers
 	profileDir        string
 	profileSeconds    int
 	profileCallers    int
 	only              string
 	workdir           string // "" is a temporary directory, removed at the end
-	upstreamProtocol  string // the servers' protocol_version, "" for the newest offered
 }
 
 func main() {
@@ -105,17 +84,19 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds")
 	flag.IntVar(&o.n, "n", 2000, "calls per target, round and number of callers")
 	flag.IntVar(&o.warmup, "warmup", 200, "warm-up calls before each measured cell")
-	callers := flag.String("callers", "1,16", "comma-separated numbers of concurrent callers sharing one client")
+	callers := flag.String("callers", "1,16", "comma-separated numbers of concurrent callers sharing one client (the summary reads 1 and 16)")
 	flag.StringVar(&o.demo, "demo", "bin/demo-mcp", "path of the demo-mcp binary")
 	flag.StringVar(&o.mcpflow, "mcpflow", "bin/mcpflow", "path of the mcpflow binary to run as its own process (mcpflow-proc-* targets; \"\" skips them)")
-	flag.StringVar(&o.peer, "peer", "", "path of a TBXark/mcp-proxy binary (peer-* targets; \"\" skips them)")
+	flag.StringVar(&o.peer, "peer", "", "path of a TBXark/mcp-proxy binary (peer-* targets; \"\" or a missing file: the summary's peer rows are not measured)")
+	flag.StringVar(&o.peerVersion, "peer-version", "", "the peer's build, for the report (make bench passes PEER_COMMIT)")
+	flag.BoolVar(&o.floors, "floors", false, "also run the floor targets: mcpflow's API inside this process (mcpflow-*), a bare net/http hop in this process (floor-*) and as its own process (floor-proc-*)")
+	flag.BoolVar(&o.allCells, "all-cells", false, "measure every target at every number of callers (default: every target at 1 caller, and at other numbers only the targets the summary reads there)")
 	flag.StringVar(&o.profileDir, "profile", "", "after the rounds, write a CPU profile of the separate mcpflow process under load on each mcpflow-proc-* target to this directory (needs $"+EnvPprofAddr+" support in mcpflow)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of each -profile profile")
 	flag.IntVar(&o.profileCallers, "profile-callers", 16, "concurrent callers while profiling")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this benchmark process (the in-process targets) to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this benchmark process (the in-process targets of -floors) to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated targets to run (default: all)")
 	flag.StringVar(&o.workdir, "workdir", "", "keep the configurations, databases and logs (mcpflow.log: its access log) of the run in this directory (default: a temporary one, removed)")
-	flag.StringVar(&o.upstreamProtocol, "upstream-protocol", "", "pin the MCP revision mcpflow speaks to the demo servers (their protocol_version: 2025-11-25 or 2026-07-28; default: the newest they offer)")
 	floorAddr := flag.String("serve-floor", "", "internal: serve the floor handler on this address (the floor-proc-* targets' process)")
 	floorUpstream := flag.String("floor-upstream", "", "internal: the demo server's MCP URL for -serve-floor")
 	flag.Parse()
@@ -171,6 +152,49 @@ func (o options) anySelected(prefix string) bool {
 	return false
 }
 
+// env is what the targets are built from: the run's directory, the demo
+// server and binary, and one HTTP client for every plain POST.
+type env struct {
+	o        options
+	dir      string
+	demoBin  string
+	upstream string // the demo server's base URL
+	ext      string // extensions_config.json of every mcpflow
+	hc       *http.Client
+	// peerNote says why the peer's targets are missing, "" when they run.
+	peerNote string
+	// closers run at the end, last first.
+	closers []func()
+}
+
+func (e *env) later(f func()) { e.closers = append(e.closers, f) }
+
+func (e *env) close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+}
+
+// The upstream servers of every mcpflow in the run, by tool prefix: the
+// demo server as users run it (the newest revision it offers) and pinned
+// to 2025-11-25, over HTTP and over stdio.
+const (
+	srvHTTP    = "demo"
+	srvHTTP25  = "demo25"
+	srvStdio   = "demostdio"
+	srvStdio25 = "demostdio25"
+)
+
+// extensions is the extensions_config.json of the mcpflow processes.
+func extensions(upstreamMCP, demoBin string) string {
+	return fmt.Sprintf(`{"mcpServers": {
+  %q: {"type": "http", "url": %q},
+  %q: {"type": "http", "url": %q, "protocol_version": "2025-11-25"},
+  %q: {"type": "stdio", "command": %q, "args": ["--transport", "stdio"]},
+  %q: {"type": "stdio", "command": %q, "args": ["--transport", "stdio"], "protocol_version": "2025-11-25"}
+}}`, srvHTTP, upstreamMCP, srvHTTP25, upstreamMCP, srvStdio, demoBin, srvStdio25, demoBin)
+}
+
 func run(o options) error {
 	ctx := context.Background()
 	began := time.Now()
@@ -179,326 +203,64 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	dir := o.workdir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "mcpbench-"); err != nil {
+	e := &env{o: o, demoBin: demoBin}
+	defer e.close()
+	if e.dir = o.workdir; e.dir == "" {
+		if e.dir, err = os.MkdirTemp("", "mcpbench-"); err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.later(func() { os.RemoveAll(e.dir) })
+	} else if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return err
 	}
 	maxCallers := 1
 	for _, c := range append(o.callers, o.profileCallers) {
 		maxCallers = max(maxCallers, c)
 	}
+	e.hc = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: max(16, maxCallers)}}
 
 	// The upstream: one demo-mcp over streamable HTTP.
 	upstream, stopUpstream, err := startDemoHTTP(demoBin)
 	if err != nil {
 		return err
 	}
-	defer stopUpstream()
+	e.later(stopUpstream)
+	e.upstream = upstream
+	e.ext = extensions(upstream+"/mcp", demoBin)
 
-	// mcpflow in this process: store + runtime + API (REST and MCP
-	// endpoint) on a loopback listener.
-	pin := ""
-	if o.upstreamProtocol != "" {
-		pin = fmt.Sprintf(`, "protocol_version": %q`, o.upstreamProtocol)
-	}
-	ext := fmt.Sprintf(`{"mcpServers": {
-  "demo": {"type": "http", "url": %q%s},
-  "demostdio": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"]%s}
-}}`, upstream+"/mcp", pin, demoBin, pin)
-	extPath := filepath.Join(dir, "extensions_config.json")
-	if err := os.WriteFile(extPath, []byte(ext), 0o600); err != nil {
-		return err
-	}
-	exts, err := config.LoadExtensions(extPath, nil)
-	if err != nil {
-		return err
-	}
-	db, err := store.Open(ctx, store.BackendSQLite, filepath.Join(dir, "mcpflow.db"))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt := mcpclient.NewRuntime(mcpclient.Options{ExtensionsPath: extPath, Initial: exts,
-		WorkspaceRoot: filepath.Join(dir, "ws"), Logger: quiet})
-	defer rt.Close()
-	auth, err := api.NewAuthenticator(api.AuthConfig{Users: []api.UserToken{{UserID: "bench", Token: benchToken}}})
-	if err != nil {
-		return err
-	}
-	mcpSrv := mcpserver.New(mcpserver.Options{Tools: rt, Sessions: db, Events: db, Logger: quiet})
-	defer mcpSrv.Stop()
-	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: rt, MCP: mcpSrv, Logger: quiet})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: srv.Handler()}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
-	base := "http://" + ln.Addr().String()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: max(16, maxCallers)}}
-
-	// mcpflow and the peer in their own processes.
-	var dep *deployed
-	if o.mcpflow != "" && o.anySelected("mcpflow-proc-") {
-		progress("starting %s serve", o.mcpflow)
-		dep, err = startDeployed(ctx, o.mcpflow, filepath.Join(dir, "deployed"), ext, o.profileDir != "")
+	var targets []target
+	for _, add := range []func(context.Context, *env) ([]target, error){directTargets, procTargets, peerTargets, floorTargets} {
+		ts, err := add(ctx, e)
 		if err != nil {
 			return err
 		}
-		defer dep.stop()
-	}
-	var fp *floorProc
-	if o.anySelected("floor-proc-") {
-		progress("starting the floor process")
-		fp, err = startFloorProc(filepath.Join(dir, "floor"), upstream+"/mcp", demoBin)
-		if err != nil {
-			return err
-		}
-		defer fp.stop()
-	}
-	var pr *peer
-	if o.peer != "" && o.anySelected("peer-") {
-		progress("starting the peer proxy %s", o.peer)
-		pr, err = startPeer(o.peer, filepath.Join(dir, "peer"), upstream+"/mcp", demoBin)
-		if err != nil {
-			return err
-		}
-		defer pr.stop()
-	}
-
-	// Direct clients.
-	directHTTP, err := client.NewStreamableHttpClient(upstream+"/mcp", transport.WithHTTPBasicClient(hc))
-	if err != nil {
-		return err
-	}
-	if err := initialize(ctx, directHTTP); err != nil {
-		return fmt.Errorf("direct http: %w", err)
-	}
-	defer directHTTP.Close()
-	directStdio, err := client.NewStdioMCPClientWithOptions(demoBin, nil, []string{"--transport", "stdio"})
-	if err != nil {
-		return err
-	}
-	if err := initialize(ctx, directStdio); err != nil {
-		return fmt.Errorf("direct stdio: %w", err)
-	}
-	defer directStdio.Close()
-
-	// mcp-go with its defaults (protocol 2026-07-28, discovery probe): what
-	// an agent developer gets without pinning a protocol.
-	defaultHTTP, err := client.NewStreamableHttpClient(upstream+"/mcp", transport.WithHTTPBasicClient(hc))
-	if err != nil {
-		return err
-	}
-	if err := initializeDefault(ctx, defaultHTTP); err != nil {
-		return fmt.Errorf("default http: %w", err)
-	}
-	defer defaultHTTP.Close()
-	defaultStdio, err := client.NewStdioMCPClientWithOptions(demoBin, nil, []string{"--transport", "stdio"})
-	if err != nil {
-		return err
-	}
-	if err := initializeDefault(ctx, defaultStdio); err != nil {
-		return fmt.Errorf("default stdio: %w", err)
-	}
-	defer defaultStdio.Close()
-
-	// pinned is an mcp-go client pinned to 2025-11-25 like the direct
-	// ones, on url, with headers. One client (one MCP session) per target.
-	pinned := func(url string, headers map[string]string) (*client.Client, error) {
-		tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(hc), transport.WithHTTPHeaders(headers))
-		if err != nil {
-			return nil, err
-		}
-		c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
-		return c, initialize(ctx, c)
-	}
-	// viaMCP is an mcp-go client on an mcpflow MCP endpoint at base, with
-	// the user's token, on the REST calls' thread.
-	viaMCP := func(base string) (*client.Client, error) {
-		return pinned(base+"/mcp/threads/bench-thread", map[string]string{"Authorization": "Bearer " + benchToken})
-	}
-	mcpHTTP, err := viaMCP(base)
-	if err != nil {
-		return fmt.Errorf("mcp endpoint http: %w", err)
-	}
-	defer mcpHTTP.Close()
-	mcpStdio, err := viaMCP(base)
-	if err != nil {
-		return fmt.Errorf("mcp endpoint stdio: %w", err)
-	}
-	defer mcpStdio.Close()
-	// via2026 is an mcp-go client with its defaults (2026-07-28: discovery
-	// probe, no session, per-request _meta and headers) on an mcpflow MCP
-	// endpoint at base: the 2026 path, which mcpflow also speaks upstream
-	// (demo-mcp offers 2026-07-28 on both transports).
-	via2026 := func(base string) (*client.Client, error) {
-		tr, err := transport.NewStreamableHTTP(base+"/mcp/threads/bench-thread", transport.WithHTTPBasicClient(hc),
-			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + benchToken}))
-		if err != nil {
-			return nil, err
-		}
-		c := client.NewClient(tr)
-		return c, initializeDefault(ctx, c)
-	}
-	mcp26 := map[string]*client.Client{}
-	for _, tr := range []string{"http", "stdio"} {
-		c, err := via2026(base)
-		if err != nil {
-			return fmt.Errorf("mcp endpoint, 2026-07-28: %w", err)
-		}
-		defer c.Close()
-		mcp26[tr] = c
-	}
-
-	args := benchArgs
-	callTool := func(c *client.Client, tool string) func(context.Context) error {
-		return func(ctx context.Context) error {
-			res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
-			if err == nil && res.IsError {
-				err = fmt.Errorf("tool error")
+		for _, t := range ts {
+			if o.selected(t.name) {
+				targets = append(targets, t)
 			}
-			return err
 		}
 	}
-	direct := func(c *client.Client) func(context.Context) error { return callTool(c, "echo") }
-	// postRaw is an agent's call without a client library: one POST of
-	// body with headers, answered 200 with ok in the body.
-	postRaw := func(url string, body, ok []byte, headers func(http.Header)) func(context.Context) error {
-		return func(ctx context.Context) error {
-			req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			headers(req.Header)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 || !bytes.Contains(b, ok) {
-				return fmt.Errorf("status %d: %s", resp.StatusCode, b)
-			}
-			return nil
-		}
-	}
-	// post is a REST call: the call body, answered with is_error false.
-	post := func(url, token string) func(context.Context) error {
-		return postRaw(url, []byte(`{"arguments":{"message":"hello"}}`), []byte(`"is_error":false`), func(h http.Header) {
-			if token != "" {
-				h.Set("Authorization", "Bearer "+token)
-			}
-		})
-	}
-	viaAPI := func(base, tool string) func(context.Context) error {
-		return post(base+"/api/threads/bench-thread/tools/"+tool+"/call", benchToken)
-	}
-	// viaMCPRaw is the MCP endpoint called the way post calls the REST
-	// API: one POST of a tools/call message on the mcp-go client's session,
-	// without a client library, so that mcp/REST of the raw pair is the
-	// server side alone.
-	viaMCPRaw := func(session *client.Client, tool string) func(context.Context) error {
-		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"message":"hello"}}}`)
-		return postRaw(base+"/mcp/threads/bench-thread", body, []byte(`"isError":false`), func(h http.Header) {
-			h.Set("Authorization", "Bearer "+benchToken)
-			h.Set("Accept", "application/json, text/event-stream")
-			h.Set("Mcp-Session-Id", session.GetSessionId())
-			h.Set("Mcp-Protocol-Version", mcp.ProtocolVersion20251125)
-		})
-	}
-	// The floor of any proxy built from net/http: a bare net/http handler
-	// that calls the direct client. floor − direct is what one HTTP hop in
-	// front of a blocking upstream call costs on this machine.
-	floorLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	floorSrv := &http.Server{Handler: floorHandler(map[string]*client.Client{"http": directHTTP, "stdio": directStdio}, args)}
-	go func() { _ = floorSrv.Serve(floorLn) }()
-	defer floorSrv.Close()
-	viaFloor := func(path string) func(context.Context) error {
-		return post("http://"+floorLn.Addr().String()+"/"+path, "")
-	}
-
-	targets := []target{
-		{name: "direct-http", call: direct(directHTTP)},
-		{name: "direct-http-default", call: direct(defaultHTTP)},
-		{name: "floor-http", call: viaFloor("http")},
-		{name: "mcpflow-http", call: viaAPI(base, "demo_echo")},
-		{name: "mcpflow-mcp-http", call: callTool(mcpHTTP, "demo_echo")},
-		{name: "mcpflow-mcp-raw-http", call: viaMCPRaw(mcpHTTP, "demo_echo")},
-		{name: "mcpflow-mcp26-http", call: callTool(mcp26["http"], "demo_echo")},
-		{name: "direct-stdio", call: direct(directStdio)},
-		{name: "direct-stdio-default", call: direct(defaultStdio)},
-		{name: "floor-stdio", call: viaFloor("stdio")},
-		{name: "mcpflow-stdio", call: viaAPI(base, "demostdio_echo")},
-		{name: "mcpflow-mcp-stdio", call: callTool(mcpStdio, "demostdio_echo")},
-		{name: "mcpflow-mcp-raw-stdio", call: viaMCPRaw(mcpStdio, "demostdio_echo")},
-		{name: "mcpflow-mcp26-stdio", call: callTool(mcp26["stdio"], "demostdio_echo")},
-	}
-	if fp != nil {
-		targets = append(targets,
-			target{name: "floor-proc-http", call: post(fp.base+"/http", ""), proc: fp.proc},
-			target{name: "floor-proc-stdio", call: post(fp.base+"/stdio", ""), proc: fp.proc})
-	}
-	if dep != nil {
-		procMCP := map[string]*client.Client{}
-		for _, tr := range []string{"http", "stdio"} {
-			c, err := viaMCP(dep.base)
-			if err != nil {
-				return fmt.Errorf("deployed mcpflow's MCP endpoint: %w", err)
-			}
-			defer c.Close()
-			procMCP[tr] = c
-			c26, err := via2026(dep.base)
-			if err != nil {
-				return fmt.Errorf("deployed mcpflow's MCP endpoint, 2026-07-28: %w", err)
-			}
-			defer c26.Close()
-			procMCP["26"+tr] = c26
-		}
-		targets = append(targets,
-			target{name: "mcpflow-proc-http", call: viaAPI(dep.base, "demo_echo"), proc: dep.proc, pprof: dep.pprof},
-			target{name: "mcpflow-proc-mcp-http", call: callTool(procMCP["http"], "demo_echo"), proc: dep.proc, pprof: dep.pprof},
-			target{name: "mcpflow-proc-stdio", call: viaAPI(dep.base, "demostdio_echo"), proc: dep.proc, pprof: dep.pprof},
-			target{name: "mcpflow-proc-mcp-stdio", call: callTool(procMCP["stdio"], "demostdio_echo"), proc: dep.proc, pprof: dep.pprof},
-			target{name: "mcpflow-proc-mcp26-http", call: callTool(procMCP["26http"], "demo_echo"), proc: dep.proc, pprof: dep.pprof},
-			target{name: "mcpflow-proc-mcp26-stdio", call: callTool(procMCP["26stdio"], "demostdio_echo"), proc: dep.proc, pprof: dep.pprof})
-	}
-	if pr != nil {
-		for _, up := range []struct{ name, path string }{{"peer-http", "demo"}, {"peer-stdio", "demostdio"}} {
-			var c *client.Client
-			err := pr.initialize(func() error {
-				var err error
-				c, err = pinned(pr.url(up.path), nil)
-				return err
-			})
-			if err != nil {
-				return fmt.Errorf("peer proxy, %s: %w\n%s", up.path, err, pr.proc.Tail(20))
-			}
-			defer c.Close()
-			targets = append(targets, target{name: up.name, call: direct(c), proc: pr.proc})
-		}
-	}
-
-	var keep []target
-	for _, t := range targets {
-		if o.selected(t.name) {
-			keep = append(keep, t)
-		}
-	}
-	targets = keep
 	if len(targets) == 0 {
 		return fmt.Errorf("-only %q keeps no target", o.only)
 	}
 
-	res := &results{cells: map[string]map[int][]cell{}}
+	res := &results{cells: map[string]map[int][]cell{}, peerNote: e.peerNote}
+	if err := rounds(ctx, o, targets, res); err != nil {
+		return err
+	}
+	var profiles []string
+	if o.profileDir != "" {
+		if profiles, err = profileAll(ctx, o, targets); err != nil {
+			return err
+		}
+	}
+	report(o, res, targets, host, began, profiles)
+	return nil
+}
+
+// rounds measures every target at every number of callers, o.rounds
+// times, rotating the order each round.
+func rounds(ctx context.Context, o options, targets []target, res *results) error {
 	for r := 0; r < o.rounds; r++ {
 		use0, t0 := readCPUUse(), time.Now()
 		for _, callers := range o.callers {
@@ -507,6 +269,9 @@ func run(o options) error {
 				order = append(order[1:], order[0])
 			}
 			for _, t := range order {
+				if !o.allCells && callers != 1 && !summaryReads(t.name, callers) {
+					continue
+				}
 				c, err := measure(ctx, t, callers, o.warmup, o.n)
 				if err != nil {
 					return err
@@ -518,49 +283,26 @@ func run(o options) error {
 		res.others = append(res.others, othersShare(use0, readCPUUse(), time.Since(t0)))
 		progress("round %d/%d: other processes kept %.0f%% of the CPUs busy", r+1, o.rounds, 100*res.others[r])
 	}
-
-	var profiles []string
-	if o.profileDir != "" {
-		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
-			return err
-		}
-		for _, t := range targets {
-			if t.pprof == "" {
-				continue
-			}
-			progress("profiling %s for %d s with %d callers", t.name, o.profileSeconds, o.profileCallers)
-			line, err := profileTarget(ctx, t, o.profileCallers, o.profileSeconds, o.profileDir)
-			if err != nil {
-				return err
-			}
-			profiles = append(profiles, line)
-		}
-	}
-
-	report(o, res, targets, host, began, profiles)
 	return nil
 }
 
-func initialize(ctx context.Context, c *client.Client) error {
-	if err := c.Start(ctx); err != nil {
-		return err
+func profileAll(ctx context.Context, o options, targets []target) ([]string, error) {
+	if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+		return nil, err
 	}
-	_, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: mcp.ProtocolVersion20251125,
-		ClientInfo:      mcp.Implementation{Name: "mcpbench", Version: "1"},
-	}})
-	return err
-}
-
-func initializeDefault(ctx context.Context, c *client.Client) error {
-	if err := c.Start(ctx); err != nil {
-		return err
+	var profiles []string
+	for _, t := range targets {
+		if t.pprof == "" {
+			continue
+		}
+		progress("profiling %s for %d s with %d callers", t.name, o.profileSeconds, o.profileCallers)
+		line, err := profileTarget(ctx, t, o.profileCallers, o.profileSeconds, o.profileDir)
+		if err != nil {
+			return nil, err
+		}
+		profiles = append(profiles, line)
 	}
-	_, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION,
-		ClientInfo:      mcp.Implementation{Name: "mcpbench-default", Version: "1"},
-	}})
-	return err
+	return profiles, nil
 }
 
 // startDemoHTTP runs demo-mcp over streamable HTTP and returns its base URL.

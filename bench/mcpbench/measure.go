@@ -14,6 +14,7 @@ import (
 // target is one path to the demo's echo tool.
 type target struct {
 	name string
+	path string // what the target calls through, for the report
 	call func(ctx context.Context) error
 	// proc is the separate proxy process of the path (deployed mcpflow,
 	// the peer), whose CPU per call the report shows; nil in-process.
@@ -38,7 +39,7 @@ func measure(ctx context.Context, t target, callers, warmup, n int) (cell, error
 	}
 	var cpu0 time.Duration
 	if t.proc != nil {
-		cpu0 = benchproc.ReadCPU(t.proc.PID())
+		cpu0 = benchproc.ReadCPUPrecise(t.proc.PID())
 	}
 	ds := make([]time.Duration, n)
 	start := time.Now()
@@ -47,7 +48,7 @@ func measure(ctx context.Context, t target, callers, warmup, n int) (cell, error
 	}
 	c := cell{lat: ds, rps: float64(n) / time.Since(start).Seconds()}
 	if t.proc != nil {
-		c.cpu = (benchproc.ReadCPU(t.proc.PID()) - cpu0) / time.Duration(n)
+		c.cpu = (benchproc.ReadCPUPrecise(t.proc.PID()) - cpu0) / time.Duration(n)
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return c, nil

@@ -76,6 +76,9 @@ workspace:
 mcp_tasks:
   enabled: true
   poll_interval_seconds: 1
+  # one user submits every task; the RSS phase keeps -rss-n working at once,
+  # above the default cap of 100 per user
+  max_running_tasks_per_user: 1000000
 auth:
   users:
     - id: %s

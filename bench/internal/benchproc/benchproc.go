@@ -148,6 +148,38 @@ func ReadCPU(pid int) time.Duration {
 	return time.Duration(u+k) * time.Second / clockTicks
 }
 
+// ReadCPUPrecise returns the CPU time process pid's live threads have
+// run, in nanoseconds (the first field of /proc/<pid>/task/*/schedstat:
+// the scheduler's sum_exec_runtime), where ReadCPU counts 10 ms ticks. A
+// thread that exited no longer counts, so it is for differences over a
+// short interval of a process whose threads live on (a Go program's do),
+// such as a proxy's CPU per call. It falls back to ReadCPU when the kernel
+// has no schedstat.
+func ReadCPUPrecise(pid int) time.Duration {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return ReadCPU(pid)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // the thread exited meanwhile
+			}
+			return ReadCPU(pid)
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return ReadCPU(pid)
+		}
+		ns, _ := strconv.ParseInt(f[0], 10, 64)
+		sum += time.Duration(ns)
+	}
+	return sum
+}
+
 // MemStat is a process's resident memory from /proc/<pid>/status.
 type MemStat struct {
 	RSS, HWM int64 // bytes

@@ -34,13 +34,18 @@ type Tool struct {
 
 // ToolCall is one call of a tool for a user's thread.
 type ToolCall struct {
-	UserID     string
-	ThreadID   string
-	Tool       string            // visible name
-	Arguments  map[string]any    // nil means {}
-	Secrets    map[string]string // request-scoped credentials; never logged or stored
-	RunID      *string
-	ToolCallID *string
+	UserID    string
+	ThreadID  string
+	Tool      string         // visible name
+	Arguments map[string]any // nil means {} (or RawArguments)
+	// RawArguments are the arguments as the caller wrote them (one JSON
+	// object, checked by the edge), used when Arguments is nil: an
+	// ordinary call sends them upstream as they are, never decoded;
+	// CallArguments decodes them where a map is needed.
+	RawArguments json.RawMessage
+	Secrets      map[string]string // request-scoped credentials; never logged or stored
+	RunID        *string
+	ToolCallID   *string
 	// IdempotencyKey is the caller's key for a durable submit (REST header
 	// Idempotency-Key, MCP _meta IdempotencyKeyMeta; checked with
 	// ValidIdempotencyKey): the task's id derives from (user, thread, key),
@@ -49,6 +54,15 @@ type ToolCall struct {
 	// Relay is set for a call an MCP client made through the MCP endpoint:
 	// what mcpflow passes on to the MCP server and back (nil for REST).
 	Relay *CallRelay
+}
+
+// CallArguments are the call's arguments as a map (numbers as
+// json.Number): Arguments, else RawArguments decoded; nil means {}.
+func (c *ToolCall) CallArguments() (map[string]any, error) {
+	if c.Arguments != nil || len(c.RawArguments) == 0 {
+		return c.Arguments, nil
+	}
+	return DecodeArguments(c.RawArguments)
 }
 
 // CallRelay is what an MCP client's call carries through mcpflow to the

@@ -26,7 +26,8 @@ type echoTools struct{}
 
 func (echoTools) ListTools(context.Context, string, string) ([]mcpflow.Tool, error) { return nil, nil }
 func (echoTools) CallTool(_ context.Context, c mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
-	text, _ := json.Marshal(map[string]any{"type": "text", "text": c.Arguments["message"]})
+	args, _ := c.CallArguments()
+	text, _ := json.Marshal(map[string]any{"type": "text", "text": args["message"]})
 	return &mcpflow.ToolResult{Content: []json.RawMessage{text}}, nil
 }
 func (echoTools) UnavailableServers(context.Context, string) ([]mcpflow.UnavailableServer, error) {

@@ -82,11 +82,11 @@ func (s *Server) listTools(c *gin.Context) {
 	c.JSON(http.StatusOK, toolsBody{Tools: tools, RoutingHints: s.opts.Tools.RoutingHints(tools), UnavailableServers: down})
 }
 
-// callBody is a tool call's request body. Its arguments decode in the same
-// pass as the body, with numbers as json.Number (decodeCallBody), so that an
-// integer beyond 2^53 reaches the server as the agent wrote it.
+// callBody is a tool call's request body. Its arguments stay as the agent
+// wrote them (decodeCallBody checks they are an object), so that they reach
+// the server without being decoded, an integer beyond 2^53 included.
 type callBody struct {
-	Arguments  map[string]any    `json:"arguments"`
+	Arguments  json.RawMessage   `json:"arguments"`
 	Secrets    map[string]string `json:"secrets"`
 	RunID      *string           `json:"run_id"`
 	ToolCallID *string           `json:"tool_call_id"`
@@ -99,10 +99,9 @@ const headerIdempotencyKey = "Idempotency-Key"
 
 const callBodyMessage = "request body must be {\"arguments\": {...}, \"secrets\"?: {...}, \"run_id\"?: s, \"tool_call_id\"?: s}"
 
-// decodeCallBody decodes a tool call's body in one pass (decoding the
-// arguments apart, as mcpflow.DecodeArguments does, would read them twice
-// more on every call). A body it refuses is refused with the message the
-// two-step decode gives: which of the body or its arguments is wrong.
+// decodeCallBody decodes a tool call's body in one pass, its arguments
+// kept raw: a body it refuses is refused with what is wrong, the body or
+// its arguments.
 func decodeCallBody(body []byte) (callBody, error) {
 	var req callBody
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -110,30 +109,16 @@ func decodeCallBody(body []byte) (callBody, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	if err := dec.Decode(&req); err != nil {
-		return callBody{}, callBodyError(body)
+		return callBody{}, mcpflow.Errorf(mcpflow.EInvalid, callBodyMessage)
+	}
+	if req.Arguments = bytes.TrimSpace(req.Arguments); bytes.Equal(req.Arguments, []byte("null")) {
+		req.Arguments = nil
+	}
+	if len(req.Arguments) > 0 && req.Arguments[0] != '{' {
+		return callBody{}, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
 	}
 	return req, nil
-}
-
-// callBodyError says what is wrong with a body decodeCallBody refused.
-func callBodyError(body []byte) error {
-	var raw struct {
-		Arguments  json.RawMessage   `json:"arguments"`
-		Secrets    map[string]string `json:"secrets"`
-		RunID      *string           `json:"run_id"`
-		ToolCallID *string           `json:"tool_call_id"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&raw); err != nil {
-		return mcpflow.Errorf(mcpflow.EInvalid, callBodyMessage)
-	}
-	if _, err := mcpflow.DecodeArguments(raw.Arguments); err != nil {
-		return mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
-	}
-	return mcpflow.Errorf(mcpflow.EInvalid, callBodyMessage)
 }
 
 func (s *Server) callTool(c *gin.Context) {
@@ -177,7 +162,7 @@ func (s *Server) callTool(c *gin.Context) {
 	}
 	defer s.calls.release(t.UserID)
 	res, err := s.opts.Tools.CallTool(c.Request.Context(), mcpflow.ToolCall{
-		UserID: t.UserID, ThreadID: t.ID, Tool: c.Param("tool"), Arguments: req.Arguments,
+		UserID: t.UserID, ThreadID: t.ID, Tool: c.Param("tool"), RawArguments: req.Arguments,
 		Secrets: req.Secrets, RunID: req.RunID, ToolCallID: req.ToolCallID, IdempotencyKey: key,
 	})
 	if err != nil {

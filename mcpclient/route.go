@@ -1,7 +1,10 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"maps"
 	"time"
 
@@ -79,14 +82,9 @@ func (r *Runtime) Run(ctx context.Context, srv *config.Server, userID, threadID 
 // translates workspace paths in a stdio result. Task activities use it for
 // submit/status/cancel. A refused credential is a *CredentialError.
 func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
-	return r.call(ctx, srv, connFingerprint(*srv), tool, userID, threadID, args)
-}
-
-// call is Call with the fingerprint of srv's connection settings.
-func (r *Runtime) call(ctx context.Context, srv *config.Server, fp, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
 	var route *Route
-	err := r.run(ctx, srv, fp, userID, threadID, func(ctx context.Context, s *Session, rt *Route) error {
+	err := r.run(ctx, srv, connFingerprint(*srv), userID, threadID, func(ctx context.Context, s *Session, rt *Route) error {
 		var err error
 		res, err = s.CallTool(ctx, tool, args, rt.Meta())
 		route = rt
@@ -98,6 +96,60 @@ func (r *Runtime) call(ctx context.Context, srv *config.Server, fp, tool, userID
 	// Files this call wrote are stamped after it started.
 	route.Translate(res, route.Started())
 	return res, nil
+}
+
+// callResult is an ordinary call's result in the API's shape, args sent as
+// they are (a map, or the caller's json.RawMessage). Only a stdio route
+// reads the result fully (its paths are translated); any other passes it
+// through with one light decode (readResult).
+func (r *Runtime) callResult(ctx context.Context, srv *config.Server, fp, tool, userID, threadID string, args any) (*mcpflow.ToolResult, error) {
+	var raw json.RawMessage
+	var route *Route
+	var sess *Session
+	err := r.run(ctx, srv, fp, userID, threadID, func(ctx context.Context, s *Session, rt *Route) error {
+		var err error
+		raw, err = s.CallToolRaw(ctx, tool, args, rt.Meta())
+		route, sess = rt, s
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if route.ws == nil {
+		return readResult(raw, func(err error) error { return sess.unreadable(tool, err) })
+	}
+	res, err := mcp.ParseCallToolResult(&raw)
+	if err != nil {
+		return nil, sess.unreadable(tool, err)
+	}
+	route.Translate(res, route.Started())
+	return ConvertResult(res)
+}
+
+// readResult reads a tools/call result in one decode, its content blocks
+// kept as the server wrote them.
+func readResult(raw json.RawMessage, unreadable func(error) error) (*mcpflow.ToolResult, error) {
+	var res struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, unreadable(err)
+	}
+	if res.Content == nil {
+		return nil, unreadable(errors.New("content is missing"))
+	}
+	out := &mcpflow.ToolResult{Content: res.Content, IsError: res.IsError}
+	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
+		// Decoded as ConvertResult decodes it (numbers as json.Number): the
+		// API's value, whatever the route.
+		var v any
+		if err := mcpflow.DecodeExact(sc, &v); err == nil {
+			out.StructuredContent = v
+		}
+	}
+	return out, nil
 }
 
 // run is Run with the fingerprint of srv's connection settings.

@@ -396,6 +396,9 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 		return nil, err
 	}
 	if e == nil {
+		if call, err = withArguments(call); err != nil {
+			return nil, err
+		}
 		if res, ok, err := r.callBuiltin(ctx, call); ok {
 			return res, err
 		}
@@ -413,10 +416,6 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 	if e.needsTasks != "" {
 		return ToolError(e.needsTasks), nil
 	}
-	args := call.Arguments
-	if args == nil {
-		args = map[string]any{}
-	}
 	if e.toolset != nil {
 		r.mu.Lock()
 		sub := r.submitter
@@ -424,10 +423,16 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 		if sub == nil {
 			return ToolError("The MCP task runtime is not initialized. Run this tool through mcpflow with mcp_tasks.enabled=true and a running worker."), nil
 		}
-		call.Arguments = args
+		if call, err = withArguments(call); err != nil {
+			return nil, err
+		}
 		return sub(ctx, call, e.tool, *e.toolset)
 	}
-	res, err := r.call(WithRelay(WithSecrets(ctx, call.Secrets), call.Relay), e.server, e.config, e.tool.OriginalName, call.UserID, call.ThreadID, args)
+	var args any = call.Arguments
+	if call.Arguments == nil && len(call.RawArguments) > 0 {
+		args = call.RawArguments // sent as the caller wrote them
+	}
+	res, err := r.callResult(WithRelay(WithSecrets(ctx, call.Secrets), call.Relay), e.server, e.config, e.tool.OriginalName, call.UserID, call.ThreadID, args)
 	var ce *CredentialError
 	if errors.As(err, &ce) {
 		return ToolError(ce.Message), nil
@@ -440,12 +445,26 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 	}
 	var ta *TaskAnswer
 	if errors.As(err, &ta) {
+		if call, err = withArguments(call); err != nil {
+			return nil, err
+		}
 		return r.adopt(ctx, call, e, ta)
 	}
+	return res, err
+}
+
+// withArguments is call with its arguments decoded into a map ({} for
+// none), for what reads them (built-in tools, durable submits).
+func withArguments(call mcpflow.ToolCall) (mcpflow.ToolCall, error) {
+	args, err := call.CallArguments()
 	if err != nil {
-		return nil, err
+		return call, mcpflow.Errorf(mcpflow.EInvalid, "%s", err.Error())
 	}
-	return ConvertResult(res)
+	if args == nil {
+		args = map[string]any{}
+	}
+	call.Arguments = args
+	return call, nil
 }
 
 func (r *Runtime) workspaceRoot() string {

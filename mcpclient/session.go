@@ -480,7 +480,27 @@ func WithCallMeta(ctx context.Context, meta map[string]any) context.Context {
 // PassInput any JSON-RPC error, is an *mcpflow.RPCError for the caller to
 // hear; any other resultType is
 // EUpstream: an answer mcpflow cannot read is never an empty success.
-func (s *Session) CallTool(ctx context.Context, name string, args map[string]any, meta map[string]any) (*mcp.CallToolResult, error) {
+func (s *Session) CallTool(ctx context.Context, name string, args any, meta map[string]any) (*mcp.CallToolResult, error) {
+	raw, err := s.CallToolRaw(ctx, name, args, meta)
+	if err != nil {
+		return nil, err
+	}
+	res, err := mcp.ParseCallToolResult(&raw)
+	if err != nil {
+		return nil, s.unreadable(name, err)
+	}
+	return res, nil
+}
+
+// unreadable is the error of a result that is not a CallToolResult.
+func (s *Session) unreadable(name string, err error) error {
+	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", s.toolRequest(name).what, err)}
+}
+
+// CallToolRaw is CallTool without reading the result: the server's
+// complete result as it wrote it (args: a map, or a json.RawMessage
+// object sent as it is).
+func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta map[string]any) (json.RawMessage, error) {
 	callCtx := ctx
 	if s.callTimeout > 0 {
 		var cancel context.CancelFunc
@@ -535,9 +555,9 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 			}
 			return nil, s.classify(ctx, callCtx, req, rpc.AsError())
 		}
-		res, input, err := s.toolAnswer(name, raw)
+		input, err := s.toolAnswer(name, raw)
 		if err != nil || input == nil {
-			return res, err
+			return raw, err
 		}
 		if relay != nil && relay.PassInput {
 			return nil, &InputRequiredAnswer{Raw: raw}
@@ -575,40 +595,37 @@ type inputRequired struct {
 	RequestState string                     `json:"requestState"`
 }
 
-// toolAnswer reads a tools/call answer by its resultType.
-func (s *Session) toolAnswer(name string, raw json.RawMessage) (*mcp.CallToolResult, *inputRequired, error) {
+// toolAnswer reads a tools/call answer by its resultType: nil, nil for a
+// result (left to the caller to read).
+func (s *Session) toolAnswer(name string, raw json.RawMessage) (*inputRequired, error) {
 	var probe struct {
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`
 	}
 	what := s.toolRequest(name).what
-	// A result without resultType (before 2026-07-28, or left out) is
-	// decoded once, as a result.
+	// A result without resultType (before 2026-07-28, or left out) is not
+	// decoded here: the caller reads it.
 	if bytes.Contains(raw, []byte(`"resultType"`)) {
 		if err := json.Unmarshal(raw, &probe); err != nil {
-			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
+			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
 		}
 	}
 	switch probe.ResultType {
 	case "", "complete":
-		res, err := mcp.ParseCallToolResult(&raw)
-		if err != nil {
-			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", what, err)}
-		}
-		return res, nil, nil
+		return nil, nil
 	case "task":
 		if probe.TaskID == "" {
-			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: what + " answered a task without a taskId"}
+			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: what + " answered a task without a taskId"}
 		}
-		return nil, nil, &TaskAnswer{Server: s.server, Tool: name, TaskID: probe.TaskID}
+		return nil, &TaskAnswer{Server: s.server, Tool: name, TaskID: probe.TaskID}
 	case "input_required":
 		var in inputRequired
 		if err := json.Unmarshal(raw, &in); err != nil || (len(in.Requests) == 0 && in.RequestState == "") {
-			return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: what + " asked for input without saying what it needs"}
+			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: what + " asked for input without saying what it needs"}
 		}
-		return nil, &in, nil
+		return &in, nil
 	}
-	return nil, nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: fmt.Sprintf(
+	return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: fmt.Sprintf(
 		"%s answered resultType %q, which mcpflow cannot read: the call's outcome is unknown", what, mcpflow.TruncateChars(probe.ResultType, 40))}
 }
 
@@ -737,8 +754,17 @@ func inputKinds(requests map[string]json.RawMessage) string {
 
 // callParams returns the params of a tools/call of name with args and
 // meta merged over the WithCallMeta keys of ctx (meta's keys win).
-func callParams(ctx context.Context, name string, args, meta map[string]any) mcp.CallToolParams {
-	if args == nil {
+func callParams(ctx context.Context, name string, args any, meta map[string]any) mcp.CallToolParams {
+	switch a := args.(type) {
+	case json.RawMessage:
+		if len(a) == 0 {
+			args = map[string]any{}
+		}
+	case map[string]any:
+		if a == nil {
+			args = map[string]any{}
+		}
+	case nil:
 		args = map[string]any{}
 	}
 	p := mcp.CallToolParams{Name: name, Arguments: args}

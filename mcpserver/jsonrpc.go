@@ -171,10 +171,11 @@ func decodeParams(method string, raw json.RawMessage, v any) *rpcError {
 	return nil
 }
 
-// callArguments are a tools/call's arguments as the runtime takes them (nil
-// when absent); numbers are json.Number, so an integer beyond 2^53 reaches
-// the MCP server as the client wrote it.
-func (m *message) callArguments() (map[string]any, *rpcError) {
+// callArguments are a tools/call's arguments as the client wrote them,
+// for the runtime to send on without decoding them (nil when absent): the
+// message was decoded whole, so they are one JSON value; only that it is
+// an object is checked here.
+func (m *message) callArguments() (json.RawMessage, *rpcError) {
 	raw := bytes.TrimSpace(m.Params.Arguments)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
@@ -182,14 +183,7 @@ func (m *message) callArguments() (map[string]any, *rpcError) {
 	if raw[0] != '{' {
 		return nil, invalidParams("invalid params for %s: arguments must be an object", m.Method)
 	}
-	// one decode: the runtime takes a map
-	var args map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&args); err != nil {
-		return nil, invalidParams("invalid params for %s: %s", m.Method, jsonErrorText(err))
-	}
-	return args, nil
+	return raw, nil
 }
 
 // rawString is the string a JSON value holds; false when it holds none.

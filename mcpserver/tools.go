@@ -225,7 +225,7 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 	if name == "" {
 		return nil, invalidParams("name is required")
 	}
-	tc := mcpflow.ToolCall{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Tool: name, Arguments: args}
+	tc := mcpflow.ToolCall{UserID: c.req.UserID, ThreadID: c.req.ThreadID, Tool: name, RawArguments: args}
 	if err := readMeta(c.msg.Params.Meta, &tc); err != nil {
 		return nil, err
 	}

@@ -83,10 +83,3 @@ func (c *tokenCache) remove(key [sha256.Size]byte) {
 	defer c.mu.Unlock()
 	c.items.Remove(key)
 }
-
-// len returns the number of tokens remembered.
-func (c *tokenCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.items.Len()
-}

@@ -270,20 +270,11 @@ func (e *Extensions) Raw() *RawDocument {
 // EffectiveRouting is the routing of one tool: the server routing with the
 // fields explicitly set in tools.<tool>.routing overriding it (spec §1.6).
 func (s *Server) EffectiveRouting(tool string) Routing {
-	r := Routing{Mode: s.Routing.Mode, Priority: s.Routing.Priority, Keywords: slices.Clone(s.Routing.Keywords)}
-	o, ok := s.Tools[tool]
-	if !ok || o.Routing == nil {
-		return r
+	r := s.Routing
+	if o, ok := s.Tools[tool]; ok && o.Routing != nil {
+		r = o.Routing.apply(r)
 	}
-	if o.Routing.Mode != nil {
-		r.Mode = *o.Routing.Mode
-	}
-	if o.Routing.Priority != nil {
-		r.Priority = *o.Routing.Priority
-	}
-	if o.Routing.Keywords != nil {
-		r.Keywords = slices.Clone(*o.Routing.Keywords)
-	}
+	r.Keywords = slices.Clone(r.Keywords)
 	return r
 }
 

@@ -1,6 +1,7 @@
 package oidcauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -137,21 +138,13 @@ func NewVerifier(ctx context.Context, providers []Provider, opts Options) (*Veri
 func (v *Verifier) Start(ctx context.Context) {
 	for _, p := range v.providers {
 		cfg := &p.cfg
-		keys := "discovery"
-		if cfg.JWKSURL != "" {
-			keys = cfg.JWKSURL
-		}
 		attrs := []slog.Attr{slog.String("provider", cfg.Name), slog.String("issuer", cfg.Issuer),
 			slog.Any("audiences", cfg.Audiences), slog.String("user_prefix", cfg.UserPrefix),
 			slog.Bool("share_user_ids", cfg.ShareUserIDs), slog.Any("required_scopes", cfg.RequiredScopes),
-			slog.String("keys", keys), slog.Duration("jwks_max_age", cfg.JWKSMaxAge)}
+			slog.String("keys", cmp.Or(cfg.JWKSURL, "discovery")), slog.Duration("jwks_max_age", cfg.JWKSMaxAge)}
 		if p.introspector != nil {
 			// The client id, never the secret.
-			endpoint := cfg.IntrospectionURL
-			if endpoint == "" {
-				endpoint = "discovery"
-			}
-			attrs = append(attrs, slog.String("introspection", endpoint), slog.String("introspection_client_id", cfg.IntrospectionClientID),
+			attrs = append(attrs, slog.String("introspection", cmp.Or(cfg.IntrospectionURL, "discovery")), slog.String("introspection_client_id", cfg.IntrospectionClientID),
 				slog.Bool("introspect_jwts", cfg.IntrospectJWTs))
 		}
 		v.log.LogAttrs(ctx, slog.LevelInfo, "identity provider configured", attrs...)

@@ -49,43 +49,34 @@ func Errorf(code, format string, args ...any) *Error {
 // ErrorCode returns the code of the first domain error in err's chain, or
 // EInternal for any other non-nil error and "" for nil.
 func ErrorCode(err error) string {
-	if err == nil {
-		return ""
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	var pe *ProtocolError
-	if errors.As(err, &pe) {
-		return EUpstream
-	}
-	var de *DuplicateRemoteTaskError
-	if errors.As(err, &de) {
-		return EConflict
-	}
-	return EInternal
+	code, _ := classify(err)
+	return code
 }
 
 // ErrorMessage returns the caller-safe message of err: the message of the
 // first domain error in its chain, or a generic text for anything else.
 func ErrorMessage(err error) string {
-	if err == nil {
-		return ""
-	}
+	_, msg := classify(err)
+	return msg
+}
+
+// classify is ErrorCode and ErrorMessage of err. A ProtocolError is
+// EUpstream, a DuplicateRemoteTaskError EConflict.
+func classify(err error) (code, msg string) {
 	var e *Error
-	if errors.As(err, &e) {
-		return e.Message
-	}
 	var pe *ProtocolError
-	if errors.As(err, &pe) {
-		return pe.Message
-	}
 	var de *DuplicateRemoteTaskError
-	if errors.As(err, &de) {
-		return de.Error()
+	switch {
+	case err == nil:
+		return "", ""
+	case errors.As(err, &e):
+		return e.Code, e.Message
+	case errors.As(err, &pe):
+		return EUpstream, pe.Message
+	case errors.As(err, &de):
+		return EConflict, de.Error()
 	}
-	return "internal error"
+	return EInternal, "internal error"
 }
 
 // ProtocolError is a deterministic violation of the task driver contract

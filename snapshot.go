@@ -128,15 +128,11 @@ func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
 		e := TruncateChars(*s.Error, MaxErrorChars)
 		out.Error = &e
 	}
-	if s.ResultArtifact != nil {
-		if err := checkPayload("result_artifact", s.ResultArtifact); err != nil {
-			return Snapshot{}, err
-		}
+	if err := checkPayload("result_artifact", s.ResultArtifact); err != nil {
+		return Snapshot{}, err
 	}
-	if s.InputRequired != nil {
-		if err := checkPayload("input_required", s.InputRequired); err != nil {
-			return Snapshot{}, err
-		}
+	if err := checkPayload("input_required", s.InputRequired); err != nil {
+		return Snapshot{}, err
 	}
 	if s.Result != nil {
 		enc, err := StrictJSON(s.Result)
@@ -144,11 +140,9 @@ func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
 			return Snapshot{}, NewProtocolError("MCP task result is not valid JSON: %v", err)
 		}
 		if len(enc) > b.MaxResultBytes {
-			var text string
+			text := string(enc)
 			if str, ok := s.Result.(string); ok {
 				text = str
-			} else {
-				text = string(enc)
 			}
 			p := TruncateChars(text, b.ResultPreviewMaxChars)
 			out.Result = nil
@@ -164,10 +158,7 @@ func (s Snapshot) Normalize(b Bounds) (Snapshot, error) {
 	if s.Status == StatusCompleted || s.Status == StatusFailed {
 		out.Content = boundContent(s.Content, b.MaxResultBytes)
 	}
-	if s.Status != StatusCompleted {
-		out.ResultStructured = false
-	}
-	if out.Content == nil {
+	if s.Status != StatusCompleted || out.Content == nil {
 		out.ResultStructured = false
 	}
 	return out, nil

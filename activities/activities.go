@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/mcpflow/mcpflow"
@@ -177,12 +178,8 @@ func (a *Activities) Submit(ctx context.Context, in SubmitInput) (*SubmitOutput,
 
 func mergeData(a, b map[string]string) map[string]string {
 	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
+	maps.Copy(out, a)
+	maps.Copy(out, b)
 	return out
 }
 

@@ -106,10 +106,8 @@ func (b *submitBeat) markerFailed() error {
 func earlierAttemptSent(ctx context.Context, hb Heartbeater) bool {
 	if activity.HasHeartbeatDetails(ctx) {
 		var p submitProgress
-		if err := activity.GetHeartbeatDetails(ctx, &p); err != nil || p.Sent {
-			return true
-		}
-		return false
+		err := activity.GetHeartbeatDetails(ctx, &p)
+		return err != nil || p.Sent
 	}
 	return hb == nil && activity.GetInfo(ctx).Attempt > 1
 }

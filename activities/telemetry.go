@@ -17,9 +17,7 @@ type taskMetrics struct {
 	notifications metric.Int64Counter
 }
 
-var (
-	metricsOnce sync.Map // *Activities → *taskMetrics
-)
+var metricsOnce sync.Map // *Activities → *taskMetrics
 
 func (a *Activities) metrics() *taskMetrics {
 	if m, ok := metricsOnce.Load(a); ok {

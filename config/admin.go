@@ -61,25 +61,7 @@ func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object
 			return err
 		}
 		stored, _ := objectAt(doc.Root, "mcpServers")
-		next := NewObject()
-		for _, name := range servers.Keys() {
-			v, _ := servers.Get(name)
-			in, ok := v.(*Object)
-			if !ok {
-				return mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
-			}
-			old, _ := objectAt(stored, name)
-			merged, err := mergeServer(in.Clone(), old)
-			if err != nil {
-				return err
-			}
-			if err := checkLiteralHeaders(name, merged); err != nil {
-				return err
-			}
-			next.Set(name, merged)
-		}
-		doc.Root.Set("mcpServers", next)
-		return nil
+		return mergeServers(doc, NewObject(), stored, servers)
 	})
 }
 
@@ -99,24 +81,32 @@ func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object
 		if stored != nil {
 			next = stored.Clone()
 		}
-		for _, name := range servers.Keys() {
-			v, _ := servers.Get(name)
-			in, ok := v.(*Object)
-			if !ok {
-				return mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
-			}
-			merged, err := mergeServer(in.Clone(), nil)
-			if err != nil {
-				return err
-			}
-			if err := checkLiteralHeaders(name, merged); err != nil {
-				return err
-			}
-			next.Set(name, merged)
-		}
-		doc.Root.Set("mcpServers", next)
-		return nil
+		return mergeServers(doc, next, stored, servers)
 	})
+}
+
+// mergeServers merges each of servers (an API payload's mcp_servers) with
+// the stored server of its name, if any, into next, which becomes doc's
+// mcpServers.
+func mergeServers(doc *RawDocument, next, stored, servers *Object) error {
+	for _, name := range servers.Keys() {
+		v, _ := servers.Get(name)
+		in, ok := v.(*Object)
+		if !ok {
+			return mcpflow.Errorf(mcpflow.EInvalid, "Invalid MCP configuration: mcp_servers.%s: must be an object", name)
+		}
+		old, _ := objectAt(stored, name)
+		merged, err := mergeServer(in.Clone(), old)
+		if err != nil {
+			return err
+		}
+		if err := checkLiteralHeaders(name, merged); err != nil {
+			return err
+		}
+		next.Set(name, merged)
+	}
+	doc.Root.Set("mcpServers", next)
+	return nil
 }
 
 // SetEnabled writes only the enabled field of one server, keeping the rest

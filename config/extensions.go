@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -269,20 +270,11 @@ func (e *Extensions) Raw() *RawDocument {
 // EffectiveRouting is the routing of one tool: the server routing with the
 // fields explicitly set in tools.<tool>.routing overriding it (spec §1.6).
 func (s *Server) EffectiveRouting(tool string) Routing {
-	r := Routing{Mode: s.Routing.Mode, Priority: s.Routing.Priority, Keywords: slices.Clone(s.Routing.Keywords)}
-	o, ok := s.Tools[tool]
-	if !ok || o.Routing == nil {
-		return r
+	r := s.Routing
+	if o, ok := s.Tools[tool]; ok && o.Routing != nil {
+		r = o.Routing.apply(r)
 	}
-	if o.Routing.Mode != nil {
-		r.Mode = *o.Routing.Mode
-	}
-	if o.Routing.Priority != nil {
-		r.Priority = *o.Routing.Priority
-	}
-	if o.Routing.Keywords != nil {
-		r.Keywords = slices.Clone(*o.Routing.Keywords)
-	}
+	r.Keywords = slices.Clone(r.Keywords)
 	return r
 }
 
@@ -308,15 +300,6 @@ func secondsDuration(p *float64) (time.Duration, bool) {
 	return time.Duration(math.MaxInt64), true
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // ConnectionProblem reports a problem that makes the runtime skip this server
 // (logging the reason) rather than fail loading the file: a stdio server
 // without command, an sse/http server without url, or a static header value
@@ -331,7 +314,7 @@ func (s *Server) ConnectionProblem() error {
 		if s.URL == "" {
 			return fmt.Errorf("MCP server '%s' with %s transport requires 'url' field", s.Name, s.Type)
 		}
-		for _, name := range sortedKeys(s.Headers) {
+		for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
 			if err := CheckHeaderValue(s.Headers[name]); err != nil {
 				return fmt.Errorf("MCP server '%s' header '%s' %w", s.Name, name, err)
 			}

@@ -2,7 +2,8 @@ package config
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -81,12 +82,7 @@ func NewLaunchPolicy(env func(string) (string, bool)) *LaunchPolicy {
 
 // Allowed returns the allowlist, sorted.
 func (p *LaunchPolicy) Allowed() []string {
-	out := make([]string, 0, len(p.allow))
-	for c := range p.allow {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.allow))
 }
 
 // isStdio reports whether an API server object is a stdio server: its type
@@ -148,20 +144,16 @@ func (p *LaunchPolicy) Check(name string, server *Object, env func(string) (stri
 			name, command, strings.Join(p.Allowed(), ", "), EnvStdioAllowlist)}
 	}
 	for _, obj := range []*Object{server, resolved} {
-		var args []any
-		if v, ok := obj.Get("args"); ok {
-			args, _ = v.([]any)
-		}
+		v, _ := obj.Get("args")
+		args, _ := v.([]any)
 		if flag := execFlag(command, args); flag != "" {
 			return &PolicyError{Server: name, Flag: flag, Message: fmt.Sprintf("MCP server '%s' passes '%s' to '%s', which would run arbitrary code. Point the server at a package or module instead.", name, flag, command)}
 		}
 	}
-	if v, ok := server.Get("env"); ok {
-		if env, ok := v.(*Object); ok {
-			for _, k := range env.Keys() {
-				if n := strings.ToUpper(strings.TrimSpace(k)); codeInjectingEnv[n] {
-					return &PolicyError{Server: name, Message: fmt.Sprintf("MCP server '%s' sets environment variable '%s', which would run arbitrary code at process startup.", name, n)}
-				}
+	if env, ok := objectAt(server, "env"); ok {
+		for _, k := range env.Keys() {
+			if n := strings.ToUpper(strings.TrimSpace(k)); codeInjectingEnv[n] {
+				return &PolicyError{Server: name, Message: fmt.Sprintf("MCP server '%s' sets environment variable '%s', which would run arbitrary code at process startup.", name, n)}
 			}
 		}
 	}

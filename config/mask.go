@@ -30,50 +30,32 @@ func apiServer(raw *Object) *Object {
 	if raw == nil {
 		raw = NewObject()
 	}
-	out := NewObject()
-	get := func(k string, def any) any {
-		if v, ok := raw.Get(k); ok {
-			return cloneValue(v)
-		}
-		return def
+	out := withDefaults(raw, apiServerFields, map[string]any{
+		"enabled": true, "args": []any{}, "env": NewObject(), "headers": NewObject(), "description": "",
+		"routing": NewObject(), "tools": NewObject(), "tool_name_prefix": true, "session_init_timeout": json.Number("60"),
+		"task_toolsets": []any{}, "native_tasks": false}).(*Object)
+	sub := func(k string, fields []string, defs map[string]any) {
+		v, _ := out.Get(k)
+		out.Set(k, withDefaults(v, fields, defs))
 	}
-	out.Set("enabled", get("enabled", true))
 	out.Set("type", apiTransport(raw))
-	out.Set("command", get("command", nil))
-	out.Set("args", get("args", []any{}))
-	out.Set("env", get("env", NewObject()))
-	out.Set("url", get("url", nil))
-	out.Set("headers", get("headers", NewObject()))
-	out.Set("oauth", withDefaults(get("oauth", nil), apiOAuthFields, map[string]any{
+	sub("oauth", apiOAuthFields, map[string]any{
 		"enabled": true, "token_url": "", "grant_type": GrantClientCredentials, "client_id": nil, "client_secret": nil,
 		"refresh_token": nil, "scope": nil, "audience": nil, "token_field": "access_token", "token_type_field": "token_type",
 		"expires_in_field": "expires_in", "default_token_type": "Bearer", "refresh_skew_seconds": json.Number("60"),
-		"extra_token_params": NewObject()}))
-	out.Set("user_auth", withDefaults(get("user_auth", nil), apiUserAuthFields, map[string]any{
-		"enabled": true, "header": "Authorization", "users": NewObject(), "on_missing": OnMissingDeny}))
-	out.Set("headers_from_context", withDefaults(get("headers_from_context", nil), apiContextHdrsFields, map[string]any{
-		"enabled": true, "headers": NewObject(), "on_missing": OnMissingDeny}))
-	out.Set("description", get("description", ""))
-	out.Set("routing", withDefaults(get("routing", NewObject()), apiRoutingFields, map[string]any{
-		"mode": RoutingOff, "priority": json.Number("0"), "keywords": []any{}}))
-	out.Set("tools", get("tools", NewObject()))
-	out.Set("tool_name_prefix", get("tool_name_prefix", true))
-	out.Set("tool_call_timeout", get("tool_call_timeout", nil))
-	out.Set("session_init_timeout", get("session_init_timeout", json.Number("60")))
-	out.Set("task_toolsets", get("task_toolsets", []any{}))
-	out.Set("native_tasks", get("native_tasks", false))
-	out.Set("protocol_version", get("protocol_version", nil))
-	for _, k := range raw.Keys() {
-		if !slices.Contains(apiServerFields, k) {
-			v, _ := raw.Get(k)
-			out.Set(k, cloneValue(v))
-		}
-	}
+		"extra_token_params": NewObject()})
+	sub("user_auth", apiUserAuthFields, map[string]any{
+		"enabled": true, "header": "Authorization", "users": NewObject(), "on_missing": OnMissingDeny})
+	sub("headers_from_context", apiContextHdrsFields, map[string]any{
+		"enabled": true, "headers": NewObject(), "on_missing": OnMissingDeny})
+	sub("routing", apiRoutingFields, map[string]any{
+		"mode": RoutingOff, "priority": json.Number("0"), "keywords": []any{}})
 	return out
 }
 
-// withDefaults fills the declared fields of an object value (nil stays nil,
-// a non-object is returned as is for validation to report).
+// withDefaults fills the declared fields of an object value in order (a
+// field missing from defs is null), then its other keys as they are; nil
+// stays nil, a non-object is returned as is for validation to report.
 func withDefaults(v any, fields []string, defs map[string]any) any {
 	obj, ok := v.(*Object)
 	if !ok {

@@ -202,23 +202,19 @@ func (c claimSet) audiences() ([]string, bool) {
 // and "scp" (a space-delimited string or an array, as Azure AD and Okta
 // write it), without duplicates, in order.
 func (c claimSet) scopes() []string {
-	var out []string
-	add := func(s string) {
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
+	var lists []string
 	if s, ok := c.str("scope"); ok {
-		for _, f := range strings.Fields(s) {
-			add(f)
-		}
+		lists = append(lists, s)
 	}
 	if raw, ok := c["scp"]; ok {
-		if ss, ok := stringOrStrings(raw); ok {
-			for _, s := range ss {
-				for _, f := range strings.Fields(s) {
-					add(f)
-				}
+		ss, _ := stringOrStrings(raw)
+		lists = append(lists, ss...)
+	}
+	var out []string
+	for _, s := range lists {
+		for _, f := range strings.Fields(s) {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
 			}
 		}
 	}

@@ -117,29 +117,22 @@ func (in *introspector) endpoint(ctx context.Context) (string, error) {
 	if u != "" {
 		return u, nil
 	}
-	var doc struct {
-		Issuer   string `json:"issuer"`
-		Endpoint string `json:"introspection_endpoint"`
-	}
-	cfg := &in.p.cfg
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
-	if err := getJSON(ctx, in.client, strings.TrimSuffix(cfg.Issuer, "/")+"/.well-known/openid-configuration", &doc); err != nil {
-		return "", fmt.Errorf("discovery: %w", err)
+	doc, err := discover(ctx, in.client, in.p.cfg.Issuer)
+	if err != nil {
+		return "", err
 	}
-	if doc.Issuer != cfg.Issuer {
-		return "", &issuerMismatch{configured: cfg.Issuer, discovered: doc.Issuer}
-	}
-	if doc.Endpoint == "" {
+	if doc.IntrospectionEndpoint == "" {
 		return "", errors.New("discovery: the document names no introspection_endpoint: set introspection_url")
 	}
-	if err := checkURL(doc.Endpoint); err != nil {
+	if err := checkURL(doc.IntrospectionEndpoint); err != nil {
 		return "", fmt.Errorf("discovery: introspection_endpoint: %w", err)
 	}
 	in.mu.Lock()
-	in.url = doc.Endpoint
+	in.url = doc.IntrospectionEndpoint
 	in.mu.Unlock()
-	return doc.Endpoint, nil
+	return doc.IntrospectionEndpoint, nil
 }
 
 // isOpaqueToken reports whether token is an RFC 6750 b64token that is not

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,7 +104,7 @@ func (k *keySet) VerifySignature(ctx context.Context, jwt string) ([]byte, error
 		st.verified, st.key = true, keyRef(key)
 		return payload, nil
 	}
-	if h.KeyID != "" && holdsKeyID(keys, h.KeyID) {
+	if h.KeyID != "" && slices.ContainsFunc(keys, func(k jose.JSONWebKey) bool { return k.KeyID == h.KeyID }) {
 		// A known key that does not verify: a forged or damaged token,
 		// not a rotation.
 		st.signature = true
@@ -185,15 +186,6 @@ func (k *keySet) trusted(ctx context.Context, ref string) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.thumbs[ref]
-}
-
-func holdsKeyID(keys []jose.JSONWebKey, kid string) bool {
-	for _, k := range keys {
-		if k.KeyID == kid {
-			return true
-		}
-	}
-	return false
 }
 
 func (k *keySet) cached() []jose.JSONWebKey {
@@ -293,10 +285,14 @@ func (k *keySet) fetch(ctx context.Context) (fetched, error) {
 	u := k.jwksURL
 	k.mu.Unlock()
 	if u == "" {
-		var err error
-		if u, err = k.discover(ctx); err != nil {
+		doc, err := discover(ctx, k.client, k.issuer)
+		if err != nil {
 			return fetched{}, err
 		}
+		if err := checkURL(doc.JWKSURI); err != nil {
+			return fetched{}, fmt.Errorf("discovery: jwks_uri: %w", err)
+		}
+		u = doc.JWKSURI
 		k.mu.Lock()
 		k.jwksURL = u
 		k.mu.Unlock()
@@ -304,7 +300,7 @@ func (k *keySet) fetch(ctx context.Context) (fetched, error) {
 	var doc struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
-	header, err := getJSONHeader(ctx, k.client, u, &doc)
+	header, err := getJSON(ctx, k.client, u, &doc)
 	if err != nil {
 		return fetched{}, fmt.Errorf("fetch key set: %w", err)
 	}
@@ -353,24 +349,25 @@ func cacheMaxAge(h http.Header) time.Duration {
 	return maxAge
 }
 
-// discover reads the issuer's OpenID discovery document and returns its
-// jwks_uri.
-func (k *keySet) discover(ctx context.Context) (string, error) {
-	var doc struct {
-		Issuer  string `json:"issuer"`
-		JWKSURI string `json:"jwks_uri"`
+// discoveryDoc is what mcpflow reads of an issuer's OpenID discovery
+// document.
+type discoveryDoc struct {
+	Issuer                string `json:"issuer"`
+	JWKSURI               string `json:"jwks_uri"`
+	IntrospectionEndpoint string `json:"introspection_endpoint"`
+}
+
+// discover reads issuer's discovery document, which must name issuer
+// exactly.
+func discover(ctx context.Context, client *http.Client, issuer string) (*discoveryDoc, error) {
+	var doc discoveryDoc
+	if _, err := getJSON(ctx, client, strings.TrimSuffix(issuer, "/")+"/.well-known/openid-configuration", &doc); err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	u := strings.TrimSuffix(k.issuer, "/") + "/.well-known/openid-configuration"
-	if err := getJSON(ctx, k.client, u, &doc); err != nil {
-		return "", fmt.Errorf("discovery: %w", err)
+	if doc.Issuer != issuer {
+		return nil, &issuerMismatch{configured: issuer, discovered: doc.Issuer}
 	}
-	if doc.Issuer != k.issuer {
-		return "", &issuerMismatch{configured: k.issuer, discovered: doc.Issuer}
-	}
-	if err := checkURL(doc.JWKSURI); err != nil {
-		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
-	}
-	return doc.JWKSURI, nil
+	return &doc, nil
 }
 
 // issuerMismatch is a discovery document naming another issuer than the
@@ -396,15 +393,9 @@ func issuerHint(configured, other string) string {
 	return ""
 }
 
-// getJSON reads the JSON document at u into v.
-func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
-	_, err := getJSONHeader(ctx, client, u, v)
-	return err
-}
-
-// getJSONHeader reads the JSON document at u into v and returns the
-// response's header.
-func getJSONHeader(ctx context.Context, client *http.Client, u string, v any) (http.Header, error) {
+// getJSON reads the JSON document at u into v and returns the response's
+// header.
+func getJSON(ctx context.Context, client *http.Client, u string, v any) (http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err

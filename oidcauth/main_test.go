@@ -20,3 +20,10 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// len returns the number of tokens c remembers.
+func (c *tokenCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.items.Len()
+}

@@ -36,10 +36,8 @@ type verifiedToken struct {
 	introspected bool
 }
 
-// tokenCache remembers verified tokens by the SHA-256 of their text, so a
-// chatty agent does not pay for a signature check per call. Only a token
-// that passed every check but the audience gets in, and only the exact
-// same text finds it again.
+// tokenCache remembers verified tokens by the SHA-256 of their text (see
+// the package doc's Cache section).
 type tokenCache struct {
 	mu    sync.Mutex
 	items *lru.Cache[[sha256.Size]byte, cacheEntry]
@@ -82,11 +80,4 @@ func (c *tokenCache) remove(key [sha256.Size]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.items.Remove(key)
-}
-
-// len returns the number of tokens remembered.
-func (c *tokenCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.items.Len()
 }

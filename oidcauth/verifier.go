@@ -1,6 +1,7 @@
 package oidcauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,21 +138,13 @@ func NewVerifier(ctx context.Context, providers []Provider, opts Options) (*Veri
 func (v *Verifier) Start(ctx context.Context) {
 	for _, p := range v.providers {
 		cfg := &p.cfg
-		keys := "discovery"
-		if cfg.JWKSURL != "" {
-			keys = cfg.JWKSURL
-		}
 		attrs := []slog.Attr{slog.String("provider", cfg.Name), slog.String("issuer", cfg.Issuer),
 			slog.Any("audiences", cfg.Audiences), slog.String("user_prefix", cfg.UserPrefix),
 			slog.Bool("share_user_ids", cfg.ShareUserIDs), slog.Any("required_scopes", cfg.RequiredScopes),
-			slog.String("keys", keys), slog.Duration("jwks_max_age", cfg.JWKSMaxAge)}
+			slog.String("keys", cmp.Or(cfg.JWKSURL, "discovery")), slog.Duration("jwks_max_age", cfg.JWKSMaxAge)}
 		if p.introspector != nil {
 			// The client id, never the secret.
-			endpoint := cfg.IntrospectionURL
-			if endpoint == "" {
-				endpoint = "discovery"
-			}
-			attrs = append(attrs, slog.String("introspection", endpoint), slog.String("introspection_client_id", cfg.IntrospectionClientID),
+			attrs = append(attrs, slog.String("introspection", cmp.Or(cfg.IntrospectionURL, "discovery")), slog.String("introspection_client_id", cfg.IntrospectionClientID),
 				slog.Bool("introspect_jwts", cfg.IntrospectJWTs))
 		}
 		v.log.LogAttrs(ctx, slog.LevelInfo, "identity provider configured", attrs...)
@@ -327,7 +321,7 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (ver
 		// Signed, but go-oidc refused a claim of the wrong type ("sub"
 		// not a string). The claims are authentic, so ours name the
 		// reason when they can.
-		if _, err := p.check(unverified, now); err != nil {
+		if _, err := p.checkClaims(unverified, now, true); err != nil {
 			return verifiedToken{}, err
 		}
 		return verifiedToken{}, invalid(name, ReasonMalformed)
@@ -341,7 +335,7 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time) (ver
 	if err != nil {
 		return verifiedToken{}, invalid(name, ReasonMalformed)
 	}
-	tok, err := p.check(c, now)
+	tok, err := p.checkClaims(c, now, true)
 	tok.key = st.key
 	return tok, err
 }
@@ -362,27 +356,19 @@ func (v *Verifier) unknownIssuer(iss string) *Error {
 			e.Detail = fmt.Sprintf("the token names issuer %q, the provider's configured issuer is %q%s", iss, p.cfg.Issuer, hint)
 			return e
 		}
-		configured = append(configured, strconvQuote(p.cfg.Issuer))
+		configured = append(configured, strconv.Quote(p.cfg.Issuer))
 	}
 	got := "an issuer that is not an http(s) URL"
 	if u, err := url.Parse(iss); err == nil && len(iss) <= maxIssuerInLog && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
-		got = strconvQuote(iss)
+		got = strconv.Quote(iss)
 	}
 	e.Detail = fmt.Sprintf("the token names %s, none of the configured issuers %s", got, strings.Join(configured, ", "))
 	return e
 }
 
-func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
-
-// check runs the claim checks go-oidc does not and maps the claims to an
-// identity.
-func (p *provider) check(c claimSet, now time.Time) (verifiedToken, error) {
-	return p.checkClaims(c, now, true)
-}
-
-// checkClaims checks the claims of a JWT or of an introspection answer
-// (where "exp" is optional: requireExp false) and maps them to an
-// identity.
+// checkClaims runs the claim checks go-oidc does not, on a JWT's claims or
+// an introspection answer's ("exp" optional: requireExp false), and maps
+// them to an identity.
 func (p *provider) checkClaims(c claimSet, now time.Time, requireExp bool) (verifiedToken, error) {
 	cfg := &p.cfg
 	exp, ok, err := c.time("exp")

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+	gormlogger "gorm.io/gorm/logger"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -43,27 +43,6 @@ var (
 	_ mcpflow.EventStore  = (*DB)(nil)
 )
 
-// Option configures Open.
-type Option func(*options)
-
-type options struct {
-	logger        *slog.Logger
-	slowThreshold time.Duration
-}
-
-// WithLogger makes the store log slow queries and unexpected SQL errors at
-// warn level, and applied migrations at info level, to l. SQL is logged with
-// placeholders, never with its values. Without it the store logs nothing.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = l }
-}
-
-// WithSlowThreshold sets how long a query may take before it is logged as
-// slow (default 500ms). It only matters together with WithLogger.
-func WithSlowThreshold(d time.Duration) Option {
-	return func(o *options) { o.slowThreshold = d }
-}
-
 // Open connects to the database, applies the pending migrations and returns
 // the store. backend is "sqlite" or "postgres".
 //
@@ -71,11 +50,7 @@ func WithSlowThreshold(d time.Duration) Option {
 // "file:<path>?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate";
 // a URI keeps its parameters and gets whichever of those are missing. For
 // PostgreSQL, dsn is a pgx connection string (URL or key=value).
-func Open(ctx context.Context, backend, dsn string, opts ...Option) (*DB, error) {
-	o := options{slowThreshold: 500 * time.Millisecond}
-	for _, opt := range opts {
-		opt(&o)
-	}
+func Open(ctx context.Context, backend, dsn string) (*DB, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, fmt.Errorf("open store: database dsn must not be empty")
 	}
@@ -99,7 +74,7 @@ func Open(ctx context.Context, backend, dsn string, opts ...Option) (*DB, error)
 		SkipDefaultTransaction: true,
 		DisableAutomaticPing:   true,
 		NowFunc:                now,
-		Logger:                 newGormLogger(o.logger, o.slowThreshold),
+		Logger:                 gormlogger.Discard,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s store: %w", backend, err)
@@ -120,7 +95,7 @@ func Open(ctx context.Context, backend, dsn string, opts ...Option) (*DB, error)
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("open %s store: %w", backend, err)
 	}
-	if err := db.migrate(ctx, o.logger); err != nil {
+	if err := db.migrate(ctx); err != nil {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("open %s store: %w", backend, err)
 	}

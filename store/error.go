@@ -26,11 +26,7 @@ const sqliteRemoteTaskColumns = "mcp_tasks.user_id, mcp_tasks.server_name, mcp_t
 // constraint name on PostgreSQL, by column list on SQLite. Any other unique
 // violation (a duplicate local id, say) is not one.
 func isDuplicateRemoteTask(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23505" && pgErr.ConstraintName == uqRemoteTask
-	}
-	return errors.Is(err, gorm.ErrDuplicatedKey) && strings.Contains(err.Error(), sqliteRemoteTaskColumns)
+	return isUniqueViolation(err, uqRemoteTask, sqliteRemoteTaskColumns)
 }
 
 // taskPrimaryKey is PostgreSQL's name for the primary key of mcp_tasks;
@@ -43,11 +39,17 @@ const (
 // isDuplicateTaskID reports whether err violates the primary key of
 // mcp_tasks: a second insert of the same task id.
 func isDuplicateTaskID(err error) bool {
+	return isUniqueViolation(err, taskPrimaryKey, sqliteTaskIDColumn)
+}
+
+// isUniqueViolation reports whether err violates the unique constraint
+// PostgreSQL names constraint and SQLite's message names by sqliteText.
+func isUniqueViolation(err error, constraint, sqliteText string) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23505" && pgErr.ConstraintName == taskPrimaryKey
+		return pgErr.Code == "23505" && pgErr.ConstraintName == constraint
 	}
-	return errors.Is(err, gorm.ErrDuplicatedKey) && strings.Contains(err.Error(), sqliteTaskIDColumn)
+	return errors.Is(err, gorm.ErrDuplicatedKey) && strings.Contains(err.Error(), sqliteText)
 }
 
 func notFound(format string, args ...any) error {

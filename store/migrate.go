@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
-	"log/slog"
 	"os"
 	"syscall"
 	"time"
@@ -22,16 +21,13 @@ var migrationFiles embed.FS
 // migrate applies the pending migrations of the backend with goose. On
 // PostgreSQL a session-level advisory lock, keyed by database and schema,
 // makes concurrent migrations from several processes safe.
-func (db *DB) migrate(ctx context.Context, logger *slog.Logger) error {
+func (db *DB) migrate(ctx context.Context) error {
 	dir := "migrations/" + db.backend
 	fsys, err := fs.Sub(migrationFiles, dir)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
-	if logger != nil {
-		opts = append(opts, goose.WithSlog(logger), goose.WithVerbose(true))
-	}
 	dialect := goose.DialectSQLite3
 	if db.backend == BackendPostgres {
 		dialect = goose.DialectPostgres
@@ -77,16 +73,6 @@ func (db *DB) migrationLockID(ctx context.Context) (int64, error) {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte("mcpflow goose migrations " + name))
 	return int64(h.Sum64() >> 1), nil
-}
-
-// schemaVersion returns the highest applied migration version.
-func (db *DB) schemaVersion(ctx context.Context) (int64, error) {
-	var v int64
-	err := db.sql.QueryRowContext(ctx, "SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&v)
-	if err != nil {
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	return v, nil
 }
 
 // lockSQLiteMigrations serializes migrations of one SQLite file across

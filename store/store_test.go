@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,14 +94,6 @@ func newDSN(t *testing.T, backend string) string {
 	dsn := testenv.PostgresSchema(t, "store_test_")
 	postgresTests.Add(1)
 	return dsn
-}
-
-func randomHex(t *testing.T, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return hex.EncodeToString(b)
 }
 
 // Fixtures.

@@ -118,26 +118,23 @@ func newTaskRow(t *mcpflow.Task) (*taskRow, error) {
 		CreatedAt:                 dbTime(t.CreatedAt),
 		UpdatedAt:                 dbTime(t.UpdatedAt),
 	}
-	var err error
-	if r.Result, err = encodeJSON("result", t.Result); err != nil {
+	// A nil map encodes as JSON null, stored as NULL.
+	for _, c := range []struct {
+		name string
+		col  **string
+		v    any
+	}{{"result", &r.Result, t.Result}, {"result_artifact", &r.ResultArtifact, t.ResultArtifact}, {"input_required", &r.InputRequired, t.InputRequired}} {
+		var err error
+		if *c.col, err = encodeJSON(c.name, c.v); err != nil {
+			return nil, err
+		}
+	}
+	dd, err := encodeJSON("driver_data", t.DriverData)
+	if err != nil {
 		return nil, err
 	}
-	if t.ResultArtifact != nil {
-		if r.ResultArtifact, err = encodeJSON("result_artifact", t.ResultArtifact); err != nil {
-			return nil, err
-		}
-	}
-	if t.InputRequired != nil {
-		if r.InputRequired, err = encodeJSON("input_required", t.InputRequired); err != nil {
-			return nil, err
-		}
-	}
 	r.DriverData = "{}"
-	if t.DriverData != nil {
-		dd, err := encodeJSON("driver_data", t.DriverData)
-		if err != nil {
-			return nil, err
-		}
+	if dd != nil {
 		r.DriverData = *dd
 	}
 	return r, nil
@@ -182,21 +179,18 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 		QuestionSeq:               r.QuestionSeq,
 		RowVersion:                r.RowVersion,
 	}
-	if err := decodeJSON("result", r.Result, &t.Result); err != nil {
-		return nil, fmt.Errorf("task %s: %w", r.ID, err)
-	}
-	if err := decodeJSON("result_artifact", r.ResultArtifact, &t.ResultArtifact); err != nil {
-		return nil, fmt.Errorf("task %s: %w", r.ID, err)
-	}
 	if r.Content != nil {
 		t.Content = json.RawMessage(*r.Content)
 	}
-	if err := decodeJSON("input_required", r.InputRequired, &t.InputRequired); err != nil {
-		return nil, fmt.Errorf("task %s: %w", r.ID, err)
-	}
 	dd := r.DriverData
-	if err := decodeJSON("driver_data", &dd, &t.DriverData); err != nil {
-		return nil, fmt.Errorf("task %s: %w", r.ID, err)
+	for _, c := range []struct {
+		name string
+		col  *string
+		dst  any
+	}{{"result", r.Result, &t.Result}, {"result_artifact", r.ResultArtifact, &t.ResultArtifact}, {"input_required", r.InputRequired, &t.InputRequired}, {"driver_data", &dd, &t.DriverData}} {
+		if err := decodeJSON(c.name, c.col, c.dst); err != nil {
+			return nil, fmt.Errorf("task %s: %w", r.ID, err)
+		}
 	}
 	if t.DriverData == nil {
 		t.DriverData = map[string]string{}
@@ -270,10 +264,7 @@ func (db *DB) CreateTask(ctx context.Context, t *mcpflow.Task) error {
 	})
 	if err != nil {
 		if isDuplicateRemoteTask(err) {
-			return fmt.Errorf("create task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{
-				ServerName:   c.ServerName,
-				RemoteTaskID: c.RemoteTaskID,
-			})
+			return fmt.Errorf("create task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{ServerName: c.ServerName, RemoteTaskID: c.RemoteTaskID})
 		}
 		if isDuplicateTaskID(err) {
 			return &mcpflow.Error{Code: mcpflow.EConflict,
@@ -448,10 +439,7 @@ func (db *DB) updateTask(ctx context.Context, tx *gorm.DB, t *mcpflow.Task) erro
 	res := q.Updates(set)
 	if res.Error != nil {
 		if isDuplicateRemoteTask(res.Error) {
-			return fmt.Errorf("update task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{
-				ServerName:   c.ServerName,
-				RemoteTaskID: c.RemoteTaskID,
-			})
+			return fmt.Errorf("update task %s: %w", c.ID, &mcpflow.DuplicateRemoteTaskError{ServerName: c.ServerName, RemoteTaskID: c.RemoteTaskID})
 		}
 		return fmt.Errorf("update task %s: %w", c.ID, res.Error)
 	}

@@ -322,12 +322,16 @@ func (c *TaskClient) sealSecrets(taskID string, srv *config.Server, secrets map[
 func (c *TaskClient) goneCaller(taskID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := c.Client.SignalWorkflow(ctx, taskID, "", workflows.SignalCancel, "the submitting caller went away")
-	if err != nil && c.Logger != nil {
-		var nf *serviceerror.NotFound
-		if !errors.As(err, &nf) {
-			c.Logger.Warn("could not cancel a task whose submitter went away", "task_id", taskID, "error", err)
-		}
+	c.signal(ctx, taskID, workflows.SignalCancel, "the submitting caller went away", "could not cancel a task whose submitter went away")
+}
+
+// signal sends a signal to a task's workflow, logging a failure other than
+// a workflow that ended already as msg.
+func (c *TaskClient) signal(ctx context.Context, taskID, name string, arg any, msg string) {
+	err := c.Client.SignalWorkflow(ctx, taskID, "", name, arg)
+	var nf *serviceerror.NotFound
+	if err != nil && c.Logger != nil && !errors.As(err, &nf) {
+		c.Logger.Warn(msg, "task_id", taskID, "error", err)
 	}
 }
 
@@ -398,12 +402,7 @@ func (c *TaskClient) WakeNotifications(ctx context.Context, tasks []*mcpflow.Tas
 		default:
 			continue
 		}
-		if err := c.Client.SignalWorkflow(ctx, t.ID, "", workflows.SignalNotify, nil); err != nil && c.Logger != nil {
-			var nf *serviceerror.NotFound
-			if !errors.As(err, &nf) {
-				c.Logger.Warn("could not wake a task's notification delivery", "task_id", t.ID, "error", err)
-			}
-		}
+		c.signal(ctx, t.ID, workflows.SignalNotify, nil, "could not wake a task's notification delivery")
 	}
 }
 

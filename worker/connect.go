@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
@@ -91,15 +92,9 @@ func ClientOptions(c Connection, env func(string) (string, bool)) (client.Option
 	}
 	sum := ConnectionSummary{Profile: appliedProfile(c, lookup)}
 
-	if c.Address != "" {
-		prof.Address = c.Address
-	}
-	if c.Namespace != "" {
-		prof.Namespace = c.Namespace
-	}
-	if c.APIKey != "" {
-		prof.APIKey = c.APIKey
-	}
+	prof.Address = cmp.Or(c.Address, prof.Address, DefaultAddress)
+	prof.Namespace = cmp.Or(c.Namespace, prof.Namespace, DefaultNamespace)
+	prof.APIKey = cmp.Or(c.APIKey, prof.APIKey)
 	if c.TLS || c.TLSCAFile != "" || c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSServerName != "" {
 		if prof.TLS == nil {
 			prof.TLS = &envconfig.ClientConfigTLS{}
@@ -113,15 +108,7 @@ func ClientOptions(c Connection, env func(string) (string, bool)) (client.Option
 			t.ClientCertPath, t.ClientCertData = c.TLSCertFile, nil
 			t.ClientKeyPath, t.ClientKeyData = c.TLSKeyFile, nil
 		}
-		if c.TLSServerName != "" {
-			t.ServerName = c.TLSServerName
-		}
-	}
-	if prof.Address == "" {
-		prof.Address = DefaultAddress
-	}
-	if prof.Namespace == "" {
-		prof.Namespace = DefaultNamespace
+		t.ServerName = cmp.Or(c.TLSServerName, t.ServerName)
 	}
 	opts, err := prof.ToClientOptions(envconfig.ToClientOptionsRequest{})
 	if err != nil {

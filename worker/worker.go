@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mcpflow/mcpflow/workflows"
@@ -81,7 +82,6 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 	have := resp.GetCustomAttributes()
 	missing := map[string]enumspb.IndexedValueType{}
-	var added []string
 	for _, name := range workflows.SearchAttributeNames {
 		t, ok := have[name]
 		if ok && t != enumspb.INDEXED_VALUE_TYPE_KEYWORD {
@@ -89,13 +89,12 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 		}
 		if !ok {
 			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-			added = append(added, name)
 		}
 	}
 	if len(missing) == 0 {
 		return nil, nil
 	}
-	sort.Strings(added)
+	added := slices.Sorted(maps.Keys(missing))
 	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace: namespace, SearchAttributes: missing,
 	})

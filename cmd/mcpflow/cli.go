@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,28 +44,9 @@ var (
 
 // isCLI reports whether args are a client command line.
 func isCLI(args []string) bool {
-	if len(args) == 0 {
-		return false
-	}
-	if isCLICommand(args[0]) {
-		return true
-	}
-	for _, f := range cliGlobalFlags {
-		if args[0] == f || strings.HasPrefix(args[0], f+"=") {
-			return true
-		}
-	}
-	return false
-}
-
-// isCLICommand reports whether name is a client command.
-func isCLICommand(name string) bool {
-	for _, c := range cliCommands {
-		if name == c {
-			return true
-		}
-	}
-	return false
+	return len(args) > 0 && (slices.Contains(cliCommands, args[0]) || slices.ContainsFunc(cliGlobalFlags, func(f string) bool {
+		return args[0] == f || strings.HasPrefix(args[0], f+"=")
+	}))
 }
 
 // usageError is a bad command line: exit 2.
@@ -206,9 +189,9 @@ func (c *cli) pick(cmd *cobra.Command, flag, envName, def string) string {
 
 // threadPath is the API path of the current thread.
 func (c *cli) threadPath(parts ...string) string {
-	p := "/api/threads/" + pathEscape(c.thread)
+	p := "/api/threads/" + url.PathEscape(c.thread)
 	for _, s := range parts {
-		p += "/" + pathEscape(s)
+		p += "/" + url.PathEscape(s)
 	}
 	return p
 }

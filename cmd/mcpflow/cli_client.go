@@ -127,9 +127,6 @@ func (a *apiClient) get(ctx context.Context, path string, query url.Values) ([]b
 	return a.do(ctx, http.MethodGet, path, query, nil, requestTimeout)
 }
 
-// pathEscape escapes one path segment.
-func pathEscape(s string) string { return url.PathEscape(s) }
-
 // decodeJSON decodes an API answer, numbers kept as written.
 func decodeJSON(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))

@@ -117,12 +117,8 @@ func (c *cli) events(ctx context.Context, after int64, limit int, follow bool) e
 }
 
 func (c *cli) printEvent(raw json.RawMessage) {
-	if c.json {
-		fmt.Fprintf(c.stdout, "%s\n", compactJSON(raw))
-		return
-	}
 	var e eventView
-	if err := decodeJSON(raw, &e); err != nil {
+	if c.json || decodeJSON(raw, &e) != nil {
 		fmt.Fprintf(c.stdout, "%s\n", compactJSON(raw))
 		return
 	}

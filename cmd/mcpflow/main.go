@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -65,7 +66,7 @@ func main() {
 // component fails; it returns the process exit code. Configuration errors
 // print one line and return 2.
 func run(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) int {
-	if len(args) > 1 && args[0] == "help" && isCLICommand(args[1]) {
+	if len(args) > 1 && args[0] == "help" && slices.Contains(cliCommands, args[1]) {
 		return runCLI(ctx, append(args[1:2:2], "--help"), env, stdout, stderr)
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {

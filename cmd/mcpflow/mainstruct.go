@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -121,7 +122,7 @@ func (m *Main) fail(err error) {
 
 func (m *Main) shutdownTimeout() time.Duration {
 	if m.Config != nil && m.Config.Server.ShutdownTimeoutSeconds > 0 {
-		return time.Duration(m.Config.Server.ShutdownTimeoutSeconds) * time.Second
+		return m.Config.Server.ShutdownTimeout()
 	}
 	return 20 * time.Second
 }
@@ -180,7 +181,7 @@ func (m *Main) Open(ctx context.Context) error {
 		m.versioning = v
 		tsum.BuildID = v.BuildID
 	}
-	attrs := []any{"mode", m.Mode, "config", orNone(cfg.Path), "extensions_config", orNone(extPath), "database", cfg.Database.Backend}
+	attrs := []any{"mode", m.Mode, "config", cmp.Or(cfg.Path, "(none)"), "extensions_config", cmp.Or(extPath, "(none)"), "database", cfg.Database.Backend}
 	attrs = append(attrs, tsum.LogAttrs()...)
 	log.Info("starting mcpflow", append(attrs, "task_queue", cfg.Temporal.TaskQueue)...)
 
@@ -527,12 +528,8 @@ func (m *Main) promote(ctx context.Context) {
 	case res.Current == v.BuildID:
 		m.Logger.Info("this worker version is current", attrs...)
 	default:
-		current := res.Current
-		if current == "" {
-			current = "unversioned workers"
-		}
 		m.Logger.Warn("this worker version is not current, so it takes no task until promoted with: "+v.SetCurrentCommand(),
-			append(attrs, "current", current, "reason", res.Reason)...)
+			append(attrs, "current", cmp.Or(res.Current, "unversioned workers"), "reason", res.Reason)...)
 	}
 }
 
@@ -551,19 +548,7 @@ func authConfig(cfg *config.Service) api.AuthConfig {
 	return a
 }
 
-func sourceName(cfg *config.Service) string {
-	if cfg.Path != "" {
-		return cfg.Path
-	}
-	return "configuration"
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
+func sourceName(cfg *config.Service) string { return cmp.Or(cfg.Path, "configuration") }
 
 // temporalLogger keeps the Temporal SDK's routine info logs out of the way.
 func temporalLogger(l *slog.Logger) *slog.Logger {
@@ -704,11 +689,7 @@ func (m *Main) countTasks() {
 // extensions_config.json when none was found: beside config.yaml, or in the
 // working directory.
 func (m *Main) defaultExtensionsPath() string {
-	dir := m.Config.Dir
-	if dir == "" {
-		dir = "."
-	}
-	return filepath.Join(dir, "extensions_config.json")
+	return filepath.Join(cmp.Or(m.Config.Dir, "."), "extensions_config.json")
 }
 
 // threadDeleted wakes the notification delivery of the deleted thread's
@@ -755,14 +736,6 @@ func processID() string {
 // backgroundTasks serves the built-in task tools from the store and the
 // task client.
 type backgroundTasks struct {
-	store  *store.DB
-	client *worker.TaskClient
-}
-
-func (b backgroundTasks) ListTasks(ctx context.Context, f mcpflow.TaskFilter) ([]*mcpflow.Task, error) {
-	return b.store.ListTasks(ctx, f)
-}
-
-func (b backgroundTasks) CancelTask(ctx context.Context, t *mcpflow.Task) error {
-	return b.client.CancelTask(ctx, t)
+	*store.DB
+	*worker.TaskClient
 }

@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // toolState is one published discovery result. It is not changed once
@@ -322,7 +324,7 @@ func (r *Runtime) discover(d *discovery) {
 	r.mu.Lock()
 	if d.gen == r.gen && !r.closed { // an obsolete discovery retires nothing
 		r.lastExt = ext
-		r.pool.retire(st.fps)
+		r.pool.Retire(st.fps)
 		r.retireStaleSharedLocked(st.fps)
 	}
 	r.mu.Unlock()
@@ -581,13 +583,13 @@ func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.
 			Name: name, Description: t.Description, InputSchema: schema,
 			Server: srv.Name, OriginalName: t.Name,
 			Title: t.Title, OutputSchema: t.RawOutputSchema,
-			Annotations: nonEmptyJSON(t.Annotations), Meta: nonEmptyJSON(t.Meta),
+			Annotations: session.NonEmptyJSON(t.Annotations), Meta: session.NonEmptyJSON(t.Meta),
 		}
 		if len(t.Icons) > 0 {
-			tool.Icons = nonEmptyJSON(t.Icons)
+			tool.Icons = session.NonEmptyJSON(t.Icons)
 		}
 		if t.Execution != nil {
-			tool.Execution = nonEmptyJSON(t.Execution)
+			tool.Execution = session.NonEmptyJSON(t.Execution)
 		}
 		if rt := srv.EffectiveRouting(t.Name); rt.Mode != "" && rt.Mode != config.RoutingOff {
 			tool.Routing = &mcpflow.Routing{Mode: rt.Mode, Priority: rt.Priority, Keywords: append([]string{}, rt.Keywords...)}
@@ -659,7 +661,7 @@ func (r *Runtime) listServer(ctx context.Context, srv *config.Server) ([]mcp.Too
 		if err != nil {
 			return nil, err
 		}
-		sess, err := r.dial(ctx, srv, connFingerprint(*srv), DialOptions{Dir: dir, Env: env, Logger: r.log, Questions: r.questions})
+		sess, err := r.dial(ctx, srv, connFingerprint(*srv), session.DialOptions{Dir: dir, Env: env, Logger: r.log, Questions: r.questions})
 		if err != nil {
 			return nil, err
 		}
@@ -708,18 +710,4 @@ func (r *Runtime) discoveryDir() (string, map[string]string, error) {
 		return "", nil, fmt.Errorf("create discovery directory: %w", err)
 	}
 	return dir, map[string]string{"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}, nil
-}
-
-// nonEmptyJSON is v as JSON, nil when it encodes to nothing worth keeping
-// (null, {} or []).
-func nonEmptyJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	switch string(b) {
-	case "null", "{}", "[]":
-		return nil
-	}
-	return b
 }

@@ -1,4 +1,4 @@
-package mcpclient
+package session
 
 import (
 	"bufio"
@@ -28,6 +28,8 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/question"
 )
 
 // sessLegacyVersion is the revision of sessions that do not speak
@@ -80,6 +82,11 @@ var sessHTTPClient = &http.Client{Transport: func() *http.Transport {
 	return t
 }()}
 
+// CloseIdleConnections closes the idle keep-alive connections of the HTTP
+// client the SSE and streamable HTTP sessions share (tests that check for
+// leaked goroutines call it).
+func CloseIdleConnections() { sessHTTPClient.CloseIdleConnections() }
+
 // errSessDisconnected marks errors caused by a lost transport.
 var errSessDisconnected = errors.New("MCP transport disconnected")
 
@@ -100,8 +107,8 @@ type DialOptions struct {
 	Logger *slog.Logger
 	// Questions, when set, makes a stdio or streamable HTTP session declare
 	// the elicitation capability and hand the questions servers ask about
-	// native tasks to it (see Questions).
-	Questions *Questions
+	// native tasks to it (see question.Questions).
+	Questions *question.Questions
 	// Protocol pins the session's revision ("" negotiates: server/discover,
 	// and 2025-11-25 where it fails). The runtime pins a server to what an
 	// earlier dial of it settled on.
@@ -533,7 +540,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args map[string]any
 				// caller's: its retry's requestState refused; or said of the
 				// capabilities the caller declared): the caller's to hear,
 				// as the server said it.
-				return nil, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: nonEmptyJSON(rpc.Data)}
+				return nil, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}
 			}
 			return nil, s.classify(ctx, callCtx, req, rpc.AsError())
 		}
@@ -847,7 +854,7 @@ func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err erro
 				Message: fmt.Sprintf("%s failed: %s", what, sessRPCMessage(err, sentinel))}
 		}
 	}
-	if sessLost(s) {
+	if s.Lost() {
 		// Any other failure after the transport was lost is the loss.
 		return s.disconnected(what, tool, err)
 	}
@@ -891,8 +898,8 @@ func sessUnknownSessionAnswer(e *mcp.JSONRPCErrorDetails) bool {
 	return (e.Code == -32000 || e.Code == -32001) && sessUnknownSession(e.Message)
 }
 
-// sessLost reports whether s's Done channel is closed.
-func sessLost(s *Session) bool {
+// Lost reports whether the session ended (Done is closed).
+func (s *Session) Lost() bool {
 	select {
 	case <-s.Done():
 		return true
@@ -985,7 +992,7 @@ func sessHeaderFunc(static map[string]string, dynamic func(context.Context) map[
 		if len(static) == 0 && len(over) == 0 {
 			return nil // no header to set, the common case: no map per request
 		}
-		return mergeHeaders(static, over)
+		return credential.MergeHeaders(static, over)
 	}
 }
 
@@ -1176,3 +1183,17 @@ func (h sessLevelCap) WithAttrs(a []slog.Attr) slog.Handler {
 	return sessLevelCap{h.Handler.WithAttrs(a)}
 }
 func (h sessLevelCap) WithGroup(n string) slog.Handler { return sessLevelCap{h.Handler.WithGroup(n)} }
+
+// NonEmptyJSON is v as JSON, nil when it encodes to nothing worth keeping
+// (null, {} or []).
+func NonEmptyJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	switch string(b) {
+	case "null", "{}", "[]":
+		return nil
+	}
+	return b
+}

@@ -205,44 +205,20 @@ func (p *Pool) acquire(ctx context.Context, key PoolKey, config string, dial fun
 		}
 		e := p.entries[key]
 		if e != nil && e.sess != nil {
-			switch {
-			case e.sess.Lost():
-				p.log.Info("evicting lost MCP session", "server", key.Server, "scope", key.Scope, "pid", e.sess.PID())
-				p.retireLocked(e)
-				p.mu.Unlock()
-				continue
-			case config != "" && e.config != "" && e.config != config && !p.pinnedLocked(key):
-				p.log.Info("replacing MCP session started with another configuration", "server", key.Server, "scope", key.Scope, "pid", e.sess.PID())
-				p.retireLocked(e)
-				p.mu.Unlock()
-				continue
-			}
-			p.lru.MoveToFront(e.elem)
-			if track {
-				e.busy++
-			}
+			ok := p.takeLocked(e, config, track)
 			p.mu.Unlock()
-			return e, nil
+			if ok {
+				return e, nil
+			}
+			continue
 		}
 		if e != nil {
 			p.waiting++
 			p.mu.Unlock()
-			var err error
-			select {
-			case <-e.ready:
-			case <-ctx.Done():
-				err = fmt.Errorf("wait for MCP session of server '%s': %w", key.Server, ctx.Err())
-			}
-			p.mu.Lock()
-			p.waiting--
-			p.mu.Unlock()
-			switch {
-			case err != nil:
+			if err := p.awaitDial(ctx, e); err != nil {
 				return nil, err
-			case e.err == nil, e.retry && ctx.Err() == nil:
-				continue // take it (or dial again) under the lock
 			}
-			return nil, e.err
+			continue // take it (or dial again) under the lock
 		}
 		if !p.reserveLocked() {
 			if p.slotWait <= 0 || slotExpired {
@@ -278,6 +254,49 @@ func (p *Pool) acquire(ctx context.Context, key PoolKey, config string, dial fun
 		p.mu.Unlock()
 		return p.dial(ctx, dctx, e, dial, track)
 	}
+}
+
+// takeLocked counts one more call on e (when track) and reports true, or
+// retires e and reports false when its session is lost or was started with
+// another configuration than config while its key is not pinned.
+func (p *Pool) takeLocked(e *poolEntry, config string, track bool) bool {
+	switch {
+	case e.sess.Lost():
+		p.log.Info("evicting lost MCP session", "server", e.key.Server, "scope", e.key.Scope, "pid", e.sess.PID())
+		p.retireLocked(e)
+		return false
+	case config != "" && e.config != "" && e.config != config && !p.pinnedLocked(e.key):
+		p.log.Info("replacing MCP session started with another configuration", "server", e.key.Server, "scope", e.key.Scope, "pid", e.sess.PID())
+		p.retireLocked(e)
+		return false
+	}
+	p.lru.MoveToFront(e.elem)
+	if track {
+		e.busy++
+	}
+	return true
+}
+
+// awaitDial waits, counted as waiting, for another caller's dial of e: nil
+// when the caller should look again (the dial succeeded, or ended with its
+// owner's context and is to be retried), else the dial's or ctx's error.
+func (p *Pool) awaitDial(ctx context.Context, e *poolEntry) error {
+	var err error
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		err = fmt.Errorf("wait for MCP session of server '%s': %w", e.key.Server, ctx.Err())
+	}
+	p.mu.Lock()
+	p.waiting--
+	p.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case e.err == nil, e.retry && ctx.Err() == nil:
+		return nil
+	}
+	return e.err
 }
 
 // fullLocked is the error of a new session that found no free slot.

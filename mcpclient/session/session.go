@@ -225,6 +225,21 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 // connect builds the transport, starts it under sessCtx and initializes the
 // session under initCtx.
 func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, o DialOptions) error {
+	protocol, opts := s.clientOptions(srv, o)
+	post, err := s.newClient(sessCtx, srv, o, opts)
+	if err != nil {
+		return err
+	}
+	s.client.OnNotification(s.onNotification)
+	if err := s.start(sessCtx, initCtx, o.Questions, post); err != nil {
+		return err
+	}
+	return s.initialize(initCtx, protocol)
+}
+
+// clientOptions returns the revision the session asks for ("" negotiates)
+// and mcp-go's client options; it sets the capabilities mcpflow declares.
+func (s *Session) clientOptions(srv *config.Server, o DialOptions) (string, []client.ClientOption) {
 	protocol := o.Protocol
 	if srv.Type == config.TransportSSE {
 		protocol = sessLegacyVersion // the legacy transport has no 2026-07-28
@@ -239,55 +254,75 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		// Declares the capability; serverRequests answers the requests.
 		opts = append(opts, client.WithElicitationHandler(sessNoElicit{}))
 	}
+	return protocol, opts
+}
+
+// newClient builds the transport of srv and the client on it. On
+// streamable HTTP it returns how the session posts its answers to server
+// requests (nil on the other transports).
+func (s *Session) newClient(sessCtx context.Context, srv *config.Server, o DialOptions, opts []client.ClientOption) (func(context.Context, *transport.JSONRPCResponse) error, error) {
 	headers := sessHeaderFunc(srv.Headers, o.Headers)
-	var post func(context.Context, *transport.JSONRPCResponse) error
 	switch srv.Type {
 	case config.TransportStdio:
 		proc, tr, err := sessStartProcess(sessCtx, srv, o, s.log, s.markLost)
 		if err != nil {
-			return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err,
+			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err,
 				Message: fmt.Sprintf("MCP server '%s' could not start its stdio process", srv.Name)}
 		}
 		s.proc = proc
 		s.client = client.NewClient(tr, opts...)
+		return nil, nil
 	case config.TransportSSE:
-		tr, err := transport.NewSSE(srv.URL,
-			transport.WithHTTPClient(sessHTTPClient),
-			transport.WithHeaderFunc(headers),
-			transport.WithEndpointTimeout(sessUnbounded),
-			transport.WithResponseTimeout(sessUnbounded),
-			transport.WithSSELogger(sessTransportLogger(s.log)),
-		)
-		if err != nil {
-			return err
-		}
-		s.client = client.NewClient(tr, opts...)
-		s.client.OnConnectionLost(func(err error) {
-			s.log.Info("MCP SSE stream lost", "err", err)
-			// Fail the calls waiting for an answer on the lost stream,
-			// and any later call, before Done fires.
-			_ = tr.Close()
-			s.markLost()
-		})
+		return nil, s.newSSEClient(srv, headers, opts)
 	case config.TransportHTTP:
-		tr, err := transport.NewStreamableHTTP(srv.URL,
-			transport.WithHTTPBasicClient(sessHTTPClient),
-			transport.WithHTTPHeaderFunc(headers),
-			transport.WithHTTPLogger(sessTransportLogger(s.log)),
-		)
+		tr, err := s.streamableHTTP(srv, headers)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		post = httpResponder(srv.URL, tr, headers)
 		s.client = client.NewClient(tr, opts...)
+		return httpResponder(srv.URL, tr, headers), nil
 	default:
-		return fmt.Errorf("unsupported transport type '%s'", srv.Type)
+		return nil, fmt.Errorf("unsupported transport type '%s'", srv.Type)
 	}
+}
 
-	s.client.OnNotification(s.onNotification)
+// streamableHTTP is the transport of a streamable HTTP session.
+func (s *Session) streamableHTTP(srv *config.Server, headers func(context.Context) map[string]string) (*transport.StreamableHTTP, error) {
+	return transport.NewStreamableHTTP(srv.URL,
+		transport.WithHTTPBasicClient(sessHTTPClient),
+		transport.WithHTTPHeaderFunc(headers),
+		transport.WithHTTPLogger(sessTransportLogger(s.log)),
+	)
+}
 
-	// The transport lives as long as the session (mcp-go ties the SSE
-	// stream to the Start context), while initCtx bounds the wait.
+// newSSEClient builds the client of a legacy SSE session, whose lost
+// stream ends the session.
+func (s *Session) newSSEClient(srv *config.Server, headers func(context.Context) map[string]string, opts []client.ClientOption) error {
+	tr, err := transport.NewSSE(srv.URL,
+		transport.WithHTTPClient(sessHTTPClient),
+		transport.WithHeaderFunc(headers),
+		transport.WithEndpointTimeout(sessUnbounded),
+		transport.WithResponseTimeout(sessUnbounded),
+		transport.WithSSELogger(sessTransportLogger(s.log)),
+	)
+	if err != nil {
+		return err
+	}
+	s.client = client.NewClient(tr, opts...)
+	s.client.OnConnectionLost(func(err error) {
+		s.log.Info("MCP SSE stream lost", "err", err)
+		// Fail the calls waiting for an answer on the lost stream,
+		// and any later call, before Done fires.
+		_ = tr.Close()
+		s.markLost()
+	})
+	return nil
+}
+
+// start starts the transport under sessCtx (mcp-go ties the SSE stream to
+// the Start context: it lives as long as the session) while initCtx bounds
+// the wait, then installs the handler of server requests.
+func (s *Session) start(sessCtx, initCtx context.Context, q *question.Questions, post func(context.Context, *transport.JSONRPCResponse) error) error {
 	started := make(chan error, 1)
 	go func() { started <- s.client.Start(sessCtx) }()
 	select {
@@ -295,13 +330,18 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		if err != nil {
 			return err
 		}
-		s.serverRequests(s.client.GetTransport(), o.Questions, post)
+		s.serverRequests(s.client.GetTransport(), q, post)
+		return nil
 	case <-initCtx.Done():
 		s.abort()
 		<-started
 		return initCtx.Err()
 	}
+}
 
+// initialize sends initialize (protocol "" negotiates) and keeps the
+// revision and capabilities the server answered.
+func (s *Session) initialize(initCtx context.Context, protocol string) error {
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = protocol
 	s.info = mcp.Implementation{Name: "mcpflow", Version: sessClientVersion()}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // Cancelling a remote task that nothing tracks: attempts, the wait before
@@ -33,7 +34,7 @@ const (
 // one whose caller, with an idempotency key, went away while its submit ran.
 // A retry with an idempotency key calls the tool again: the remote task that
 // call started is cancelled, and the retry answers the task of the first.
-func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry, ta *TaskAnswer) (*mcpflow.ToolResult, error) {
+func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry, ta *session.TaskAnswer) (*mcpflow.ToolResult, error) {
 	r.mu.Lock()
 	sub := r.submitter
 	r.mu.Unlock()
@@ -69,7 +70,7 @@ func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry
 // went to, until the task is terminal or gone, up to
 // untrackedCancelAttempts times. It returns the sentence that tells the
 // caller the outcome.
-func (r *Runtime) cancelUntracked(ctx context.Context, e *toolEntry, call mcpflow.ToolCall, ta *TaskAnswer) string {
+func (r *Runtime) cancelUntracked(ctx context.Context, e *toolEntry, call mcpflow.ToolCall, ta *session.TaskAnswer) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), untrackedCancelBudget)
 	defer cancel()
 	d := &NativeDriver{Run: func(ctx context.Context, _, userID, threadID string, op SessionOp) error {

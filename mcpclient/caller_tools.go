@@ -14,6 +14,8 @@ import (
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/lru"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // Servers whose credential is exchanged per caller (an oauth block with the
@@ -37,7 +39,7 @@ const callerToolsMax = 1024
 // perCaller reports whether srv's sessions and tool listings are per user:
 // its credential is exchanged per caller.
 func perCaller(srv *config.Server) bool {
-	return exchangesToken(srv) && srv.Type != config.TransportStdio
+	return credential.ExchangesToken(srv) && srv.Type != config.TransportStdio
 }
 
 // callerTools is one user's view of the tools: its listings of the
@@ -56,10 +58,10 @@ type callerList struct {
 	fp       string // connFingerprint of the server listed
 	tools    []mcp.Tool
 	err      bool
-	cause    string           // why it failed (no secret)
-	refused  *CredentialError // the failure was a refused credential (an exchange the token endpoint refused)
-	attempts int              // failed listings in a row
-	next     time.Time        // when a failed listing is due again
+	cause    string                      // why it failed (no secret)
+	refused  *credential.CredentialError // the failure was a refused credential (an exchange the token endpoint refused)
+	attempts int                         // failed listings in a row
+	next     time.Time                   // when a failed listing is due again
 }
 
 // due reports whether c must list again before its view serves st.
@@ -92,7 +94,7 @@ func (r *Runtime) toolsFor(ctx context.Context, userID string) (*toolState, erro
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
-			return nil, errShuttingDown()
+			return nil, session.ErrShuttingDown()
 		}
 		if r.callers == nil {
 			r.callers = lru.New[string, *callerTools](callerToolsMax)
@@ -213,7 +215,7 @@ func (r *Runtime) listAsCaller(srv *config.Server, userID, token string) ([]mcp.
 	ctx, cancel := context.WithTimeout(mcpflow.WithCallerToken(r.ctx, token), bound)
 	defer cancel()
 	var tools []mcp.Tool
-	err := r.run(ctx, srv, connFingerprint(*srv), userID, "", func(ctx context.Context, s *Session, _ *Route) error {
+	err := r.run(ctx, srv, connFingerprint(*srv), userID, "", func(ctx context.Context, s *session.Session, _ *Route) error {
 		var err error
 		tools, err = s.ListTools(ctx)
 		return err
@@ -266,7 +268,7 @@ func (r *Runtime) callerOwner(st *toolState, name string) *config.Server {
 
 // callerMissing is the answer to a call of the tool name that st (the
 // tools as the caller sees them) does not list but a perCaller server srv
-// may own: a *CredentialError for a caller without a token or whose
+// may own: a *credential.CredentialError for a caller without a token or whose
 // credential the listing of srv was refused, EUnavailable while the
 // caller's listing of srv fails otherwise, nil when it did not fail (an
 // unknown tool).
@@ -276,7 +278,7 @@ func (r *Runtime) callerMissing(ctx context.Context, st *toolState, name string)
 		return nil
 	}
 	if mcpflow.CallerToken(ctx) == "" {
-		return noCallerError(srv)
+		return credential.NoCallerError(srv)
 	}
 	l := st.callerDown[srv.Name]
 	switch {

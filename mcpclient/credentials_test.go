@@ -21,7 +21,7 @@ import (
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
-	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
 )
 
 // Spec §6 (header precedence and credential scenarios), against the real
@@ -412,8 +412,8 @@ func TestCredentialsSingleFlightRefresh(t *testing.T) {
 	}
 	// All 50 are inside the OAuth token cache at once (one of them in the
 	// held token request) before the endpoint answers.
-	require.Eventually(t, func() bool { return goroutinesIn("mcpclient.(*oauthTokens).header(") == callers },
-		generous, 5*time.Millisecond, "every caller waits for the token (goroutines in oauthTokens.header: %d)", goroutinesIn("mcpclient.(*oauthTokens).header("))
+	require.Eventually(t, func() bool { return goroutinesIn("credential.(*oauthTokens).header(") == callers },
+		generous, 5*time.Millisecond, "every caller waits for the token (goroutines in oauthTokens.header: %d)", goroutinesIn("credential.(*oauthTokens).header("))
 	close(gate)
 	wg.Wait()
 	close(errs)
@@ -502,7 +502,7 @@ func TestCredentialsUserAuth(t *testing.T) {
 	require.NoError(t, b.durableCall(t, "ua", "headers", "u1"))
 	require.Equal(t, "Bearer t1", one(t, up.lastCall(t), "Authorization"))
 	err := b.durableCall(t, "ua", "headers", "nobody")
-	var ce *mcpclient.CredentialError
+	var ce *credential.CredentialError
 	require.ErrorAs(t, err, &ce)
 	require.Contains(t, ce.Message, "user id 'nobody'")
 }

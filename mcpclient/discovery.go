@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // toolState is one published discovery result. It is not changed once
@@ -279,6 +281,39 @@ func (r *Runtime) discover(d *discovery) {
 		close(d.done)
 	}()
 
+	ext, sig := r.loadExtensions()
+	st.ext, st.sig, st.slice = ext, sig, sliceFingerprint(ext)
+	st.hashed.Store(r.opts.now().UnixNano())
+	for i := range ext.Servers {
+		if srv := &ext.Servers[i]; srv.Enabled {
+			st.fps[srv.Name] = connFingerprint(*srv)
+		}
+	}
+	r.mu.Lock()
+	if d.gen == r.gen && !r.closed { // an obsolete discovery retires nothing
+		r.lastExt = ext
+		r.pool.Retire(st.fps)
+		r.retireStaleSharedLocked(st.fps)
+	}
+	r.mu.Unlock()
+
+	results := r.listServers(st, ext)
+
+	st.drifted, st.driftMsg = r.taskDrift(ext)
+	if st.driftMsg != "" {
+		r.log.Error(st.driftMsg)
+	}
+	r.mu.Lock()
+	r.recordListings(st, ext, results)
+	st.native = r.submitter != nil
+	r.mu.Unlock()
+	r.assemble(st)
+}
+
+// loadExtensions returns the configuration a discovery publishes: the
+// start-up one once, else the file's (with its signature), the last good
+// one while the file cannot be loaded, or none.
+func (r *Runtime) loadExtensions() (*config.Extensions, config.Signature) {
 	r.mu.Lock()
 	ext, sig := r.opts.Initial, config.Signature{}
 	if r.opts.ExtensionsPath != "" {
@@ -312,26 +347,20 @@ func (r *Runtime) discover(d *discovery) {
 	if ext == nil {
 		ext = &config.Extensions{}
 	}
-	st.ext, st.sig, st.slice = ext, sig, sliceFingerprint(ext)
-	st.hashed.Store(r.opts.now().UnixNano())
-	for i := range ext.Servers {
-		if srv := &ext.Servers[i]; srv.Enabled {
-			st.fps[srv.Name] = connFingerprint(*srv)
-		}
-	}
-	r.mu.Lock()
-	if d.gen == r.gen && !r.closed { // an obsolete discovery retires nothing
-		r.lastExt = ext
-		r.pool.retire(st.fps)
-		r.retireStaleSharedLocked(st.fps)
-	}
-	r.mu.Unlock()
+	return ext, sig
+}
 
-	type found struct {
-		tools []mcp.Tool
-		err   error
-	}
-	results := make([]found, len(ext.Servers))
+// listed is one server's listing by a discovery.
+type listed struct {
+	tools []mcp.Tool
+	err   error
+}
+
+// listServers lists the tools of ext's enabled servers concurrently, by
+// index, recording in st the servers it skips (a connection problem) and
+// those listed per caller instead.
+func (r *Runtime) listServers(st *toolState, ext *config.Extensions) []listed {
+	results := make([]listed, len(ext.Servers))
 	var wg sync.WaitGroup
 	for i := range ext.Servers {
 		srv := &ext.Servers[i]
@@ -360,17 +389,17 @@ func (r *Runtime) discover(d *discovery) {
 		go func(i int, srv *config.Server) {
 			defer wg.Done()
 			tools, err := r.discoverServer(srv)
-			results[i] = found{tools, err}
+			results[i] = listed{tools, err}
 		}(i, srv)
 	}
 	wg.Wait()
+	return results
+}
 
-	st.drifted, st.driftMsg = r.taskDrift(ext)
-	if st.driftMsg != "" {
-		r.log.Error(st.driftMsg)
-	}
+// recordListings records in st the listings of a discovery, or the retry
+// of each server whose listing failed. r.mu is held.
+func (r *Runtime) recordListings(st *toolState, ext *config.Extensions, results []listed) {
 	now := time.Now()
-	r.mu.Lock()
 	for i := range ext.Servers {
 		srv := &ext.Servers[i]
 		if !srv.Enabled || st.skipped[srv.Name] != "" || st.isPerCaller(srv.Name) {
@@ -387,9 +416,6 @@ func (r *Runtime) discover(d *discovery) {
 		st.raw[srv.Name] = res.tools
 		r.known[srv.Name] = toolNames(res.tools)
 	}
-	st.native = r.submitter != nil
-	r.mu.Unlock()
-	r.assemble(st)
 }
 
 // assemble builds the tools of st from the raw tools of its available
@@ -570,28 +596,7 @@ func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.
 			r.log.Warn("dropping MCP tool whose visible name is already taken", "server", srv.Name, "tool", t.Name, "taken_by", prev.tool.Server)
 			continue
 		}
-		schema, err := json.Marshal(t.InputSchema)
-		if t.RawInputSchema != nil {
-			schema, err = t.RawInputSchema, nil
-		}
-		if err != nil || len(schema) == 0 || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		tool := mcpflow.Tool{
-			Name: name, Description: t.Description, InputSchema: schema,
-			Server: srv.Name, OriginalName: t.Name,
-			Title: t.Title, OutputSchema: t.RawOutputSchema,
-			Annotations: nonEmptyJSON(t.Annotations), Meta: nonEmptyJSON(t.Meta),
-		}
-		if len(t.Icons) > 0 {
-			tool.Icons = nonEmptyJSON(t.Icons)
-		}
-		if t.Execution != nil {
-			tool.Execution = nonEmptyJSON(t.Execution)
-		}
-		if rt := srv.EffectiveRouting(t.Name); rt.Mode != "" && rt.Mode != config.RoutingOff {
-			tool.Routing = &mcpflow.Routing{Mode: rt.Mode, Priority: rt.Priority, Keywords: append([]string{}, rt.Keywords...)}
-		}
+		tool := visibleTool(srv, t, name)
 		entry := &toolEntry{server: srv, config: st.fps[srv.Name]}
 		if ts := submit[t.Name]; ts != nil {
 			n := ts.Name
@@ -611,6 +616,33 @@ func (r *Runtime) addServerTools(st *toolState, srv *config.Server, tools []mcp.
 		st.tools = append(st.tools, tool)
 	}
 	return nil
+}
+
+// visibleTool is the listing of srv's tool t under its visible name.
+func visibleTool(srv *config.Server, t mcp.Tool, name string) mcpflow.Tool {
+	schema, err := json.Marshal(t.InputSchema)
+	if t.RawInputSchema != nil {
+		schema, err = t.RawInputSchema, nil
+	}
+	if err != nil || len(schema) == 0 || string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	tool := mcpflow.Tool{
+		Name: name, Description: t.Description, InputSchema: schema,
+		Server: srv.Name, OriginalName: t.Name,
+		Title: t.Title, OutputSchema: t.RawOutputSchema,
+		Annotations: session.NonEmptyJSON(t.Annotations), Meta: session.NonEmptyJSON(t.Meta),
+	}
+	if len(t.Icons) > 0 {
+		tool.Icons = session.NonEmptyJSON(t.Icons)
+	}
+	if t.Execution != nil {
+		tool.Execution = session.NonEmptyJSON(t.Execution)
+	}
+	if rt := srv.EffectiveRouting(t.Name); rt.Mode != "" && rt.Mode != config.RoutingOff {
+		tool.Routing = &mcpflow.Routing{Mode: rt.Mode, Priority: rt.Priority, Keywords: append([]string{}, rt.Keywords...)}
+	}
+	return tool
 }
 
 // nativeToolMode reports whether t runs as a durable native MCP task while the
@@ -659,7 +691,7 @@ func (r *Runtime) listServer(ctx context.Context, srv *config.Server) ([]mcp.Too
 		if err != nil {
 			return nil, err
 		}
-		sess, err := r.dial(ctx, srv, connFingerprint(*srv), DialOptions{Dir: dir, Env: env, Logger: r.log, Questions: r.questions})
+		sess, err := r.dial(ctx, srv, connFingerprint(*srv), session.DialOptions{Dir: dir, Env: env, Logger: r.log, Questions: r.questions})
 		if err != nil {
 			return nil, err
 		}
@@ -708,18 +740,4 @@ func (r *Runtime) discoveryDir() (string, map[string]string, error) {
 		return "", nil, fmt.Errorf("create discovery directory: %w", err)
 	}
 	return dir, map[string]string{"TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}, nil
-}
-
-// nonEmptyJSON is v as JSON, nil when it encodes to nothing worth keeping
-// (null, {} or []).
-func nonEmptyJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	switch string(b) {
-	case "null", "{}", "[]":
-		return nil
-	}
-	return b
 }

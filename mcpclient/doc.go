@@ -1,17 +1,18 @@
-// Package mcpclient is mcpflow's adapter to MCP servers, built on
-// github.com/mark3labs/mcp-go: connections over stdio, SSE and streamable
-// HTTP, discovery and tool-name prefixing, the tool cache, the stdio session
-// pool, credential interceptors, path translation and the ordinary task
-// driver.
+// Package mcpclient is mcpflow's runtime over MCP servers: Runtime loads
+// the servers' configuration, discovers and prefixes their tools (the tool
+// cache, per-caller listings, retries of servers that are down, routing
+// hints), routes each call to its session (route.go: the pooled stdio
+// session of a user's thread, or a shared SSE/HTTP session), and holds the
+// ordinary and native task drivers and the built-in task tools.
+//
+// Its rooms below it, each with one job: session (a session and its
+// transports, the stdio pool), credential (OAuth, token exchange, the
+// headers of a call), question (the questions of native tasks) and
+// workspace (a thread's files and path translation). They import none of
+// mcpclient; mcpclient imports the root domain package, config/ and them,
+// and must not import api/, store/, workflows/, activities/ or worker/.
 //
 // SSE/HTTP servers have one shared session per process, except a server
-// whose credential is exchanged per caller (RFC 8693 token exchange): it
-// has one session per user (at most Options.MaxCallerSessions open, least
-// recently used closed first), opened and listed with that user's
-// exchanged token, and its tools are discovered per signed-in user (a
-// bounded cache of 1024 users' listings) instead of by the process-wide
-// discovery, which never contacts it.
-//
-// It imports the root domain package and config/ (for the server model); it
-// must not import api/, store/, workflows/, activities/ or worker/.
+// whose credential is exchanged per caller (RFC 8693): one session per
+// user (at most Options.MaxCallerSessions), its tools listed per user.
 package mcpclient

@@ -14,6 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // ToolCaller calls one raw MCP tool on a server for a user's thread.
@@ -93,11 +95,11 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 	// headers_from_context. Status and cancel polls are not. Its _meta
 	// carries the local task id as idempotency key.
 	if req.LocalTaskID != "" {
-		ctx = WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
+		ctx = session.WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
 	}
 	ctx, pin := withSubmitPin(ctx)
 	defer pin.release()
-	p, err := d.call(WithSecrets(ctx, req.Secrets), req.ServerName, tool, req.UserID, req.ThreadID, args)
+	p, err := d.call(credential.WithSecrets(ctx, req.Secrets), req.ServerName, tool, req.UserID, req.ThreadID, args)
 	if err != nil {
 		return mcpflow.Submission{}, err
 	}

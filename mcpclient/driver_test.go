@@ -16,6 +16,7 @@ import (
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // drvCall is one call the fake tool caller saw.
@@ -551,8 +552,8 @@ func TestOrdinaryDriverDemoServer(t *testing.T) {
 	defer cancel()
 	url := drvDemoHTTP(t)
 	init := 10.0
-	sess, err := Dial(ctx, &config.Server{Name: "demo", Enabled: true, Type: config.TransportHTTP, URL: url,
-		SessionInitTimeout: &init}, DialOptions{})
+	sess, err := session.Dial(ctx, &config.Server{Name: "demo", Enabled: true, Type: config.TransportHTTP, URL: url,
+		SessionInitTimeout: &init}, session.DialOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sess.Close() })
 
@@ -645,8 +646,8 @@ func TestOrdinaryDriverSubmitIdempotencyKey(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	init := 10.0
-	sess, err := Dial(ctx, &config.Server{Name: "demo", Enabled: true, Type: config.TransportHTTP, URL: drvDemoHTTP(t),
-		SessionInitTimeout: &init}, DialOptions{})
+	sess, err := session.Dial(ctx, &config.Server{Name: "demo", Enabled: true, Type: config.TransportHTTP, URL: drvDemoHTTP(t),
+		SessionInitTimeout: &init}, session.DialOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sess.Close() })
 	d := &OrdinaryDriver{Call: func(ctx context.Context, _, tool, _, _ string, args map[string]any) (*mcp.CallToolResult, error) {
@@ -823,8 +824,8 @@ func TestOrdinaryDriverAnswerDemoServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	init := 10.0
-	sess, err := Dial(ctx, &config.Server{Name: "demo", Enabled: true, Type: config.TransportHTTP, URL: drvDemoHTTP(t),
-		SessionInitTimeout: &init}, DialOptions{})
+	sess, err := session.Dial(ctx, &config.Server{Name: "demo", Enabled: true, Type: config.TransportHTTP, URL: drvDemoHTTP(t),
+		SessionInitTimeout: &init}, session.DialOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sess.Close() })
 	d := &OrdinaryDriver{Call: func(ctx context.Context, _, tool, _, _ string, args map[string]any) (*mcp.CallToolResult, error) {

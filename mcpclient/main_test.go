@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // TestMain removes the binaries the tests built and fails the run when a
@@ -15,7 +16,7 @@ import (
 // HTTP transport are closed first: their read/write loops are not leaks.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	sessHTTPClient.CloseIdleConnections()
+	session.CloseIdleConnections()
 	testenv.CleanupBinaries()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

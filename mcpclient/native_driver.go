@@ -15,6 +15,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/question"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // SessionRunner runs op on the session that a server's requests for a
@@ -53,7 +56,7 @@ type NativeDriver struct {
 	Run SessionRunner
 	// Questions holds the questions of input_required tasks
 	// (Runtime.Questions); nil: questions are reported, never answerable.
-	Questions *Questions
+	Questions *question.Questions
 }
 
 var (
@@ -88,7 +91,7 @@ type nativeAnswer struct {
 }
 
 // nativeSend sends one request on a session with the route's _meta.
-type nativeSend func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error)
+type nativeSend func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error)
 
 // Submit sends the task-augmented tools/call with the request's arguments
 // verbatim and, when the request has a local task id, the idempotency key
@@ -109,19 +112,19 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 		return d.adopt(ctx, req, adopt)
 	}
 	if req.LocalTaskID != "" {
-		ctx = WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
+		ctx = session.WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
 	}
 	ctx, pin := withNativeTaskPin(ctx, "")
 	defer pin.release()
 	ref := nativeRef{server: req.ServerName, userID: req.UserID, threadID: req.ThreadID}
 	var modern *modernSubmit
-	a, err := d.request(WithSecrets(ctx, req.Secrets), ref, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	a, err := d.request(credential.WithSecrets(ctx, req.Secrets), ref, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		if s.Modern() {
 			// 2026-07-28: the server decides; a plain call answered with
 			// a task (or at once).
 			res, err := s.CallTool(ctx, tool, args, meta)
 			modern = &modernSubmit{res: res, err: err}
-			var ta *TaskAnswer
+			var ta *session.TaskAnswer
 			if errors.As(err, &ta) || err == nil {
 				return nil, nil, nil
 			}
@@ -173,7 +176,7 @@ type modernSubmit struct {
 // submission: the task the server started, or, when the server answered
 // at once, a task that is already over with that result.
 func (d *NativeDriver) modernSubmission(ctx context.Context, req mcpflow.SubmitRequest, tool string, pin *taskPin, m *modernSubmit) (mcpflow.Submission, error) {
-	var ta *TaskAnswer
+	var ta *session.TaskAnswer
 	if errors.As(m.err, &ta) {
 		req.DriverData = maps.Clone(req.DriverData)
 		req.DriverData[mcpflow.DriverDataAdoptTask] = ta.TaskID
@@ -284,7 +287,7 @@ func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (s
 	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
 	r := refOf(ref)
 	modern := false
-	a, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	a, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		modern = s.Modern()
 		return s.CancelTask(ctx, r.taskID, meta)
 	})
@@ -326,14 +329,14 @@ func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (s
 // question returns the waiting question of an input_required task, and
 // keeps a tasks/result request of the task open in this process (a reader)
 // on which the server sends it (see Questions).
-func (d *NativeDriver) question(ctx context.Context, r nativeRef) *heldQuestion {
+func (d *NativeDriver) question(ctx context.Context, r nativeRef) *question.Held {
 	if d.Questions == nil || r.taskID == "" {
 		return nil
 	}
-	return d.Questions.ask(ctx, questionKey{server: r.server, taskID: r.taskID}, func(rctx context.Context) error {
+	return d.Questions.Ask(ctx, question.Key{Server: r.server, TaskID: r.taskID}, func(rctx context.Context) error {
 		rctx, pin := withNativeTaskPin(rctx, r.taskID) // on the task's own session
 		defer pin.release()
-		_, err := d.request(rctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+		_, err := d.request(rctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 			return s.AwaitTaskResult(ctx, r.taskID, meta)
 		})
 		return err
@@ -349,12 +352,12 @@ func (d *NativeDriver) question(ctx context.Context, r nativeRef) *heldQuestion 
 // current elicitation, from any worker; a task whose question is gone or
 // changed is ErrInputGone.
 func (d *NativeDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
-	if d.Questions.waiting(questionKey{server: ref.ServerName, taskID: ref.RemoteTaskID}) != nil {
-		return d.Questions.answer(ctx, questionKey{server: ref.ServerName, taskID: ref.RemoteTaskID}, answer)
+	if d.Questions.Waiting(question.Key{Server: ref.ServerName, TaskID: ref.RemoteTaskID}) != nil {
+		return d.Questions.Answer(ctx, question.Key{Server: ref.ServerName, TaskID: ref.RemoteTaskID}, answer)
 	}
 	r := refOf(ref)
 	var gone bool
-	_, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	_, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		if !s.Modern() {
 			gone = true
 			return nil, nil, nil
@@ -410,7 +413,7 @@ func (d *NativeDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, an
 // HoldsQuestion implements mcpflow.InputDriver: a native task's question
 // waits in the memory of the process whose reader received it.
 func (d *NativeDriver) HoldsQuestion(ref mcpflow.TaskReference) bool {
-	return d.Questions.waiting(questionKey{server: ref.ServerName, taskID: ref.RemoteTaskID}) != nil
+	return d.Questions.Waiting(question.Key{Server: ref.ServerName, TaskID: ref.RemoteTaskID}) != nil
 }
 
 func refOf(ref mcpflow.TaskReference) nativeRef {
@@ -428,7 +431,7 @@ func derefSnap(s *mcpflow.Snapshot) mcpflow.Snapshot {
 // gone.
 func (d *NativeDriver) get(ctx context.Context, r nativeRef) (nativeTask, *mcpflow.Snapshot, error) {
 	modern := false
-	a, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	a, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		modern = s.Modern()
 		return s.GetTask(ctx, r.taskID, meta)
 	})
@@ -480,9 +483,9 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 			break
 		}
 		if hq := d.question(ctx, r); hq != nil {
-			s.InputRequired = map[string]any{"message": hq.message}
-			if hq.schema != nil {
-				s.InputRequired["requested_schema"] = hq.schema
+			s.InputRequired = map[string]any{"message": hq.Message}
+			if hq.Schema != nil {
+				s.InputRequired["requested_schema"] = hq.Schema
 			}
 			s.InputAnswerable = true
 		}
@@ -512,7 +515,7 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 // result reads the outcome of a completed or failed task with
 // tasks/result.
 func (d *NativeDriver) result(ctx context.Context, r nativeRef, t nativeTask) (mcpflow.Snapshot, error) {
-	a, err := d.request(ctx, r, func(ctx context.Context, s *Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	a, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		return s.TaskResult(ctx, r.taskID, meta)
 	})
 	if err != nil {
@@ -546,7 +549,7 @@ func (d *NativeDriver) request(ctx context.Context, r nativeRef, send nativeSend
 		return nativeAnswer{}, errors.New("native MCP task driver has no session runner")
 	}
 	var a nativeAnswer
-	err := d.Run(ctx, r.server, r.userID, r.threadID, func(ctx context.Context, s *Session, rt *Route) error {
+	err := d.Run(ctx, r.server, r.userID, r.threadID, func(ctx context.Context, s *session.Session, rt *Route) error {
 		raw, rpc, err := send(ctx, s, rt.Meta())
 		a = nativeAnswer{raw: raw, rpc: rpc, route: rt}
 		return err

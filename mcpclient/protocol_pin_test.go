@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // wireLog records what reaches an MCP server over streamable HTTP: the
@@ -82,8 +82,8 @@ func TestProtocolVersionPin(t *testing.T) {
 			}
 
 			require.Equal(t, "b", text(t, b.call(t, "local_echo", map[string]any{"message": "b"})))
-			none := func(context.Context) (*mcpclient.Session, error) { return nil, errors.New("no pooled session") }
-			sess, err := b.rt.Pool().Session(context.Background(), mcpclient.PoolKey{Server: "local", Scope: "alice:t1"}, none)
+			none := func(context.Context) (*session.Session, error) { return nil, errors.New("no pooled session") }
+			sess, err := b.rt.Pool().Session(context.Background(), session.PoolKey{Server: "local", Scope: "alice:t1"}, none)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, sess.Protocol(), "the stdio session")
 		})

@@ -12,6 +12,9 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
+	"github.com/mcpflow/mcpflow/mcpclient/workspace"
 )
 
 // Route is how one operation reached its session: the pooled stdio session
@@ -19,10 +22,10 @@ import (
 // shared session of an SSE/HTTP server with the call's credential headers.
 // It carries what requests on that route add and what their results need.
 type Route struct {
-	meta      map[string]any // _meta of a stdio request (the OAuth header); nil otherwise
-	ws        *Workspace     // the thread's workspace (stdio only)
-	serverCwd string         // the stdio server's working directory
-	started   time.Time      // when the operation was routed
+	meta      map[string]any       // _meta of a stdio request (the OAuth header); nil otherwise
+	ws        *workspace.Workspace // the thread's workspace (stdio only)
+	serverCwd string               // the stdio server's working directory
+	started   time.Time            // when the operation was routed
 }
 
 // Meta returns the _meta every request on the route carries: on a stdio
@@ -44,7 +47,7 @@ func (rt *Route) Started() time.Time {
 }
 
 // Translate rewrites, in place, the workspace paths in res's content to
-// what the agent sees (/mnt/user-data/…, see Workspace.TranslateResult) on
+// what the agent sees (/mnt/user-data/…, see workspace.Workspace.TranslateResult) on
 // a stdio route; on other routes it does nothing. Files written since
 // since count as the result's new files for the bare-filename rule (a zero
 // since disables that rule).
@@ -64,7 +67,7 @@ func (rt *Route) Translate(res *mcp.CallToolResult, since time.Time) {
 // what happens to the session (a disconnect evicts a pooled session, an
 // upstream failure retires a shared one), so an answer the server gave
 // (a JSON-RPC error, a malformed result) must be handed back otherwise.
-type SessionOp func(ctx context.Context, s *Session, rt *Route) error
+type SessionOp func(ctx context.Context, s *session.Session, rt *Route) error
 
 // Run runs op on the session srv's requests for a user's thread go to:
 // stdio through the pooled session of (server, user:thread) in the
@@ -73,18 +76,18 @@ type SessionOp func(ctx context.Context, s *Session, rt *Route) error
 // headers (OAuth, user_auth for userID, headers_from_context from a
 // request-scoped ctx, see WithSecrets), or, for a server whose token is
 // exchanged per caller, userID's own session of it. A refused credential
-// is a *CredentialError and op does not run.
+// is a *credential.CredentialError and op does not run.
 func (r *Runtime) Run(ctx context.Context, srv *config.Server, userID, threadID string, op SessionOp) error {
 	return r.run(ctx, srv, connFingerprint(*srv), userID, threadID, op)
 }
 
 // Call invokes a raw tool on srv for a user's thread through Run, and
 // translates workspace paths in a stdio result. Task activities use it for
-// submit/status/cancel. A refused credential is a *CredentialError.
+// submit/status/cancel. A refused credential is a *credential.CredentialError.
 func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
 	var route *Route
-	err := r.run(ctx, srv, connFingerprint(*srv), userID, threadID, func(ctx context.Context, s *Session, rt *Route) error {
+	err := r.run(ctx, srv, connFingerprint(*srv), userID, threadID, func(ctx context.Context, s *session.Session, rt *Route) error {
 		var err error
 		res, err = s.CallTool(ctx, tool, args, rt.Meta())
 		route = rt
@@ -105,8 +108,8 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 func (r *Runtime) callResult(ctx context.Context, srv *config.Server, fp, tool, userID, threadID string, args any) (*mcpflow.ToolResult, error) {
 	var raw json.RawMessage
 	var route *Route
-	var sess *Session
-	err := r.run(ctx, srv, fp, userID, threadID, func(ctx context.Context, s *Session, rt *Route) error {
+	var sess *session.Session
+	err := r.run(ctx, srv, fp, userID, threadID, func(ctx context.Context, s *session.Session, rt *Route) error {
 		var err error
 		raw, err = s.CallToolRaw(ctx, tool, args, rt.Meta())
 		route, sess = rt, s
@@ -116,11 +119,11 @@ func (r *Runtime) callResult(ctx context.Context, srv *config.Server, fp, tool, 
 		return nil, err
 	}
 	if route.ws == nil {
-		return readResult(raw, func(err error) error { return sess.unreadable(tool, err) })
+		return readResult(raw, func(err error) error { return sess.Unreadable(tool, err) })
 	}
 	res, err := mcp.ParseCallToolResult(&raw)
 	if err != nil {
-		return nil, sess.unreadable(tool, err)
+		return nil, sess.Unreadable(tool, err)
 	}
 	route.Translate(res, route.Started())
 	return ConvertResult(res)
@@ -155,11 +158,11 @@ func readResult(raw json.RawMessage, unreadable func(error) error) (*mcpflow.Too
 // run is Run with the fingerprint of srv's connection settings.
 func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threadID string, op SessionOp) error {
 	if srv.Type == config.TransportStdio {
-		meta, err := r.stdioMeta(srv)
+		meta, err := r.creds.StdioMeta(srv)
 		if err != nil {
 			return err
 		}
-		ws, err := PrepareWorkspace(r.workspaceRoot(), userID, threadID)
+		ws, err := workspace.Prepare(r.workspaceRoot(), userID, threadID)
 		if err != nil {
 			return err
 		}
@@ -167,9 +170,9 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		if srv.Cwd != "" {
 			rt.serverCwd = srv.Cwd
 		}
-		key := PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
-		dial := func(dctx context.Context) (*Session, error) {
-			return r.dial(dctx, srv, fp, DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions})
+		key := session.PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
+		dial := func(dctx context.Context) (*session.Session, error) {
+			return r.dial(dctx, srv, fp, session.DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions})
 		}
 		if tp := taskPinFrom(ctx); tp != nil {
 			if err := r.checkPinned(tp, key, userID); err != nil {
@@ -177,9 +180,9 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 			}
 			tp.hold(r.pool, key)
 		}
-		return r.pool.run(ctx, key, fp, dial, func(s *Session) error { return op(ctx, s, rt) })
+		return r.pool.Run(ctx, key, fp, dial, func(s *session.Session) error { return op(ctx, s, rt) })
 	}
-	headers, own, err := r.credentialHeaders(ctx, srv, userID)
+	headers, own, err := r.creds.Headers(ctx, srv, userID)
 	if err != nil {
 		return err
 	}
@@ -200,7 +203,7 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		tp.bindShared(r, srv.Name, s, false)
 	}
 	defer r.releaseShared(s)
-	err = op(context.WithValue(ctx, callHeadersKey{}, headers), s.sess, rt)
+	err = op(credential.WithCallHeaders(ctx, headers), s.sess, rt)
 	if err != nil && sharedBroken(err) {
 		r.dropShared(s)
 	}
@@ -223,12 +226,12 @@ func hasText(res *mcp.CallToolResult) bool {
 // would make userID hold more than MaxPinnedPerUser sessions pinned by
 // running tasks (ETooMany); a session the user pins already (another task
 // of the same thread) costs nothing more.
-func (r *Runtime) checkPinned(tp *taskPin, key PoolKey, userID string) error {
+func (r *Runtime) checkPinned(tp *taskPin, key session.PoolKey, userID string) error {
 	max := r.opts.MaxPinnedPerUser
 	if max <= 0 || !tp.submit {
 		return nil
 	}
-	if n := r.pool.PinnedScopes(userID+":", key); n >= max && !r.pool.pinned(key) {
+	if n := r.pool.PinnedScopes(userID+":", key); n >= max && !r.pool.Pinned(key) {
 		return mcpflow.Errorf(mcpflow.ETooMany, "this user's running durable tasks already hold %d stdio sessions, the most one user may (mcp_tasks.max_pinned_sessions_per_user); wait for one of them to finish or cancel one, or start the task in a thread that already runs one", n)
 	}
 	return nil

@@ -12,11 +12,15 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/lru"
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/question"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // Options configure a Runtime.
@@ -84,7 +88,7 @@ type Options struct {
 
 // Option defaults.
 const (
-	defaultSessionSlotWait   = poolDefaultSlotWait
+	defaultSessionSlotWait   = session.DefaultSlotWait
 	defaultMaxCallerSessions = 256
 	defaultDiscoveryRetry    = time.Second
 	defaultDiscoveryRetryMax = time.Minute
@@ -137,10 +141,10 @@ type Submitter func(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Too
 type Runtime struct {
 	opts      Options
 	log       *slog.Logger
-	pool      *Pool
-	questions *Questions
+	pool      *session.Pool
+	questions *question.Questions
 
-	oauth oauthTokens
+	creds *credential.Cache
 
 	// ctx ends at Close: background discovery, retries and shared dials
 	// run under it, counted by bg; closers counts shared sessions being
@@ -176,7 +180,8 @@ func NewRuntime(o Options) *Runtime {
 	r := &Runtime{
 		opts:       o,
 		log:        o.Logger,
-		pool:       NewPool(o.MaxSessions, o.Logger),
+		creds:      credential.NewCache(o.Logger),
+		pool:       session.NewPool(o.MaxSessions, o.Logger),
 		known:      map[string][]string{},
 		shared:     map[sharedKey]*sharedSession{},
 		sharedAll:  map[*sharedSession]struct{}{},
@@ -185,7 +190,7 @@ func NewRuntime(o Options) *Runtime {
 		protocols:  map[string]string{},
 	}
 	r.pool.SetSlotWait(o.SessionSlotWait)
-	r.questions = newQuestions()
+	r.questions = question.New()
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.metrics = newRuntimeMetrics(r, o.Meter, o.Tracer)
 	return r
@@ -194,7 +199,7 @@ func NewRuntime(o Options) *Runtime {
 // Questions returns the runtime's questions of native MCP tasks: its
 // sessions hand them the elicitations servers send, NativeDriver reads and
 // answers them.
-func (r *Runtime) Questions() *Questions { return r.questions }
+func (r *Runtime) Questions() *question.Questions { return r.questions }
 
 // ExtensionsPath returns the extensions_config.json the runtime watches.
 func (r *Runtime) ExtensionsPath() string { return r.opts.ExtensionsPath }
@@ -234,7 +239,7 @@ func (r *Runtime) Server(ctx context.Context, name string) (*config.Server, erro
 }
 
 // Pool returns the stdio session pool (for tests and metrics).
-func (r *Runtime) Pool() *Pool { return r.pool }
+func (r *Runtime) Pool() *session.Pool { return r.pool }
 
 // ListTools returns the tools of every enabled, reachable server. Servers
 // whose discovery failed and whose retry is due are tried again in the
@@ -360,10 +365,10 @@ func (r *Runtime) Close() error {
 		_ = r.metrics.reg.Unregister()
 	}
 	r.cancel()
-	r.questions.close()
+	r.questions.Close()
 	r.bg.Wait()
 	r.closeAllShared()
-	return r.pool.shutdown()
+	return r.pool.Shutdown()
 }
 
 // CallTool routes a call to the server that produced the tool. A tool of a
@@ -402,7 +407,7 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 		if res, ok, err := r.callBuiltin(ctx, call); ok {
 			return res, err
 		}
-		var ce *CredentialError
+		var ce *credential.CredentialError
 		if err := r.callerMissing(ctx, st, call.Tool); errors.As(err, &ce) {
 			return ToolError(ce.Message), nil
 		} else if err != nil {
@@ -432,18 +437,18 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 	if call.Arguments == nil && len(call.RawArguments) > 0 {
 		args = call.RawArguments // sent as the caller wrote them
 	}
-	res, err := r.callResult(WithRelay(WithSecrets(ctx, call.Secrets), call.Relay), e.server, e.config, e.tool.OriginalName, call.UserID, call.ThreadID, args)
-	var ce *CredentialError
+	res, err := r.callResult(session.WithRelay(credential.WithSecrets(ctx, call.Secrets), call.Relay), e.server, e.config, e.tool.OriginalName, call.UserID, call.ThreadID, args)
+	var ce *credential.CredentialError
 	if errors.As(err, &ce) {
 		return ToolError(ce.Message), nil
 	}
-	var ir *InputRequiredAnswer
+	var ir *session.InputRequiredAnswer
 	if errors.As(err, &ir) {
 		// The server asks the caller (CallRelay.PassInput): the caller's
 		// retry brings the answers.
 		return &mcpflow.ToolResult{InputRequired: ir.Raw}, nil
 	}
-	var ta *TaskAnswer
+	var ta *session.TaskAnswer
 	if errors.As(err, &ta) {
 		if call, err = withArguments(call); err != nil {
 			return nil, err

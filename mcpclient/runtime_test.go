@@ -30,6 +30,7 @@ import (
 	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // generous bounds a wait that normally takes well under a second; it is
@@ -278,8 +279,8 @@ func stdioDemo(t *testing.T, extra doc) doc {
 // (user, thread); it fails when there is none.
 func (b *rtBundle) sessionPID(t *testing.T, server, user, thread string) int {
 	t.Helper()
-	none := func(context.Context) (*mcpclient.Session, error) { return nil, errors.New("no pooled session") }
-	sess, err := b.rt.Pool().Session(context.Background(), mcpclient.PoolKey{Server: server, Scope: user + ":" + thread}, none)
+	none := func(context.Context) (*session.Session, error) { return nil, errors.New("no pooled session") }
+	sess, err := b.rt.Pool().Session(context.Background(), session.PoolKey{Server: server, Scope: user + ":" + thread}, none)
 	require.NoError(t, err)
 	require.NotZero(t, sess.PID())
 	return sess.PID()

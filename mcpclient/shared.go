@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // sharedKey names a shared session: the one session of an SSE/HTTP server,
@@ -29,7 +31,7 @@ type sharedSession struct {
 	server  string
 	config  string        // fingerprint of the configuration dialled with
 	done    chan struct{} // closed when the dial finished
-	sess    *Session
+	sess    *session.Session
 	err     error
 	cancel  context.CancelFunc // ends the dial
 	waiters int                // callers waiting for the dial
@@ -84,12 +86,12 @@ func (r *Runtime) acquireShared(ctx context.Context, srv *config.Server, config,
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return nil, errShuttingDown()
+		return nil, session.ErrShuttingDown()
 	}
 	s := r.shared[key]
 	if s != nil && s.finished() {
 		switch {
-		case sessLost(s.sess):
+		case s.sess.Lost():
 			// The transport went away (an SSE stream closed when the server
 			// stopped): reconnect instead of reusing a dead session forever.
 			r.retireSharedLocked(s)
@@ -156,7 +158,7 @@ func (r *Runtime) acquireShared(ctx context.Context, srv *config.Server, config,
 func (r *Runtime) dialSharedLocked(srv *config.Server, config string, key sharedKey, own map[string]string, signedIn bool) *sharedSession {
 	dctx, cancel := context.WithCancel(r.ctx)
 	s := &sharedSession{key: key, server: srv.Name, config: config, done: make(chan struct{}), cancel: cancel}
-	headers := r.connHeaders(srv)
+	headers := r.creds.ConnHeaders(srv)
 	if key.perUser {
 		r.boundCallerSessionsLocked()
 		s.signedIn = signedIn
@@ -168,7 +170,7 @@ func (r *Runtime) dialSharedLocked(srv *config.Server, config string, key shared
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		sess, err := r.dial(dctx, srv, s.config, DialOptions{Headers: headers, Logger: r.log, Questions: r.questions})
+		sess, err := r.dial(dctx, srv, s.config, session.DialOptions{Headers: headers, Logger: r.log, Questions: r.questions})
 		cancel()
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -192,7 +194,7 @@ func (r *Runtime) dialSharedLocked(srv *config.Server, config string, key shared
 // perCaller server: the headers computed for the call in flight, or, for
 // the session's own requests, those of the user's latest signed-in call.
 func (s *sharedSession) ownHeaders(ctx context.Context) map[string]string {
-	if h, ok := ctx.Value(callHeadersKey{}).(map[string]string); ok {
+	if h, ok := credential.CallHeaders(ctx); ok {
 		return h
 	}
 	if h := s.own.Load(); h != nil {
@@ -259,7 +261,7 @@ func (r *Runtime) acquireTaskShared(server, taskID string) *sharedSession {
 	if s == nil {
 		return nil
 	}
-	if r.closed || s.sess == nil || sessLost(s.sess) {
+	if r.closed || s.sess == nil || s.sess.Lost() {
 		r.log.Info("the MCP session a native task was started on is gone; the task's requests go to the server's current session",
 			"server", server)
 		r.unpinTaskLocked(key)
@@ -356,7 +358,7 @@ func (r *Runtime) retireStaleSharedLocked(current map[string]string) {
 // parallel, and returns when they are closed. Dials must be over.
 func (r *Runtime) closeAllShared() {
 	r.mu.Lock()
-	var sessions []*Session
+	var sessions []*session.Session
 	for s := range r.sharedAll {
 		if s.sess != nil {
 			sessions = append(sessions, s.sess)
@@ -385,7 +387,7 @@ func (r *Runtime) closeAllShared() {
 // may bind running native tasks to it. The failed call is never replayed;
 // the next one redials.
 func sharedBroken(err error) bool {
-	return IsDisconnect(err)
+	return session.IsDisconnect(err)
 }
 
 // dropShared forgets the shared session s after a failure, if it is still
@@ -398,22 +400,18 @@ func (r *Runtime) dropShared(s *sharedSession) {
 	}
 }
 
-func errShuttingDown() error {
-	return mcpflow.Errorf(mcpflow.EUnavailable, "the MCP runtime is shutting down")
-}
-
 // dial connects to srv (configuration fingerprint fp) with the revision
 // its protocol_version pins, which the session must then speak, or else
 // with the revision an earlier dial of the same configuration settled on
 // when that was not 2026-07-28: a server without server/discover (or whose
 // tasks need 2025-11-25) is not probed again on every new session (a stdio
 // server is a new process per user and thread).
-func (r *Runtime) dial(ctx context.Context, srv *config.Server, fp string, o DialOptions) (*Session, error) {
+func (r *Runtime) dial(ctx context.Context, srv *config.Server, fp string, o session.DialOptions) (*session.Session, error) {
 	key := srv.Name + "\x00" + fp
 	r.mu.Lock()
 	o.Protocol = cmp.Or(srv.ProtocolVersion, r.protocols[key])
 	r.mu.Unlock()
-	sess, err := Dial(ctx, srv, o)
+	sess, err := session.Dial(ctx, srv, o)
 	switch {
 	case err != nil:
 	case srv.ProtocolVersion != "" && sess.Protocol() != srv.ProtocolVersion:

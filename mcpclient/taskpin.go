@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // taskPin carries, through the context of one remote call of a durable
@@ -24,8 +26,8 @@ import (
 // reach neither leave it unbound, and then it does nothing.
 type taskPin struct {
 	mu    sync.Mutex
-	pool  *Pool
-	key   PoolKey
+	pool  *session.Pool
+	key   session.PoolKey
 	token string // the hold's pin, "" when unbound
 
 	// submit is set for a task's submit: on stdio it may pin one more
@@ -42,10 +44,6 @@ type taskPin struct {
 }
 
 type taskPinKey struct{}
-
-// taskPinCallPrefix starts the pins of calls in flight (hold), as opposed
-// to those of running tasks (their remote ids).
-const taskPinCallPrefix = "call#"
 
 var taskPinSeq atomic.Uint64
 
@@ -74,14 +72,14 @@ func taskPinFrom(ctx context.Context) *taskPin {
 }
 
 // hold binds tp to the session key of the call and pins it until release.
-func (tp *taskPin) hold(pool *Pool, key PoolKey) {
+func (tp *taskPin) hold(pool *session.Pool, key session.PoolKey) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if tp.pool != nil {
 		return
 	}
 	tp.pool, tp.key = pool, key
-	tp.token = taskPinCallPrefix + strconv.FormatUint(taskPinSeq.Add(1), 10)
+	tp.token = session.CallPinPrefix + strconv.FormatUint(taskPinSeq.Add(1), 10)
 	pool.Pin(key, tp.token)
 }
 

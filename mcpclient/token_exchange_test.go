@@ -16,6 +16,7 @@ import (
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/testsupport/testidp"
 	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
 )
 
 // RFC 8693 token exchange as an upstream credential, against the real demo
@@ -188,8 +189,8 @@ func TestTokenExchangeCall(t *testing.T) {
 	// token) is refused the same way.
 	ctx, cancel := context.WithTimeout(context.Background(), generous)
 	defer cancel()
-	_, err = b.rt.Call(mcpclient.WithSecrets(ctx, nil), b.server(t, "s"), "headers", "u1", "t1", map[string]any{})
-	var ce *mcpclient.CredentialError
+	_, err = b.rt.Call(credential.WithSecrets(ctx, nil), b.server(t, "s"), "headers", "u1", "t1", map[string]any{})
+	var ce *credential.CredentialError
 	require.ErrorAs(t, err, &ce)
 	require.Contains(t, ce.Message, "needs a caller signed in with the identity provider")
 
@@ -371,7 +372,7 @@ func TestTokenExchangeSingleFlightAndExpiry(t *testing.T) {
 	}
 	// Every caller waits for the one exchange, which the endpoint holds.
 	require.Eventually(t, func() bool {
-		return goroutinesIn("mcpclient.(*tokenExchanges).header(") == callers && tok.count() == 2
+		return goroutinesIn("credential.(*tokenExchanges).header(") == callers && tok.count() == 2
 	}, generous, 5*time.Millisecond, "every caller waits for the one exchange")
 	close(gate)
 	wg.Wait()

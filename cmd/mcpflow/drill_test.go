@@ -20,11 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
-	"github.com/mcpflow/mcpflow/mcpclient"
-	"github.com/mcpflow/mcpflow/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
+
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
+	"github.com/mcpflow/mcpflow/workflows"
 )
 
 // drillJob is one job of the demo server's state file (--state).
@@ -457,10 +458,10 @@ func upstreamRestart(t *testing.T, transport string) {
 
 // stdioSession returns the pooled stdio session of a server for alice's
 // thread, without starting one.
-func stdioSession(t *testing.T, m *Main, server, thread string) *mcpclient.Session {
+func stdioSession(t *testing.T, m *Main, server, thread string) *session.Session {
 	t.Helper()
-	sess, err := m.MCP.Pool().Session(context.Background(), mcpclient.PoolKey{Server: server, Scope: "alice:" + thread},
-		func(context.Context) (*mcpclient.Session, error) {
+	sess, err := m.MCP.Pool().Session(context.Background(), session.PoolKey{Server: server, Scope: "alice:" + thread},
+		func(context.Context) (*session.Session, error) {
 			return nil, errors.New("no stdio session is running for this thread")
 		})
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package mcpclient
+package workspace
 
 import (
 	"errors"
@@ -32,13 +32,13 @@ const wsReservedDir = ".mcp"
 // wsThreadDirs are the directories created under user-data for every thread.
 var wsThreadDirs = []string{"workspace", "uploads", "outputs"}
 
-// PrepareWorkspace validates the ids with mcpflow.ValidateID (so no id can
+// Prepare validates the ids with mcpflow.ValidateID (so no id can
 // escape the root: "..", "/", NUL and overlong ids are EInvalid domain
 // errors) and creates the thread's directories: user-data/{workspace,
 // uploads,outputs} and workspace/.mcp/tmp with mode 0700. It is idempotent
 // and safe for concurrent callers. The user-data directory must resolve
 // (symlinks followed) inside the root.
-func PrepareWorkspace(root, userID, threadID string) (*Workspace, error) {
+func Prepare(root, userID, threadID string) (*Workspace, error) {
 	key := root + "\x00" + userID + "\x00" + threadID
 	if w := wsPrepared.get(key); w != nil && w.stillIntact() {
 		return w, nil

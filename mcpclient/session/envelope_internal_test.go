@@ -1,12 +1,13 @@
-package mcpclient
+package session
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mcpflow/mcpflow"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // TestWithEnvelope: a 2026-07-28 request's params carry the revision,

@@ -1,4 +1,4 @@
-package mcpclient_test
+package workspace_test
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/workspace"
 )
 
 // pmFixture is a workspace with files, a directory, symlinks, another
@@ -18,7 +18,7 @@ import (
 // {U} user-data, {W} workspace, {O} a directory outside the root, {T} the
 // other thread's workspace, {V} the virtual root.
 type pmFixture struct {
-	ws      *mcpclient.Workspace
+	ws      *workspace.Workspace
 	outside string
 	other   string
 }
@@ -26,9 +26,9 @@ type pmFixture struct {
 func pmSetup(t *testing.T) *pmFixture {
 	t.Helper()
 	root := t.TempDir()
-	ws, err := mcpclient.PrepareWorkspace(root, "alice", "t1")
+	ws, err := workspace.Prepare(root, "alice", "t1")
 	require.NoError(t, err)
-	other, err := mcpclient.PrepareWorkspace(root, "alice", "t2")
+	other, err := workspace.Prepare(root, "alice", "t2")
 	require.NoError(t, err)
 	outside, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func pmSetup(t *testing.T) *pmFixture {
 
 func (f *pmFixture) expand(s string) string {
 	return strings.NewReplacer(
-		"{U}", f.ws.UserData, "{W}", f.ws.Dir, "{O}", f.outside, "{T}", f.other, "{V}", mcpclient.VirtualRoot,
+		"{U}", f.ws.UserData, "{W}", f.ws.Dir, "{O}", f.outside, "{T}", f.other, "{V}", workspace.VirtualRoot,
 	).Replace(s)
 }
 

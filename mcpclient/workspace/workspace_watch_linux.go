@@ -1,6 +1,6 @@
 //go:build linux
 
-package mcpclient
+package workspace
 
 import (
 	"errors"

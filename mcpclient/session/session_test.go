@@ -1,4 +1,4 @@
-package mcpclient_test
+package session_test
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ import (
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/testsupport/demomcp"
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
-	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // sessWait bounds waits that normally take well under a second; it is never
@@ -159,15 +159,15 @@ func legacyOnly(next http.Handler) http.Handler {
 }
 
 // sessDial dials srv and closes the session at cleanup.
-func sessDial(t *testing.T, srv *config.Server, o mcpclient.DialOptions) *mcpclient.Session {
+func sessDial(t *testing.T, srv *config.Server, o session.DialOptions) *session.Session {
 	t.Helper()
-	s, err := mcpclient.Dial(sessCtx(t), srv, o)
+	s, err := session.Dial(sessCtx(t), srv, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
-func sessCall(t *testing.T, s *mcpclient.Session, name string, args map[string]any) *mcp.CallToolResult {
+func sessCall(t *testing.T, s *session.Session, name string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
 	res, err := s.CallTool(sessCtx(t), name, args, nil)
 	require.NoError(t, err, "call %s", name)
@@ -225,7 +225,7 @@ func TestDialTransports(t *testing.T) {
 			if transport != config.TransportStdio {
 				srv = sessRemoteServer("demo", transport, sessDemoProcess(t, transport))
 			}
-			s := sessDial(t, srv, mcpclient.DialOptions{Dir: t.TempDir()})
+			s := sessDial(t, srv, session.DialOptions{Dir: t.TempDir()})
 			require.Equal(t, "demo", s.Server())
 			if transport == config.TransportStdio {
 				require.Positive(t, s.PID())
@@ -251,7 +251,7 @@ func TestDialTransports(t *testing.T) {
 
 			_, err = s.CallTool(sessCtx(t), "no_such_tool", nil, nil)
 			sessRequireError(t, err, mcpflow.ENotFound, "MCP tool 'no_such_tool' not found on server 'demo'")
-			require.False(t, mcpclient.IsDisconnect(err))
+			require.False(t, session.IsDisconnect(err))
 			require.False(t, sessClosed(s.Done()))
 
 			pid := s.PID()
@@ -275,11 +275,11 @@ func TestDialToolCallTimeout(t *testing.T) {
 				srv = sessRemoteServer("demo", transport, sessDemoProcess(t, transport))
 			}
 			srv.ToolCallTimeout = sessSeconds(0.3)
-			s := sessDial(t, srv, mcpclient.DialOptions{})
+			s := sessDial(t, srv, session.DialOptions{})
 
 			_, err := s.CallTool(sessCtx(t), "slow", map[string]any{"seconds": 5}, nil)
 			sessRequireError(t, err, mcpflow.ETimeout, "MCP tool 'slow' on server 'demo' timed out after 0.3s")
-			require.False(t, mcpclient.IsDisconnect(err))
+			require.False(t, session.IsDisconnect(err))
 
 			// The session survives a timeout.
 			require.False(t, sessClosed(s.Done()))
@@ -290,12 +290,12 @@ func TestDialToolCallTimeout(t *testing.T) {
 
 func TestDialCallerDeadline(t *testing.T) {
 	t.Parallel()
-	s := sessDial(t, sessStdioServer(t, "demo"), mcpclient.DialOptions{})
+	s := sessDial(t, sessStdioServer(t, "demo"), session.DialOptions{})
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	_, err := s.CallTool(ctx, "slow", map[string]any{"seconds": 5}, nil)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.False(t, mcpclient.IsDisconnect(err))
+	require.False(t, session.IsDisconnect(err))
 	require.Equal(t, "ok", sessText(sessCall(t, s, "echo", map[string]any{"message": "ok"})))
 }
 
@@ -305,7 +305,7 @@ func TestDialStdioEnvironment(t *testing.T) {
 	tmp := t.TempDir()
 	srv := sessStdioServer(t, "demo")
 	srv.Env = map[string]string{"DEMO_SERVER_VAR": "from-server"}
-	s := sessDial(t, srv, mcpclient.DialOptions{Env: map[string]string{
+	s := sessDial(t, srv, session.DialOptions{Env: map[string]string{
 		"TMPDIR": tmp, "DEMO_SERVER_VAR": "default-loses",
 	}})
 
@@ -324,14 +324,14 @@ func TestDialStdioCwd(t *testing.T) {
 	t.Parallel()
 	dialDir, serverDir := t.TempDir(), t.TempDir()
 
-	s := sessDial(t, sessStdioServer(t, "demo"), mcpclient.DialOptions{Dir: dialDir})
+	s := sessDial(t, sessStdioServer(t, "demo"), session.DialOptions{Dir: dialDir})
 	res := sessCall(t, s, "write_file", map[string]any{"name": "a.txt", "content": "A"})
 	require.False(t, res.IsError, sessText(res))
 	require.FileExists(t, filepath.Join(dialDir, "a.txt"))
 
 	srv := sessStdioServer(t, "demo")
 	srv.Cwd = serverDir
-	s = sessDial(t, srv, mcpclient.DialOptions{Dir: dialDir})
+	s = sessDial(t, srv, session.DialOptions{Dir: dialDir})
 	res = sessCall(t, s, "write_file", map[string]any{"name": "b.txt", "content": "B"})
 	require.False(t, res.IsError, sessText(res))
 	require.FileExists(t, filepath.Join(serverDir, "b.txt"), "the server's cwd wins")
@@ -369,7 +369,7 @@ func TestDialSessionInitTimeout(t *testing.T) {
 	t.Run("bounded", func(t *testing.T) {
 		t.Parallel()
 		srv, pidFile := sessSilentServer(t, "silent")
-		_, err := mcpclient.Dial(sessCtx(t), srv, mcpclient.DialOptions{})
+		_, err := session.Dial(sessCtx(t), srv, session.DialOptions{})
 		sessRequireError(t, err, mcpflow.ETimeout, "MCP session initialization for server 'silent' timed out after 0.5s")
 		require.False(t, sessAlive(sessReadPID(t, pidFile)), "the child is killed before Dial returns")
 	})
@@ -379,7 +379,7 @@ func TestDialSessionInitTimeout(t *testing.T) {
 		srv.SessionInitTimeout = nil
 		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		defer cancel()
-		_, err := mcpclient.Dial(ctx, srv, mcpclient.DialOptions{})
+		_, err := session.Dial(ctx, srv, session.DialOptions{})
 		sessRequireError(t, err, mcpflow.ETimeout, "MCP session initialization for server 'silent' timed out")
 		require.False(t, sessAlive(sessReadPID(t, pidFile)))
 	})
@@ -390,13 +390,13 @@ func TestDialFailures(t *testing.T) {
 	t.Run("missing command", func(t *testing.T) {
 		t.Parallel()
 		srv := &config.Server{Name: "ghost", Type: config.TransportStdio, Command: filepath.Join(t.TempDir(), "nope")}
-		_, err := mcpclient.Dial(sessCtx(t), srv, mcpclient.DialOptions{})
+		_, err := session.Dial(sessCtx(t), srv, session.DialOptions{})
 		sessRequireError(t, err, mcpflow.EUpstream, "MCP server 'ghost' could not start its stdio process")
 	})
 	t.Run("process exits", func(t *testing.T) {
 		t.Parallel()
 		srv := &config.Server{Name: "quitter", Type: config.TransportStdio, Command: "true", SessionInitTimeout: sessSeconds(10)}
-		_, err := mcpclient.Dial(sessCtx(t), srv, mcpclient.DialOptions{})
+		_, err := session.Dial(sessCtx(t), srv, session.DialOptions{})
 		sessRequireError(t, err, mcpflow.EUpstream, "MCP server 'quitter' connection failed")
 	})
 	t.Run("connection refused", func(t *testing.T) {
@@ -404,21 +404,21 @@ func TestDialFailures(t *testing.T) {
 		for _, transport := range []string{config.TransportSSE, config.TransportHTTP} {
 			srv := sessRemoteServer("down", transport, "http://"+testenv.FreeAddr(t)+"/mcp")
 			srv.Headers = map[string]string{"Authorization": "Bearer SECRET-TOKEN"}
-			_, err := mcpclient.Dial(sessCtx(t), srv, mcpclient.DialOptions{})
+			_, err := session.Dial(sessCtx(t), srv, session.DialOptions{})
 			sessRequireError(t, err, mcpflow.EUpstream, "MCP server 'down' connection failed")
 			require.NotContains(t, err.Error(), "SECRET-TOKEN")
 		}
 	})
 	t.Run("no url", func(t *testing.T) {
 		t.Parallel()
-		_, err := mcpclient.Dial(sessCtx(t), &config.Server{Name: "nourl", Type: config.TransportHTTP}, mcpclient.DialOptions{})
+		_, err := session.Dial(sessCtx(t), &config.Server{Name: "nourl", Type: config.TransportHTTP}, session.DialOptions{})
 		sessRequireError(t, err, mcpflow.EInvalid, "MCP server 'nourl' with http transport requires 'url' field")
 	})
 }
 
 func TestSessionStdioProcessExit(t *testing.T) {
 	t.Parallel()
-	s := sessDial(t, sessStdioServer(t, "demo"), mcpclient.DialOptions{})
+	s := sessDial(t, sessStdioServer(t, "demo"), session.DialOptions{})
 	require.NoError(t, syscall.Kill(s.PID(), syscall.SIGKILL))
 	select {
 	case <-s.Done():
@@ -426,7 +426,7 @@ func TestSessionStdioProcessExit(t *testing.T) {
 		t.Fatal("Done not closed after the server exited")
 	}
 	_, err := s.CallTool(sessCtx(t), "echo", map[string]any{"message": "x"}, nil)
-	require.True(t, mcpclient.IsDisconnect(err), "error: %v", err)
+	require.True(t, session.IsDisconnect(err), "error: %v", err)
 	t.Logf("disconnect: %v", err)
 	require.Equal(t, mcpflow.EUpstream, mcpflow.ErrorCode(err))
 	require.Contains(t, mcpflow.ErrorMessage(err), "server 'demo'")
@@ -460,11 +460,11 @@ func TestSessionHeaders(t *testing.T) {
 			})
 			srv := sessRemoteServer("demo", transport, url)
 			srv.Headers = map[string]string{"X-Static": "static", "x-api-key": "static-key"}
-			o := mcpclient.DialOptions{Headers: func(ctx context.Context) map[string]string {
+			o := session.DialOptions{Headers: func(ctx context.Context) map[string]string {
 				user, _ := ctx.Value(sessHeaderKey{}).(string)
 				return map[string]string{"X-API-KEY": "key-of-" + user, "X-Request-User": user}
 			}}
-			s, err := mcpclient.Dial(context.WithValue(sessCtx(t), sessHeaderKey{}, "dialer"), srv, o)
+			s, err := session.Dial(context.WithValue(sessCtx(t), sessHeaderKey{}, "dialer"), srv, o)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
 
@@ -513,11 +513,11 @@ func TestSessionJSONRPCErrors(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	})
-	s := sessDial(t, sessRemoteServer("demo", config.TransportHTTP, url), mcpclient.DialOptions{})
+	s := sessDial(t, sessRemoteServer("demo", config.TransportHTTP, url), session.DialOptions{})
 
 	_, err := s.CallTool(sessCtx(t), "add", map[string]any{"a": 1, "b": "two"}, nil)
 	sessRequireError(t, err, mcpflow.EInvalid, "MCP tool 'add' on server 'demo' rejected the request: b must be a number")
-	require.False(t, mcpclient.IsDisconnect(err))
+	require.False(t, session.IsDisconnect(err))
 
 	// mcp-go answers an unknown tool with -32602 "tool '…' not found".
 	_, err = s.CallTool(sessCtx(t), "missing", nil, nil)
@@ -548,7 +548,7 @@ func TestSessionCallMeta(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	})
-	s := sessDial(t, sessRemoteServer("demo", config.TransportHTTP, url), mcpclient.DialOptions{})
+	s := sessDial(t, sessRemoteServer("demo", config.TransportHTTP, url), session.DialOptions{})
 	meta := map[string]any{"headers": map[string]any{"Authorization": "Bearer x"}}
 	_, err := s.CallTool(sessCtx(t), "echo", map[string]any{"message": "m"}, meta)
 	require.NoError(t, err)
@@ -572,7 +572,7 @@ func TestSessionCallMeta(t *testing.T) {
 func TestSessionSSEStreamLost(t *testing.T) {
 	t.Parallel()
 	url, closeSessions := sessDemoInProcess(t, config.TransportSSE, nil)
-	s := sessDial(t, sessRemoteServer("demo", config.TransportSSE, url), mcpclient.DialOptions{})
+	s := sessDial(t, sessRemoteServer("demo", config.TransportSSE, url), session.DialOptions{})
 	sessCall(t, s, "echo", map[string]any{"message": "x"})
 
 	closeSessions() // the server ends the stream
@@ -582,17 +582,17 @@ func TestSessionSSEStreamLost(t *testing.T) {
 		t.Fatal("Done not closed after the SSE stream ended")
 	}
 	_, err := s.CallTool(sessCtx(t), "echo", map[string]any{"message": "x"}, nil)
-	require.True(t, mcpclient.IsDisconnect(err), "error: %v", err)
+	require.True(t, session.IsDisconnect(err), "error: %v", err)
 	t.Logf("disconnect: %v", err)
 }
 
 func TestIsDisconnect(t *testing.T) {
 	t.Parallel()
-	require.False(t, mcpclient.IsDisconnect(nil))
-	require.False(t, mcpclient.IsDisconnect(context.DeadlineExceeded))
-	require.False(t, mcpclient.IsDisconnect(mcpflow.Errorf(mcpflow.ETimeout, "timed out")))
-	require.True(t, mcpclient.IsDisconnect(io.ErrUnexpectedEOF))
-	require.True(t, mcpclient.IsDisconnect(errors.Join(errors.New("read"), syscall.ECONNRESET)))
+	require.False(t, session.IsDisconnect(nil))
+	require.False(t, session.IsDisconnect(context.DeadlineExceeded))
+	require.False(t, session.IsDisconnect(mcpflow.Errorf(mcpflow.ETimeout, "timed out")))
+	require.True(t, session.IsDisconnect(io.ErrUnexpectedEOF))
+	require.True(t, session.IsDisconnect(errors.Join(errors.New("read"), syscall.ECONNRESET)))
 }
 
 // The function of mcpflow.WithBeforeSend runs before the tool call leaves;
@@ -613,7 +613,7 @@ func TestSessionBeforeSend(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	})
-	s := sessDial(t, sessRemoteServer("demo", config.TransportHTTP, url), mcpclient.DialOptions{})
+	s := sessDial(t, sessRemoteServer("demo", config.TransportHTTP, url), session.DialOptions{})
 	refused := errors.New("marker not recorded")
 	_, err := s.CallTool(mcpflow.WithBeforeSend(sessCtx(t), func(context.Context) error { return refused }), "echo", map[string]any{"message": "m"}, nil)
 	require.ErrorIs(t, err, refused)
@@ -670,7 +670,7 @@ func TestSessionParamHeaders(t *testing.T) {
 	}))
 	t.Cleanup(ts.Close)
 
-	sess := sessDial(t, sessRemoteServer("h", config.TransportHTTP, ts.URL+"/mcp"), mcpclient.DialOptions{})
+	sess := sessDial(t, sessRemoteServer("h", config.TransportHTTP, ts.URL+"/mcp"), session.DialOptions{})
 	require.True(t, sess.Modern())
 	_, err := sess.ListTools(sessCtx(t))
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package mcpclient
+package session
 
 import (
 	"container/list"
@@ -20,15 +20,26 @@ const (
 	// poolDefaultMax is the pool capacity when NewPool gets max <= 0 (spec
 	// §3.3 MAX_SESSIONS).
 	poolDefaultMax = 256
-	// poolDefaultSlotWait is how long a new session waits for a slot when
+	// DefaultSlotWait is how long a new session waits for a slot when
 	// every slot holds a session that is busy or pinned (SetSlotWait).
-	poolDefaultSlotWait = 10 * time.Second
+	DefaultSlotWait = 10 * time.Second
 	// poolPinTTL is how long a pin lasts without being renewed: a durable
 	// task renews it on every status poll (polls are at most 24 h apart),
 	// so only the pin of a task that stopped being polled without ending
 	// (its workflow was terminated) lapses.
 	poolPinTTL = 25 * time.Hour
 )
+
+// CallPinPrefix starts the pins of calls in flight (a durable task's call
+// holds its key pinned until the driver read the answer), as opposed to
+// those of running tasks (their remote ids): only the latter count as
+// Pinned sessions.
+const CallPinPrefix = "call#"
+
+// ErrShuttingDown is the error of a session asked for after shutdown.
+func ErrShuttingDown() error {
+	return mcpflow.Errorf(mcpflow.EUnavailable, "the MCP runtime is shutting down")
+}
 
 // PoolKey identifies a pooled session.
 type PoolKey struct {
@@ -79,7 +90,7 @@ type Pool struct {
 	current  map[string]string                // server → live configuration (nil: not told)
 	freed    chan struct{}                    // closed and replaced when a slot may have become free
 	waiting  int
-	shut     bool // shutdown was called: no new sessions
+	shut     bool // Shutdown was called: no new sessions
 }
 
 // poolEntry is one key's session, or its creation in flight.
@@ -108,7 +119,7 @@ func NewPool(max int, log *slog.Logger) *Pool {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Pool{
-		max: max, log: log, now: time.Now, slotWait: poolDefaultSlotWait,
+		max: max, log: log, now: time.Now, slotWait: DefaultSlotWait,
 		entries: map[PoolKey]*poolEntry{}, draining: map[*poolEntry]struct{}{},
 		closing: map[chan struct{}]struct{}{}, pins: map[PoolKey]map[string]time.Time{},
 		freed: make(chan struct{}),
@@ -151,7 +162,7 @@ func (p *Pool) Call(ctx context.Context, key PoolKey, dial func(context.Context)
 // is replaced (unless its key is pinned).
 func (p *Pool) call(ctx context.Context, key PoolKey, config string, dial func(context.Context) (*Session, error), name string, args, meta map[string]any) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
-	err := p.run(ctx, key, config, dial, func(s *Session) error {
+	err := p.Run(ctx, key, config, dial, func(s *Session) error {
 		var err error
 		res, err = s.CallTool(ctx, name, args, meta)
 		return err
@@ -159,11 +170,11 @@ func (p *Pool) call(ctx context.Context, key PoolKey, config string, dial func(c
 	return res, err
 }
 
-// run runs op on the session of key (dialing it when needed), counted as
+// Run runs op on the session of key (dialing it when needed), counted as
 // in flight until op returns, like call: after a real disconnect
 // (IsDisconnect) of op's error the session is evicted if it is still the
 // registered one.
-func (p *Pool) run(ctx context.Context, key PoolKey, config string, dial func(context.Context) (*Session, error), op func(*Session) error) error {
+func (p *Pool) Run(ctx context.Context, key PoolKey, config string, dial func(context.Context) (*Session, error), op func(*Session) error) error {
 	e, err := p.acquire(ctx, key, config, dial, true)
 	if err != nil {
 		return err
@@ -190,48 +201,24 @@ func (p *Pool) acquire(ctx context.Context, key PoolKey, config string, dial fun
 		p.mu.Lock()
 		if p.shut {
 			p.mu.Unlock()
-			return nil, errShuttingDown()
+			return nil, ErrShuttingDown()
 		}
 		e := p.entries[key]
 		if e != nil && e.sess != nil {
-			switch {
-			case sessLost(e.sess):
-				p.log.Info("evicting lost MCP session", "server", key.Server, "scope", key.Scope, "pid", e.sess.PID())
-				p.retireLocked(e)
-				p.mu.Unlock()
-				continue
-			case config != "" && e.config != "" && e.config != config && !p.pinnedLocked(key):
-				p.log.Info("replacing MCP session started with another configuration", "server", key.Server, "scope", key.Scope, "pid", e.sess.PID())
-				p.retireLocked(e)
-				p.mu.Unlock()
-				continue
-			}
-			p.lru.MoveToFront(e.elem)
-			if track {
-				e.busy++
-			}
+			ok := p.takeLocked(e, config, track)
 			p.mu.Unlock()
-			return e, nil
+			if ok {
+				return e, nil
+			}
+			continue
 		}
 		if e != nil {
 			p.waiting++
 			p.mu.Unlock()
-			var err error
-			select {
-			case <-e.ready:
-			case <-ctx.Done():
-				err = fmt.Errorf("wait for MCP session of server '%s': %w", key.Server, ctx.Err())
-			}
-			p.mu.Lock()
-			p.waiting--
-			p.mu.Unlock()
-			switch {
-			case err != nil:
+			if err := p.awaitDial(ctx, e); err != nil {
 				return nil, err
-			case e.err == nil, e.retry && ctx.Err() == nil:
-				continue // take it (or dial again) under the lock
 			}
-			return nil, e.err
+			continue // take it (or dial again) under the lock
 		}
 		if !p.reserveLocked() {
 			if p.slotWait <= 0 || slotExpired {
@@ -267,6 +254,49 @@ func (p *Pool) acquire(ctx context.Context, key PoolKey, config string, dial fun
 		p.mu.Unlock()
 		return p.dial(ctx, dctx, e, dial, track)
 	}
+}
+
+// takeLocked counts one more call on e (when track) and reports true, or
+// retires e and reports false when its session is lost or was started with
+// another configuration than config while its key is not pinned.
+func (p *Pool) takeLocked(e *poolEntry, config string, track bool) bool {
+	switch {
+	case e.sess.Lost():
+		p.log.Info("evicting lost MCP session", "server", e.key.Server, "scope", e.key.Scope, "pid", e.sess.PID())
+		p.retireLocked(e)
+		return false
+	case config != "" && e.config != "" && e.config != config && !p.pinnedLocked(e.key):
+		p.log.Info("replacing MCP session started with another configuration", "server", e.key.Server, "scope", e.key.Scope, "pid", e.sess.PID())
+		p.retireLocked(e)
+		return false
+	}
+	p.lru.MoveToFront(e.elem)
+	if track {
+		e.busy++
+	}
+	return true
+}
+
+// awaitDial waits, counted as waiting, for another caller's dial of e: nil
+// when the caller should look again (the dial succeeded, or ended with its
+// owner's context and is to be retried), else the dial's or ctx's error.
+func (p *Pool) awaitDial(ctx context.Context, e *poolEntry) error {
+	var err error
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		err = fmt.Errorf("wait for MCP session of server '%s': %w", e.key.Server, ctx.Err())
+	}
+	p.mu.Lock()
+	p.waiting--
+	p.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case e.err == nil, e.retry && ctx.Err() == nil:
+		return nil
+	}
+	return e.err
 }
 
 // fullLocked is the error of a new session that found no free slot.
@@ -412,7 +442,7 @@ func (p *Pool) PinnedScopes(prefix string, except PoolKey) int {
 			continue
 		}
 		for task := range p.pins[key] {
-			if !strings.HasPrefix(task, taskPinCallPrefix) {
+			if !strings.HasPrefix(task, CallPinPrefix) {
 				n++
 				break
 			}
@@ -422,14 +452,14 @@ func (p *Pool) PinnedScopes(prefix string, except PoolKey) int {
 }
 
 // pinned reports whether key backs a running durable task.
-func (p *Pool) pinned(key PoolKey) bool {
+func (p *Pool) Pinned(key PoolKey) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.pinnedLocked(key) {
 		return false
 	}
 	for task := range p.pins[key] {
-		if !strings.HasPrefix(task, taskPinCallPrefix) {
+		if !strings.HasPrefix(task, CallPinPrefix) {
 			return true
 		}
 	}
@@ -456,12 +486,12 @@ func (p *Pool) pinnedLocked(key PoolKey) bool {
 	return true
 }
 
-// retire tells the pool the live configuration of each enabled server (a
+// Retire tells the pool the live configuration of each enabled server (a
 // fingerprint by name) and retires the sessions started with another one,
 // and those of servers no longer listed, unless their key is pinned: idle
 // ones are closed now, busy ones after their last call. Sessions of
 // servers whose configuration did not change are kept.
-func (p *Pool) retire(current map[string]string) {
+func (p *Pool) Retire(current map[string]string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.current = current
@@ -510,7 +540,7 @@ func (p *Pool) CloseAll() error {
 }
 
 // shutdown closes every session like CloseAll and refuses new ones.
-func (p *Pool) shutdown() error {
+func (p *Pool) Shutdown() error {
 	p.mu.Lock()
 	p.shut = true
 	p.mu.Unlock()
@@ -633,7 +663,7 @@ func (p *Pool) reserveLocked() bool {
 		if e.busy > 0 {
 			continue
 		}
-		if sessLost(e.sess) {
+		if e.sess.Lost() {
 			victim, lost = e, true
 			break
 		}

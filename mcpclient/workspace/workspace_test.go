@@ -1,4 +1,4 @@
-package mcpclient_test
+package workspace_test
 
 import (
 	"fmt"
@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	mcpflow "github.com/mcpflow/mcpflow"
-	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/workspace"
 )
 
 // wsPrepare returns a fresh workspace for alice's thread t1 under a temp root.
-func wsPrepare(t *testing.T) *mcpclient.Workspace {
+func wsPrepare(t *testing.T) *workspace.Workspace {
 	t.Helper()
-	ws, err := mcpclient.PrepareWorkspace(t.TempDir(), "alice", "t1")
+	ws, err := workspace.Prepare(t.TempDir(), "alice", "t1")
 	require.NoError(t, err)
 	return ws
 }
@@ -33,7 +33,7 @@ func wsWrite(t *testing.T, path, content string) {
 func TestPrepareWorkspaceLayout(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	ws, err := mcpclient.PrepareWorkspace(root, "alice@example.com", "thread-1")
+	ws, err := workspace.Prepare(root, "alice@example.com", "thread-1")
 	require.NoError(t, err)
 
 	realRoot, err := filepath.EvalSymlinks(root)
@@ -57,11 +57,11 @@ func TestPrepareWorkspaceLayout(t *testing.T) {
 
 func TestPrepareWorkspaceRelativeRoot(t *testing.T) {
 	t.Parallel()
-	ws, err := mcpclient.PrepareWorkspace(filepath.Join(t.TempDir(), "a", "..", "ws"), "u", "t")
+	ws, err := workspace.Prepare(filepath.Join(t.TempDir(), "a", "..", "ws"), "u", "t")
 	require.NoError(t, err)
 	require.True(t, filepath.IsAbs(ws.Root))
 	require.True(t, filepath.IsAbs(ws.UserData))
-	_, err = mcpclient.PrepareWorkspace("", "u", "t")
+	_, err = workspace.Prepare("", "u", "t")
 	require.Equal(t, mcpflow.EInvalid, mcpflow.ErrorCode(err))
 }
 
@@ -69,19 +69,19 @@ func TestPrepareWorkspaceRepairsTempDir(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		spoil func(t *testing.T, ws *mcpclient.Workspace, outside string)
+		spoil func(t *testing.T, ws *workspace.Workspace, outside string)
 	}{
-		{name: "loose mode", spoil: func(t *testing.T, ws *mcpclient.Workspace, _ string) {
+		{name: "loose mode", spoil: func(t *testing.T, ws *workspace.Workspace, _ string) {
 			require.NoError(t, os.Chmod(ws.TempDir, 0o777))
 		}},
-		{name: "deleted", spoil: func(t *testing.T, ws *mcpclient.Workspace, _ string) {
+		{name: "deleted", spoil: func(t *testing.T, ws *workspace.Workspace, _ string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(ws.Dir, ".mcp")))
 		}},
-		{name: "replaced by a symlink", spoil: func(t *testing.T, ws *mcpclient.Workspace, outside string) {
+		{name: "replaced by a symlink", spoil: func(t *testing.T, ws *workspace.Workspace, outside string) {
 			require.NoError(t, os.Remove(ws.TempDir))
 			require.NoError(t, os.Symlink(outside, ws.TempDir))
 		}},
-		{name: ".mcp replaced by a file", spoil: func(t *testing.T, ws *mcpclient.Workspace, _ string) {
+		{name: ".mcp replaced by a file", spoil: func(t *testing.T, ws *workspace.Workspace, _ string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(ws.Dir, ".mcp")))
 			wsWrite(t, filepath.Join(ws.Dir, ".mcp"), "x")
 		}},
@@ -92,11 +92,11 @@ func TestPrepareWorkspaceRepairsTempDir(t *testing.T) {
 			root := t.TempDir()
 			outside := t.TempDir()
 			require.NoError(t, os.Chmod(outside, 0o755))
-			ws, err := mcpclient.PrepareWorkspace(root, "u", "t")
+			ws, err := workspace.Prepare(root, "u", "t")
 			require.NoError(t, err)
 			tt.spoil(t, ws, outside)
 
-			again, err := mcpclient.PrepareWorkspace(root, "u", "t")
+			again, err := workspace.Prepare(root, "u", "t")
 			require.NoError(t, err)
 			require.Equal(t, ws, again)
 			fi, err := os.Lstat(again.TempDir)
@@ -128,7 +128,7 @@ func TestPrepareWorkspaceRejectsIDs(t *testing.T) {
 			t.Parallel()
 			for _, ids := range [][2]string{{tt.id, "t1"}, {"alice", tt.id}} {
 				root := t.TempDir()
-				ws, err := mcpclient.PrepareWorkspace(root, ids[0], ids[1])
+				ws, err := workspace.Prepare(root, ids[0], ids[1])
 				require.Nil(t, ws)
 				require.Error(t, err)
 				require.Equal(t, mcpflow.EInvalid, mcpflow.ErrorCode(err))
@@ -138,7 +138,7 @@ func TestPrepareWorkspaceRejectsIDs(t *testing.T) {
 			}
 		})
 	}
-	ws, err := mcpclient.PrepareWorkspace(t.TempDir(), strings.Repeat("a", 64), "_t.1@x-y")
+	ws, err := workspace.Prepare(t.TempDir(), strings.Repeat("a", 64), "_t.1@x-y")
 	require.NoError(t, err)
 	require.NotNil(t, ws)
 }
@@ -147,13 +147,13 @@ func TestPrepareWorkspaceConcurrent(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	const n = 32
-	results := make([]*mcpclient.Workspace, n)
+	results := make([]*workspace.Workspace, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
 			thread := fmt.Sprintf("t%d", i%4)
-			results[i], errs[i] = mcpclient.PrepareWorkspace(root, "alice", thread)
+			results[i], errs[i] = workspace.Prepare(root, "alice", thread)
 		})
 	}
 	wg.Wait()
@@ -171,7 +171,7 @@ func TestPrepareWorkspaceSymlinkedRoot(t *testing.T) {
 	realDir := t.TempDir()
 	link := filepath.Join(t.TempDir(), "root")
 	require.NoError(t, os.Symlink(realDir, link))
-	ws, err := mcpclient.PrepareWorkspace(link, "u", "t")
+	ws, err := workspace.Prepare(link, "u", "t")
 	require.NoError(t, err)
 	realRoot, err := filepath.EvalSymlinks(realDir)
 	require.NoError(t, err)

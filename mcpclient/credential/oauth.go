@@ -1,4 +1,4 @@
-package mcpclient
+package credential
 
 import (
 	"bytes"
@@ -124,9 +124,9 @@ func (o *oauthTokens) httpClient() *http.Client {
 	return oauthClient
 }
 
-// exchangesToken reports whether srv's credential is exchanged per caller
+// ExchangesToken reports whether srv's credential is exchanged per caller
 // (an enabled oauth block with the token-exchange grant).
-func exchangesToken(srv *config.Server) bool {
+func ExchangesToken(srv *config.Server) bool {
 	return srv.OAuth != nil && srv.OAuth.Enabled && srv.OAuth.GrantType == config.GrantTokenExchange
 }
 

@@ -1,14 +1,9 @@
-package mcpclient
+package question
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"sync"
 	"time"
 
@@ -43,22 +38,22 @@ type Questions struct {
 	wg     sync.WaitGroup
 
 	mu    sync.Mutex
-	tasks map[questionKey]*taskQuestion
+	tasks map[Key]*taskQuestion
 }
 
-// questionKey names a remote task: its server and upstream task id.
-type questionKey struct{ server, taskID string }
+// Key names a remote task: its server and upstream task id.
+type Key struct{ Server, TaskID string }
 
 // taskQuestion is the reader of one task and its current question.
 type taskQuestion struct {
-	q    *heldQuestion // nil: no question yet
+	q    *Held         // nil: no question yet
 	done chan struct{} // closed when the reader ends
 }
 
-// heldQuestion is one elicitation request waiting for its answer.
-type heldQuestion struct {
-	message string
-	schema  map[string]any // requestedSchema; nil when absent
+// Held is one elicitation request waiting for its answer.
+type Held struct {
+	Message string
+	Schema  map[string]any // requestedSchema; nil when absent
 	answers chan questionAnswer
 	// answered is set once an answer reached the server; done is closed
 	// when the upstream request is over (answered or gone).
@@ -86,14 +81,14 @@ const (
 	questionFirstWait = 2 * time.Second
 )
 
-func newQuestions() *Questions {
-	q := &Questions{tasks: map[questionKey]*taskQuestion{}}
+func New() *Questions {
+	q := &Questions{tasks: map[Key]*taskQuestion{}}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	return q
 }
 
-// close ends every reader and question and waits for the readers.
-func (q *Questions) close() {
+// Close ends every reader and question and waits for the readers.
+func (q *Questions) Close() {
 	if q == nil {
 		return
 	}
@@ -108,10 +103,10 @@ func (q *Questions) close() {
 // arrived on that request's stream the same context.
 type readerKeyCtx struct{}
 
-// ask returns the task's waiting question, starting a reader through run
+// Ask returns the task's waiting question, starting a reader through run
 // when none is running and waiting up to questionFirstWait for the question
 // it brings. It returns nil when no question waits.
-func (q *Questions) ask(ctx context.Context, key questionKey, run func(ctx context.Context) error) *heldQuestion {
+func (q *Questions) Ask(ctx context.Context, key Key, run func(ctx context.Context) error) *Held {
 	q.mu.Lock()
 	_, reading := q.tasks[key]
 	if !reading {
@@ -128,7 +123,7 @@ func (q *Questions) ask(ctx context.Context, key questionKey, run func(ctx conte
 	deadline := time.NewTimer(questionFirstWait)
 	defer deadline.Stop()
 	for {
-		if hq := q.waiting(key); hq != nil || reading {
+		if hq := q.Waiting(key); hq != nil || reading {
 			return hq
 		}
 		select {
@@ -144,7 +139,7 @@ func (q *Questions) ask(ctx context.Context, key questionKey, run func(ctx conte
 // read runs a reader: one tasks/result request of the task, open until the
 // task is terminal upstream. Its answer is not used (status polls read the
 // outcome); its end ends the task's question.
-func (q *Questions) read(key questionKey, tq *taskQuestion, run func(ctx context.Context) error) {
+func (q *Questions) read(key Key, tq *taskQuestion, run func(ctx context.Context) error) {
 	defer q.wg.Done()
 	ctx, cancel := context.WithTimeout(context.WithValue(q.ctx, readerKeyCtx{}, key), questionReaderMax)
 	defer cancel()
@@ -157,8 +152,8 @@ func (q *Questions) read(key questionKey, tq *taskQuestion, run func(ctx context
 	q.mu.Unlock()
 }
 
-// waiting returns the task's question while it waits for an answer.
-func (q *Questions) waiting(key questionKey) *heldQuestion {
+// Waiting returns the task's question while it waits for an answer.
+func (q *Questions) Waiting(key Key) *Held {
 	if q == nil {
 		return nil
 	}
@@ -170,10 +165,10 @@ func (q *Questions) waiting(key questionKey) *heldQuestion {
 	return nil
 }
 
-// answer delivers an answer to the task's question once: nil when it
+// Answer delivers an answer to the task's question once: nil when it
 // reached the server (or did already: a retried delivery), ErrInputGone
 // when no question waits.
-func (q *Questions) answer(ctx context.Context, key questionKey, ans mcpflow.InputAnswer) error {
+func (q *Questions) Answer(ctx context.Context, key Key, ans mcpflow.InputAnswer) error {
 	if q == nil {
 		return mcpflow.ErrInputGone
 	}
@@ -217,13 +212,13 @@ func (q *Questions) answer(ctx context.Context, key questionKey, ans mcpflow.Inp
 	}
 }
 
-// elicit is the elicitation/create handler of a session: it holds the
+// Elicit is the elicitation/create handler of a session: it holds the
 // question of the task it relates to until the user's answer arrives, then
 // sends the answer with respond, and returns nil. It returns the refusal to
 // send for requests it cannot relate to a task this process reads, and for
 // URL-mode requests. ctx is read for its values only: the question lasts
 // as long as the task's reader.
-func (q *Questions) elicit(ctx context.Context, server string, req transport.JSONRPCRequest, respond func(*transport.JSONRPCResponse) error) *transport.JSONRPCResponse {
+func (q *Questions) Elicit(ctx context.Context, server string, req transport.JSONRPCRequest, respond func(*transport.JSONRPCResponse) error) *transport.JSONRPCResponse {
 	refuse := func(msg string) *transport.JSONRPCResponse {
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_REQUEST, msg, nil)
 	}
@@ -233,8 +228,8 @@ func (q *Questions) elicit(ctx context.Context, server string, req transport.JSO
 	}
 	taskID := relatedTask(p.Meta)
 	if taskID == "" {
-		if key, ok := ctx.Value(readerKeyCtx{}).(questionKey); ok && key.server == server {
-			taskID = key.taskID
+		if key, ok := ctx.Value(readerKeyCtx{}).(Key); ok && key.Server == server {
+			taskID = key.TaskID
 		}
 	}
 	if taskID == "" {
@@ -247,10 +242,10 @@ func (q *Questions) elicit(ctx context.Context, server string, req transport.JSO
 	if p.Mode != "" && p.Mode != "form" {
 		return refuse("mcpflow relays form-mode questions only")
 	}
-	key := questionKey{server: server, taskID: taskID}
-	hq := &heldQuestion{message: p.Message, answers: make(chan questionAnswer), done: make(chan struct{})}
+	key := Key{Server: server, TaskID: taskID}
+	hq := &Held{Message: p.Message, answers: make(chan questionAnswer), done: make(chan struct{})}
 	if s, ok := p.RequestedSchema.(map[string]any); ok {
-		hq.schema = maps.Clone(s)
+		hq.Schema = maps.Clone(s)
 	}
 	q.mu.Lock()
 	tq := q.tasks[key]
@@ -287,9 +282,9 @@ func (q *Questions) elicit(ctx context.Context, server string, req transport.JSO
 	}
 }
 
-// relatesToTask reports whether an elicitation/create belongs to a
+// RelatesToTask reports whether an elicitation/create belongs to a
 // durable task (its related-task _meta, or the task reader it arrived on).
-func (q *Questions) relatesToTask(ctx context.Context, server string, req transport.JSONRPCRequest) bool {
+func (q *Questions) RelatesToTask(ctx context.Context, server string, req transport.JSONRPCRequest) bool {
 	var p struct {
 		Meta *mcp.Meta `json:"_meta"`
 	}
@@ -299,31 +294,8 @@ func (q *Questions) relatesToTask(ctx context.Context, server string, req transp
 	if relatedTask(p.Meta) != "" {
 		return true
 	}
-	key, ok := ctx.Value(readerKeyCtx{}).(questionKey)
-	return ok && key.server == server
-}
-
-// askCaller asks the caller of an ordinary call a server's question
-// (relayed as it is) and answers with the caller's answer, or with the
-// caller's refusal.
-func askCaller(ctx context.Context, a *mcpflow.CallRelay, req transport.JSONRPCRequest) *transport.JSONRPCResponse {
-	inner, err := json.Marshal(map[string]any{"method": req.Method, "params": req.Params})
-	if err != nil {
-		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_REQUEST, "malformed request params", nil)
-	}
-	answers, err := a.Ask(ctx, map[string]json.RawMessage{"q": inner})
-	if err != nil {
-		var rpc *mcpflow.RPCError
-		if errors.As(err, &rpc) {
-			return transport.NewJSONRPCErrorResponse(req.ID, rpc.Code, rpc.Message, rpc.Data)
-		}
-		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, mcpflow.ErrorMessage(err), nil)
-	}
-	res, ok := answers["q"]
-	if !ok {
-		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, "the caller did not answer", nil)
-	}
-	return transport.NewJSONRPCResultResponse(req.ID, res)
+	key, ok := ctx.Value(readerKeyCtx{}).(Key)
+	return ok && key.Server == server
 }
 
 // relatedTask reads the task id of a request's related-task _meta.
@@ -346,98 +318,4 @@ func isClosed(c chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// serverRequests installs the session's handler of server-to-client
-// requests (after the client's Start, which installs mcp-go's own): ping,
-// and elicitation/create through q. On stdio the answer is the handler's
-// response; on streamable HTTP mcp-go gives a handler 30 seconds and sends
-// its response under that deadline, so the session posts the answer itself
-// (postResponse) and the handler answers nothing.
-func (s *Session) serverRequests(tr transport.Interface, q *Questions, post func(context.Context, *transport.JSONRPCResponse) error) {
-	bidi, ok := tr.(transport.BidirectionalInterface)
-	if !ok || q == nil {
-		return
-	}
-	bidi.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		switch req.Method {
-		case string(mcp.MethodPing):
-			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
-		case string(mcp.MethodElicitationCreate):
-		default:
-			return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not supported by mcpflow: "+req.Method, nil), nil
-		}
-		if a := s.askerOf(ctx); a != nil && !q.relatesToTask(ctx, s.server, req) {
-			// An ordinary call's question: the caller answers it, as long
-			// as its call lasts (mcp-go gives this handler 30 s only).
-			resp := askCaller(context.WithoutCancel(ctx), a, req)
-			if post == nil {
-				return resp, nil
-			}
-			_ = post(context.WithoutCancel(ctx), resp)
-			return nil, nil
-		}
-		if post == nil {
-			// stdio: the response goes back through the transport.
-			var out *transport.JSONRPCResponse
-			resp := q.elicit(ctx, s.server, req, func(r *transport.JSONRPCResponse) error { out = r; return nil })
-			if resp != nil {
-				return resp, nil
-			}
-			return out, nil
-		}
-		// The request's own context ends after 30 s; the answer may take
-		// longer. It stays bound to the stream it arrived on.
-		hctx := context.WithoutCancel(ctx)
-		resp := q.elicit(hctx, s.server, req, func(r *transport.JSONRPCResponse) error { return post(hctx, r) })
-		if resp != nil {
-			_ = post(hctx, resp)
-		}
-		return nil, nil
-	})
-}
-
-// httpResponder posts a JSON-RPC response to a streamable HTTP server on
-// the session, as mcp-go's transport would: same URL, session id, protocol
-// version and headers.
-func httpResponder(url string, tr transport.Interface, headers func(context.Context) map[string]string) func(context.Context, *transport.JSONRPCResponse) error {
-	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
-		body, err := json.Marshal(resp)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		for k, v := range headers(ctx) {
-			req.Header.Set(k, v)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if id := tr.GetSessionId(); id != "" {
-			req.Header.Set(transport.HeaderKeySessionID, id)
-		}
-		req.Header.Set(transport.HeaderKeyProtocolVersion, sessLegacyVersion) // answers exist in 2025-11-25 only
-		res, err := sessHTTPClient.Do(req)
-		if err != nil {
-			return fmt.Errorf("send the answer: %w", err)
-		}
-		defer res.Body.Close()
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-		if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusAccepted {
-			return fmt.Errorf("the server refused the answer (HTTP %d)", res.StatusCode)
-		}
-		return nil
-	}
-}
-
-// sessNoElicit makes mcp-go declare the elicitation capability; the
-// session's own request handler (serverRequests) answers the requests.
-type sessNoElicit struct{}
-
-func (sessNoElicit) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
-	return nil, errors.New("elicitation is answered by mcpflow's request handler")
 }

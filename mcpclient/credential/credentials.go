@@ -1,9 +1,10 @@
-package mcpclient
+package credential
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,27 +12,6 @@ import (
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 )
-
-// Credentials of upstream calls (spec §1.3–1.5, §3.4–3.7). Headers are
-// layered static < OAuth < user_auth < headers_from_context: every layer
-// replaces a header of the same name whatever its case, keeping the
-// spelling already in use, so exactly one header of a name reaches the
-// wire. SSE/HTTP servers get them as HTTP headers of each request; stdio
-// servers get the OAuth header as the call's _meta {"headers": {...}}
-// (user_auth and headers_from_context do not apply to stdio servers).
-//
-// An oauth block with the token-exchange grant (RFC 8693, sse/http only)
-// puts in the OAuth layer a token exchanged per call from the access token
-// of the caller signed in with an identity provider (mcpflow.CallerToken),
-// never that token itself (token_exchange.go). Such a server has one
-// session per user, whose own requests (initialize, discovery's
-// tools/list, notifications) carry that user's exchanged token, and its
-// tools are listed per user (caller_tools.go). A request-scoped call
-// without a caller token (a caller with a static mcpflow token, a durable
-// submit in a task activity) is refused with a *CredentialError; a durable
-// poll carries no OAuth header. Durable tasks cannot use such a server:
-// task_toolsets and native_tasks on it are configuration errors, and a
-// tool whose taskSupport is "required" is refused at submit.
 
 // requestKey carries a call's request-scoped credentials in its context.
 type requestKey struct{}
@@ -54,6 +34,29 @@ func WithSecrets(ctx context.Context, secrets map[string]string) context.Context
 // the session's per-request header function.
 type callHeadersKey struct{}
 
+// WithCallHeaders returns ctx carrying the headers Headers computed for
+// the call in flight, which ConnHeaders hands its session.
+func WithCallHeaders(ctx context.Context, headers map[string]string) context.Context {
+	return context.WithValue(ctx, callHeadersKey{}, headers)
+}
+
+// CallHeaders returns the headers WithCallHeaders put in ctx, if any.
+func CallHeaders(ctx context.Context) (map[string]string, bool) {
+	h, ok := ctx.Value(callHeadersKey{}).(map[string]string)
+	return h, ok
+}
+
+// Cache is the process's upstream credentials: one OAuth token source per
+// server and the tokens exchanged per caller, shared by discovery, calls
+// and task activities (a rotating refresh token is never used twice).
+type Cache struct {
+	tokens oauthTokens
+	log    *slog.Logger
+}
+
+// NewCache returns an empty cache that logs to log.
+func NewCache(log *slog.Logger) *Cache { return &Cache{log: log} }
+
 // CredentialError is a call refused inside the tool layer: a user_auth or
 // headers_from_context denial, or an illegal credential value. Its message
 // names users, servers and secret keys, never a value. An agent's call
@@ -62,27 +65,27 @@ type CredentialError struct{ Message string }
 
 func (e *CredentialError) Error() string { return e.Message }
 
-// credentialHeaders returns the headers an SSE/HTTP call to srv carries for
+// Headers returns the headers an SSE/HTTP call to srv carries for
 // userID on top of the static ones, in precedence order, and own, those
 // of its layers that are not request-scoped (OAuth and user_auth): what
 // the own requests of userID's session of a perCaller server carry. ctx
 // says whether the call is request-scoped (WithSecrets).
-func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, userID string) (call, own map[string]string, err error) {
+func (c *Cache) Headers(ctx context.Context, srv *config.Server, userID string) (call, own map[string]string, err error) {
 	var out map[string]string // nil while there is none: most calls carry none
 	rc, _ := ctx.Value(requestKey{}).(*requestCreds)
-	oauth, err := r.oauth.header(ctx, srv)
+	oauth, err := c.tokens.header(ctx, srv)
 	if errors.Is(err, errNoCallerToken) {
 		if rc != nil {
-			return nil, nil, noCallerError(srv)
+			return nil, nil, NoCallerError(srv)
 		}
-		r.warnNoCaller(srv)
+		c.warnNoCaller(srv)
 		oauth, err = "", nil
 	}
 	if err != nil {
 		return nil, nil, err
 	}
 	if oauth != "" {
-		out = mergeHeaders(out, map[string]string{"Authorization": oauth})
+		out = MergeHeaders(out, map[string]string{"Authorization": oauth})
 	}
 	if ua := srv.UserAuth; ua != nil && ua.Enabled {
 		cred := ua.Users[userID]
@@ -91,7 +94,7 @@ func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, use
 			if err := config.CheckHeaderValue(cred); err != nil {
 				return nil, nil, &CredentialError{fmt.Sprintf("The credential configured for user id '%s' on MCP server '%s' %s; fix it in that server's user_auth.users.", userID, srv.Name, err)}
 			}
-			out = mergeHeaders(out, map[string]string{ua.Header: cred})
+			out = MergeHeaders(out, map[string]string{ua.Header: cred})
 		case ua.OnMissing != config.OnMissingPassthrough:
 			return nil, nil, &CredentialError{fmt.Sprintf("No credential is configured for your account (user id '%s') on MCP server '%s'. Ask the operator to add this exact id to that server's user_auth.users map (or set its environment variable).", userID, srv.Name)}
 		}
@@ -117,48 +120,48 @@ func (r *Runtime) credentialHeaders(ctx context.Context, srv *config.Server, use
 			missing = slices.Compact(missing)
 			return nil, nil, &CredentialError{fmt.Sprintf("MCP server '%s' needs request-scoped credential(s) %s. Send them in the call's secrets, or set this server's headers_from_context.on_missing to 'passthrough'.", srv.Name, strings.Join(missing, ", "))}
 		}
-		out = mergeHeaders(out, set)
+		out = MergeHeaders(out, set)
 	}
 	return out, own, nil
 }
 
-// noCallerError refuses a call of srv, whose credential is exchanged per
+// NoCallerError refuses a call of srv, whose credential is exchanged per
 // caller, made without a caller signed in with an identity provider.
-func noCallerError(srv *config.Server) error {
+func NoCallerError(srv *config.Server) error {
 	return &CredentialError{fmt.Sprintf("MCP server '%s' needs a caller signed in with the identity provider: its credential is exchanged from the caller's token (RFC 8693), which only a tool call has while the caller's request is open (a durable task's steps run without it).", srv.Name)}
 }
 
-// stdioMeta returns the _meta of a pooled stdio call: {"headers": {...}}
+// StdioMeta returns the _meta of a pooled stdio call: {"headers": {...}}
 // with the OAuth header when the server has an oauth block, nil otherwise.
-func (r *Runtime) stdioMeta(srv *config.Server) (map[string]any, error) {
-	if exchangesToken(srv) {
+func (c *Cache) StdioMeta(srv *config.Server) (map[string]any, error) {
+	if ExchangesToken(srv) {
 		// Refused when the config is loaded; never sent unauthenticated.
 		return nil, &CredentialError{fmt.Sprintf("MCP server '%s' exchanges its credential per caller (RFC 8693 token exchange), which only sse/http servers support.", srv.Name)}
 	}
-	oauth, err := r.oauth.header(context.Background(), srv) // no caller token is read: not a token-exchange block
+	oauth, err := c.tokens.header(context.Background(), srv) // no caller token is read: not a token-exchange block
 	if err != nil || oauth == "" {
 		return nil, err
 	}
 	return map[string]any{"headers": map[string]any{"Authorization": oauth}}, nil
 }
 
-// connHeaders is the per-request header function of srv's shared session:
+// ConnHeaders is the per-request header function of srv's shared session:
 // the headers computed for the call in flight, or, for requests outside a
 // call (initialize, tools/list, notifications), the OAuth header alone; a
 // token that cannot be fetched leaves it out (the server answers
 // unauthenticated requests itself). A server whose token is exchanged per
-// caller has sessions per user instead (sharedSession.ownHeaders).
-func (r *Runtime) connHeaders(srv *config.Server) func(context.Context) map[string]string {
+// caller has sessions per user instead (mcpclient's ownHeaders).
+func (c *Cache) ConnHeaders(srv *config.Server) func(context.Context) map[string]string {
 	return func(ctx context.Context) map[string]string {
-		if h, ok := ctx.Value(callHeadersKey{}).(map[string]string); ok {
+		if h, ok := CallHeaders(ctx); ok {
 			return h
 		}
-		if exchangesToken(srv) {
+		if ExchangesToken(srv) {
 			return nil // not reached: such a server's sessions are per user
 		}
-		v, err := r.oauth.header(ctx, srv)
+		v, err := c.tokens.header(ctx, srv)
 		if err != nil {
-			r.log.Warn("MCP server's OAuth token is unavailable; connecting without it", "server", srv.Name, "error", mcpflow.ErrorMessage(err))
+			c.log.Warn("MCP server's OAuth token is unavailable; connecting without it", "server", srv.Name, "error", mcpflow.ErrorMessage(err))
 			return nil
 		}
 		if v == "" {
@@ -170,16 +173,16 @@ func (r *Runtime) connHeaders(srv *config.Server) func(context.Context) map[stri
 
 // warnNoCaller logs, once per server, that requests to srv without a
 // signed-in caller go without its exchanged credential.
-func (r *Runtime) warnNoCaller(srv *config.Server) {
-	if r.oauth.exchanges.warnOnce(srv.Name) {
-		r.log.Warn("MCP server's OAuth credential is exchanged per signed-in caller (RFC 8693); requests without one (durable polls) carry no OAuth Authorization header", "server", srv.Name)
+func (c *Cache) warnNoCaller(srv *config.Server) {
+	if c.tokens.exchanges.warnOnce(srv.Name) {
+		c.log.Warn("MCP server's OAuth credential is exchanged per signed-in caller (RFC 8693); requests without one (durable polls) carry no OAuth Authorization header", "server", srv.Name)
 	}
 }
 
-// mergeHeaders returns base with over applied: a name in over replaces every
+// MergeHeaders returns base with over applied: a name in over replaces every
 // name of base equal to it ignoring case, under base's spelling when base
 // had it. Neither map is changed.
-func mergeHeaders(base, over map[string]string) map[string]string {
+func MergeHeaders(base, over map[string]string) map[string]string {
 	out := maps.Clone(base)
 	if out == nil {
 		out = map[string]string{}

@@ -1,4 +1,4 @@
-package mcpclient
+package credential
 
 import (
 	"encoding/json"
@@ -13,18 +13,18 @@ import (
 func TestMergeHeaders(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{"Authorization": "X", "Accept": "json"}
-	got := mergeHeaders(base, map[string]string{"authorization": "Y"})
+	got := MergeHeaders(base, map[string]string{"authorization": "Y"})
 	require.Equal(t, map[string]string{"Authorization": "Y", "Accept": "json"}, got, "the base spelling is kept, unrelated headers stay")
 	require.Equal(t, map[string]string{"Authorization": "X", "Accept": "json"}, base, "the base is not changed")
 
 	pinned := map[string]string{"authorization": "X"}
-	require.Equal(t, map[string]string{"authorization": "Z"}, mergeHeaders(pinned, map[string]string{"AUTHORIZATION": "Z"}))
+	require.Equal(t, map[string]string{"authorization": "Z"}, MergeHeaders(pinned, map[string]string{"AUTHORIZATION": "Z"}))
 
-	require.Equal(t, map[string]string{"X-New": "v"}, mergeHeaders(nil, map[string]string{"X-New": "v"}), "a nil base is fine")
-	require.Equal(t, map[string]string{}, mergeHeaders(nil, nil))
+	require.Equal(t, map[string]string{"X-New": "v"}, MergeHeaders(nil, map[string]string{"X-New": "v"}), "a nil base is fine")
+	require.Equal(t, map[string]string{}, MergeHeaders(nil, nil))
 
 	// Layers apply in order; each keeps the spelling already in use.
-	layered := mergeHeaders(mergeHeaders(map[string]string{"authorization": "static"}, map[string]string{"Authorization": "oauth"}),
+	layered := MergeHeaders(MergeHeaders(map[string]string{"authorization": "static"}, map[string]string{"Authorization": "oauth"}),
 		map[string]string{"AUTHORIZATION": "per-user", "X-Api-Key": "k"})
 	require.Equal(t, map[string]string{"authorization": "per-user", "X-Api-Key": "k"}, layered)
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package mcpclient
+package workspace
 
 // wsWatch walks the directory every time where inotify is missing.
 type wsWatch struct{ dir string }

@@ -1,4 +1,4 @@
-package mcpclient_test
+package session_test
 
 import (
 	"bytes"
@@ -18,50 +18,50 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
-	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
 // poolBundle is a pool and a counted dialer of one server.
 type poolBundle struct {
-	pool  *mcpclient.Pool
+	pool  *session.Pool
 	srv   *config.Server
 	dials atomic.Int32
 }
 
 func poolSetup(t *testing.T, max int, srv *config.Server) *poolBundle {
 	t.Helper()
-	b := &poolBundle{pool: mcpclient.NewPool(max, nil), srv: srv}
+	b := &poolBundle{pool: session.NewPool(max, nil), srv: srv}
 	t.Cleanup(func() { require.NoError(t, b.pool.CloseAll()) })
 	return b
 }
 
 // dial dials b.srv (or another server) and counts.
-func (b *poolBundle) dial(srv *config.Server) func(context.Context) (*mcpclient.Session, error) {
+func (b *poolBundle) dial(srv *config.Server) func(context.Context) (*session.Session, error) {
 	if srv == nil {
 		srv = b.srv
 	}
-	return func(ctx context.Context) (*mcpclient.Session, error) {
+	return func(ctx context.Context) (*session.Session, error) {
 		b.dials.Add(1)
-		return mcpclient.Dial(ctx, srv, mcpclient.DialOptions{})
+		return session.Dial(ctx, srv, session.DialOptions{})
 	}
 }
 
-func (b *poolBundle) session(t *testing.T, key mcpclient.PoolKey) *mcpclient.Session {
+func (b *poolBundle) session(t *testing.T, key session.PoolKey) *session.Session {
 	t.Helper()
 	s, err := b.pool.Session(sessCtx(t), key, b.dial(nil))
 	require.NoError(t, err)
 	return s
 }
 
-func (b *poolBundle) echo(t *testing.T, key mcpclient.PoolKey) {
+func (b *poolBundle) echo(t *testing.T, key session.PoolKey) {
 	t.Helper()
 	res, err := b.pool.Call(sessCtx(t), key, b.dial(nil), "echo", map[string]any{"message": "hi"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "hi", sessText(res))
 }
 
-func poolKey(server, scope string) mcpclient.PoolKey {
-	return mcpclient.PoolKey{Server: server, Scope: scope}
+func poolKey(server, scope string) session.PoolKey {
+	return session.PoolKey{Server: server, Scope: scope}
 }
 
 // poolSent returns a context whose tool call closes sent right before it
@@ -130,7 +130,7 @@ func TestPoolSingleFlight(t *testing.T) {
 	var releaseOnce sync.Once
 	open := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(open)
-	gated := func(ctx context.Context) (*mcpclient.Session, error) {
+	gated := func(ctx context.Context) (*session.Session, error) {
 		<-release // held until every caller is in
 		return b.dial(nil)(ctx)
 	}
@@ -163,7 +163,7 @@ func TestPoolDialFailureSharedAndNotRegistered(t *testing.T) {
 	open := func() { releaseOnce.Do(func() { close(release) }) }
 	t.Cleanup(open) // before the pool's cleanup, also when the test fails
 	var dials atomic.Int32
-	failing := func(context.Context) (*mcpclient.Session, error) {
+	failing := func(context.Context) (*session.Session, error) {
 		dials.Add(1)
 		<-release
 		return nil, boom
@@ -199,7 +199,7 @@ func TestPoolWaiterRedialsWhenOwnerGivesUp(t *testing.T) {
 	entered := make(chan struct{})
 	ownerErr := make(chan error, 1)
 	go func() {
-		_, err := b.pool.Session(ownerCtx, key, func(ctx context.Context) (*mcpclient.Session, error) {
+		_, err := b.pool.Session(ownerCtx, key, func(ctx context.Context) (*session.Session, error) {
 			close(entered)
 			<-ctx.Done()
 			return nil, ctx.Err()
@@ -208,7 +208,7 @@ func TestPoolWaiterRedialsWhenOwnerGivesUp(t *testing.T) {
 	}()
 	<-entered
 	ctx := sessCtx(t)
-	var s *mcpclient.Session
+	var s *session.Session
 	waiterErr := make(chan error, 1)
 	go func() {
 		var err error
@@ -240,7 +240,7 @@ func TestPoolDisconnectEvicts(t *testing.T) {
 	poolAwait(t, sent, errc)
 	require.NoError(t, syscall.Kill(crashed.PID(), syscall.SIGKILL))
 	err := <-errc
-	require.True(t, mcpclient.IsDisconnect(err), "error: %v", err)
+	require.True(t, session.IsDisconnect(err), "error: %v", err)
 	t.Logf("disconnect: %v", err)
 	require.Equal(t, mcpflow.EUpstream, mcpflow.ErrorCode(err))
 	require.Equal(t, 1, b.pool.Len(), "the crashed session is evicted")
@@ -318,7 +318,7 @@ func TestPoolFailedCallNotReplayed(t *testing.T) {
 	b.echo(t, key)
 
 	_, err := b.pool.Call(sessCtx(t), key, b.dial(nil), "submit_job", map[string]any{"duration_seconds": 60}, nil)
-	require.True(t, mcpclient.IsDisconnect(err), "error: %v", err)
+	require.True(t, session.IsDisconnect(err), "error: %v", err)
 	t.Logf("disconnect: %v", err)
 	require.Zero(t, b.pool.Len(), "evicted")
 
@@ -353,7 +353,7 @@ func TestPoolClose(t *testing.T) {
 	t.Parallel()
 	one, two := sessStdioServer(t, "one"), sessStdioServer(t, "two")
 	b := poolSetup(t, 0, one)
-	open := func(srv *config.Server, scope string) *mcpclient.Session {
+	open := func(srv *config.Server, scope string) *session.Session {
 		s, err := b.pool.Session(sessCtx(t), poolKey(srv.Name, scope), b.dial(srv))
 		require.NoError(t, err)
 		return s
@@ -375,7 +375,7 @@ func TestPoolClose(t *testing.T) {
 	oneZ := open(one, "z")
 	require.NoError(t, b.pool.CloseAll())
 	require.Zero(t, b.pool.Len())
-	for _, s := range []*mcpclient.Session{oneX, oneY, twoX, twoY, oneZ} {
+	for _, s := range []*session.Session{oneX, oneY, twoX, twoY, oneZ} {
 		require.False(t, sessAlive(s.PID()), "pid %d", s.PID())
 		require.True(t, sessClosed(s.Done()))
 	}
@@ -448,7 +448,7 @@ func TestPoolEvictionSparesBusySessions(t *testing.T) {
 	cancelBusy()
 	err := <-busyErr
 	require.ErrorIs(t, err, context.Canceled, "the call ends by its own context")
-	require.False(t, mcpclient.IsDisconnect(err), "the call in flight was not cut: %v", err)
+	require.False(t, session.IsDisconnect(err), "the call in flight was not cut: %v", err)
 	require.NoError(t, <-nextErr, "the waiting key gets the slot freed by the call")
 	require.Eventually(t, func() bool { return !sessAlive(held.PID()) }, sessWait, 10*time.Millisecond, "the idle session made room")
 	require.EqualValues(t, 2, b.dials.Load())
@@ -474,7 +474,7 @@ func TestPoolPinnedSessionsAreNotEvicted(t *testing.T) {
 	sessRequireError(t, err, mcpflow.EUnavailable,
 		"all 1 stdio MCP sessions are in use (0 with a call in flight, 1 backing a running durable task); MCP server 'demo' cannot start another one now, retry shortly")
 	require.True(t, sessAlive(pinned.PID()), "the pinned session is kept")
-	require.Equal(t, mcpclient.PoolStats{Sessions: 1, Pinned: 1}, b.pool.Stats())
+	require.Equal(t, session.PoolStats{Sessions: 1, Pinned: 1}, b.pool.Stats())
 	require.Same(t, pinned, b.session(t, task))
 	b.echo(t, task)
 	require.EqualValues(t, 1, b.dials.Load())
@@ -482,7 +482,7 @@ func TestPoolPinnedSessionsAreNotEvicted(t *testing.T) {
 	b.pool.Unpin(task, "job-1")
 	b.echo(t, other)
 	require.Eventually(t, func() bool { return !sessAlive(pinned.PID()) }, sessWait, 10*time.Millisecond, "the unpinned session made room")
-	require.Equal(t, mcpclient.PoolStats{Sessions: 1}, b.pool.Stats())
+	require.Equal(t, session.PoolStats{Sessions: 1}, b.pool.Stats())
 }
 
 // TestPoolPinOutlivesItsProcess pins that a pin belongs to the key: a

@@ -1,4 +1,4 @@
-package mcpclient
+package session
 
 import (
 	"bufio"
@@ -28,6 +28,8 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/question"
 	"github.com/mcpflow/mcpflow/mcpclient/streamhttp"
 )
 
@@ -81,6 +83,11 @@ var sessHTTPClient = &http.Client{Transport: func() *http.Transport {
 	return t
 }()}
 
+// CloseIdleConnections closes the idle keep-alive connections of the HTTP
+// client the SSE and streamable HTTP sessions share (tests that check for
+// leaked goroutines call it).
+func CloseIdleConnections() { sessHTTPClient.CloseIdleConnections() }
+
 // errSessDisconnected marks errors caused by a lost transport.
 var errSessDisconnected = errors.New("MCP transport disconnected")
 
@@ -101,8 +108,8 @@ type DialOptions struct {
 	Logger *slog.Logger
 	// Questions, when set, makes a stdio or streamable HTTP session declare
 	// the elicitation capability and hand the questions servers ask about
-	// native tasks to it (see Questions).
-	Questions *Questions
+	// native tasks to it (see question.Questions).
+	Questions *question.Questions
 	// Protocol pins the session's revision ("" negotiates: server/discover,
 	// and 2025-11-25 where it fails). The runtime pins a server to what an
 	// earlier dial of it settled on.
@@ -219,6 +226,21 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 // connect builds the transport, starts it under sessCtx and initializes the
 // session under initCtx.
 func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, o DialOptions) error {
+	protocol, opts := s.clientOptions(srv, o)
+	post, err := s.newClient(sessCtx, srv, o, opts)
+	if err != nil {
+		return err
+	}
+	s.client.OnNotification(s.onNotification)
+	if err := s.start(sessCtx, initCtx, o.Questions, post); err != nil {
+		return err
+	}
+	return s.initialize(initCtx, protocol)
+}
+
+// clientOptions returns the revision the session asks for ("" negotiates)
+// and mcp-go's client options; it sets the capabilities mcpflow declares.
+func (s *Session) clientOptions(srv *config.Server, o DialOptions) (string, []client.ClientOption) {
 	protocol := o.Protocol
 	if srv.Type == config.TransportSSE {
 		protocol = sessLegacyVersion // the legacy transport has no 2026-07-28
@@ -233,52 +255,72 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		// Declares the capability; serverRequests answers the requests.
 		opts = append(opts, client.WithElicitationHandler(sessNoElicit{}))
 	}
+	return protocol, opts
+}
+
+// newClient builds the transport of srv and the client on it. On
+// streamable HTTP it returns how the session posts its answers to server
+// requests (nil on the other transports).
+func (s *Session) newClient(sessCtx context.Context, srv *config.Server, o DialOptions, opts []client.ClientOption) (func(context.Context, *transport.JSONRPCResponse) error, error) {
 	headers := sessHeaderFunc(srv.Headers, o.Headers)
-	var post func(context.Context, *transport.JSONRPCResponse) error
 	switch srv.Type {
 	case config.TransportStdio:
 		proc, tr, err := sessStartProcess(sessCtx, srv, o, s.log, s.markLost)
 		if err != nil {
-			return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err,
+			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err,
 				Message: fmt.Sprintf("MCP server '%s' could not start its stdio process", srv.Name)}
 		}
 		s.proc = proc
 		s.client = client.NewClient(tr, opts...)
+		return nil, nil
 	case config.TransportSSE:
-		tr, err := transport.NewSSE(srv.URL,
-			transport.WithHTTPClient(sessHTTPClient),
-			transport.WithHeaderFunc(headers),
-			transport.WithEndpointTimeout(sessUnbounded),
-			transport.WithResponseTimeout(sessUnbounded),
-			transport.WithSSELogger(sessTransportLogger(s.log)),
-		)
-		if err != nil {
-			return err
-		}
-		s.client = client.NewClient(tr, opts...)
-		s.client.OnConnectionLost(func(err error) {
-			s.log.Info("MCP SSE stream lost", "err", err)
-			// Fail the calls waiting for an answer on the lost stream,
-			// and any later call, before Done fires.
-			_ = tr.Close()
-			s.markLost()
-		})
+		return nil, s.newSSEClient(srv, headers, opts)
 	case config.TransportHTTP:
-		tr, err := streamhttp.New(srv.URL, streamhttp.Options{
-			HTTPClient: sessHTTPClient, Headers: headers, Logger: sessTransportLogger(s.log)})
+		tr, err := s.streamableHTTP(srv, headers)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		post = httpResponder(srv.URL, tr, headers)
 		s.client = client.NewClient(tr, opts...)
+		return httpResponder(srv.URL, tr, headers), nil
 	default:
-		return fmt.Errorf("unsupported transport type '%s'", srv.Type)
+		return nil, fmt.Errorf("unsupported transport type '%s'", srv.Type)
 	}
+}
 
-	s.client.OnNotification(s.onNotification)
+// streamableHTTP is the transport of a streamable HTTP session.
+func (s *Session) streamableHTTP(srv *config.Server, headers func(context.Context) map[string]string) (*streamhttp.Transport, error) {
+	return streamhttp.New(srv.URL, streamhttp.Options{
+		HTTPClient: sessHTTPClient, Headers: headers, Logger: sessTransportLogger(s.log)})
+}
 
-	// The transport lives as long as the session (mcp-go ties the SSE
-	// stream to the Start context), while initCtx bounds the wait.
+// newSSEClient builds the client of a legacy SSE session, whose lost
+// stream ends the session.
+func (s *Session) newSSEClient(srv *config.Server, headers func(context.Context) map[string]string, opts []client.ClientOption) error {
+	tr, err := transport.NewSSE(srv.URL,
+		transport.WithHTTPClient(sessHTTPClient),
+		transport.WithHeaderFunc(headers),
+		transport.WithEndpointTimeout(sessUnbounded),
+		transport.WithResponseTimeout(sessUnbounded),
+		transport.WithSSELogger(sessTransportLogger(s.log)),
+	)
+	if err != nil {
+		return err
+	}
+	s.client = client.NewClient(tr, opts...)
+	s.client.OnConnectionLost(func(err error) {
+		s.log.Info("MCP SSE stream lost", "err", err)
+		// Fail the calls waiting for an answer on the lost stream,
+		// and any later call, before Done fires.
+		_ = tr.Close()
+		s.markLost()
+	})
+	return nil
+}
+
+// start starts the transport under sessCtx (mcp-go ties the SSE stream to
+// the Start context: it lives as long as the session) while initCtx bounds
+// the wait, then installs the handler of server requests.
+func (s *Session) start(sessCtx, initCtx context.Context, q *question.Questions, post func(context.Context, *transport.JSONRPCResponse) error) error {
 	started := make(chan error, 1)
 	go func() { started <- s.client.Start(sessCtx) }()
 	select {
@@ -286,13 +328,18 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 		if err != nil {
 			return err
 		}
-		s.serverRequests(s.client.GetTransport(), o.Questions, post)
+		s.serverRequests(s.client.GetTransport(), q, post)
+		return nil
 	case <-initCtx.Done():
 		s.abort()
 		<-started
 		return initCtx.Err()
 	}
+}
 
+// initialize sends initialize (protocol "" negotiates) and keeps the
+// revision and capabilities the server answered.
+func (s *Session) initialize(initCtx context.Context, protocol string) error {
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = protocol
 	s.info = mcp.Implementation{Name: "mcpflow", Version: sessClientVersion()}
@@ -487,13 +534,13 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, meta map[
 	}
 	res, err := mcp.ParseCallToolResult(&raw)
 	if err != nil {
-		return nil, s.unreadable(name, err)
+		return nil, s.Unreadable(name, err)
 	}
 	return res, nil
 }
 
-// unreadable is the error of a result that is not a CallToolResult.
-func (s *Session) unreadable(name string, err error) error {
+// Unreadable is the error of a result that is not a CallToolResult.
+func (s *Session) Unreadable(name string, err error) error {
 	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", s.toolRequest(name).what, err)}
 }
 
@@ -551,7 +598,7 @@ func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta m
 				// caller's: its retry's requestState refused; or said of the
 				// capabilities the caller declared): the caller's to hear,
 				// as the server said it.
-				return nil, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: nonEmptyJSON(rpc.Data)}
+				return nil, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}
 			}
 			return nil, s.classify(ctx, callCtx, req, rpc.AsError())
 		}
@@ -871,7 +918,7 @@ func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err erro
 				Message: fmt.Sprintf("%s failed: %s", what, sessRPCMessage(err, sentinel))}
 		}
 	}
-	if sessLost(s) {
+	if s.Lost() {
 		// Any other failure after the transport was lost is the loss.
 		return s.disconnected(what, tool, err)
 	}
@@ -915,8 +962,8 @@ func sessUnknownSessionAnswer(e *mcp.JSONRPCErrorDetails) bool {
 	return (e.Code == -32000 || e.Code == -32001) && sessUnknownSession(e.Message)
 }
 
-// sessLost reports whether s's Done channel is closed.
-func sessLost(s *Session) bool {
+// Lost reports whether the session ended (Done is closed).
+func (s *Session) Lost() bool {
 	select {
 	case <-s.Done():
 		return true
@@ -1009,7 +1056,7 @@ func sessHeaderFunc(static map[string]string, dynamic func(context.Context) map[
 		if len(static) == 0 && len(over) == 0 {
 			return nil // no header to set, the common case: no map per request
 		}
-		return mergeHeaders(static, over)
+		return credential.MergeHeaders(static, over)
 	}
 }
 
@@ -1200,3 +1247,17 @@ func (h sessLevelCap) WithAttrs(a []slog.Attr) slog.Handler {
 	return sessLevelCap{h.Handler.WithAttrs(a)}
 }
 func (h sessLevelCap) WithGroup(n string) slog.Handler { return sessLevelCap{h.Handler.WithGroup(n)} }
+
+// NonEmptyJSON is v as JSON, nil when it encodes to nothing worth keeping
+// (null, {} or []).
+func NonEmptyJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	switch string(b) {
+	case "null", "{}", "[]":
+		return nil
+	}
+	return b
+}

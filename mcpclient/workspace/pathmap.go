@@ -1,4 +1,4 @@
-package mcpclient
+package workspace
 
 import (
 	"net/url"

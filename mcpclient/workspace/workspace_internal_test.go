@@ -1,4 +1,4 @@
-package mcpclient
+package workspace
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ func TestWorkspaceCacheIsBounded(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	for i := range wsCacheMax + 100 {
-		_, err := PrepareWorkspace(root, "u", fmt.Sprintf("t%d", i))
+		_, err := Prepare(root, "u", fmt.Sprintf("t%d", i))
 		require.NoError(t, err)
 	}
 	require.LessOrEqual(t, wsCacheLen(), wsCacheMax)

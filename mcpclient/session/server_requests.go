@@ -1,0 +1,135 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/mcpclient/question"
+)
+
+// serverRequests installs the session's handler of server-to-client
+// requests (after the client's Start, which installs mcp-go's own): ping,
+// and elicitation/create through q. On stdio the answer is the handler's
+// response; on streamable HTTP mcp-go gives a handler 30 seconds and sends
+// its response under that deadline, so the session posts the answer itself
+// (postResponse) and the handler answers nothing.
+func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, post func(context.Context, *transport.JSONRPCResponse) error) {
+	bidi, ok := tr.(transport.BidirectionalInterface)
+	if !ok || q == nil {
+		return
+	}
+	bidi.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+		switch req.Method {
+		case string(mcp.MethodPing):
+			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+		case string(mcp.MethodElicitationCreate):
+		default:
+			return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not supported by mcpflow: "+req.Method, nil), nil
+		}
+		if a := s.askerOf(ctx); a != nil && !q.RelatesToTask(ctx, s.server, req) {
+			// An ordinary call's question: the caller answers it, as long
+			// as its call lasts (mcp-go gives this handler 30 s only).
+			resp := askCaller(context.WithoutCancel(ctx), a, req)
+			if post == nil {
+				return resp, nil
+			}
+			_ = post(context.WithoutCancel(ctx), resp)
+			return nil, nil
+		}
+		if post == nil {
+			// stdio: the response goes back through the transport.
+			var out *transport.JSONRPCResponse
+			resp := q.Elicit(ctx, s.server, req, func(r *transport.JSONRPCResponse) error { out = r; return nil })
+			if resp != nil {
+				return resp, nil
+			}
+			return out, nil
+		}
+		// The request's own context ends after 30 s; the answer may take
+		// longer. It stays bound to the stream it arrived on.
+		hctx := context.WithoutCancel(ctx)
+		resp := q.Elicit(hctx, s.server, req, func(r *transport.JSONRPCResponse) error { return post(hctx, r) })
+		if resp != nil {
+			_ = post(hctx, resp)
+		}
+		return nil, nil
+	})
+}
+
+// httpResponder posts a JSON-RPC response to a streamable HTTP server on
+// the session, as mcp-go's transport would: same URL, session id, protocol
+// version and headers.
+func httpResponder(url string, tr transport.Interface, headers func(context.Context) map[string]string) func(context.Context, *transport.JSONRPCResponse) error {
+	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
+		body, err := json.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		for k, v := range headers(ctx) {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if id := tr.GetSessionId(); id != "" {
+			req.Header.Set(transport.HeaderKeySessionID, id)
+		}
+		req.Header.Set(transport.HeaderKeyProtocolVersion, sessLegacyVersion) // answers exist in 2025-11-25 only
+		res, err := sessHTTPClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("send the answer: %w", err)
+		}
+		defer res.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusAccepted {
+			return fmt.Errorf("the server refused the answer (HTTP %d)", res.StatusCode)
+		}
+		return nil
+	}
+}
+
+// sessNoElicit makes mcp-go declare the elicitation capability; the
+// session's own request handler (serverRequests) answers the requests.
+type sessNoElicit struct{}
+
+func (sessNoElicit) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return nil, errors.New("elicitation is answered by mcpflow's request handler")
+}
+
+// askCaller asks the caller of an ordinary call a server's question
+// (relayed as it is) and answers with the caller's answer, or with the
+// caller's refusal.
+func askCaller(ctx context.Context, a *mcpflow.CallRelay, req transport.JSONRPCRequest) *transport.JSONRPCResponse {
+	inner, err := json.Marshal(map[string]any{"method": req.Method, "params": req.Params})
+	if err != nil {
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_REQUEST, "malformed request params", nil)
+	}
+	answers, err := a.Ask(ctx, map[string]json.RawMessage{"q": inner})
+	if err != nil {
+		var rpc *mcpflow.RPCError
+		if errors.As(err, &rpc) {
+			return transport.NewJSONRPCErrorResponse(req.ID, rpc.Code, rpc.Message, rpc.Data)
+		}
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, mcpflow.ErrorMessage(err), nil)
+	}
+	res, ok := answers["q"]
+	if !ok {
+		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, "the caller did not answer", nil)
+	}
+	return transport.NewJSONRPCResultResponse(req.ID, res)
+}

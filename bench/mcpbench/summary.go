@@ -144,7 +144,7 @@ func medianOr(v []float64) string {
 // summary prints the figures as one Markdown table, with what was
 // measured, where and when, above it.
 func summary(o options, res *results, host string, began time.Time, took time.Duration) {
-	fmt.Printf("\n### Summary: mcpflow against the peer proxy (issue 31, Numbers)\n\n")
+	fmt.Printf("\n### Summary: mcpflow against the peer proxy\n\n")
 	fmt.Printf("- mcpflow: %s; peer: TBXark/mcp-proxy %s\n", mcpflowVersion(o.mcpflow), cmp.Or(o.peerVersion, "(build not given)"))
 	fmt.Printf("- %s UTC; %s; %s; %s; everything on 127.0.0.1\n", began.UTC().Format("2006-01-02 15:04"), cpuModel(), host, runtime.Version())
 	fmt.Printf("- %d rounds × %d calls (+%d warm-up) per target and number of callers, all targets side by side in each round, "+

@@ -144,7 +144,7 @@ func roundRatios(a, b []*roundResult, f func(*roundResult) float64) []float64 {
 }
 
 func (r *report) printChecks() {
-	fmt.Printf("\n| figure (issue 15) | measured | target | |\n|---|---|---|---|\n")
+	fmt.Printf("\n| figure | measured | target | |\n|---|---|---|---|\n")
 	m := r.shapes[targetMcpflow]
 	if c := m.cell(3); c.tasks > 0 {
 		fmt.Printf("| history events per 3-poll task (1 changed, 1 unchanged, 1 terminal poll) | **%d** (minimal Temporal %s, timer loop %s) | ≤ 25 | %s |\n",

@@ -11,11 +11,9 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// statusByCode maps each domain error code to its HTTP status (DESIGN.md).
-// One more code is not a domain error: the router answers a known path
-// with another method 405 method_not_allowed (New's NoMethod). The error
-// table of docs/reference/http-api.md and openapi.json's Error schema list
-// all of them.
+// statusByCode maps each domain error code to its HTTP status (DESIGN.md;
+// 405 method_not_allowed is New's NoMethod). docs/reference/http-api.md and
+// openapi.json list them all.
 var statusByCode = map[string]int{
 	mcpflow.EInvalid:      http.StatusBadRequest,
 	mcpflow.EUnauthorized: http.StatusUnauthorized,
@@ -70,13 +68,9 @@ func (s *Server) renderError(c *gin.Context, err error) {
 	s.abort(c, status, code, msg)
 }
 
-// abort ends a request with an error answer: the REST shape, or on the MCP
-// endpoint (/mcp and below) a JSON-RPC error response with the same HTTP
-// status, so an MCP client shows the reason of a refusal the endpoint
-// answers before the MCP server reads the message (a deleted
-// thread, a body too large, a missing token, an unknown path). The
-// message's id is not read at that point: it is null, as JSON-RPC says
-// when the id cannot be determined; error.data.code is the REST code.
+// abort ends a request with an error answer: the REST shape, or under /mcp
+// a JSON-RPC error (id null, data.code the REST code) with the same status,
+// so an MCP client shows why the API refused before the MCP server read it.
 func (s *Server) abort(c *gin.Context, status int, code, msg string) {
 	if !isMCPPath(c.Request.URL.Path) {
 		c.AbortWithStatusJSON(status, ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})

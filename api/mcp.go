@@ -10,20 +10,14 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// HeaderThreadID names the thread of a request to /mcp (the thread-less
-// form of the MCP endpoint); without it the thread is the user's default
-// thread (mcpflow.DefaultThreadID).
+// HeaderThreadID names the thread of a request to /mcp (else the user's
+// default thread).
 const HeaderThreadID = "Mcpflow-Thread-Id"
 
-// checkOrigin refuses a request whose Origin header is present and not one
-// of server.allowed_origins (403): a web page must not reach the MCP
-// endpoint through a user's browser (DNS rebinding). Requests without
-// Origin (non-browser clients) pass, and so do loopback origins
-// (http://127.0.0.1:<port>, http://localhost:<port>, http://[::1]:<port>)
-// on a connection to a loopback address: pages served from this machine,
-// such as a local MCP Inspector, which DNS rebinding cannot fake (a
-// rebound page keeps its own origin). An allowed origin gets the CORS
-// headers a browser needs to read the answer and its Mcp-Session-Id.
+// checkOrigin refuses (403) an Origin not in server.allowed_origins, against
+// DNS rebinding. No Origin passes, and so does a loopback origin on a
+// loopback connection (a local MCP Inspector; a rebound page keeps its own
+// origin). An allowed origin gets the CORS headers a browser needs.
 func (s *Server) checkOrigin(c *gin.Context) {
 	origin := c.GetHeader("Origin")
 	if origin == "" {
@@ -58,11 +52,9 @@ func (s *Server) mcpPreflight(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-// serveMCP hands a request of the MCP endpoint to the MCP server, with its
-// user, its thread (from the path, else the Mcpflow-Thread-Id header, else
-// the user's default thread "default@<user id>"; created on first use like
-// a tool call's) and gates on the user's tool calls in flight, waits
-// (shared with the events long poll) and GET streams.
+// serveMCP hands an MCP request to the MCP server with its user, its thread
+// (path, else Mcpflow-Thread-Id, else the default; created on first use)
+// and the user's slots of calls, waits and GET streams.
 func (s *Server) serveMCP(c *gin.Context) {
 	id := c.Param("thread_id")
 	if id == "" {

@@ -10,11 +10,9 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// mcpflow as an OAuth 2.1 protected resource (MCP authorization, RFC 9728,
-// RFC 8707): with identity providers configured, it publishes Protected
-// Resource Metadata naming them, challenges a request without a valid
-// token with the metadata's URL, and accepts their access tokens for the
-// resource the request is for.
+// mcpflow as an OAuth 2.1 protected resource (RFC 9728, RFC 8707): metadata
+// naming the identity providers, challenges pointing at it, and their
+// access tokens accepted for the request's resource.
 
 // OAuthResource makes the API an OAuth 2.1 protected resource.
 type OAuthResource struct {
@@ -26,11 +24,8 @@ type OAuthResource struct {
 	PublicURL string
 	// AuthorizationServers are the issuers of the identity providers.
 	AuthorizationServers []string
-	// Scopes are advertised in the metadata's scopes_supported and the
-	// challenges' scope: the providers' required scopes, which every token
-	// needs, and their advertised scopes (e.g. offline_access), which
-	// none needs. A host asks for the challenge's scope (MCP scope
-	// selection), so an advertised scope must be there too to be asked for.
+	// Scopes go in scopes_supported and the challenges' scope: required
+	// and advertised ones (a host asks for the challenge's scope only).
 	Scopes []string
 }
 
@@ -79,10 +74,8 @@ func (s *Server) addOAuthRoutes(e *gin.Engine) {
 	}
 }
 
-// resourcePath is the path of the resource a request is for: "/mcp" or
-// "/mcp/threads/{id}" on the MCP endpoint, "" (mcpflow itself) elsewhere
-// and for a thread id that cannot be one (it would go into a quoted
-// header parameter).
+// resourcePath is the request's resource: "/mcp" or "/mcp/threads/{id}",
+// else "" (mcpflow itself; also for an id unfit for a quoted parameter).
 func resourcePath(c *gin.Context) string {
 	switch c.FullPath() {
 	case "/mcp":

@@ -25,63 +25,41 @@ type Check struct {
 
 // Options are the dependencies of the API server.
 type Options struct {
-	Auth *Authenticator
-	// OAuth accepts identity providers' access tokens beside Auth's static
-	// tokens and serves the Protected Resource Metadata (nil: static
-	// tokens only, no metadata).
-	OAuth   *OAuthResource
-	Threads mcpflow.ThreadStore
-	Tools   mcpflow.ToolRuntime // nil: no MCP tool routes
-	Tasks   mcpflow.TaskStore   // nil: no task routes
-	Events  mcpflow.EventStore  // nil: no thread inbox route
-	Config  mcpflow.ConfigAdmin // nil: no config admin routes
-	// MCP serves the MCP endpoint (/mcp, /mcp/threads/{thread_id}); nil:
-	// no such routes.
-	MCP mcpflow.MCPEndpoint
-	// AllowedOrigins are the browser origins the MCP endpoint accepts
-	// (server.allowed_origins); a request with another Origin is 403.
-	AllowedOrigins []string
-	// ThreadDeleted runs after a thread was deleted, so that its tasks'
-	// pending notifications dead-letter now rather than at their next
-	// retry (nil: nothing to do).
+	Auth           *Authenticator
+	OAuth          *OAuthResource // identity providers' tokens and metadata (nil: static tokens only)
+	Threads        mcpflow.ThreadStore
+	Tools          mcpflow.ToolRuntime // nil: no MCP tool routes
+	Tasks          mcpflow.TaskStore   // nil: no task routes
+	Events         mcpflow.EventStore  // nil: no thread inbox route
+	Config         mcpflow.ConfigAdmin // nil: no config admin routes
+	MCP            mcpflow.MCPEndpoint // /mcp, /mcp/threads/{thread_id}; nil: none
+	AllowedOrigins []string            // browser origins the MCP endpoint accepts (else 403)
+	// ThreadDeleted runs after a thread was deleted, so its tasks' pending
+	// notifications dead-letter now (nil: nothing to do).
 	ThreadDeleted func(ctx context.Context, t *mcpflow.Thread)
-	// CancelTask asks the task's workflow to cancel it; EUnavailable when
-	// no worker runs. Nil: cancel answers 503.
+	// CancelTask asks the task's workflow to cancel it (EUnavailable: no
+	// worker). Nil: 503.
 	CancelTask func(ctx context.Context, t *mcpflow.Task) error
-	// AnswerInput delivers an answer to a task's question (the workflow's
-	// input update) and returns once it was delivered upstream: EConflict
-	// when the task no longer takes it (caused by mcpflow.ErrInputGone,
-	// ErrAnswerPending or ErrTaskCancelling), EUpstream when the server did
-	// not take it, EUnavailable when no worker runs. Nil: the input route
-	// answers 503.
-	AnswerInput func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error
-	// TaskLink returns the Temporal Web UI link of a task's workflow, shown
-	// in its detail; nil: no link.
-	TaskLink func(taskID string) string
-	// DegradedAfterErrors is mcp_tasks.tracking_degraded_after_errors.
-	DegradedAfterErrors int
+	// AnswerInput delivers an answer to a task's question upstream:
+	// EConflict when the task no longer takes it (mcpflow.ErrInputGone,
+	// ErrAnswerPending, ErrTaskCancelling), EUpstream when the server did
+	// not, EUnavailable without a worker. Nil: 503.
+	AnswerInput         func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error
+	TaskLink            func(taskID string) string // Temporal Web UI link of a task; nil: none
+	DegradedAfterErrors int                        // mcp_tasks.tracking_degraded_after_errors
 	Readiness           []Check
 	ReadyTimeout        time.Duration // per check; default 2 s
 	MCPTasksEnabled     func() bool   // whether the task runtime actually started
-	// Meter records HTTP metrics (nil: none); Metrics serves GET /metrics
-	// (nil: no route); Tracer starts a span per request (nil: none).
-	Meter   metric.Meter
-	Metrics http.Handler
-	Tracer  trace.TracerProvider
-	// HealthOnly serves only /healthz, /readyz and /metrics (a worker
-	// process).
-	HealthOnly bool
-	// MaxBodyBytes caps request bodies (413 beyond it); default 1 MiB.
-	MaxBodyBytes int64
-	// MaxCallsPerUser caps one user's tool calls in flight (429 beyond
-	// it); default 32.
-	MaxCallsPerUser int
-	// MaxWaitsPerUser caps one user's waits: events long polls (wait=)
-	// and the MCP endpoint's tasks/result and tasks/cancel waits, counted
-	// together (429 beyond it); default 32.
-	MaxWaitsPerUser int
-	// MaxStreamsPerUser caps one user's open MCP GET streams (429 beyond
-	// it); default 32.
+	Meter               metric.Meter  // HTTP metrics; nil: none
+	Metrics             http.Handler  // GET /metrics; nil: no route
+	Tracer              trace.TracerProvider
+	HealthOnly          bool  // only /healthz, /readyz and /metrics (a worker)
+	MaxBodyBytes        int64 // 413 beyond; default 1 MiB
+	// Per-user caps in this process (429 beyond; default 32 each): tool
+	// calls in flight; waits (events long polls, MCP tasks/result and
+	// tasks/cancel, together); open MCP GET streams.
+	MaxCallsPerUser   int
+	MaxWaitsPerUser   int
 	MaxStreamsPerUser int
 	Logger            *slog.Logger
 	Now               func() time.Time
@@ -148,11 +126,9 @@ func New(opts Options) *Server {
 	if opts.Metrics != nil {
 		e.GET("/metrics", gin.WrapH(opts.Metrics))
 	}
-	if opts.HealthOnly {
-		s.engine = e
-		return s
+	if !opts.HealthOnly {
+		s.routes(e)
 	}
-	s.routes(e)
 	s.engine = e
 	return s
 }
@@ -207,15 +183,9 @@ func (s *Server) routes(e *gin.Engine) {
 // Handler returns the http.Handler of the API.
 func (s *Server) Handler() http.Handler { return s.engine }
 
-// Admin returns the router group of admin-only routes under /api, for
-// capabilities that add their own routes.
+// Admin returns the router group of admin-only routes under /api.
 func (s *Server) Admin() gin.IRoutes {
 	return s.engine.Group("/api", s.authenticate, s.requireAdmin)
-}
-
-// User returns the router group of user routes under /api.
-func (s *Server) User() gin.IRoutes {
-	return s.engine.Group("/api", s.authenticate, s.requireUser)
 }
 
 const (

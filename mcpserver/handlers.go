@@ -8,12 +8,8 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// The methods of both revisions: one handler per method in a table per
-// revision, over the shared core of call (the handlers of tools.go,
-// tasks.go, modern_tasks.go, listen.go). Server.post reads and routes;
-// legacy and modern check what their revision asks of a request (a
-// session; the 2026-07-28 _meta and headers) and serve it with the
-// revision's handler.
+// One handler per method in a table per revision, over call's shared core;
+// legacy and modern check what their revision asks of a request.
 
 // handler answers one method: a result (stamped for the revision by
 // serve) or a JSON-RPC error, both with HTTP 200, unless it wrote the

@@ -13,16 +13,13 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// elicitationPrefix starts the id of an elicitation/create mcpflow sends
-// for a task's question: "mcpflow-input:<task id>:<question version>". The
-// client's response carries it back to any replica, which answers the task
-// from it alone.
+// elicitationPrefix starts the id of a task question's elicitation/create,
+// "mcpflow-input:<task id>:<question version>", so any replica can take
+// the response.
 const elicitationPrefix = "mcpflow-input:"
 
-// elicitationID names a task's current question by the task's question
-// number (mcpflow.Task.QuestionSeq), which changes only when the task asks
-// a new question: each question is asked once per stream, and its answer
-// names the question it answers.
+// elicitationID names a task's current question by Task.QuestionSeq, so
+// an answer names the question it answers.
 func elicitationID(t *mcpflow.Task) string {
 	return elicitationPrefix + t.ID + ":" + strconv.Itoa(t.QuestionSeq)
 }
@@ -66,34 +63,22 @@ func elicitationTask(id json.RawMessage) (string, int) {
 	return task, n
 }
 
-// refusal is the transport's answer to an elicitation response whose
-// answer was not delivered: an HTTP status (with Retry-After when set) and
-// a JSON-RPC error body with id null (the client sent a response, not a
-// request, so no JSON-RPC answer is due; the status and the body are what
-// it can see). The TypeScript SDK v1 client, for one, reports a non-2xx
-// answer to a response it sent to its onerror handler ("Failed to send
-// response: … Error POSTing to endpoint: <the body>").
+// refusal answers an undelivered elicitation response: an HTTP status
+// (Retry-After when set) and a JSON-RPC error with id null, all a client
+// that sent a response can see (the TypeScript SDK v1 reports it to onerror).
 type refusal struct {
 	status     int
 	retryAfter string
 	err        *rpcError
 }
 
-// answerElicitation takes a client's response to an elicitation/create of
-// a task's question (number question) and delivers it as the task's
-// answer (the REST input route's rules: the session's own task, still
-// answerable, content matching the requested schema). It returns nil when
-// the answer was delivered or is ignored: the client answered with an
-// error, the task is not one the session can see, or the question is no
-// longer open (closed, or answered meanwhile), which the transport
-// answers with 202. Everything else is a refusal the client sees: an
-// answer to an earlier question than the task's current one (409, naming
-// the current question), content that does not match the requested schema
-// (400), another answer being delivered (409 with Retry-After), the task
-// being cancelled (409), the MCP server not taking the answer (502; the
-// question stays open: tasks/result asks it again on a new stream, the
-// REST input route takes it too), no worker or no Temporal (503), no
-// outcome in time (504).
+// answerElicitation delivers a response to a task question's
+// elicitation/create by the REST input route's rules. nil (202): delivered,
+// or ignored (an error answer, a task the session cannot see, a closed
+// question). Else a refusal: an earlier question (409), content off the
+// schema (400), another answer pending (409, Retry-After), the task
+// cancelling (409), the server refusing (502, the question stays open),
+// no worker (503), no outcome in time (504).
 func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession, taskID string, question int, msg *message, requestID string) *refusal {
 	log := s.log.With("request_id", requestID, "task_id", taskID)
 	if len(msg.Error) > 0 {
@@ -161,12 +146,9 @@ func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession
 // another answer to the same question is being delivered.
 const answerRetryAfter = "1"
 
-// answerFailure is the JSON-RPC error of an answer that was neither
-// delivered nor ignored (mcpflow.InputAnswerer's outcomes): another
-// answer being delivered is codeAnswerPending with data.retryAfterMs; the
-// task being cancelled -32602; the server not taking the answer, and
-// anything else, -32603 with the caller-safe message (internal errors are
-// logged and shown as a fixed text).
+// answerFailure is the JSON-RPC error of an undelivered answer: another
+// pending is codeAnswerPending (data.retryAfterMs), a cancelling task
+// -32602, anything else -32603 with the caller-safe message.
 func (s *Server) answerFailure(err error, requestID string) *rpcError {
 	msg := mcpflow.ErrorMessage(err)
 	switch {

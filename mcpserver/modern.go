@@ -13,14 +13,9 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// Protocol 2026-07-28 (stateless): every request carries its protocol
-// version, the client's capabilities and identity in params._meta, and the
-// Mcp-Method (and for some methods Mcp-Name) header; there is no
-// initialize and no session, so any replica answers any request from the
-// request alone and the stores. The same URLs serve the earlier revisions
-// (initialize, Mcp-Session-Id) at the same time: a request is 2026-07-28
-// when its _meta names a protocol version or its MCP-Protocol-Version
-// header names 2026-07-28 or later.
+// Protocol 2026-07-28 (stateless): each request carries its revision and
+// the client's capabilities and identity in params._meta, and Mcp-Method
+// (and Mcp-Name) headers; no initialize, no session.
 
 // ProtocolVersion2026 is the stateless revision.
 const ProtocolVersion2026 = mcp.ProtocolVersion20260728
@@ -67,9 +62,8 @@ type envelope struct {
 	taskID     *string // params.taskId (Mcp-Name of tasks/*)
 }
 
-// envelope reads the request's _meta and reports whether the request is
-// a 2026-07-28 one: its _meta names a protocol version, or its
-// MCP-Protocol-Version header names 2026-07-28 or later.
+// envelope reads _meta and reports whether the request is 2026-07-28: its
+// _meta names a revision, or its MCP-Protocol-Version header is 2026-07-28+.
 func (m *message) envelope(r *http.Request) (envelope, bool) {
 	env := envelope{meta: m.Params.Meta, caps: m.Params.Meta[metaClientCaps], name: m.Params.Name, taskID: m.Params.TaskID}
 	if raw, ok := env.meta[metaProtocol]; ok {

@@ -5,23 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpflow/mcpflow"
 )
 
-// The Tasks extension (io.modelcontextprotocol/tasks, SEP-2663) of
-// 2026-07-28, on the same tasks as the 2025-11-25 MCP Tasks and the REST
-// routes: one row, one workflow. The server decides: a durable tool's
-// tools/call answers resultType "task" once the remote submit succeeded
-// and the row is stored (tasks/get resolves at once). tasks/get carries
-// the status, the question as inputRequests while the task waits for an
-// answer mcpflow can deliver, and the result or error once it ended;
-// tasks/update delivers an answer (the path of POST …/mcp-tasks/{id}/input)
-// before it acknowledges; tasks/cancel sends the cancel signal and
-// acknowledges.
+// The Tasks extension (SEP-2663) of 2026-07-28, on the same rows and
+// workflows as 2025-11-25's MCP Tasks: a durable tool's tools/call answers
+// resultType "task" once the row is stored; tasks/get shows the status,
+// the question as inputRequests, then the result; tasks/update delivers an
+// answer before it acknowledges; tasks/cancel signals and acknowledges.
 
 // questionKey is the inputRequests key of a task's question: unique over
 // the task's life, as its question number only grows.
@@ -95,10 +89,8 @@ func requestedSchema(t *mcpflow.Task) any {
 	return map[string]any{"type": "object", "properties": map[string]any{}}
 }
 
-// createTaskResultExt answers a durable tool's call for a client that
-// declared the extension: the CreateTaskResult of the task the submit
-// started and stored. A submit that did not start a task is the tool's
-// error result.
+// createTaskResultExt is createTaskResult for the extension; a submit that
+// started no task is the tool's error result.
 func (c *call) createTaskResultExt(ctx context.Context, res *mcpflow.ToolResult) (any, *rpcError) {
 	if res.IsError {
 		out := callToolResult{Content: res.Content, StructuredContent: res.StructuredContent, IsError: true}
@@ -107,17 +99,7 @@ func (c *call) createTaskResultExt(ctx context.Context, res *mcpflow.ToolResult)
 		}
 		return out, nil
 	}
-	var handle struct {
-		TaskID string `json:"task_id"`
-	}
-	b, err := json.Marshal(res.StructuredContent)
-	if err == nil {
-		err = json.Unmarshal(b, &handle)
-	}
-	if err != nil || handle.TaskID == "" {
-		return nil, c.domainError("read the submit's handle", fmt.Errorf("submit answered without a task id: %w", err))
-	}
-	t, rerr := c.ownTask(ctx, handle.TaskID)
+	t, _, rerr := c.submittedTask(ctx, res)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -176,13 +158,8 @@ func (c *call) updateTaskExt(ctx context.Context) (any, *rpcError) {
 	return struct{}{}, nil
 }
 
-// updateFailed is tasks/update's answer to an answer that was not
-// delivered. One that is for no open question (the question closed or
-// changed meanwhile) is ignored, as the extension says: acknowledged.
-// Anything else is a JSON-RPC error (answerFailure): another answer being
-// delivered (codeAnswerPending: send it again), the task being cancelled,
-// the server not taking the answer (the question stays open), mcpflow
-// unable to deliver it now.
+// updateFailed answers an undelivered answer: acknowledged when it is for
+// no open question (as the extension says), else answerFailure's error.
 func (c *call) updateFailed(err error) (any, *rpcError) {
 	if errors.Is(err, mcpflow.ErrInputGone) {
 		return struct{}{}, nil
@@ -190,10 +167,8 @@ func (c *call) updateFailed(err error) (any, *rpcError) {
 	return nil, c.s.answerFailure(err, c.requestID())
 }
 
-// cancelTaskExt sends the task's workflow the cancel signal and
-// acknowledges (cancellation is cooperative in the extension: the task
-// ends cancelled, or completed or failed when the remote task finished
-// first). A task that ended already is acknowledged too.
+// cancelTaskExt signals the cancel and acknowledges, also for an ended task
+// (cancellation is cooperative in the extension).
 func (c *call) cancelTaskExt(ctx context.Context) (any, *rpcError) {
 	t, rerr := c.paramTask(ctx)
 	if rerr != nil {
@@ -207,11 +182,9 @@ func (c *call) cancelTaskExt(ctx context.Context) (any, *rpcError) {
 	return struct{}{}, nil
 }
 
-// updateRequests delivers a client's answers to a native task's own input
-// requests (keyed as its server keyed them; keys of no open request are
-// ignored): an elicitation's answer is checked against its requestedSchema,
-// and the answers go to the server as they are, through the task's
-// workflow. Answering some leaves the others open.
+// updateRequests delivers answers to a native task's own input requests
+// (unknown keys ignored, elicitations checked against requestedSchema)
+// through its workflow; the others stay open.
 func (c *call) updateRequests(ctx context.Context, t *mcpflow.Task, open map[string]any, responses map[string]json.RawMessage) (any, *rpcError) {
 	answers := map[string]json.RawMessage{}
 	for key, raw := range responses {

@@ -15,26 +15,14 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// The relay of an ordinary tools/call: what passes through mcpflow between
-// the client and the MCP server during the call, so that mcpflow is
-// transparent to both.
-//
-//   - Progress: a client's _meta.progressToken gives the server a token of
-//     mcpflow's; the server's notifications/progress come back on the call's
-//     answer, which turns into an SSE stream at the first one (when the
-//     client accepts text/event-stream), with the client's token.
-//   - Questions, 2026-07-28: the server's input_required answer goes to the
-//     client as it is; the client's retry (inputResponses, requestState)
-//     goes to the server as it is. The client's own per-request
-//     capabilities are declared to the server, so it asks only what the
-//     client can answer; a -32021 answer reaches the client as it is.
-//   - Questions, 2025-11-25: a server's elicitation/create during the call
-//     (or a 2026-07-28 server's input_required answer) is asked on the
-//     call's stream as a request of mcpflow's (id "mcpflow-relay-…"); the
-//     client's response, POSTed on the same session to this replica, is
-//     the server's answer. The capabilities declared upstream are the
-//     client's elicitation, sampling and roots, and the Tasks extension
-//     when durable tasks run here.
+// The relay of an ordinary tools/call, transparent to client and server:
+//   - Progress: the server's notifications/progress come back with the
+//     client's token, turning the answer into an SSE stream.
+//   - Questions, 2026-07-28: input_required, the retry and -32021 pass as
+//     they are; the client's own capabilities are declared upstream.
+//   - Questions, 2025-11-25: a server's question is asked on the call's
+//     stream as mcpflow's request ("mcpflow-relay-…"); the client's
+//     response, on the same session and replica, is the answer.
 
 // relayPrefix starts the id of a request mcpflow relays to a 2025-11-25
 // client during a tools/call.

@@ -20,20 +20,15 @@ const (
 	// within this time.
 	sessionCacheTTL = 5 * time.Second
 	sessionCacheMax = 100_000
-	// sessionTouchEvery is how stale a session's stored last use may get
-	// before a request records a new one: at most one write per session per
-	// interval (and replica), never one per request. The per-user session
-	// cap evicts by the stored last use, so every replica orders a user's
-	// sessions by real use to within sessionTouchEvery + sessionCacheTTL.
+	// sessionTouchEvery is how stale a stored last use may get before a
+	// request writes a new one (not one write per request).
 	sessionTouchEvery = time.Minute
 	// DefaultSessionIdleTTL removes sessions unused this long.
 	DefaultSessionIdleTTL = 30 * 24 * time.Hour
 	// pruneEvery is how often a replica removes idle sessions.
 	pruneEvery = time.Hour
-	// MaxClientDataBytes caps what a session keeps of the client's
-	// initialize: its clientInfo and capabilities together, as stored
-	// (compact JSON). With the session's fixed columns (ids, protocol
-	// version, times: under 300 bytes) it bounds a stored session.
+	// MaxClientDataBytes caps a session's stored clientInfo and
+	// capabilities (compact JSON), which bounds a stored session.
 	MaxClientDataBytes = 16 << 10
 	// DefaultMaxSessionsPerUser is server.max_mcp_sessions_per_user's
 	// default.
@@ -163,11 +158,8 @@ func (c *sessionCache) forget(id string) {
 	delete(c.m, id)
 }
 
-// session returns the request's session when it exists and belongs to the
-// caller's user and thread; ENotFound otherwise (another user's or
-// thread's session is not revealed). It records a use when the stored one
-// is more than sessionTouchEvery old (read at most every sessionCacheTTL),
-// so the stored last use trails the real one by at most their sum.
+// session returns the request's session of the caller's user and thread,
+// else ENotFound, and records a use at most every sessionTouchEvery.
 func (s *Server) session(ctx context.Context, id string, req *mcpflow.MCPRequest) (*session, error) {
 	now := s.now()
 	if !validSessionID(id) {

@@ -104,12 +104,8 @@ func (o *openStream) end() {
 	})
 }
 
-// claimStream registers a new GET stream of a session in this process. A
-// stream the session already has here is ended and replaced (a client
-// that reconnects need not wait until the old connection fails), and its
-// slot of the user's streams passes to the new one; otherwise the stream
-// takes a slot of its own. It reports false when the user has no slot
-// left.
+// claimStream registers a session's new GET stream, replacing (and taking
+// the slot of) one it has here already; false when the user has no slot.
 func (s *Server) claimStream(sid string, me *openStream, acquire func() (func(), bool)) bool {
 	var own func()
 	for {
@@ -157,13 +153,10 @@ func (s *Server) dropStream(sid string, me *openStream) {
 	}
 }
 
-// get serves the GET stream of a session: notifications/tasks/status for
-// the thread's tasks, from the thread inbox. Each event's SSE id is its
-// inbox seq, so a client that reconnects with Last-Event-ID (to any
-// replica) gets what it missed; a new stream starts at the inbox's end.
-// One stream per session per replica: a new GET replaces the open one.
-// Each user holds at most Options' AcquireStream slots of open streams in
-// this process (429 beyond).
+// get serves a session's GET stream: notifications/tasks/status from the
+// thread inbox, with the inbox seq as SSE id so that Last-Event-ID resumes
+// on any replica. One stream per session per replica; 429 beyond the
+// user's stream slots.
 func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
 	if !acceptsSSE(r) {
 		writeHTTPError(w, http.StatusNotAcceptable, nil, mcp.INVALID_REQUEST, "the GET stream needs Accept: text/event-stream")

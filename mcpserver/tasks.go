@@ -141,15 +141,26 @@ func (c *call) paramTask(ctx context.Context) (*mcpflow.Task, *rpcError) {
 	return c.ownTask(ctx, *id)
 }
 
-// createTaskResult answers a task-augmented call of a submit wrapper: the
-// handle the submit returned, read back from the store. A submit that did
-// not create a task (refused by the server, say) is a JSON-RPC error with
-// the tool's message.
+// createTaskResult answers a task-augmented call of a submit wrapper; a
+// submit that created no task is a JSON-RPC error with the tool's message.
 func (c *call) createTaskResult(ctx context.Context, res *mcpflow.ToolResult) (any, *rpcError) {
 	if res.IsError {
 		return nil, &rpcError{Code: codeToolFailed, Message: contentText(res.Content, "the task could not be submitted"),
 			Data: map[string]any{"content": res.Content, "isError": true}}
 	}
+	t, msg, rerr := c.submittedTask(ctx, res)
+	if rerr != nil {
+		return nil, rerr
+	}
+	out := map[string]any{"task": c.s.task(t)}
+	if msg != "" {
+		out["_meta"] = map[string]any{metaImmediateResponse: msg}
+	}
+	return out, nil
+}
+
+// submittedTask reads back the task of a submit's handle, and its message.
+func (c *call) submittedTask(ctx context.Context, res *mcpflow.ToolResult) (*mcpflow.Task, string, *rpcError) {
 	var handle struct {
 		TaskID  string `json:"task_id"`
 		Message string `json:"message"`
@@ -159,17 +170,10 @@ func (c *call) createTaskResult(ctx context.Context, res *mcpflow.ToolResult) (a
 		err = json.Unmarshal(b, &handle)
 	}
 	if err != nil || handle.TaskID == "" {
-		return nil, c.domainError("read the submit's handle", fmt.Errorf("submit answered without a task id: %w", err))
+		return nil, "", c.domainError("read the submit's handle", fmt.Errorf("submit answered without a task id: %w", err))
 	}
 	t, rerr := c.ownTask(ctx, handle.TaskID)
-	if rerr != nil {
-		return nil, rerr
-	}
-	out := map[string]any{"task": c.s.task(t)}
-	if handle.Message != "" {
-		out["_meta"] = map[string]any{metaImmediateResponse: handle.Message}
-	}
-	return out, nil
+	return t, handle.Message, rerr
 }
 
 // contentText joins the text blocks of tool content.
@@ -254,21 +258,9 @@ func (c *call) listTasks(ctx context.Context) (any, *rpcError) {
 	return out, nil
 }
 
-// cancelTask sends the task's workflow the cancel signal, then waits (up
-// to CancelWait, holding one of the user's wait slots) for the remote
-// cancel to land, and answers the task as it is then: cancelled, or
-// completed/failed when the remote task ended first, or still working
-// with "cancellation requested" while the remote cancel is retried. A user
-// with no wait slot left gets that answer at once, without the wait: the
-// cancel is sent all the same. A task that already ended is -32602.
-//
-// This deviates from the 2025-11-25 Tasks spec, which says the receiver
-// MUST move the task to cancelled before it answers and keep it there.
-// mcpflow cannot promise that: the remote server decides the outcome (a
-// task it finished before the cancel landed keeps its real result, on MCP
-// as on REST), and the remote cancel is retried until the server confirms.
-// So the answer is the task's real state, never a cancelled that could
-// later turn out to be completed.
+// cancelTask signals the cancel, waits up to CancelWait (in a wait slot,
+// else not at all) for it to land, and answers the task's real state (see
+// the package doc); an ended task is -32602.
 func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 	t, rerr := c.paramTask(ctx)
 	if rerr != nil {
@@ -348,13 +340,9 @@ func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task, ask
 	return t, nil
 }
 
-// taskResult answers tasks/result once the task is terminal: what the
-// tool call would have answered. With Accept: text/event-stream the answer
-// is an SSE stream that carries keep-alive comments while it waits, and,
-// to a client that can elicit, the question of a task that requires input
-// as an elicitation/create related to the task (its answer, POSTed back as
-// the JSON-RPC response, goes to the task's workflow like the REST input
-// route's).
+// taskResult answers tasks/result once the task is terminal, as the call
+// would have. An SSE answer keeps alive while it waits and asks a client
+// that can elicit the task's question as an elicitation/create.
 func (c *call) taskResult(ctx context.Context) (any, *rpcError) {
 	t, rerr := c.paramTask(ctx)
 	if rerr != nil || t.Status.IsTerminal() {
@@ -468,15 +456,9 @@ func (c *call) waitResult(ctx context.Context, t *mcpflow.Task, out *lockedSSE) 
 	return t, rerr
 }
 
-// taskResultOf is the CallToolResult of a terminal task. A completed
-// native task that kept the upstream's content blocks (Task.Content)
-// answers them as they are, with the upstream's structuredContent when it
-// had one (Task.ResultStructured; an object as it is, any other value as
-// {"result": value}, or the truncation object below when it was too large
-// to keep) and none when it had none. Any other completed task answers its
-// result as structuredContent (an object result as it is, any other value
-// as {"result": value}) plus its JSON as text. A failed or cancelled task
-// answers its error as text with isError.
+// taskResultOf is a terminal task's CallToolResult: the upstream's kept
+// content blocks (and structuredContent when it had one), else the result
+// as structuredContent plus its JSON as text; an error as text with isError.
 func (s *Server) taskResultOf(t *mcpflow.Task) callToolResult {
 	meta := map[string]any{metaRelatedTask: map[string]string{"taskId": t.ID}}
 	switch t.Status {

@@ -13,27 +13,19 @@ const (
 	// inboxRecheck is how often a replica looks for inbox appends made by
 	// other processes (its own appends wake waiters at once).
 	inboxRecheck = 500 * time.Millisecond
-	// recheckLag is how many rechecks back each recheck looks. Seqs of
-	// different threads may commit out of order (each thread's appends are
-	// serialized, not all of them): an event whose seq was taken before a
-	// higher one of another thread but committed after it is still seen
-	// when it commits within recheckLag × inboxRecheck. Later than that,
-	// waiters find it at their own periodic re-read (taskRecheck, the
-	// stream's keep-alive).
+	// recheckLag is how many rechecks back each recheck looks: seqs of
+	// different threads may commit out of order; one later than recheckLag
+	// × inboxRecheck is found by the waiters' own periodic re-read.
 	recheckLag = 8
-	// recheckLimit is how many threads one recheck names at most; when
-	// more got events, every waiter of this process is woken (each reads
-	// its own thread and finds out).
+	// recheckLimit is how many threads one recheck names; beyond it every
+	// waiter is woken.
 	recheckLimit = 1000
 )
 
-// watch tells the waiters of this process (GET streams, tasks/result,
-// tasks/cancel) when their thread's inbox may have grown, and only the
-// waiters of that thread: at once for appends of this process (the store
-// says which thread it appended to), within inboxRecheck for those of
-// other processes (one query per interval, whatever the number of waiters:
-// the threads with events after the last seen seq). It polls only while
-// someone waits.
+// watch wakes this process's waiters (GET streams, tasks/result,
+// tasks/cancel) of a thread whose inbox may have grown: at once for this
+// process's appends, within inboxRecheck for others' (one query per
+// interval, only while someone waits).
 type watch struct {
 	events mcpflow.EventStore
 
@@ -42,9 +34,7 @@ type watch struct {
 	holders int
 	stop    chan struct{} // closes the poll loop
 	unsub   func()        // ends the append subscription
-	// seen is the highest seq known of each thread that had events after
-	// the recheck's floor: a recheck wakes a thread when it finds a
-	// higher one.
+	// seen is the highest seq known per thread with events after the floor.
 	seen map[mcpflow.ThreadRef]int64
 }
 
@@ -95,9 +85,8 @@ func (w *watch) hold(thread mcpflow.ThreadRef) (release func()) {
 	}
 }
 
-// next returns a channel closed at the thread's next change. The thread
-// must be held. Take it before reading what you wait for, so that no
-// change is missed.
+// next returns a channel closed at the held thread's next change; take it
+// before reading what you wait for.
 func (w *watch) next(thread mcpflow.ThreadRef) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -21,11 +21,9 @@ type requestCreds struct {
 	secrets map[string]string
 }
 
-// WithSecrets marks ctx as a request-scoped call (an agent's tool call or a
-// durable submit) carrying the request's secrets for headers_from_context:
-// a missing secret is then denied unless the server passes through. A call
-// without it (a durable status or cancel poll) never gets request headers
-// and is never denied for missing ones.
+// WithSecrets marks ctx as a request-scoped call carrying the secrets for
+// headers_from_context (a missing one is denied unless the server passes
+// through); a call without it (a durable poll) gets no request headers.
 func WithSecrets(ctx context.Context, secrets map[string]string) context.Context {
 	return context.WithValue(ctx, requestKey{}, &requestCreds{secrets: secrets})
 }
@@ -65,11 +63,9 @@ type CredentialError struct{ Message string }
 
 func (e *CredentialError) Error() string { return e.Message }
 
-// Headers returns the headers an SSE/HTTP call to srv carries for
-// userID on top of the static ones, in precedence order, and own, those
-// of its layers that are not request-scoped (OAuth and user_auth): what
-// the own requests of userID's session of a perCaller server carry. ctx
-// says whether the call is request-scoped (WithSecrets).
+// Headers returns the headers an SSE/HTTP call to srv for userID carries
+// over the static ones, and own, those of the layers that are not
+// request-scoped (what a per-caller session's own requests carry).
 func (c *Cache) Headers(ctx context.Context, srv *config.Server, userID string) (call, own map[string]string, err error) {
 	var out map[string]string // nil while there is none: most calls carry none
 	rc, _ := ctx.Value(requestKey{}).(*requestCreds)
@@ -145,12 +141,9 @@ func (c *Cache) StdioMeta(srv *config.Server) (map[string]any, error) {
 	return map[string]any{"headers": map[string]any{"Authorization": oauth}}, nil
 }
 
-// ConnHeaders is the per-request header function of srv's shared session:
-// the headers computed for the call in flight, or, for requests outside a
-// call (initialize, tools/list, notifications), the OAuth header alone; a
-// token that cannot be fetched leaves it out (the server answers
-// unauthenticated requests itself). A server whose token is exchanged per
-// caller has sessions per user instead (mcpclient's ownHeaders).
+// ConnHeaders is the header function of srv's shared session: the call's
+// headers, or outside a call the OAuth header alone (left out when it
+// cannot be fetched: the server answers the unauthenticated request).
 func (c *Cache) ConnHeaders(srv *config.Server) func(context.Context) map[string]string {
 	return func(ctx context.Context) map[string]string {
 		if h, ok := CallHeaders(ctx); ok {

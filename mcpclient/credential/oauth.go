@@ -63,12 +63,9 @@ type oauthEntry struct {
 	ts          oauth2.TokenSource // cache, expiry skew and single-flight refresh
 }
 
-// header returns the Authorization header value of srv's OAuth block for a
-// call with ctx ("" when it has none or it is disabled). Concurrent callers
-// share one token request; a token is reused until refresh_skew_seconds
-// before it expires. A token-exchange block exchanges the caller token of
-// ctx (mcpflow.CallerToken), never sent itself; without one it is
-// errNoCallerToken, for the caller to decide.
+// header returns the Authorization value of srv's OAuth block ("" when
+// none), shared by concurrent callers and reused until refresh_skew_seconds
+// before expiry; token exchange without a caller token is errNoCallerToken.
 func (o *oauthTokens) header(ctx context.Context, srv *config.Server) (string, error) {
 	cfg := srv.OAuth
 	if cfg == nil || !cfg.Enabled {
@@ -215,13 +212,10 @@ func tokenFailure(err error) string {
 // 6749's codes and the like, never free text that could echo the request.
 var oauthErrorCode = regexp.MustCompile(`^[A-Za-z0-9_.\-]{1,64}$`)
 
-// requestToken posts form to cfg's token endpoint (bounded by
-// oauthRequestTimeout, never following a redirect) and reads the answer
-// with cfg's field names (spec §3.4): the token from token_field, its type
-// from token_type_field (else default_token_type; RFC 8693's "N_A" too),
-// its lifetime from expires_in_field (an hour when it is not an integer).
-// Errors are *tokenRefusal or *tokenError; none carries the form, a token
-// or the answer's body.
+// requestToken posts form to cfg's token endpoint (bounded, no redirects)
+// and reads the answer by cfg's field names (spec §3.4; "N_A" token type
+// and a non-integer lifetime take the defaults). Errors (*tokenRefusal,
+// *tokenError) carry no form, token or body.
 func requestToken(client *http.Client, cfg *config.OAuth, form url.Values) (tokenAnswer, error) {
 	fail := func(msg string, cause error) (tokenAnswer, error) {
 		return tokenAnswer{}, &tokenError{msg: msg, cause: cause}

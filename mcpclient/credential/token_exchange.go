@@ -17,36 +17,19 @@ import (
 	"github.com/mcpflow/mcpflow/internal/lru"
 )
 
-// Token exchange (RFC 8693) as an upstream credential.
+// Token exchange (RFC 8693) as an upstream credential: a server whose
+// oauth block has grant_type config.GrantTokenExchange gets, in the OAuth
+// layer, a token exchanged at token_url from the access token of the
+// caller signed in with an identity provider (mcpflow.CallerToken).
 //
-// A server whose oauth block has grant_type config.GrantTokenExchange gets,
-// on every call made for a caller signed in with an identity provider, a
-// token exchanged from that caller's access token (mcpflow.CallerToken) at
-// the block's token_url: grant_type token-exchange, the caller's token as
-// subject_token (an access token), an access token requested, the block's
-// audience, scope and extra_token_params (e.g. resource), and its
-// client_id/client_secret as client authentication in the form. The
-// exchanged token is sent as "Authorization: <token_type> <access_token>"
-// in the OAuth layer of the header precedence (static < OAuth < user_auth
-// < headers_from_context).
+// The caller's own token only ever goes to the token endpoint, as
+// subject_token (an exchange answering it back is refused); it is never a
+// cache key, logged or in an error.
 //
-// The caller's own token is never sent upstream: it only ever goes to the
-// token endpoint, as subject_token, and an exchange answering it back is
-// refused. It is never a cache key, never logged and never in an error.
-//
-// Such a server is never reached without a caller: each user has a
-// session of their own with it (shared.go), whose initialize and other own
-// requests carry the token exchanged for that user's latest signed-in
-// call, and its tools are listed per user with that user's token
-// (caller_tools.go).
-//
-// Calls without a caller token get no exchanged token: a request-scoped
-// call (WithSecrets: an agent's tool call, the submit of a tool whose
-// taskSupport is "required") is refused with a *CredentialError; a durable
-// poll carries no Authorization header from the OAuth layer, and the
-// runtime logs that once per server. Durable task activities run without a
-// caller token, so config refuses task_toolsets and native_tasks on such
-// servers.
+// Such a server has one session per user (in mcpclient). A request-scoped
+// call (WithSecrets) without a caller token is refused with a
+// *CredentialError; a durable poll carries no OAuth header, and config
+// refuses task_toolsets and native_tasks on such servers.
 
 const (
 	// tokenTypeAccessToken is RFC 8693's token type of an access token, the
@@ -104,13 +87,10 @@ func (x *tokenExchanges) cached(key exchangeKey) (string, bool) {
 	return e.value, ok && time.Now().Before(e.renew)
 }
 
-// header returns the Authorization header value for server's calls made
-// for the caller whose access token is subject: a cached exchanged token
-// until refresh_skew_seconds before it expires, else the result of a new
-// exchange (shared with concurrent callers of the same key; a failure is
-// not cached). The exchange runs on its own, bounded by
-// oauthRequestTimeout: a caller whose ctx ends stops waiting without
-// cancelling it for the others.
+// header returns the Authorization value for the caller whose token is
+// subject: a cached exchanged token until refresh_skew_seconds before it
+// expires, else a new exchange shared with concurrent callers (failures
+// not cached), which a caller's ctx stops waiting for, not cancels.
 func (x *tokenExchanges) header(ctx context.Context, client *http.Client, server string, cfg *config.OAuth, subject string) (string, error) {
 	key := newExchangeKey(server, cfg, subject)
 	if v, ok := x.cached(key); ok {
@@ -146,11 +126,8 @@ func (x *tokenExchanges) warnOnce(server string) bool {
 }
 
 // exchangeToken exchanges subject at cfg's token endpoint (RFC 8693 §2.1)
-// and returns the Authorization header value and when it is due for a new
-// exchange. The request and the reading of its answer are the other
-// grants' (requestToken); the form is extra_token_params, then the
-// reserved fields, which always win, with client_id/client_secret as
-// client authentication when set.
+// with requestToken and returns the Authorization value and when it is due
+// again; reserved form fields win over extra_token_params.
 func exchangeToken(client *http.Client, server string, cfg *config.OAuth, subject string) (string, time.Time, error) {
 	form := url.Values{}
 	for k, v := range cfg.ExtraTokenParams {
@@ -178,11 +155,9 @@ func exchangeToken(client *http.Client, server string, cfg *config.OAuth, subjec
 	return ans.typ + " " + ans.access, ans.expiry.Add(-skew), nil
 }
 
-// exchangeError turns a failed exchange into what the call answers: a
-// refusal by the token endpoint (HTTP 4xx) is a *CredentialError naming the
-// server and the endpoint's error code; an endpoint that is down, slow or
-// broken is an upstream failure. Neither carries a token, the client
-// secret, the endpoint's error_description or its body.
+// exchangeError: a 4xx refusal is a *CredentialError naming the server and
+// the error code, anything else an upstream failure; neither carries a
+// token, secret, error_description or body.
 func exchangeError(server string, err error) error {
 	var r *tokenRefusal
 	if !errors.As(err, &r) {

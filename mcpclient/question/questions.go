@@ -13,25 +13,12 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// Questions holds, in process memory, the questions upstream servers ask
-// about their native MCP tasks (protocol 2025-11-25): an elicitation/create
-// request related to a task (its _meta "io.modelcontextprotocol/related-task",
-// or the tasks/result request it arrived on). A server sends such a
-// request on the stream of a tasks/result request once the task is
-// input_required, so NativeDriver keeps one tasks/result request open per
-// input_required task in this process (a reader) and the session's
-// elicitation handler hands the question to Questions, where it waits for
-// the user's answer (Answer) while the upstream request stays open.
-//
-// Sessions declare the elicitation capability when their DialOptions name a
-// Questions (stdio and streamable HTTP; the legacy SSE transport of mcp-go
-// cannot answer server requests). An elicitation that relates to no task
-// this process reads is refused with a JSON-RPC error: mcpflow relays
-// questions for durable tasks only.
-//
-// A question lives as long as its reader: it is gone when the task leaves
-// input_required upstream, when the upstream request ends (the server's own
-// timeout) or when this process stops. Every Runtime has one.
+// Questions holds the questions (2025-11-25 elicitation/create related to
+// a task by _meta "io.modelcontextprotocol/related-task" or by the
+// tasks/result request it arrived on) while the user's answer is awaited.
+// A server asks on a tasks/result stream, so one such request (a reader)
+// stays open per input_required task; the question lives as long as it.
+// An elicitation related to no task read here is refused.
 type Questions struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -98,9 +85,8 @@ func (q *Questions) Close() {
 	q.wg.Wait()
 }
 
-// readerKeyCtx marks the context of a reader's tasks/result request with
-// the task it reads: a streamable HTTP session hands a server request that
-// arrived on that request's stream the same context.
+// readerKeyCtx marks a reader's request context with its task (a server
+// request on that stream gets the same context).
 type readerKeyCtx struct{}
 
 // Ask returns the task's waiting question, starting a reader through run
@@ -212,12 +198,9 @@ func (q *Questions) Answer(ctx context.Context, key Key, ans mcpflow.InputAnswer
 	}
 }
 
-// Elicit is the elicitation/create handler of a session: it holds the
-// question of the task it relates to until the user's answer arrives, then
-// sends the answer with respond, and returns nil. It returns the refusal to
-// send for requests it cannot relate to a task this process reads, and for
-// URL-mode requests. ctx is read for its values only: the question lasts
-// as long as the task's reader.
+// Elicit holds a session's elicitation/create until the user's answer,
+// sends it with respond and returns nil; it returns the refusal of a
+// URL-mode request or one related to no task read here.
 func (q *Questions) Elicit(ctx context.Context, server string, req transport.JSONRPCRequest, respond func(*transport.JSONRPCResponse) error) *transport.JSONRPCResponse {
 	refuse := func(msg string) *transport.JSONRPCResponse {
 		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_REQUEST, msg, nil)
@@ -233,10 +216,6 @@ func (q *Questions) Elicit(ctx context.Context, server string, req transport.JSO
 		}
 	}
 	if taskID == "" {
-		// An ordinary call whose caller cannot be asked during it (a REST
-		// caller, a 2025-11-25 client without the capability or its SSE
-		// answer, a 2026-07-28 client: that revision asks only through an
-		// input_required answer).
 		return refuse("mcpflow cannot relay this question: the caller of this call cannot be asked during it (a REST call, an MCP client without the elicitation capability or an SSE answer, or a 2026-07-28 client, which is asked only through input_required); durable tasks can ask (related-task)")
 	}
 	if p.Mode != "" && p.Mode != "form" {

@@ -1,6 +1,6 @@
 // Package session is one MCP client session to one upstream server and the
 // pool of stdio sessions: Dial connects over stdio, SSE or streamable HTTP
-// (on mcp-go's transports), negotiates the revision (server/discover, else
+// (streamhttp for streamable HTTP), negotiates the revision (server/discover, else
 // 2025-11-25), and Session lists tools, calls them (relaying an ordinary
 // call's questions to its caller, see WithRelay) and speaks MCP Tasks
 // (session_task.go). Pool holds the persistent stdio sessions keyed by
@@ -10,6 +10,6 @@
 // A session knows one server's configuration and nothing of discovery,
 // credentials or workspaces: its caller hands it the header function, the
 // working directory and environment, and the question relay (DialOptions).
-// It imports the root domain package, config/ and mcpclient/question; it
-// must not import mcpclient or its other packages.
+// It imports the root domain package, config/ and mcpclient's question,
+// credential and streamhttp; it must not import mcpclient.
 package session

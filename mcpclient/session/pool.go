@@ -17,23 +17,17 @@ import (
 
 // Pool bounds and lifetimes.
 const (
-	// poolDefaultMax is the pool capacity when NewPool gets max <= 0 (spec
-	// §3.3 MAX_SESSIONS).
-	poolDefaultMax = 256
+	poolDefaultMax = 256 // spec §3.3 MAX_SESSIONS
 	// DefaultSlotWait is how long a new session waits for a slot when
-	// every slot holds a session that is busy or pinned (SetSlotWait).
+	// every slot is busy or pinned (SetSlotWait).
 	DefaultSlotWait = 10 * time.Second
-	// poolPinTTL is how long a pin lasts without being renewed: a durable
-	// task renews it on every status poll (polls are at most 24 h apart),
-	// so only the pin of a task that stopped being polled without ending
-	// (its workflow was terminated) lapses.
+	// poolPinTTL: tasks renew pins on every poll (at most 24 h apart), so
+	// only a terminated workflow's pin lapses.
 	poolPinTTL = 25 * time.Hour
 )
 
-// CallPinPrefix starts the pins of calls in flight (a durable task's call
-// holds its key pinned until the driver read the answer), as opposed to
-// those of running tasks (their remote ids): only the latter count as
-// Pinned sessions.
+// CallPinPrefix starts the pins of calls in flight, which do not count as
+// Pinned (only running tasks' remote ids do).
 const CallPinPrefix = "call#"
 
 // ErrShuttingDown is the error of a session asked for after shutdown.
@@ -43,38 +37,25 @@ func ErrShuttingDown() error {
 
 // PoolKey identifies a pooled session.
 type PoolKey struct {
-	// Server is the server name.
 	Server string
-	// Scope is "<user_id>:<thread_id>".
-	Scope string
+	Scope  string // "<user_id>:<thread_id>"
 }
 
 // PoolStats is a snapshot of a pool.
 type PoolStats struct {
-	// Sessions held: server processes, including those that close after
-	// their last call.
-	Sessions int
-	// Dialing is the number of sessions being created.
-	Dialing int
-	// Busy is the number of held sessions with a call in flight.
-	Busy int
-	// Pinned is the number of held sessions whose key backs a running
-	// durable task (and that have no call in flight).
-	Pinned int
-	// Waiting is the number of callers waiting for another caller's dial
-	// of their key or for a free slot.
-	Waiting int
+	Sessions int // held, including those closing after their last call
+	Dialing  int
+	Busy     int // with a call in flight
+	Pinned   int // idle, backing a running durable task
+	Waiting  int // callers waiting for a dial or a free slot
 }
 
-// Pool holds persistent sessions keyed by (server, scope) (spec §3.3):
-// creation is single-flight per key and capacity is bounded. A session is
-// never closed while a call runs on it (Call counts them), and, while its
-// key is pinned by a running durable task (Pin), never for capacity or a
-// configuration change. At capacity the least recently used idle,
-// unpinned session makes room; when there is none, a new key waits up to
-// the slot wait for one and then fails with EUnavailable naming the limit.
-// A session is evicted after a real disconnect, and replaced when its
-// transport is lost. It is safe for concurrent use.
+// Pool holds persistent sessions keyed by (server, scope) (spec §3.3),
+// dialled single-flight per key, at most max. A session is never closed
+// while a call runs on it (Call, Run), nor for capacity or a configuration
+// change while its key is pinned (Pin). At capacity the least recently
+// used idle, unpinned session makes room, else a new key waits up to the
+// slot wait and fails with EUnavailable. Lost sessions are replaced.
 type Pool struct {
 	max int
 	log *slog.Logger
@@ -109,8 +90,7 @@ type poolEntry struct {
 	drain    bool // out of entries: closed when busy drops to zero
 }
 
-// NewPool returns an empty pool holding at most max sessions (max <= 0 means
-// 256). A nil log discards logs.
+// NewPool returns an empty pool of at most max sessions (<= 0: 256).
 func NewPool(max int, log *slog.Logger) *Pool {
 	if max <= 0 {
 		max = poolDefaultMax
@@ -126,20 +106,16 @@ func NewPool(max int, log *slog.Logger) *Pool {
 	}
 }
 
-// SetSlotWait sets how long a new session waits for a slot when the pool
-// is full of busy or pinned sessions (default 10 s; <= 0: no wait).
+// SetSlotWait sets DefaultSlotWait's value (<= 0: no wait).
 func (p *Pool) SetSlotWait(d time.Duration) {
 	p.mu.Lock()
 	p.slotWait = d
 	p.mu.Unlock()
 }
 
-// Session returns the session of key, dialing it with dial when there is
-// none. Concurrent callers of one key share one dial; a dial failure is
-// returned to all of them and nothing is registered. A session whose
-// transport is lost is replaced. At capacity the least recently used idle,
-// unpinned session is closed to make room. A call made on the returned
-// session directly is not counted as in flight: use Call.
+// Session returns the session of key, dialing it when there is none
+// (concurrent callers share one dial and its failure). Calls made on it
+// directly are not counted as in flight: use Call.
 func (p *Pool) Session(ctx context.Context, key PoolKey, dial func(context.Context) (*Session, error)) (*Session, error) {
 	e, err := p.acquire(ctx, key, "", dial, false)
 	if err != nil {
@@ -148,21 +124,10 @@ func (p *Pool) Session(ctx context.Context, key PoolKey, dial func(context.Conte
 	return e.sess, nil
 }
 
-// Call calls a tool on the session of key (dialing it when needed), counted
-// as in flight until it returns. After a real disconnect (IsDisconnect)
-// the session is evicted if it is still the registered one, and the next
-// call dials a fresh one; timeouts, isError results and other errors keep
-// it. The call is never replayed.
+// Call calls a tool on the session of key through Run; never replayed.
 func (p *Pool) Call(ctx context.Context, key PoolKey, dial func(context.Context) (*Session, error), name string, args, meta map[string]any) (*mcp.CallToolResult, error) {
-	return p.call(ctx, key, "", dial, name, args, meta)
-}
-
-// call is Call for a session dialled with the configuration whose
-// fingerprint is config: a registered session of another configuration
-// is replaced (unless its key is pinned).
-func (p *Pool) call(ctx context.Context, key PoolKey, config string, dial func(context.Context) (*Session, error), name string, args, meta map[string]any) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
-	err := p.Run(ctx, key, config, dial, func(s *Session) error {
+	err := p.Run(ctx, key, "", dial, func(s *Session) error {
 		var err error
 		res, err = s.CallTool(ctx, name, args, meta)
 		return err
@@ -170,10 +135,9 @@ func (p *Pool) call(ctx context.Context, key PoolKey, config string, dial func(c
 	return res, err
 }
 
-// Run runs op on the session of key (dialing it when needed), counted as
-// in flight until op returns, like call: after a real disconnect
-// (IsDisconnect) of op's error the session is evicted if it is still the
-// registered one.
+// Run runs op on the session of key dialled with the configuration whose
+// fingerprint is config (another one is replaced unless pinned), counted
+// as in flight; after a disconnect (IsDisconnect) the session is evicted.
 func (p *Pool) Run(ctx context.Context, key PoolKey, config string, dial func(context.Context) (*Session, error), op func(*Session) error) error {
 	e, err := p.acquire(ctx, key, config, dial, true)
 	if err != nil {
@@ -187,8 +151,7 @@ func (p *Pool) Run(ctx context.Context, key PoolKey, config string, dial func(co
 	return err
 }
 
-// acquire returns the ready entry of key, with one more call counted on it
-// when track, dialing it when needed.
+// acquire returns the ready entry of key (one more call on it when track).
 func (p *Pool) acquire(ctx context.Context, key PoolKey, config string, dial func(context.Context) (*Session, error), track bool) (*poolEntry, error) {
 	var slotTimer *time.Timer
 	slotExpired := false
@@ -256,9 +219,8 @@ func (p *Pool) acquire(ctx context.Context, key PoolKey, config string, dial fun
 	}
 }
 
-// takeLocked counts one more call on e (when track) and reports true, or
-// retires e and reports false when its session is lost or was started with
-// another configuration than config while its key is not pinned.
+// takeLocked takes e, or retires it and reports false when it is lost or
+// of another configuration than config and unpinned.
 func (p *Pool) takeLocked(e *poolEntry, config string, track bool) bool {
 	switch {
 	case e.sess.Lost():
@@ -277,9 +239,8 @@ func (p *Pool) takeLocked(e *poolEntry, config string, track bool) bool {
 	return true
 }
 
-// awaitDial waits, counted as waiting, for another caller's dial of e: nil
-// when the caller should look again (the dial succeeded, or ended with its
-// owner's context and is to be retried), else the dial's or ctx's error.
+// awaitDial waits for another caller's dial of e: nil when the caller
+// should look again, else the dial's or ctx's error.
 func (p *Pool) awaitDial(ctx context.Context, e *poolEntry) error {
 	var err error
 	select {
@@ -361,9 +322,7 @@ func (p *Pool) dial(ctx, dctx context.Context, e *poolEntry, dial func(context.C
 		e.busy = 1
 	}
 	e.elem = p.lru.PushFront(e)
-	if p.staleLocked(e) {
-		// Its server's configuration changed while it was being created:
-		// the call that dialled it runs, and it is closed after.
+	if p.staleLocked(e) { // the dialling call runs, then it closes
 		p.log.Info("MCP session was started with a configuration that changed meanwhile", "server", e.key.Server, "scope", e.key.Scope)
 		p.retireLocked(e)
 	}
@@ -400,11 +359,8 @@ func (p *Pool) evict(e *poolEntry) {
 }
 
 // Pin marks key as backing the running durable task task (its remote id):
-// its session holds the task's state, so it is neither evicted for
-// capacity nor replaced after a configuration change until every task of
-// the key is unpinned. A pin belongs to the key, not to a process: a
-// session that died is replaced and the new one is pinned too. Pinning
-// again renews the pin, which otherwise lapses after 25 hours.
+// its session is kept through capacity and configuration changes. The pin
+// belongs to the key, not the process; it lapses after 25 h unless renewed.
 func (p *Pool) Pin(key PoolKey, task string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -416,7 +372,7 @@ func (p *Pool) Pin(key PoolKey, task string) {
 	m[task] = p.now().Add(poolPinTTL)
 }
 
-// Unpin ends the pin of task on key (the task ended).
+// Unpin ends the pin of task on key.
 func (p *Pool) Unpin(key PoolKey, task string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -430,31 +386,28 @@ func (p *Pool) Unpin(key PoolKey, task string) {
 }
 
 // PinnedScopes returns how many keys of the scope prefix (a user's
-// "<user_id>:") back a running durable task, other than except: the
-// sessions that user's tasks hold pinned. Pins of a call in flight (taskPin
-// holds) do not count.
+// "<user_id>:"), other than except, back a running durable task.
 func (p *Pool) PinnedScopes(prefix string, except PoolKey) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0
 	for key := range p.pins {
-		if key == except || !strings.HasPrefix(key.Scope, prefix) || !p.pinnedLocked(key) {
-			continue
-		}
-		for task := range p.pins[key] {
-			if !strings.HasPrefix(task, CallPinPrefix) {
-				n++
-				break
-			}
+		if key != except && strings.HasPrefix(key.Scope, prefix) && p.taskPinnedLocked(key) {
+			n++
 		}
 	}
 	return n
 }
 
-// pinned reports whether key backs a running durable task.
+// Pinned reports whether key backs a running durable task.
 func (p *Pool) Pinned(key PoolKey) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.taskPinnedLocked(key)
+}
+
+// taskPinnedLocked is pinnedLocked not counting calls in flight.
+func (p *Pool) taskPinnedLocked(key PoolKey) bool {
 	if !p.pinnedLocked(key) {
 		return false
 	}
@@ -466,8 +419,7 @@ func (p *Pool) Pinned(key PoolKey) bool {
 	return false
 }
 
-// pinnedLocked reports whether key backs a running task, dropping lapsed
-// pins.
+// pinnedLocked reports whether key has a pin, dropping lapsed ones.
 func (p *Pool) pinnedLocked(key PoolKey) bool {
 	m := p.pins[key]
 	if len(m) == 0 {
@@ -486,11 +438,9 @@ func (p *Pool) pinnedLocked(key PoolKey) bool {
 	return true
 }
 
-// Retire tells the pool the live configuration of each enabled server (a
-// fingerprint by name) and retires the sessions started with another one,
-// and those of servers no longer listed, unless their key is pinned: idle
-// ones are closed now, busy ones after their last call. Sessions of
-// servers whose configuration did not change are kept.
+// Retire tells the pool each enabled server's configuration fingerprint
+// and retires unpinned sessions of another one or of unlisted servers
+// (idle ones now, busy ones after their last call).
 func (p *Pool) Retire(current map[string]string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -503,8 +453,8 @@ func (p *Pool) Retire(current map[string]string) {
 	}
 }
 
-// staleLocked reports whether e runs a configuration that is no longer the
-// live one of its server (and its key is not pinned).
+// staleLocked reports whether e's configuration is no longer live (and e
+// is not pinned).
 func (p *Pool) staleLocked(e *poolEntry) bool {
 	if p.current == nil || p.pinnedLocked(e.key) {
 		return false
@@ -516,7 +466,7 @@ func (p *Pool) staleLocked(e *poolEntry) bool {
 	return e.config != "" && e.config != want
 }
 
-// CloseServer closes every session of server: idle ones now (and waits for
+// CloseServer closes every session of server: idle ones now (waiting for
 // them), busy ones after their last call.
 func (p *Pool) CloseServer(server string) {
 	if err := p.closeWhere(func(k PoolKey) bool { return k.Server == server }, false); err != nil {
@@ -524,22 +474,20 @@ func (p *Pool) CloseServer(server string) {
 	}
 }
 
-// CloseScope closes every session of scope: idle ones now (and waits for
-// them), busy ones after their last call.
+// CloseScope is CloseServer for a scope.
 func (p *Pool) CloseScope(scope string) {
 	if err := p.closeWhere(func(k PoolKey) bool { return k.Scope == scope }, false); err != nil {
 		p.log.Warn("close MCP sessions", "scope", scope, "err", err)
 	}
 }
 
-// CloseAll is for shutdown: it closes every session, even with calls in
-// flight or pinned, cancels sessions being created, and waits until every
-// stdio server they started is gone. The pool stays usable.
+// CloseAll closes every session, busy or pinned, cancels dials and waits
+// for every stdio server to be gone. The pool stays usable.
 func (p *Pool) CloseAll() error {
 	return p.closeWhere(func(PoolKey) bool { return true }, true)
 }
 
-// shutdown closes every session like CloseAll and refuses new ones.
+// Shutdown is CloseAll refusing new sessions.
 func (p *Pool) Shutdown() error {
 	p.mu.Lock()
 	p.shut = true
@@ -547,8 +495,7 @@ func (p *Pool) Shutdown() error {
 	return p.CloseAll()
 }
 
-// Len returns the number of sessions held (not counting those being
-// created).
+// Len returns the number of sessions held (not being created).
 func (p *Pool) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -624,7 +571,6 @@ func (p *Pool) closeWhere(match func(PoolKey) bool, force bool) error {
 	return errors.Join(errs...)
 }
 
-// removeLocked unregisters e.
 func (p *Pool) removeLocked(e *poolEntry) {
 	if p.entries[e.key] == e {
 		delete(p.entries, e.key)
@@ -635,8 +581,7 @@ func (p *Pool) removeLocked(e *poolEntry) {
 	}
 }
 
-// retireLocked unregisters the ready entry e and closes its session now
-// when it is idle, else after its last call.
+// retireLocked unregisters e and closes it when idle, else after its last call.
 func (p *Pool) retireLocked(e *poolEntry) {
 	p.removeLocked(e)
 	if e.busy > 0 {
@@ -648,10 +593,8 @@ func (p *Pool) retireLocked(e *poolEntry) {
 	p.signalLocked()
 }
 
-// reserveLocked reports whether a new session fits, closing an idle
-// session to make room when needed: a lost one first, else the least
-// recently used one whose key is not pinned. Busy sessions are never
-// closed.
+// reserveLocked reports whether a new session fits, closing an idle lost
+// session, else the least recently used unpinned idle one, to make room.
 func (p *Pool) reserveLocked() bool {
 	if len(p.entries)+len(p.draining) < p.max {
 		return true

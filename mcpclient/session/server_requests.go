@@ -17,12 +17,10 @@ import (
 	"github.com/mcpflow/mcpflow/mcpclient/question"
 )
 
-// serverRequests installs the session's handler of server-to-client
-// requests (after the client's Start, which installs mcp-go's own): ping,
-// and elicitation/create through q. On stdio the answer is the handler's
-// response; on streamable HTTP mcp-go gives a handler 30 seconds and sends
-// its response under that deadline, so the session posts the answer itself
-// (postResponse) and the handler answers nothing.
+// serverRequests installs the handler of server requests (after Start,
+// which installs mcp-go's): ping, and elicitation/create through q. On
+// streamable HTTP the handler's context lasts 30 s, so post sends the
+// answer and the handler returns none.
 func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, post func(context.Context, *transport.JSONRPCResponse) error) {
 	bidi, ok := tr.(transport.BidirectionalInterface)
 	if !ok || q == nil {
@@ -37,8 +35,7 @@ func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, 
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not supported by mcpflow: "+req.Method, nil), nil
 		}
 		if a := s.askerOf(ctx); a != nil && !q.RelatesToTask(ctx, s.server, req) {
-			// An ordinary call's question: the caller answers it, as long
-			// as its call lasts (mcp-go gives this handler 30 s only).
+			// An ordinary call's question: its caller answers.
 			resp := askCaller(context.WithoutCancel(ctx), a, req)
 			if post == nil {
 				return resp, nil
@@ -46,8 +43,7 @@ func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, 
 			_ = post(context.WithoutCancel(ctx), resp)
 			return nil, nil
 		}
-		if post == nil {
-			// stdio: the response goes back through the transport.
+		if post == nil { // stdio: answered through the transport
 			var out *transport.JSONRPCResponse
 			resp := q.Elicit(ctx, s.server, req, func(r *transport.JSONRPCResponse) error { out = r; return nil })
 			if resp != nil {
@@ -55,8 +51,6 @@ func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, 
 			}
 			return out, nil
 		}
-		// The request's own context ends after 30 s; the answer may take
-		// longer. It stays bound to the stream it arrived on.
 		hctx := context.WithoutCancel(ctx)
 		resp := q.Elicit(hctx, s.server, req, func(r *transport.JSONRPCResponse) error { return post(hctx, r) })
 		if resp != nil {
@@ -66,9 +60,7 @@ func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, 
 	})
 }
 
-// httpResponder posts a JSON-RPC response to a streamable HTTP server on
-// the session, as mcp-go's transport would: same URL, session id, protocol
-// version and headers.
+// httpResponder posts a response to a server request on the session.
 func httpResponder(url string, tr transport.Interface, headers func(context.Context) map[string]string) func(context.Context, *transport.JSONRPCResponse) error {
 	return func(ctx context.Context, resp *transport.JSONRPCResponse) error {
 		body, err := json.Marshal(resp)
@@ -103,17 +95,15 @@ func httpResponder(url string, tr transport.Interface, headers func(context.Cont
 	}
 }
 
-// sessNoElicit makes mcp-go declare the elicitation capability; the
-// session's own request handler (serverRequests) answers the requests.
+// sessNoElicit makes mcp-go declare elicitation; serverRequests answers.
 type sessNoElicit struct{}
 
 func (sessNoElicit) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	return nil, errors.New("elicitation is answered by mcpflow's request handler")
 }
 
-// askCaller asks the caller of an ordinary call a server's question
-// (relayed as it is) and answers with the caller's answer, or with the
-// caller's refusal.
+// askCaller relays a server's question to the caller and returns its
+// answer or refusal.
 func askCaller(ctx context.Context, a *mcpflow.CallRelay, req transport.JSONRPCRequest) *transport.JSONRPCResponse {
 	inner, err := json.Marshal(map[string]any{"method": req.Method, "params": req.Params})
 	if err != nil {

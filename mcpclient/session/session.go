@@ -33,49 +33,34 @@ import (
 	"github.com/mcpflow/mcpflow/mcpclient/streamhttp"
 )
 
-// sessLegacyVersion is the revision of sessions that do not speak
-// 2026-07-28: servers without server/discover, the legacy SSE transport,
-// and servers whose MCP Tasks work in 2025-11-25 only (see Dial).
+// sessLegacyVersion is the revision of sessions that do not speak 2026-07-28.
 const sessLegacyVersion = mcp.ProtocolVersion20251125
 
-// sessDiscoverTimeout bounds the server/discover probe of a dial: a server
-// that predates 2026-07-28 answers it at once (-32601), one that ignores
-// unknown methods is taken for a 2025-11-25 server after this long.
+// sessDiscoverTimeout bounds the server/discover probe: a server that
+// ignores unknown methods is taken for a 2025-11-25 one after this long.
 const sessDiscoverTimeout = 2 * time.Second
 
-// ExtTasks is the MCP Tasks extension of 2026-07-28 (SEP-2663):
-// mcpflow declares it on every 2026 request (it runs tasks durably) and
-// tracks the tasks servers answer with.
+// ExtTasks is the MCP Tasks extension of 2026-07-28 (SEP-2663).
 const ExtTasks = "io.modelcontextprotocol/tasks"
 
 // Shutdown and transport bounds.
 const (
-	// sessStdinGrace is how long Close waits for a stdio server to exit
-	// after its stdin is closed, before SIGTERM.
-	sessStdinGrace = 2 * time.Second
-	// sessTermGrace is how long Close waits after SIGTERM, before SIGKILL.
-	sessTermGrace = 2 * time.Second
-	// sessKillWait bounds the wait for the process after SIGKILL.
-	sessKillWait = 5 * time.Second
-	// sessGroupWait bounds the wait for the rest of the process group.
-	sessGroupWait = time.Second
-	// sessUnbounded replaces mcp-go's own SSE endpoint (30 s) and response
-	// (60 s) timeouts: the bounds are session_init_timeout, tool_call_timeout
-	// and the caller's context.
-	sessUnbounded = 100 * 365 * 24 * time.Hour
-	// sessStderrLine bounds one logged line of a stdio server's stderr.
-	sessStderrLine = 4096
+	sessStdinGrace = 2 * time.Second // after closing stdin, before SIGTERM
+	sessTermGrace  = 2 * time.Second // after SIGTERM, before SIGKILL
+	sessKillWait   = 5 * time.Second // after SIGKILL
+	sessGroupWait  = time.Second     // for the rest of the process group
+	// sessUnbounded replaces mcp-go's SSE timeouts: session_init_timeout,
+	// tool_call_timeout and the caller's context bound instead.
+	sessUnbounded  = 100 * 365 * 24 * time.Hour
+	sessStderrLine = 4096 // one logged line of a stdio server's stderr
 )
 
 // sessInheritedEnv are the only variables of mcpflow's own environment a
 // stdio server inherits.
 var sessInheritedEnv = []string{"PATH", "HOME", "LANG"}
 
-// sessHTTPClient is shared by every SSE and streamable HTTP session of the
-// process: Go's Transport with enough idle connections per host for
-// concurrent callers (Go's default of 2 churns sockets, see
-// notes/perf-baselines.md §1). The client has no overall Timeout, which
-// would cut long-lived streams.
+// sessHTTPClient is shared by every HTTP session: more idle connections per
+// host than Go's 2 (which churns sockets); no Timeout, which would cut streams.
 var sessHTTPClient = &http.Client{Transport: func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
@@ -83,9 +68,7 @@ var sessHTTPClient = &http.Client{Transport: func() *http.Transport {
 	return t
 }()}
 
-// CloseIdleConnections closes the idle keep-alive connections of the HTTP
-// client the SSE and streamable HTTP sessions share (tests that check for
-// leaked goroutines call it).
+// CloseIdleConnections closes the shared HTTP client's idle connections.
 func CloseIdleConnections() { sessHTTPClient.CloseIdleConnections() }
 
 // errSessDisconnected marks errors caused by a lost transport.
@@ -93,27 +76,16 @@ var errSessDisconnected = errors.New("MCP transport disconnected")
 
 // DialOptions tune one connection.
 type DialOptions struct {
-	// Dir is the stdio working directory when the server has no cwd of its
-	// own ("" = mcpflow's working directory).
-	Dir string
-	// Env are stdio environment defaults (TMPDIR/TMP/TEMP…); the server's
-	// own env wins over them.
-	Env map[string]string
-	// Headers returns extra per-request HTTP headers for sse/http (nil =
-	// none). A header returned here replaces a static header of the same
-	// name, whatever its case.
+	Dir string            // stdio working directory when the server has no cwd
+	Env map[string]string // stdio environment defaults; the server's env wins
+	// Headers returns per-request HTTP headers; they replace static ones
+	// of the same name, whatever its case.
 	Headers func(ctx context.Context) map[string]string
-	// Logger receives connection logs and, at debug level, a stdio
-	// server's stderr. Nil discards them.
-	Logger *slog.Logger
-	// Questions, when set, makes a stdio or streamable HTTP session declare
-	// the elicitation capability and hand the questions servers ask about
-	// native tasks to it (see question.Questions).
+	Logger  *slog.Logger // connection logs and stdio stderr (debug); nil discards
+	// Questions makes stdio and streamable HTTP sessions declare elicitation
+	// and take the questions servers ask about native tasks.
 	Questions *question.Questions
-	// Protocol pins the session's revision ("" negotiates: server/discover,
-	// and 2025-11-25 where it fails). The runtime pins a server to what an
-	// earlier dial of it settled on.
-	Protocol string
+	Protocol  string // pinned revision; "" negotiates
 }
 
 // Session is one initialized MCP client session to one server. It is safe
@@ -143,19 +115,13 @@ type Session struct {
 	closeErr  error
 }
 
-// Dial connects to srv and initializes the MCP session within
-// srv.SessionInitTimeoutDuration() (no bound when it says so).
-//
-// The session keeps the values, not the cancellation, of ctx: a stdio
-// server lives until Close, and the SSE stream's headers are computed from
-// ctx. A stdio server gets a minimal environment (PATH, HOME and LANG of
-// mcpflow, then o.Env, then the server's env), runs in srv.Cwd or else o.Dir,
-// and in a process group of its own that Close kills.
-//
-// Errors: a server that cannot be connected to (ConnectionProblem) is
-// EInvalid; an expired session_init_timeout is ETimeout; any other failure
-// is EUpstream naming the server. When ctx is cancelled the error wraps
-// ctx.Err(). Nothing is left running after an error.
+// Dial connects to srv and initializes the session within its
+// session_init_timeout. The session keeps ctx's values, not its
+// cancellation. A stdio server runs with PATH, HOME and LANG, then o.Env,
+// then its env, in srv.Cwd or o.Dir, in a process group Close kills.
+// Errors: EInvalid (ConnectionProblem), ETimeout (session_init_timeout),
+// EUpstream otherwise, wrapping ctx.Err() when ctx ended; nothing is left
+// running after an error.
 func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, error) {
 	if srv == nil {
 		return nil, mcpflow.Errorf(mcpflow.EInvalid, "no MCP server to connect to")
@@ -173,8 +139,7 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 		s.callTimeout = d
 	}
 	var sessCtx context.Context
-	// The session outlives the call that dialed it: its caller's relay is
-	// not the session's (server requests outside a call go to no caller).
+	// The session outlives the call that dialed it, and its caller's relay.
 	sessCtx, s.cancel = context.WithCancel(context.WithValue(context.WithoutCancel(ctx), relayKey{}, (*mcpflow.CallRelay)(nil)))
 
 	initCtx := ctx
@@ -187,9 +152,7 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 
 	err := s.connect(sessCtx, initCtx, srv, o)
 	if err == nil && s.legacyTasks() {
-		// A 2026-07-28 server that runs MCP Tasks without the extension
-		// (mcp-go v1.2.1: tasks/result and tasks/list are gone there, so a
-		// task's outcome could not be read): its tasks need 2025-11-25.
+		// Without the extension a 2026 task's outcome cannot be read.
 		log.Info("MCP server offers 2026-07-28 but its tasks only work in 2025-11-25; using 2025-11-25", "server", srv.Name)
 		s.abort()
 		o.Protocol = sessLegacyVersion
@@ -223,8 +186,6 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 		Message: fmt.Sprintf("MCP server '%s' connection failed", srv.Name)}
 }
 
-// connect builds the transport, starts it under sessCtx and initializes the
-// session under initCtx.
 func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, o DialOptions) error {
 	protocol, opts := s.clientOptions(srv, o)
 	post, err := s.newClient(sessCtx, srv, o, opts)
@@ -238,8 +199,7 @@ func (s *Session) connect(sessCtx, initCtx context.Context, srv *config.Server, 
 	return s.initialize(initCtx, protocol)
 }
 
-// clientOptions returns the revision the session asks for ("" negotiates)
-// and mcp-go's client options; it sets the capabilities mcpflow declares.
+// clientOptions returns the revision to ask for and mcp-go's options.
 func (s *Session) clientOptions(srv *config.Server, o DialOptions) (string, []client.ClientOption) {
 	protocol := o.Protocol
 	if srv.Type == config.TransportSSE {
@@ -252,15 +212,13 @@ func (s *Session) clientOptions(srv *config.Server, o DialOptions) (string, []cl
 	s.clientCaps = map[string]any{"extensions": map[string]any{ExtTasks: map[string]any{}}}
 	if o.Questions != nil && srv.Type != config.TransportSSE {
 		s.clientCaps["elicitation"] = map[string]any{"form": map[string]any{}}
-		// Declares the capability; serverRequests answers the requests.
 		opts = append(opts, client.WithElicitationHandler(sessNoElicit{}))
 	}
 	return protocol, opts
 }
 
-// newClient builds the transport of srv and the client on it. On
-// streamable HTTP it returns how the session posts its answers to server
-// requests (nil on the other transports).
+// newClient builds the transport and client; on streamable HTTP it returns
+// how answers to server requests are posted.
 func (s *Session) newClient(sessCtx context.Context, srv *config.Server, o DialOptions, opts []client.ClientOption) (func(context.Context, *transport.JSONRPCResponse) error, error) {
 	headers := sessHeaderFunc(srv.Headers, o.Headers)
 	switch srv.Type {
@@ -276,7 +234,8 @@ func (s *Session) newClient(sessCtx context.Context, srv *config.Server, o DialO
 	case config.TransportSSE:
 		return nil, s.newSSEClient(srv, headers, opts)
 	case config.TransportHTTP:
-		tr, err := s.streamableHTTP(srv, headers)
+		tr, err := streamhttp.New(srv.URL, streamhttp.Options{
+			HTTPClient: sessHTTPClient, Headers: headers, Logger: sessTransportLogger(s.log)})
 		if err != nil {
 			return nil, err
 		}
@@ -287,14 +246,7 @@ func (s *Session) newClient(sessCtx context.Context, srv *config.Server, o DialO
 	}
 }
 
-// streamableHTTP is the transport of a streamable HTTP session.
-func (s *Session) streamableHTTP(srv *config.Server, headers func(context.Context) map[string]string) (*streamhttp.Transport, error) {
-	return streamhttp.New(srv.URL, streamhttp.Options{
-		HTTPClient: sessHTTPClient, Headers: headers, Logger: sessTransportLogger(s.log)})
-}
-
-// newSSEClient builds the client of a legacy SSE session, whose lost
-// stream ends the session.
+// newSSEClient builds a legacy SSE client; a lost stream ends the session.
 func (s *Session) newSSEClient(srv *config.Server, headers func(context.Context) map[string]string, opts []client.ClientOption) error {
 	tr, err := transport.NewSSE(srv.URL,
 		transport.WithHTTPClient(sessHTTPClient),
@@ -309,17 +261,14 @@ func (s *Session) newSSEClient(srv *config.Server, headers func(context.Context)
 	s.client = client.NewClient(tr, opts...)
 	s.client.OnConnectionLost(func(err error) {
 		s.log.Info("MCP SSE stream lost", "err", err)
-		// Fail the calls waiting for an answer on the lost stream,
-		// and any later call, before Done fires.
-		_ = tr.Close()
+		_ = tr.Close() // fails waiting and later calls before Done fires
 		s.markLost()
 	})
 	return nil
 }
 
-// start starts the transport under sessCtx (mcp-go ties the SSE stream to
-// the Start context: it lives as long as the session) while initCtx bounds
-// the wait, then installs the handler of server requests.
+// start starts the transport under sessCtx (the SSE stream lives as long as
+// it) with initCtx bounding the wait, then installs serverRequests.
 func (s *Session) start(sessCtx, initCtx context.Context, q *question.Questions, post func(context.Context, *transport.JSONRPCResponse) error) error {
 	started := make(chan error, 1)
 	go func() { started <- s.client.Start(sessCtx) }()
@@ -337,8 +286,6 @@ func (s *Session) start(sessCtx, initCtx context.Context, q *question.Questions,
 	}
 }
 
-// initialize sends initialize (protocol "" negotiates) and keeps the
-// revision and capabilities the server answered.
 func (s *Session) initialize(initCtx context.Context, protocol string) error {
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = protocol
@@ -356,8 +303,7 @@ func (s *Session) initialize(initCtx context.Context, protocol string) error {
 	return nil
 }
 
-// onNotification hands a server's notifications/progress to the call
-// whose progress token it names.
+// onNotification hands notifications/progress to the call of its token.
 func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 	if n.Method != string(mcp.MethodNotificationProgress) {
 		return
@@ -379,8 +325,7 @@ func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 // Protocol returns the revision the session speaks.
 func (s *Session) Protocol() string { return s.version }
 
-// Modern reports whether the session speaks 2026-07-28 (stateless: every
-// request carries its protocol version and mcpflow's capabilities).
+// Modern reports whether the session speaks 2026-07-28.
 func (s *Session) Modern() bool { return mcp.IsModernProtocol(s.version) }
 
 // legacyTasks reports a 2026-07-28 session with a server that advertises
@@ -404,18 +349,12 @@ func (s *Session) PID() int {
 	return s.proc.pid
 }
 
-// Done returns a channel closed when the transport is lost (the stdio
-// process exited, the SSE stream closed, a call hit a disconnect) or the
-// session is closed.
+// Done is closed when the transport is lost or the session closed.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// ListTools lists all the server's tools, following every page. It is
-// bounded by ctx only.
-//
-// Each tool's schemas are kept as the server wrote them (RawInputSchema,
-// RawOutputSchema: $schema, $defs and every keyword survive). In
-// 2026-07-28 a tool whose x-mcp-header annotations are invalid is dropped,
-// as the revision says, with a warning.
+// ListTools lists all the server's tools, every page, bounded by ctx only.
+// Schemas stay as written (RawInputSchema, RawOutputSchema); in 2026-07-28
+// a tool with invalid x-mcp-header annotations is dropped with a warning.
 func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 	var tools []mcp.Tool
 	cursor := ""
@@ -458,8 +397,7 @@ func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 		cursor = res.NextCursor
 	}
 	if s.Modern() {
-		// Only the tools with x-mcp-header bindings need Mcp-Param-*
-		// headers: the others' calls skip the schema walk.
+		// Only tools with x-mcp-header bindings need Mcp-Param-* headers.
 		bound := map[string]mcp.Tool{}
 		for _, t := range tools {
 			if len(mcp.ExtractParamHeaderBindings(&t)) > 0 {
@@ -473,7 +411,6 @@ func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 	return tools, nil
 }
 
-// sessMaxListPages bounds the pages of one tool listing.
 const sessMaxListPages = 100
 
 // rawTool reads a tool with its schemas kept as written.
@@ -506,27 +443,15 @@ func WithCallMeta(ctx context.Context, meta map[string]any) context.Context {
 	return context.WithValue(ctx, callMetaKey{}, meta)
 }
 
-// CallTool calls the tool name with args and, when not empty, meta as the
-// request's _meta (with the WithCallMeta keys of ctx). The call is bounded by the server's tool_call_timeout on
-// every transport (ETimeout "MCP tool '<tool>' on server '<name>' timed out
-// after N.Ns") and by ctx. A tool-level failure is an IsError result with a
-// nil error. Errors: invalid params is EInvalid, an unknown tool or method
-// is ENotFound, a lost transport is EUpstream for which IsDisconnect is
-// true, other failures are EUpstream; when ctx ends the error wraps
-// ctx.Err(). The call is never retried. A function set with
-// mcpflow.WithBeforeSend runs first; when it fails nothing is sent.
-//
-// The answer is read whatever the revision: a result (resultType
-// "complete", or none before 2026-07-28); a task (resultType "task", the
-// Tasks extension) is a *TaskAnswer error, for the runtime to track the
-// task durably; an answer asking for input (resultType "input_required")
-// goes to the caller's CallRelay (WithRelay): returned as an
-// *InputRequiredAnswer error with PassInput, else asked through Ask and
-// the call sent again with the answers (without Ask it is EUpstream); a
-// -32021 answer (a capability the caller did not declare), and with
-// PassInput any JSON-RPC error, is an *mcpflow.RPCError for the caller to
-// hear; any other resultType is
-// EUpstream: an answer mcpflow cannot read is never an empty success.
+// CallTool calls tool name with args and meta (over ctx's WithCallMeta),
+// bounded by ctx and tool_call_timeout (ETimeout); never retried; a
+// failing mcpflow.WithBeforeSend sends nothing. A tool failure is an
+// IsError result. Errors: EInvalid (invalid params), ENotFound (unknown
+// tool or method), EUpstream (IsDisconnect for a lost transport).
+// A "task" answer is a *TaskAnswer; "input_required" goes to the relay
+// (*InputRequiredAnswer with PassInput, else Ask and send again); -32021,
+// and with PassInput any JSON-RPC error, is an *mcpflow.RPCError; an
+// unknown resultType is EUpstream, never an empty success.
 func (s *Session) CallTool(ctx context.Context, name string, args any, meta map[string]any) (*mcp.CallToolResult, error) {
 	raw, err := s.CallToolRaw(ctx, name, args, meta)
 	if err != nil {
@@ -544,9 +469,7 @@ func (s *Session) Unreadable(name string, err error) error {
 	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", s.toolRequest(name).what, err)}
 }
 
-// CallToolRaw is CallTool without reading the result: the server's
-// complete result as it wrote it (args: a map, or a json.RawMessage
-// object sent as it is).
+// CallToolRaw is CallTool returning the result as the server wrote it.
 func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta map[string]any) (json.RawMessage, error) {
 	callCtx := ctx
 	if s.callTimeout > 0 {
@@ -563,7 +486,6 @@ func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta m
 	var round mcp.MultiRoundTripParams
 	if relay != nil {
 		if relay.Progress != nil {
-			// The server's progress of this call goes to the caller.
 			token := "mcpflow-progress-" + strconv.FormatUint(sessTaskSeq.Add(1), 10)
 			s.progress.Store(token, relay.Progress)
 			defer s.progress.Delete(token)
@@ -572,8 +494,7 @@ func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta m
 			}
 			params.Meta.ProgressToken = token
 		}
-		if s.Modern() && (len(relay.InputResponses) > 0 || relay.RequestState != "") {
-			// The caller's retry of an input_required answer.
+		if s.Modern() && (len(relay.InputResponses) > 0 || relay.RequestState != "") { // a retry
 			round.RequestState = relay.RequestState
 			var answers map[string]json.RawMessage
 			if err := json.Unmarshal(relay.InputResponses, &answers); len(relay.InputResponses) > 0 && err != nil {
@@ -594,10 +515,7 @@ func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta m
 		}
 		if rpc != nil {
 			if relay != nil && (relay.PassInput || rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY) {
-				// The server's answer to the caller's request (a 2026-07-28
-				// caller's: its retry's requestState refused; or said of the
-				// capabilities the caller declared): the caller's to hear,
-				// as the server said it.
+				// The caller's to hear, as the server said it.
 				return nil, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}
 			}
 			return nil, s.classify(ctx, callCtx, req, rpc.AsError())
@@ -619,13 +537,10 @@ func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta m
 	}
 }
 
-// sessMaxInputRounds bounds the input round trips of one tools/call.
 const sessMaxInputRounds = 10
 
-// TaskAnswer is the error of a tools/call the server answered with a task
-// (resultType "task", the MCP Tasks extension): the call's outcome is the
-// remote task, which mcpflow must track (the runtime adopts it as a
-// durable task) and never report as a result.
+// TaskAnswer is the error of a tools/call answered with a task, which the
+// runtime adopts as a durable task.
 type TaskAnswer struct {
 	Server, Tool string
 	TaskID       string
@@ -635,23 +550,19 @@ func (e *TaskAnswer) Error() string {
 	return fmt.Sprintf("MCP tool '%s' on server '%s' answered with task '%s'", e.Tool, e.Server, e.TaskID)
 }
 
-// inputRequired is a tools/call answer asking for input (2026-07-28,
-// resultType "input_required").
+// inputRequired is a resultType "input_required" answer.
 type inputRequired struct {
 	Requests     map[string]json.RawMessage `json:"inputRequests"`
 	RequestState string                     `json:"requestState"`
 }
 
-// toolAnswer reads a tools/call answer by its resultType: nil, nil for a
-// result (left to the caller to read).
+// toolAnswer reads an answer's resultType: nil, nil for a result.
 func (s *Session) toolAnswer(name string, raw json.RawMessage) (*inputRequired, error) {
 	var probe struct {
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`
 	}
 	what := s.toolRequest(name).what
-	// A result without resultType (before 2026-07-28, or left out) is not
-	// decoded here: the caller reads it.
 	if bytes.Contains(raw, []byte(`"resultType"`)) {
 		if err := json.Unmarshal(raw, &probe); err != nil {
 			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
@@ -693,12 +604,8 @@ func (s *Session) dropAsk(r *mcpflow.CallRelay) {
 	}
 }
 
-// askerOf returns the caller a server's request during a call goes to:
-// the call's relay, which the request's context carries on streamable
-// HTTP (the request arrives on the call's own stream); on stdio, where
-// nothing ties a request to a call, the one call in flight that can ask
-// its caller (a stdio session serves one user's thread), or nil when
-// there is none or more than one.
+// askerOf returns who a server request goes to: the relay in ctx (streamable
+// HTTP), else on stdio the one call in flight that can ask, else nil.
 func (s *Session) askerOf(ctx context.Context) *mcpflow.CallRelay {
 	if r := relayFrom(ctx); r != nil {
 		if r.Ask == nil {
@@ -720,18 +627,15 @@ func (s *Session) askerOf(ctx context.Context) *mcpflow.CallRelay {
 	return nil
 }
 
-// InputRequiredAnswer is the error of a call whose server asked for input
-// (resultType "input_required") while the caller takes such answers as
-// they are (CallRelay.PassInput): Raw is the server's result.
+// InputRequiredAnswer is an input_required result passed as it is
+// (CallRelay.PassInput).
 type InputRequiredAnswer struct{ Raw json.RawMessage }
 
 func (e *InputRequiredAnswer) Error() string { return "the MCP server asked the caller for input" }
 
 type relayKey struct{}
 
-// WithRelay returns ctx whose tool calls carry the caller's relay: its
-// capabilities, its answers to an earlier input request, its question
-// and progress channels (see mcpflow.CallRelay).
+// WithRelay returns ctx whose tool calls carry the caller's relay.
 func WithRelay(ctx context.Context, r *mcpflow.CallRelay) context.Context {
 	if r == nil {
 		return ctx
@@ -758,10 +662,7 @@ func inputResponses(answers map[string]json.RawMessage) mcp.InputResponses {
 	return out
 }
 
-// relayInput answers an input_required answer through the caller (its
-// CallRelay.Ask) and returns the next round's
-// params; a server that only asked to be called again (requestState
-// alone) is called again.
+// relayInput asks the caller (CallRelay.Ask) and returns the next round.
 func (s *Session) relayInput(ctx context.Context, name string, in *inputRequired) (mcp.MultiRoundTripParams, error) {
 	next := mcp.MultiRoundTripParams{RequestState: in.RequestState}
 	if len(in.Requests) == 0 {
@@ -826,10 +727,8 @@ func callParams(ctx context.Context, name string, args any, meta map[string]any)
 	return p
 }
 
-// Close ends the session. It is idempotent. For stdio it closes the
-// server's stdin, waits briefly for it to exit, then signals its process
-// group (SIGTERM, then SIGKILL); when Close returns the process is reaped
-// and its group killed.
+// Close ends the session (idempotent). A stdio server gets its stdin
+// closed, then SIGTERM, then SIGKILL; it is reaped when Close returns.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() { s.closeErr = s.shutdown(true) })
 	return s.closeErr
@@ -864,8 +763,7 @@ func (s *Session) markLost() {
 	s.lostOnce.Do(func() { close(s.done) })
 }
 
-// sessRequest names one request of a session for the errors classify
-// makes of its failures.
+// sessRequest names a request for classify's errors.
 type sessRequest struct {
 	what     string // "MCP tool 'x' on server 'y'"
 	tool     string // the tool of a tools/call, "" otherwise
@@ -882,8 +780,8 @@ func (s *Session) toolRequest(tool string) sessRequest {
 		notFound: fmt.Sprintf("MCP tool '%s' not found on server '%s'", tool, s.server)}
 }
 
-// classify turns an mcp-go error of req into a domain error. ctx is the
-// caller's context, opCtx the one bounded by tool_call_timeout.
+// classify turns an mcp-go error into a domain error; opCtx is ctx bounded
+// by tool_call_timeout.
 func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err error) error {
 	what, tool := req.what, req.tool
 	if ctx.Err() != nil {
@@ -919,26 +817,18 @@ func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err erro
 		}
 	}
 	if s.Lost() {
-		// Any other failure after the transport was lost is the loss.
 		return s.disconnected(what, tool, err)
 	}
-	if sessUnknownSession(err.Error()) {
-		// The server no longer knows the session (it restarted): the
-		// session is lost as surely as after a disconnect.
+	if sessUnknownSession(err.Error()) { // e.g. the server restarted
 		s.markLost()
 		return s.disconnected(what, tool, err)
 	}
 	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " failed"}
 }
 
-// sessUnknownSession reports whether an answer that mcp-go left without a
-// code of its own (a JSON-RPC error with a server-defined code, or an
-// HTTP error without a JSON-RPC body) says that the server does not know
-// the session: "Session not found" (-32001, with 404: mcp-go reports that
-// as ErrSessionTerminated already), "Bad Request: No valid session ID
-// provided" (-32000, with 400, from servers built like the TypeScript
-// SDK's examples), "Bad Request: Server not initialized" (a restarted
-// server's transport), "Missing session ID".
+// sessUnknownSession reports whether an error message says the server does
+// not know the session ("Session not found", "No valid session ID
+// provided", "Server not initialized", "Missing session ID", ...).
 func sessUnknownSession(msg string) bool {
 	l := strings.ToLower(msg)
 	if strings.Contains(l, "server not initialized") {
@@ -955,9 +845,8 @@ func sessUnknownSession(msg string) bool {
 	return false
 }
 
-// sessUnknownSessionAnswer reports whether a JSON-RPC error answer says
-// the server does not know the session (see sessUnknownSession): only the
-// server-defined codes of transports carry it.
+// sessUnknownSessionAnswer is sessUnknownSession for the transports'
+// server-defined codes.
 func sessUnknownSessionAnswer(e *mcp.JSONRPCErrorDetails) bool {
 	return (e.Code == -32000 || e.Code == -32001) && sessUnknownSession(e.Message)
 }
@@ -978,8 +867,8 @@ func (s *Session) disconnected(what, tool string, err error) error {
 		Message: fmt.Sprintf("%s failed: connection to the server was lost", what)}
 }
 
-// sessExpired reports whether ctx's deadline has passed; mcp-go's SSE
-// transport may report its own timer a moment before ctx ends.
+// sessExpired reports whether ctx's deadline passed (mcp-go's SSE timer
+// may fire a moment before ctx ends).
 func sessExpired(ctx context.Context) bool {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return true
@@ -988,10 +877,8 @@ func sessExpired(ctx context.Context) bool {
 	return ok && !time.Now().Before(dl)
 }
 
-// IsDisconnect reports whether err is a real disconnect: the stdio process
-// exited, the stream closed, the transport was closed or the HTTP session
-// ended. Timeouts, isError results, JSON-RPC errors and credential errors
-// are not disconnects.
+// IsDisconnect reports whether err is a lost process, stream, transport or
+// HTTP session (not a timeout, isError, JSON-RPC or credential error).
 func IsDisconnect(err error) bool {
 	if err == nil {
 		return false
@@ -1000,11 +887,7 @@ func IsDisconnect(err error) bool {
 		return true
 	}
 	var de *mcpflow.Error
-	if errors.As(err, &de) {
-		// Errors of this package were classified already.
-		return false
-	}
-	return sessRawDisconnect(err)
+	return !errors.As(err, &de) && sessRawDisconnect(err)
 }
 
 // sessRawDisconnect classifies an unwrapped mcp-go error.
@@ -1026,8 +909,7 @@ func sessRawDisconnect(err error) bool {
 	return strings.Contains(msg, "connection has been closed") || strings.Contains(msg, "transport has been closed")
 }
 
-// sessRPCMessage returns the server's message of a JSON-RPC error that mcp-go
-// rendered as "<sentinel>: <message>".
+// sessRPCMessage returns the message of mcp-go's "<sentinel>: <message>".
 func sessRPCMessage(err, sentinel error) string {
 	msg := err.Error()
 	if i := strings.Index(msg, sentinel.Error()+": "); i >= 0 {
@@ -1044,9 +926,8 @@ func sessUnknownTool(msg, tool string) bool {
 		strings.Contains(l, "'"+strings.ToLower(tool)+"' not found")
 }
 
-// sessHeaderFunc merges static headers with per-request ones. A per-request
-// header replaces a static one whose name differs only in case, keeping
-// the static spelling, so exactly one header goes on the wire.
+// sessHeaderFunc merges static headers with per-request ones (see
+// credential.MergeHeaders).
 func sessHeaderFunc(static map[string]string, dynamic func(context.Context) map[string]string) func(context.Context) map[string]string {
 	return func(ctx context.Context) map[string]string {
 		var over map[string]string
@@ -1067,20 +948,18 @@ func sessClientVersion() string {
 	return "dev"
 }
 
-// sessProc is a stdio server process that the session owns: mcpflow starts
-// it, waits for it (so Done fires when it exits) and kills its group.
+// sessProc is a stdio server process the session owns: it waits for it
+// (Done fires when it exits) and kills its group.
 type sessProc struct {
 	pid        int
 	exited     chan struct{} // closed once the process is reaped
-	stdout     *os.File      // read end; the transport reads it
-	stderr     *os.File      // read end; logged at debug
+	stdout     *os.File
+	stderr     *os.File // logged at debug
 	stderrDone chan struct{}
 }
 
-// sessStartProcess starts srv's command with a minimal environment in its
-// own process group and returns a transport over its stdin/stdout. The
-// exec.Cmd is built here rather than by mcp-go's Stdio transport so that the
-// session owns Wait (Done fires on process exit) and the process group.
+// sessStartProcess starts srv's command in its own process group and
+// returns a transport over its stdin/stdout.
 func sessStartProcess(ctx context.Context, srv *config.Server, o DialOptions, log *slog.Logger, onExit func()) (*sessProc, *transport.Stdio, error) {
 	cmd := exec.CommandContext(ctx, srv.Command, srv.Args...)
 	cmd.Env = sessEnv(srv.Env, o.Env)
@@ -1091,34 +970,21 @@ func sessStartProcess(ctx context.Context, srv *config.Server, o DialOptions, lo
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 
-	var files []*os.File
+	var files []*os.File // read and write ends of stdin, stdout, stderr
 	closeAll := func() {
 		for _, f := range files {
 			_ = f.Close()
 		}
 	}
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			files = append(files, r, w)
+	for _, name := range []string{"stdin", "stdout", "stderr"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("create %s pipe: %w", name, err)
 		}
-		return r, w, err
+		files = append(files, r, w)
 	}
-	inR, inW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, nil, fmt.Errorf("create stdin pipe: %w", err)
-	}
-	outR, outW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, nil, fmt.Errorf("create stdout pipe: %w", err)
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, nil, fmt.Errorf("create stderr pipe: %w", err)
-	}
+	inR, inW, outR, outW, errR, errW := files[0], files[1], files[2], files[3], files[4], files[5]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
 		closeAll()
@@ -1146,8 +1012,6 @@ func sessStartProcess(ctx context.Context, srv *config.Server, o DialOptions, lo
 	return p, transport.NewIO(outR, inW, nil), nil
 }
 
-// sessEnv is the stdio environment: PATH, HOME and LANG of mcpflow, then
-// defaults, then the server's own env.
 func sessEnv(server, defaults map[string]string) []string {
 	env := map[string]string{}
 	for _, k := range sessInheritedEnv {
@@ -1178,7 +1042,6 @@ func (p *sessProc) readStderr(log *slog.Logger) {
 	}
 }
 
-// signal sends sig to the process group.
 func (p *sessProc) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-p.pid, sig)
 }
@@ -1194,8 +1057,7 @@ func (p *sessProc) waitExit(d time.Duration) bool {
 	}
 }
 
-// stop ends the process (gracefully: its stdin is already closed), then
-// what is left of its group, and releases the pipes.
+// stop ends the process, then the rest of its group, and releases the pipes.
 func (p *sessProc) stop(graceful bool) error {
 	var err error
 	if graceful && !p.waitExit(sessStdinGrace) {
@@ -1222,10 +1084,8 @@ func (p *sessProc) stop(graceful bool) error {
 	return err
 }
 
-// sessTransportLogger caps mcp-go's transport logs at warn: the session
-// classifies every failure itself and reports what matters, while mcp-go
-// logs routine events such as a close request to a server that already
-// went away as errors.
+// sessTransportLogger caps mcp-go's transport logs at warn: it logs routine
+// events as errors, and the session reports failures itself.
 func sessTransportLogger(l *slog.Logger) *slog.Logger {
 	return slog.New(sessLevelCap{l.Handler()})
 }
@@ -1248,8 +1108,7 @@ func (h sessLevelCap) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (h sessLevelCap) WithGroup(n string) slog.Handler { return sessLevelCap{h.Handler.WithGroup(n)} }
 
-// NonEmptyJSON is v as JSON, nil when it encodes to nothing worth keeping
-// (null, {} or []).
+// NonEmptyJSON is v as JSON, nil for null, {} or [].
 func NonEmptyJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -15,28 +15,17 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// Native MCP Tasks requests of a session (protocol 2025-11-25). They are
-// sent as JSON-RPC requests of their own rather than through mcp-go's
-// typed calls: mcp-go has none for a task-augmented tools/call, and its
-// typed tasks calls keep neither the JSON-RPC code of an error the server
-// answered (unknown codes become plain errors, indistinguishable from a
-// transport failure) nor the exact bytes of a result (structuredContent
-// numbers become float64; one unknown content block fails the whole
-// answer). The answer comes back raw, and a JSON-RPC error the server
-// answered with comes back as such, never as a Go error: it is an answer,
-// not a failure of the session.
+// Native MCP Tasks requests (2025-11-25) go out as raw JSON-RPC rather
+// than mcp-go's typed calls, which lose error codes and exact result bytes.
+// A JSON-RPC error answer is returned as such, not as a Go error.
 
-// sessTaskSeq numbers the requests a session sends itself. Their ids are
-// strings, which never collide with the integer ids of mcp-go's client.
+// sessTaskSeq numbers the requests a session sends itself (string ids,
+// never colliding with mcp-go's integer ones).
 var sessTaskSeq atomic.Uint64
 
-// CallToolTask sends a task-augmented tools/call of the tool name with
-// args (params.task = {}, no ttl requested) and meta as its _meta, merged
-// over the WithCallMeta keys of ctx like CallTool. A function set with
-// mcpflow.WithBeforeSend runs right before the request leaves; when it
-// fails nothing is sent. It returns the raw result (a CreateTaskResult
-// from a server that follows the protocol) or the JSON-RPC error the
-// server answered with. Bounds and errors are those of CallTool.
+// CallToolTask sends a task-augmented tools/call (params.task = {}) and
+// returns the raw result or the server's JSON-RPC error; meta, bounds,
+// BeforeSend and errors are CallTool's.
 func (s *Session) CallToolTask(ctx context.Context, name string, args, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	p := callParams(ctx, name, args, meta)
 	p.Task = &mcp.TaskParams{}
@@ -48,29 +37,22 @@ func (s *Session) GetTask(ctx context.Context, taskID string, meta map[string]an
 	return s.taskMethod(ctx, mcp.MethodTasksGet, taskID, meta)
 }
 
-// TaskResult sends tasks/result for taskID with meta (nil: none) as its
-// _meta, and returns the raw result or the JSON-RPC error the server
-// answered with. The request is bounded by the server's tool_call_timeout
-// and by ctx (a server blocks tasks/result until the task is terminal).
-// Errors are classified like CallTool's: a lost transport is EUpstream
-// for which IsDisconnect is true, an expired tool_call_timeout ETimeout;
-// when ctx ends the error wraps ctx.Err().
+// TaskResult sends tasks/result for taskID with meta as its _meta and
+// returns the raw result or the server's JSON-RPC error, bounded by ctx
+// and tool_call_timeout; errors are classified like CallTool's.
 func (s *Session) TaskResult(ctx context.Context, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	return s.taskMethod(ctx, mcp.MethodTasksResult, taskID, meta)
 }
 
-// AwaitTaskResult is TaskResult without the tool_call_timeout bound: a
-// request that stays open while the task runs, for the requests the server
-// sends on its stream (the questions of an input_required task). ctx bounds
-// it.
+// AwaitTaskResult is TaskResult bounded by ctx only: it stays open while
+// the task runs, for the questions the server sends on its stream.
 func (s *Session) AwaitTaskResult(ctx context.Context, taskID string, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	params, req := s.taskParams(mcp.MethodTasksResult, taskID, meta)
 	return s.taskRequest(ctx, req, mcp.MethodTasksResult, params, false, false)
 }
 
-// UpdateTask sends tasks/update (2026-07-28, the Tasks extension) with the
-// answers to the task's input requests, keyed as the server keyed them;
-// see TaskResult.
+// UpdateTask sends tasks/update (2026-07-28) with the answers to the
+// task's input requests; see TaskResult.
 func (s *Session) UpdateTask(ctx context.Context, taskID string, responses map[string]json.RawMessage, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	params, req := s.taskParams("tasks/update", taskID, meta)
 	params["inputResponses"] = responses
@@ -88,8 +70,7 @@ func (s *Session) taskMethod(ctx context.Context, method mcp.MCPMethod, taskID s
 	return s.taskRequest(ctx, req, method, params, false, true)
 }
 
-// taskParams are the params {"taskId", "_meta"} of a tasks/* request and
-// how its errors are named.
+// taskParams are a tasks/* request's params and how its errors are named.
 func (s *Session) taskParams(method mcp.MCPMethod, taskID string, meta map[string]any) (map[string]any, sessRequest) {
 	params := map[string]any{"taskId": taskID}
 	if len(meta) > 0 {
@@ -127,13 +108,10 @@ func (s *Session) taskRequest(ctx context.Context, req sessRequest, method mcp.M
 	return raw, rpc, nil
 }
 
-// rawRequest sends one request as its own JSON-RPC message and returns
-// the raw result, or the JSON-RPC error the server answered with. In
-// 2026-07-28 the request carries the per-request _meta (the revision,
-// mcpflow's capabilities and identity) and the Mcp-Method, Mcp-Name (name:
-// the tool of a tools/call, the task of a tasks/* request) and Mcp-Param-*
-// headers. An answer saying the server does not know the session is a
-// disconnect. Errors are mcp-go's, unclassified.
+// rawRequest sends one request and returns the raw result or the server's
+// JSON-RPC error (errors unclassified). In 2026-07-28 it adds the
+// per-request _meta and the Mcp-Method, Mcp-Name (tool or task) and
+// Mcp-Param-* headers. An unknown-session answer is a disconnect.
 func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	req := transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
@@ -178,7 +156,6 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 	}
 	if resp.Error != nil {
 		if sessUnknownSessionAnswer(resp.Error) {
-			// Not the request's answer: the server lost the session.
 			s.markLost()
 			return nil, nil, fmt.Errorf("%w: %s (JSON-RPC error %d)", errSessDisconnected, resp.Error.Message, resp.Error.Code)
 		}
@@ -187,13 +164,10 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 	return resp.Result, nil, nil
 }
 
-// withEnvelope returns params (a tools/call's mcp.CallToolParams, the map
-// of another request, or nil) as a JSON object with the 2026-07-28
-// per-request _meta merged in: the request's own _meta keys, then the
-// revision, the capabilities (caps: the session's, or with nil the relay's
-// caller's) and mcpflow's clientInfo, which win. It encodes params once;
-// with the session's capabilities and no _meta of the request's own (a
-// plain tool call) the _meta is the session's, encoded once per session.
+// withEnvelope encodes params with the 2026-07-28 _meta merged in: the
+// request's own keys, overridden by the revision, the capabilities (caps,
+// or with nil the relay's caller's) and clientInfo. Without own _meta and
+// with caps the session's _meta, encoded once, is used.
 func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.CallRelay) (json.RawMessage, error) {
 	var own any // the request's own _meta, nil when none
 	switch p := params.(type) {
@@ -251,8 +225,7 @@ func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.C
 	return append(out, '}'), nil
 }
 
-// sessionMeta returns the 2026-07-28 _meta of a request that has none of
-// its own, with the session's capabilities, encoded once.
+// sessionMeta is the session's 2026-07-28 _meta, encoded once.
 func (s *Session) sessionMeta() []byte {
 	s.envOnce.Do(func() {
 		s.envMeta, _ = json.Marshal(map[string]any{

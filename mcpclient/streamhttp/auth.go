@@ -3,9 +3,7 @@ package streamhttp
 import "strings"
 
 // resourceMetadata returns the first non-empty resource_metadata parameter
-// (RFC 9728 §5.1) of the WWW-Authenticate challenges, "" when none has one.
-// The parameter name matches in any case; the value is a token or a quoted
-// string with backslash escapes (an unterminated one is skipped).
+// (RFC 9728 §5.1, any case; token or quoted string) of the challenges.
 func resourceMetadata(challenges []string) string {
 	const name = "resource_metadata"
 	for _, c := range challenges {
@@ -32,8 +30,7 @@ func resourceMetadata(challenges []string) string {
 	return ""
 }
 
-// paramValue reads an auth-param value at the start of s: a quoted string
-// or a token.
+// paramValue reads an auth-param value at the start of s.
 func paramValue(s string) (string, bool) {
 	if !strings.HasPrefix(s, `"`) {
 		end := strings.IndexAny(s, ", \t")

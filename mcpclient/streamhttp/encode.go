@@ -8,9 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 )
 
-// encodeRequest encodes r as a JSON-RPC request in one pass: params that
-// are a json.RawMessage are copied as they are (mcp-go would compact them
-// again), other params are encoded with encoding/json.
+// encodeRequest encodes r in one pass, json.RawMessage params as they are.
 func encodeRequest(r transport.JSONRPCRequest) ([]byte, error) {
 	var params []byte
 	switch p := r.Params.(type) {
@@ -53,9 +51,8 @@ func encodeRequest(r transport.JSONRPCRequest) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendString appends s as a JSON string: quoted as it is when it holds
-// printable ASCII that needs no escape (ids and method names), otherwise
-// as encoding/json writes it.
+// appendString appends s as a JSON string, quoted as it is when it is
+// printable ASCII needing no escape.
 func appendString(b []byte, s string) []byte {
 	plain := !strings.ContainsAny(s, `"\<>&`)
 	for i := 0; plain && i < len(s); i++ {

@@ -7,8 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// message is what the transport reads of a JSON-RPC message: enough to
-// tell a response from a request and a notification, with the result raw.
+// message is what the transport reads of a JSON-RPC message.
 type message struct {
 	hasID  bool // id present and not null
 	method string
@@ -16,12 +15,9 @@ type message struct {
 	err    *mcp.JSONRPCErrorDetails
 }
 
-// decodeMessage reads b, one JSON-RPC message. It validates b once
-// (json.Valid, which allocates nothing) and then finds the top-level
-// members by scanning, so that the result is copied once and nothing else
-// is allocated; only an error member is decoded with encoding/json. A
-// message whose member names carry escapes falls back to encoding/json.
-// Member names match exactly (encoding/json would also take "ID").
+// decodeMessage validates b (json.Valid allocates nothing), then scans for
+// the top-level members so the result is copied once; escaped member
+// names fall back to encoding/json. Names match exactly (not "ID").
 func decodeMessage(b []byte) (message, error) {
 	var m message
 	if !json.Valid(b) {
@@ -64,12 +60,11 @@ func decodeSlow(b []byte) (message, error) {
 	return message{hasID: len(w.ID) > 0 && string(w.ID) != "null", method: w.Method, result: w.Result, err: w.Error}, err
 }
 
-// envelope holds the raw values of a message's top-level members
-// (sub-slices of the message).
+// envelope holds sub-slices of a message's top-level members.
 type envelope struct{ id, method, result, err []byte }
 
-// scanEnvelope finds the top-level members of b, valid JSON. ok is false
-// when b is not an object or a member name holds an escape.
+// scanEnvelope finds the members of b, valid JSON; false for a non-object
+// or an escaped name.
 func scanEnvelope(b []byte) (env envelope, ok bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {

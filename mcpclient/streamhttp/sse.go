@@ -17,28 +17,23 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Reconnection delays of a stream the server ended before the answer
-// (SEP-1699): the default when the server sent no retry field, and the
-// least taken from one, so that a server asking for none is not polled in
-// a tight loop.
+// Reconnection delays of a stream ended before the answer (SEP-1699):
+// without a retry field, and the least taken from one.
 var (
 	defaultRetry = time.Second
 	minRetry     = 10 * time.Millisecond
 )
 
-// sseCursor is what resuming a stream needs: the id of the last event
-// dispatched and the reconnection delay the server asked for.
+// sseCursor is what resuming a stream needs.
 type sseCursor struct {
 	lastID   string
 	retry    time.Duration
 	hasRetry bool
 }
 
-// readStream reads an SSE answer on the caller's goroutine: notifications
-// go to the notification handler, requests to the request handler, and
-// the first response is the answer. A stream the server ends before the
-// answer, after it sent an event id, is resumed with GET (before
-// 2026-07-28).
+// readStream reads an SSE answer on the caller's goroutine, dispatching
+// notifications and requests until the response; a stream ended early
+// after an event id is resumed with GET (before 2026-07-28).
 func (t *Transport) readStream(ctx context.Context, body io.Reader) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	var (
 		cur sseCursor
@@ -79,9 +74,8 @@ func (t *Transport) readStream(ctx context.Context, body io.Reader) (json.RawMes
 	return nil, nil, errors.New("unexpected nil response")
 }
 
-// resume waits the reconnection delay, then reopens the stream with a GET
-// carrying Last-Event-ID and reads it. It reports whether the server ended
-// this stream too.
+// resume reopens the stream after the delay with Last-Event-ID and reads
+// it; it reports whether the server ended this stream too.
 func (t *Transport) resume(ctx context.Context, cur *sseCursor, dispatch func([]byte) bool) (bool, error) {
 	delay := defaultRetry
 	if cur.hasRetry {
@@ -127,10 +121,8 @@ func (t *Transport) notify(data []byte) {
 	h(n)
 }
 
-// serve runs the request handler for a server request on its own
-// goroutine (the handler may wait for a person) under a context of ctx's
-// values that ends with the answer's stream or after handlerTimeout, and
-// posts the response the handler returns.
+// serve runs the request handler on its own goroutine (it may wait for a
+// person), under ctx bounded by handlerTimeout, and posts its response.
 func (t *Transport) serve(ctx context.Context, data []byte) {
 	var req transport.JSONRPCRequest
 	if err := json.Unmarshal(data, &req); err != nil {
@@ -186,14 +178,11 @@ func (t *Transport) respond(ctx context.Context, resp *transport.JSONRPCResponse
 	}
 }
 
-// Readers of SSE streams, shared by every transport of the process.
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
 
-// readSSE reads SSE events from r and hands each event's data to dispatch
-// until dispatch returns true (the answer came: ended is false), the
-// server ends the stream (ended is true) or reading fails (err). An
-// event's id is recorded in cur once the event is dispatched; the retry
-// field too. The data passed to dispatch is valid during the call only.
+// readSSE hands each event's data (valid during the call) to dispatch
+// until it returns true, the stream ends (ended) or reading fails; ids and
+// retry go to cur once their event is dispatched.
 func readSSE(r io.Reader, cur *sseCursor, dispatch func([]byte) bool) (ended bool, err error) {
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(r)
@@ -218,8 +207,7 @@ func readSSE(r io.Reader, cur *sseCursor, dispatch func([]byte) bool) (ended boo
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				// An event the server did not finish is dispatched; its id
-				// is not recorded (resuming repeats it at worst).
+				// An unfinished event is dispatched, its id not recorded.
 				if data.Len() > 0 {
 					dispatch(data.Bytes())
 				}

@@ -20,17 +20,11 @@ import (
 
 // Options configure a Transport. The zero value is usable.
 type Options struct {
-	// HTTPClient sends every request (nil: http.DefaultClient). It should
-	// have no overall Timeout: an SSE answer lasts as long as its call.
+	// HTTPClient sends every request (nil: http.DefaultClient); no Timeout,
+	// an SSE answer lasts as long as its call.
 	HTTPClient *http.Client
-	// Headers returns extra headers for one request, computed from its
-	// context (nil: none). They are set last, so they win over the
-	// transport's own and the request's.
-	Headers transport.HTTPHeaderFunc
-	// Logger receives what the transport cannot return as an error (a
-	// message it cannot read, a server request's answer that failed). Nil
-	// discards.
-	Logger *slog.Logger
+	Headers    transport.HTTPHeaderFunc // per request, set last (they win)
+	Logger     *slog.Logger             // what cannot be returned as an error; nil discards
 }
 
 // Transport is a streamable HTTP client transport to one MCP endpoint. It
@@ -77,16 +71,11 @@ var (
 	hdrAcceptSSE  = []string{"text/event-stream"}
 )
 
-// handlerTimeout bounds the context a server request's handler gets, as
-// mcp-go's transport does.
-const handlerTimeout = 30 * time.Second
-
-// closeTimeout bounds the DELETE that ends the session on Close.
-const closeTimeout = 5 * time.Second
-
-// maxErrorBody bounds the body of a refused request that is read for its
-// JSON-RPC error or quoted in the error.
-const maxErrorBody = 1 << 20
+const (
+	handlerTimeout = 30 * time.Second // a server request handler's context, as mcp-go's
+	closeTimeout   = 5 * time.Second  // the DELETE of Close
+	maxErrorBody   = 1 << 20          // what is read of a refused request's body
+)
 
 // New returns a transport to the MCP endpoint serverURL.
 func New(serverURL string, o Options) (*Transport, error) {
@@ -105,13 +94,11 @@ func New(serverURL string, o Options) (*Transport, error) {
 	return t, nil
 }
 
-// Start does nothing: streamable HTTP needs no connection before the first
-// request. It is part of transport.Interface.
+// Start does nothing: streamable HTTP needs no connection beforehand.
 func (t *Transport) Start(context.Context) error { return nil }
 
-// Close cancels the requests in flight, fails later ones with
-// transport.ErrTransportClosed and, before 2026-07-28, ends the session
-// with DELETE. It always returns nil.
+// Close cancels requests in flight, fails later ones with
+// ErrTransportClosed and, before 2026-07-28, sends DELETE. It returns nil.
 func (t *Transport) Close() error {
 	t.closeOnce.Do(func() {
 		t.close()
@@ -144,8 +131,7 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-// SetProtocolVersion sets the revision sent in Mcp-Protocol-Version ("" =
-// none); mcp-go's client calls it once the revision is negotiated.
+// SetProtocolVersion sets the Mcp-Protocol-Version ("" = none).
 func (t *Transport) SetProtocolVersion(version string) {
 	t.protocol.Store(&protocolHeader{version: version, header: []string{version}, modern: mcp.IsModernProtocol(version)})
 }
@@ -155,52 +141,39 @@ func (t *Transport) modern() bool {
 	return p != nil && p.modern
 }
 
-// GetSessionId returns the session id the server gave (Mcp-Session-Id),
-// "" before initialize, in 2026-07-28 or once the server lost the session.
+// GetSessionId returns the Mcp-Session-Id the server gave ("" when none).
 func (t *Transport) GetSessionId() string { //nolint:revive // the name is transport.Interface's
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.session
 }
 
-// SetNotificationHandler sets the handler of the notifications that arrive
-// on an answer's stream.
+// SetNotificationHandler sets the handler of notifications on a stream.
 func (t *Transport) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
 	t.handlerMu.Lock()
 	defer t.handlerMu.Unlock()
 	t.onNotify = h
 }
 
-// SetRequestHandler sets the handler of the requests that arrive on an
-// answer's stream; a response it returns is posted back to the server.
+// SetRequestHandler sets the handler of requests on a stream; its response
+// is posted back.
 func (t *Transport) SetRequestHandler(h transport.RequestHandler) {
 	t.handlerMu.Lock()
 	defer t.handlerMu.Unlock()
 	t.onRequest = h
 }
 
-// SendRequest sends a JSON-RPC request and returns its answer. The request
-// is encoded once: params that are a json.RawMessage go out as they are.
+// SendRequest sends a request (json.RawMessage params as they are).
 func (t *Transport) SendRequest(ctx context.Context, r transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	body, err := encodeRequest(r)
 	if err != nil {
 		return nil, fmt.Errorf("failed to marshal request: %w", err)
 	}
-	raw, rpc, err := t.send(ctx, r.Method, body, r.Header)
+	raw, rpc, err := t.SendRaw(ctx, r.Method, body, r.Header)
 	if err != nil {
 		return nil, err
 	}
 	return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: r.ID, Result: raw, Error: rpc}, nil
-}
-
-// SendRaw posts body, a JSON-RPC request of method that the caller has
-// encoded, with header's fields (nil: none; Mcp-Method, Mcp-Name,
-// Mcp-Param-* in 2026-07-28), and returns the answer's result as the
-// server wrote it, or the JSON-RPC error it answered with (then result is
-// nil, and err too). body is not copied: the caller must not change it
-// afterwards. Errors are SendRequest's.
-func (t *Transport) SendRaw(ctx context.Context, method string, body []byte, header http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
-	return t.send(ctx, method, body, header)
 }
 
 // SendNotification sends a JSON-RPC notification.
@@ -212,8 +185,7 @@ func (t *Transport) SendNotification(ctx context.Context, n mcp.JSONRPCNotificat
 	return t.post(ctx, body, "notification")
 }
 
-// post sends a message that has no answer (a notification, or the
-// response to a server request) and checks the status.
+// post sends a message that has no answer and checks the status.
 func (t *Transport) post(ctx context.Context, body []byte, what string) error {
 	ctx, cancel, stop := t.bind(ctx)
 	defer stop()
@@ -233,16 +205,15 @@ func (t *Transport) post(ctx context.Context, body []byte, what string) error {
 	return fmt.Errorf("%s failed with status %d: %s", what, resp.StatusCode, b)
 }
 
-// bind returns ctx cancelled also by Close, its cancel, and the function
-// that releases both (no goroutine: Close runs the cancels it registered).
+// bind returns ctx cancelled also by Close (no goroutine), its cancel and
+// a release function.
 func (t *Transport) bind(ctx context.Context) (context.Context, context.CancelFunc, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	unregister := context.AfterFunc(t.closing, cancel)
 	return ctx, cancel, func() { unregister(); cancel() }
 }
 
-// closedOr returns transport.ErrTransportClosed for a failure caused by
-// Close, err otherwise.
+// closedOr returns ErrTransportClosed after Close, else err.
 func (t *Transport) closedOr(err error) error {
 	if t.closing.Err() != nil {
 		return transport.ErrTransportClosed
@@ -250,15 +221,16 @@ func (t *Transport) closedOr(err error) error {
 	return err
 }
 
-// startsConnection reports whether a request of method may go out after
-// the server lost the session: initialize, or server/discover in
-// 2026-07-28.
+// startsConnection reports whether method may go out after the server
+// lost the session: initialize, or server/discover in 2026-07-28.
 func (t *Transport) startsConnection(method string) bool {
 	return method == string(mcp.MethodInitialize) || method == string(mcp.MethodServerDiscover) && t.modern()
 }
 
-// send posts a request and reads its answer, JSON or an SSE stream.
-func (t *Transport) send(ctx context.Context, method string, body []byte, header http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+// SendRaw posts body, an encoded request of method, with header's fields,
+// and returns the result (JSON or SSE answer) as the server wrote it or
+// its JSON-RPC error. body is not copied: do not change it afterwards.
+func (t *Transport) SendRaw(ctx context.Context, method string, body []byte, header http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	if t.closing.Err() != nil {
 		return nil, nil, fmt.Errorf("failed to send request: %w", transport.ErrTransportClosed)
 	}
@@ -272,8 +244,7 @@ func (t *Transport) send(ctx context.Context, method string, body []byte, header
 		}
 		return nil, nil, fmt.Errorf("failed to send request: %w", t.closedOr(err))
 	}
-	// Cancel before closing the body: on HTTP/2 a Close of an unread body
-	// may otherwise wait for the stream.
+	// Cancel first: on HTTP/2 closing an unread body may wait for the stream.
 	defer func() { cancel(); _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
 		return refused(resp, method)
@@ -305,8 +276,7 @@ func (t *Transport) send(ctx context.Context, method string, body []byte, header
 	return raw, rpc, err
 }
 
-// sessionStarted lets requests go out again once a request that starts a
-// connection succeeded and left session in place.
+// sessionStarted lets requests go out again after a successful start.
 func (t *Transport) sessionStarted(session string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -316,8 +286,7 @@ func (t *Transport) sessionStarted(session string) {
 }
 
 // do sends one HTTP request with the transport's headers. After the server
-// lost the session only a request that starts one (starts) goes out; a 404
-// to a request that is not a GET ends the session that request carried.
+// lost the session only starts goes out; a 404 to a non-GET ends it.
 func (t *Transport) do(ctx context.Context, method string, body []byte, accept []string, header http.Header, starts bool) (*http.Response, error) {
 	t.mu.Lock()
 	session, sessHdr, ended := t.session, t.sessHdr, t.ended
@@ -351,9 +320,8 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, accept [
 	req.Header = h
 	if body != nil {
 		req.ContentLength = int64(len(body))
-		// io.NopCloser over a *bytes.Reader: net/http knows it is in memory
-		// and writes headers and body in one syscall (a reader of our own
-		// type made it flush the headers first: two writes per request).
+		// NopCloser over a *bytes.Reader: net/http writes headers and body
+		// in one syscall.
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
@@ -364,7 +332,6 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, accept [
 	if resp.StatusCode == http.StatusNotFound {
 		_ = resp.Body.Close()
 		if method != http.MethodGet && session != "" {
-			// The server no longer knows the session.
 			t.mu.Lock()
 			if t.session == session {
 				t.session, t.sessHdr, t.ended = "", nil, true
@@ -376,8 +343,7 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, accept [
 	return resp, nil
 }
 
-// refused reads the answer of a request the server refused (a status other
-// than 200 and 202).
+// refused reads the answer of a status other than 200 and 202.
 func refused(resp *http.Response, method string) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	if resp.StatusCode == http.StatusUnauthorized {
 		return nil, nil, unauthorized(resp)
@@ -397,8 +363,8 @@ func unauthorized(resp *http.Response) error {
 	return &transport.AuthorizationRequiredError{ResourceMetadataURL: resourceMetadata(resp.Header.Values("WWW-Authenticate"))}
 }
 
-// mediaType returns the media type of a Content-Type value, lower case and
-// without parameters; the two values servers send are compared, not parsed.
+// mediaType returns a Content-Type's media type, lower case; the two
+// common values are compared, not parsed.
 func mediaType(ct string) string {
 	if ct == "application/json" || ct == "text/event-stream" {
 		return ct
@@ -434,10 +400,9 @@ func truncate(b []byte, n int) []byte {
 	return b
 }
 
-// Buffers of answers, shared by every transport of the process.
+// bufferPool holds answer buffers up to maxPooled, for every transport.
 var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// maxPooled is the largest buffer kept for reuse.
 const maxPooled = 1 << 20
 
 func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }

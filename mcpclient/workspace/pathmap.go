@@ -25,16 +25,10 @@ const VirtualRoot = "/mnt/user-data"
 //   - embedded text resource: the URI (whole reference) and the text (free
 //     text); embedded blob resource: the URI.
 //
-// A rewritten URI is the bare virtual path, "/mnt/user-data/<relative>", not
-// a file:// URI, whatever form the server used: the agent only ever sees
-// virtual paths, and the path is not percent-encoded. Images, audio,
-// structured content and everything else are left alone; files are never
-// copied.
-//
-// serverCwd is the stdio server's working directory and resolves relative
-// references; "" means Dir (the default cwd) and a relative serverCwd is made
-// absolute against the process cwd, as exec does. changed is the list from
-// Changed, for the bare-filename rule; nil disables that rule.
+// A rewritten URI is the bare virtual path (not file://, not
+// percent-encoded); other content is left alone and files are never copied.
+// serverCwd resolves relative references ("" means Dir); changed feeds the
+// bare-filename rule (nil disables it).
 func (w *Workspace) TranslateResult(res *mcp.CallToolResult, serverCwd string, changed []string) {
 	if w == nil || res == nil || w.UserData == "" {
 		return

@@ -32,12 +32,9 @@ const wsReservedDir = ".mcp"
 // wsThreadDirs are the directories created under user-data for every thread.
 var wsThreadDirs = []string{"workspace", "uploads", "outputs"}
 
-// Prepare validates the ids with mcpflow.ValidateID (so no id can
-// escape the root: "..", "/", NUL and overlong ids are EInvalid domain
-// errors) and creates the thread's directories: user-data/{workspace,
-// uploads,outputs} and workspace/.mcp/tmp with mode 0700. It is idempotent
-// and safe for concurrent callers. The user-data directory must resolve
-// (symlinks followed) inside the root.
+// Prepare validates the ids (mcpflow.ValidateID: none escapes the root)
+// and creates user-data/{workspace,uploads,outputs} and workspace/.mcp/tmp
+// (0700), idempotently; user-data must resolve inside the root.
 func Prepare(root, userID, threadID string) (*Workspace, error) {
 	key := root + "\x00" + userID + "\x00" + threadID
 	if w := wsPrepared.get(key); w != nil && w.stillIntact() {
@@ -51,14 +48,10 @@ func Prepare(root, userID, threadID string) (*Workspace, error) {
 	return w, nil
 }
 
-// wsPrepared caches prepared workspaces: a call on a known thread checks
-// one directory instead of redoing every mkdir, symlink resolution and
-// chmod; the full preparation still runs every wsRecheckEvery. Only
-// entries younger than that are useful, so older ones are swept, and the
-// cache holds at most wsCacheMax of them.
+// wsPrepared caches prepared workspaces (at most wsCacheMax, younger than
+// wsRecheckEvery): a known thread's call checks one directory only.
 var wsPrepared = &wsCache{m: map[string]*wsCacheEntry{}}
 
-// wsCacheMax bounds the cache of prepared workspaces.
 const wsCacheMax = 1024
 
 type wsCache struct {
@@ -98,16 +91,7 @@ func (c *wsCache) put(key string, w *Workspace) {
 	c.m[key] = &wsCacheEntry{w: w, at: now}
 }
 
-// len returns the number of cached workspaces.
-func (c *wsCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
-}
-
-// fsClockSlack covers the lag of file timestamps behind time.Now (one
-// kernel tick; measured: a file written after time.Now() was stamped
-// earlier than it).
+// fsClockSlack covers the lag of file timestamps behind time.Now (a tick).
 const fsClockSlack = 20 * time.Millisecond
 
 // wsRecheckEvery bounds how long a cached workspace is reused with only the
@@ -119,11 +103,8 @@ type wsCacheEntry struct {
 	at time.Time
 }
 
-// stillIntact reports whether the private temp directory is still a real
-// directory with mode 0700: one system call per call on the hot path. It
-// lies inside .mcp inside Dir, so if either of those went away it went with
-// them; anything else (uploads, outputs, the mode of .mcp) is repaired by
-// the full preparation every wsRecheckEvery.
+// stillIntact reports whether the private temp directory (inside .mcp
+// inside Dir) is still a real 0700 directory: one system call.
 func (w *Workspace) stillIntact() bool {
 	fi, err := os.Lstat(w.TempDir)
 	return err == nil && fi.IsDir() && fi.Mode().Perm() == 0o700
@@ -277,13 +258,7 @@ func walkFiles(dir string, onDir func(path string)) FileSnapshot {
 }
 
 // ChangedSince returns the regular files under Dir (outside .mcp) written
-// since the instant since, as sorted absolute paths: the post-call half of
-// the snapshot diff without a pre-call walk. File times come from the
-// kernel's coarse clock, which lags time.Now by up to a tick, so files
-// stamped up to fsClockSlack before since count too.
-//
-// The files come from the directory's watcher (wsWatches): a call that
-// changed nothing in the workspace reads no directory.
+// since since (less fsClockSlack), sorted, from the directory's watcher.
 func (w *Workspace) ChangedSince(since time.Time) []string {
 	if w == nil || w.Dir == "" {
 		return nil
@@ -298,12 +273,10 @@ func (w *Workspace) ChangedSince(since time.Time) []string {
 	return out
 }
 
-// wsWatches holds a watcher per workspace directory in use, at most
-// wsWatchMax (each holds an inotify descriptor); the least recently used
-// one is closed first.
+// wsWatches holds a watcher (an inotify descriptor) per workspace in use,
+// the least recently used closed beyond wsWatchMax.
 var wsWatches = &wsWatchCache{m: map[string]*wsWatchEntry{}}
 
-// wsWatchMax bounds the workspace watchers.
 const wsWatchMax = 256
 
 type wsWatchCache struct {

@@ -19,4 +19,8 @@ func TestWorkspaceCacheIsBounded(t *testing.T) {
 	require.LessOrEqual(t, wsCacheLen(), wsCacheMax)
 }
 
-func wsCacheLen() int { return wsPrepared.len() }
+func wsCacheLen() int {
+	wsPrepared.mu.Lock()
+	defer wsPrepared.mu.Unlock()
+	return len(wsPrepared.m)
+}

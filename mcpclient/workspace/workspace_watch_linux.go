@@ -9,17 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// wsWatch keeps a workspace directory's file snapshot current without a
-// walk per call: an inotify instance watches every directory of the tree
-// (outside .mcp), and the snapshot is walked again only when an event
-// arrived since the last walk. Events are queued by the kernel inside the
-// write, rename or unlink itself, so draining the queue (non-blocking)
-// after a call's answer arrived sees every change the server made before
-// it answered. A queue overflow, a failed read or a watch that cannot be
-// added means a walk every time (the plain behaviour).
-//
-// Writes through a shared memory mapping raise no inotify event; a file
-// changed only that way is not seen as changed until another event comes.
+// wsWatch keeps a workspace's file snapshot current: inotify watches every
+// directory (outside .mcp) and the tree is walked again only after an
+// event. The kernel queues events inside the write itself, so draining
+// after the answer sees every change made before it; an overflow or a
+// failed watch means a walk every time. (Writes through shared mappings
+// raise no event.)
 type wsWatch struct {
 	dir string
 

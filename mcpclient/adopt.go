@@ -68,10 +68,9 @@ func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry
 // cancelUntracked cancels a remote task nobody will track, on a context of
 // its own (the caller may be gone) that keeps the call's values (the
 // caller's token, for a server whose credential is exchanged per caller):
-// tasks/cancel on the session the call
-// went to, until the task is terminal or gone, up to
-// untrackedCancelAttempts times. It returns the sentence that tells the
-// caller the outcome.
+// tasks/cancel on the session the call went to, until the task is terminal
+// or gone, up to untrackedCancelAttempts times. It returns the sentence
+// that tells the caller the outcome.
 func (r *Runtime) cancelUntracked(ctx context.Context, e *toolEntry, call mcpflow.ToolCall, ta *session.TaskAnswer) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), untrackedCancelBudget)
 	defer cancel()

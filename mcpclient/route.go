@@ -19,9 +19,9 @@ import (
 
 // Run runs op on the session srv's requests for a user's thread go to:
 // stdio through the pooled session of (server, user:thread) in the
-// thread's workspace (pinned for a durable task's remote calls, see
-// route.TaskPin), SSE/HTTP through the shared session with the call's credential
-// headers (OAuth, user_auth for userID, headers_from_context from a
+// thread's workspace (pinned for a durable task's calls, route.TaskPin),
+// SSE/HTTP through the shared session with the call's credential headers
+// (OAuth, user_auth for userID, headers_from_context from a
 // request-scoped ctx, see WithSecrets), or, for a server whose token is
 // exchanged per caller, userID's own session of it. A refused credential
 // is a *credential.CredentialError and op does not run.
@@ -30,8 +30,8 @@ func (r *Runtime) Run(ctx context.Context, srv *config.Server, userID, threadID 
 }
 
 // Call invokes a raw tool on srv for a user's thread through Run, and
-// translates workspace paths in a stdio result. Task activities use it for
-// submit/status/cancel. A refused credential is a *credential.CredentialError.
+// translates workspace paths in a stdio result (taskdriver.Ordinary's
+// calls). A refused credential is a *credential.CredentialError.
 func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
 	var rt *route.Route

@@ -69,10 +69,8 @@ func (rt *Route) Translate(res *mcp.CallToolResult, since time.Time) {
 
 func hasText(res *mcp.CallToolResult) bool {
 	for _, c := range res.Content {
-		if _, ok := c.(mcp.TextContent); ok {
-			return true
-		}
-		if _, ok := c.(*mcp.TextContent); ok {
+		switch c.(type) {
+		case mcp.TextContent, *mcp.TextContent:
 			return true
 		}
 	}

@@ -4,11 +4,11 @@
 // calls, the 2026-07-28 Tasks extension); and Drivers, which hands each
 // task to its driver by its driver data.
 //
-// The drivers reach upstream servers only through what they are given:
-// Ordinary a ToolCaller, Native a SessionRunner (both Runtime.Call and
-// Runtime.Run with the task's server configuration). Each remote call
-// carries a route.TaskPin, by which the Runtime keeps the task's session
-// while the remote task runs. It imports the root domain package and
+// The drivers reach upstream servers only through the function they are
+// given: Ordinary.Call (Runtime.Call) and Native.Run (Runtime.Run), with
+// the task's server configuration. Each remote call carries a
+// route.TaskPin, by which the Runtime keeps the task's session while the
+// remote task runs. It imports the root domain package and
 // mcpclient's route, session, credential and question; it must not import
 // mcpclient (which imports it), store/, workflows/ or activities/.
 package taskdriver

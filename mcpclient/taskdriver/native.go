@@ -21,10 +21,6 @@ import (
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
-// SessionRunner runs op on the session that a server's requests for a
-// user's thread go to: Runtime.Run with the task's server configuration.
-type SessionRunner func(ctx context.Context, server, userID, threadID string, op route.Op) error
-
 // Native implements mcpflow.Driver over native MCP Tasks (protocol
 // 2025-11-25): Submit is a task-augmented tools/call of the tool named by
 // the task's driver data (mcpflow.DriverDataNativeTool) and its remote id
@@ -52,15 +48,13 @@ type SessionRunner func(ctx context.Context, server, userID, threadID string, op
 // Like Ordinary, it pins the task's session while the task runs
 // (route.TaskPin).
 type Native struct {
-	// Run reaches the sessions; it is required.
-	Run SessionRunner
+	// Run runs op on the session a server's requests for a user's thread
+	// go to (Runtime.Run with the task's server configuration); required.
+	Run func(ctx context.Context, server, userID, threadID string, op route.Op) error
 	// Questions holds the questions of input_required tasks
 	// (Runtime.Questions); nil: questions are reported, never answerable.
 	Questions *question.Questions
 }
-
-// nativeFailed is the error of a failed task that says nothing else.
-const nativeFailed = "Remote MCP task failed"
 
 // nativeStatuses are the statuses of the protocol.
 var nativeStatuses = map[mcp.TaskStatus]mcpflow.Status{
@@ -150,8 +144,7 @@ func (d *Native) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow
 		snap = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
 	}
 	pin.Task(t.id, !snap.Status.IsTerminal())
-	data := maps.Clone(req.DriverData)
-	return mcpflow.Submission{RemoteTaskID: t.id, Snapshot: snap, DriverData: data}, nil
+	return mcpflow.Submission{RemoteTaskID: t.id, Snapshot: snap, DriverData: maps.Clone(req.DriverData)}, nil
 }
 
 // modernSubmit is the answer of a 2026-07-28 submit: a task (a
@@ -194,8 +187,8 @@ func (d *Native) adopt(ctx context.Context, req mcpflow.SubmitRequest, remoteID 
 		// The task exists (the server just named it): its first poll
 		// reads what could not be read now.
 		snap = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
-	case gone != nil:
-		snap = *gone
+	case gone.Status != "":
+		snap = gone
 	default:
 		if snap, err = d.snapshot(ctx, ref, t); err != nil {
 			if mcpflow.IsProtocolError(err) {
@@ -259,8 +252,8 @@ func (d *Native) Status(ctx context.Context, r mcpflow.TaskReference) (snap mcpf
 	defer pin.Release()
 	defer func() { pinOutcome(pin, r.RemoteTaskID, snap, err) }()
 	t, gone, err := d.get(ctx, r)
-	if err != nil || gone != nil {
-		return derefSnap(gone), err
+	if err != nil || gone.Status != "" {
+		return gone, err
 	}
 	return d.snapshot(ctx, r, t)
 }
@@ -287,10 +280,10 @@ func (d *Native) Cancel(ctx context.Context, r mcpflow.TaskReference) (snap mcpf
 		// The extension acknowledges a cancel, and -32602 answers one of a
 		// task that ended: tasks/get says where the task is (a cancel that
 		// has not landed yet is retried).
-		var gone *mcpflow.Snapshot
+		var gone mcpflow.Snapshot
 		t, gone, err = d.get(ctx, r)
-		if err != nil || gone != nil {
-			return derefSnap(gone), err
+		if err != nil || gone.Status != "" {
+			return gone, err
 		}
 	case a.rpc != nil:
 		return mcpflow.Snapshot{}, fmt.Errorf("MCP tasks/cancel on server '%s' failed: %s", r.ServerName, rpcText(a.rpc))
@@ -397,37 +390,29 @@ func (d *Native) HoldsQuestion(ref mcpflow.TaskReference) bool {
 	return d.Questions.Waiting(question.Key{Server: ref.ServerName, TaskID: ref.RemoteTaskID}) != nil
 }
 
-func derefSnap(s *mcpflow.Snapshot) mcpflow.Snapshot {
-	if s == nil {
-		return mcpflow.Snapshot{}
-	}
-	return *s
-}
-
 // get sends tasks/get: the task, or the failed snapshot of a task that is
-// gone.
-func (d *Native) get(ctx context.Context, r mcpflow.TaskReference) (nativeTask, *mcpflow.Snapshot, error) {
+// gone (zero otherwise).
+func (d *Native) get(ctx context.Context, r mcpflow.TaskReference) (t nativeTask, gone mcpflow.Snapshot, err error) {
 	modern := false
 	a, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		modern = s.Modern()
 		return s.GetTask(ctx, r.RemoteTaskID, meta)
 	})
 	if err != nil {
-		return nativeTask{}, nil, err
+		return t, gone, err
 	}
 	if a.rpc != nil {
 		if a.rpc.Code == mcp.INVALID_PARAMS {
-			gone := goneSnapshot(ctx, r, a.rpc)
-			return nativeTask{}, &gone, nil
+			return t, goneSnapshot(ctx, r, a.rpc), nil
 		}
-		return nativeTask{}, nil, fmt.Errorf("MCP tasks/get on server '%s' failed: %s", r.ServerName, rpcText(a.rpc))
+		return t, gone, fmt.Errorf("MCP tasks/get on server '%s' failed: %s", r.ServerName, rpcText(a.rpc))
 	}
-	t, err := parseNativeTask(a.raw, "tasks/get", r.ServerName)
+	t, err = parseNativeTask(a.raw, "tasks/get", r.ServerName)
 	if err == nil {
 		err = t.matches(r.RemoteTaskID)
 	}
 	t.modern = modern
-	return t, nil, err
+	return t, gone, err
 }
 
 // snapshot maps t; a completed or failed task is read with tasks/result.
@@ -437,8 +422,7 @@ func (d *Native) snapshot(ctx context.Context, r mcpflow.TaskReference, t native
 	case mcp.TaskStatusWorking:
 		s.PollAfterSeconds = t.pollAfter
 		if t.message != "" {
-			m := t.message
-			s.Message = &m
+			s.Message = &t.message
 		}
 	case mcp.TaskStatusInputRequired:
 		s.PollAfterSeconds = t.pollAfter
@@ -468,8 +452,7 @@ func (d *Native) snapshot(ctx context.Context, r mcpflow.TaskReference, t native
 		}
 	case mcp.TaskStatusCancelled:
 		if t.message != "" {
-			msg := t.message
-			s.Error = &msg
+			s.Error = &t.message
 		}
 	default:
 		var err error
@@ -518,7 +501,7 @@ func (d *Native) result(ctx context.Context, r mcpflow.TaskReference, t nativeTa
 }
 
 // request runs send on the session of r (a task's own shared session
-// while it lives, see taskPin). A JSON-RPC error the server answered with
+// while it lives, see route.TaskPin). A JSON-RPC error the server answered with
 // is part of the answer and never retires the session, unless it says the
 // server does not know the session (Session.taskRequest).
 func (d *Native) request(ctx context.Context, r mcpflow.TaskReference, send nativeSend) (nativeAnswer, error) {
@@ -531,10 +514,7 @@ func (d *Native) request(ctx context.Context, r mcpflow.TaskReference, send nati
 		a = nativeAnswer{raw: raw, rpc: rpc, route: rt}
 		return err
 	})
-	if err != nil {
-		return nativeAnswer{}, err
-	}
-	return a, nil
+	return a, err
 }
 
 // goneSnapshot is the failed snapshot of an upstream task the server no
@@ -556,7 +536,7 @@ func goneSnapshot(ctx context.Context, r mcpflow.TaskReference, rpc *mcp.JSONRPC
 
 // failedSnapshot is a failed snapshot with the first non-blank text.
 func failedSnapshot(texts ...string) mcpflow.Snapshot {
-	msg := nativeFailed
+	msg := "Remote MCP task failed" // when it says nothing else
 	for _, t := range texts {
 		if t = strings.TrimSpace(t); t != "" {
 			msg = t
@@ -596,9 +576,7 @@ func resultValue(res *mcp.CallToolResult) (v any, structured bool, err error) {
 			return nil, false, err
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	if err := mcpflow.DecodeExact(raw, &v); err != nil {
 		return nil, false, fmt.Errorf("structuredContent is not valid JSON: %w", err)
 	}
 	return v, structured, nil
@@ -641,9 +619,7 @@ func (t nativeTask) question() (string, map[string]any, bool) {
 				RequestedSchema map[string]any `json:"requestedSchema"`
 			} `json:"params"`
 		}
-		dec := json.NewDecoder(bytes.NewReader(t.inputRequests[key]))
-		dec.UseNumber()
-		if dec.Decode(&req) != nil || req.Method != string(mcp.MethodElicitationCreate) || (req.Params.Mode != "" && req.Params.Mode != "form") {
+		if mcpflow.DecodeExact(t.inputRequests[key], &req) != nil || req.Method != string(mcp.MethodElicitationCreate) || (req.Params.Mode != "" && req.Params.Mode != "form") {
 			continue
 		}
 		q := map[string]any{"message": req.Params.Message}

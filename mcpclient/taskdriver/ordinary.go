@@ -19,9 +19,6 @@ import (
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
-// ToolCaller calls one raw MCP tool on a server for a user's thread.
-type ToolCaller func(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error)
-
 // Ordinary implements mcpflow.Driver over a server's submit, status
 // and cancel tools (spec §2.3), whose raw names come from the task's driver
 // data. It reads only structuredContent; text content is never parsed as
@@ -40,8 +37,9 @@ type ToolCaller func(ctx context.Context, server, tool, userID, threadID string,
 // "MCP task tool '<tool>' returned an error[: <detail>]"; an error of Call is
 // returned wrapped (transient) unless it is a protocol error already.
 type Ordinary struct {
-	// Call calls a raw tool; it is required.
-	Call ToolCaller
+	// Call calls a raw MCP tool on a server for a user's thread
+	// (Runtime.Call with the task's server configuration); required.
+	Call func(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error)
 }
 
 const (
@@ -127,7 +125,6 @@ func (d *Ordinary) Status(ctx context.Context, ref mcpflow.TaskReference) (snap 
 	if err != nil {
 		return mcpflow.Snapshot{}, err
 	}
-	taskID, status, result, artifact, errText := c.taskID, c.status, c.result, c.artifact, c.errText
 	errCode, err := p.optString("error_code")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
@@ -146,26 +143,26 @@ func (d *Ordinary) Status(ctx context.Context, ref mcpflow.TaskReference) (snap 
 	if err != nil {
 		return mcpflow.Snapshot{}, err
 	}
-	if err := p.matches(taskID, ref.RemoteTaskID); err != nil {
+	if err := p.matches(c.taskID, ref.RemoteTaskID); err != nil {
 		return mcpflow.Snapshot{}, err
 	}
 	if errCode != nil && *errCode == drvErrorCodeTaskNotFound {
 		msg := drvTaskNotFound
-		if errText != nil && *errText != "" {
-			msg = *errText
+		if c.errText != nil && *c.errText != "" {
+			msg = *c.errText
 		}
 		return p.snapshot(mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg})
 	}
-	if status == mcpflow.StatusInputRequired && input == nil {
+	if c.status == mcpflow.StatusInputRequired && input == nil {
 		return mcpflow.Snapshot{}, p.invalid("input_required is required when status is 'input_required'")
 	}
 	return p.snapshot(mcpflow.Snapshot{
-		Status:           status,
-		Result:           result,
-		ResultArtifact:   artifact,
-		Error:            errText,
+		Status:           c.status,
+		Result:           c.result,
+		ResultArtifact:   c.artifact,
+		Error:            c.errText,
 		InputRequired:    input,
-		InputAnswerable:  status == mcpflow.StatusInputRequired && hasInputTool(ref.DriverData),
+		InputAnswerable:  c.status == mcpflow.StatusInputRequired && hasInputTool(ref.DriverData),
 		PollAfterSeconds: hint,
 		Message:          message,
 	})
@@ -303,7 +300,7 @@ func (d *Ordinary) callRef(ctx context.Context, ref mcpflow.TaskReference, role 
 	if c.status, err = p.status(statuses, allowed); err != nil {
 		return nil, c, err
 	}
-	c.result = p.result()
+	c.result = p.fields["result"] // optional, any JSON; null is absent
 	if c.artifact, err = p.artifact(); err != nil {
 		return nil, c, err
 	}
@@ -447,9 +444,6 @@ func (p *drvPayload) status(allowed map[string]mcpflow.Status, expected string) 
 	}
 	return st, nil
 }
-
-// result returns the optional result, any JSON; null is absent.
-func (p *drvPayload) result() any { return p.fields["result"] }
 
 // artifact reads the optional result_artifact {uri, mime_type}; extra keys
 // are ignored.

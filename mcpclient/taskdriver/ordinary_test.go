@@ -25,7 +25,7 @@ type drvCall struct {
 	Args                           map[string]any
 }
 
-// drvFake is a scripted ToolCaller: it answers each call with the next
+// drvFake is a scripted Ordinary.Call: it answers each call with the next
 // result (or error) and records what it was asked. It stands in for the
 // remote server only to inject payloads a real server would not send.
 type drvFake struct {

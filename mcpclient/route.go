@@ -133,19 +133,21 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 	}
 	rt := route.New(nil, nil, "")
 	tp := route.PinFrom(ctx)
+	task := tp.SharedTask()
 	var s *sharedSession
-	if task := tp.SharedTask(); task != "" {
+	if task != "" {
 		// A native task's call goes to the session the task was started
 		// on while it lives: the upstream may know the task there only.
 		s = r.acquireTaskShared(srv.Name, task)
 	}
+	moved := s == nil && task != ""
 	if s == nil {
 		if s, err = r.acquireShared(ctx, srv, fp, userID, own, mcpflow.CallerToken(ctx) != ""); err != nil {
 			return err
 		}
-		tp.BindShared(taskSession{r, s}, tp.SharedTask() != "")
-	} else {
-		tp.BindShared(taskSession{r, s}, false)
+	}
+	if tp != nil { // a durable task's call (no allocation for the others)
+		tp.BindShared(taskSession{r, s}, moved)
 	}
 	defer r.releaseShared(s)
 	err = op(credential.WithCallHeaders(ctx, headers), s.sess, rt)

@@ -9,7 +9,9 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
+	"github.com/mcpflow/mcpflow/mcpclient/taskdriver"
 )
 
 // Cancelling a remote task that nothing tracks: attempts, the wait before
@@ -66,14 +68,13 @@ func (r *Runtime) adopt(ctx context.Context, call mcpflow.ToolCall, e *toolEntry
 // cancelUntracked cancels a remote task nobody will track, on a context of
 // its own (the caller may be gone) that keeps the call's values (the
 // caller's token, for a server whose credential is exchanged per caller):
-// tasks/cancel on the session the call
-// went to, until the task is terminal or gone, up to
-// untrackedCancelAttempts times. It returns the sentence that tells the
-// caller the outcome.
+// tasks/cancel on the session the call went to, until the task is terminal
+// or gone, up to untrackedCancelAttempts times. It returns the sentence
+// that tells the caller the outcome.
 func (r *Runtime) cancelUntracked(ctx context.Context, e *toolEntry, call mcpflow.ToolCall, ta *session.TaskAnswer) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), untrackedCancelBudget)
 	defer cancel()
-	d := &NativeDriver{Run: func(ctx context.Context, _, userID, threadID string, op SessionOp) error {
+	d := &taskdriver.Native{Run: func(ctx context.Context, _, userID, threadID string, op route.Op) error {
 		return r.run(ctx, e.server, e.config, userID, threadID, op)
 	}}
 	ref := mcpflow.TaskReference{ServerName: e.server.Name, UserID: call.UserID, ThreadID: call.ThreadID, RemoteTaskID: ta.TaskID}

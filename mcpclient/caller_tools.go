@@ -15,6 +15,7 @@ import (
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/internal/lru"
 	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
@@ -215,7 +216,7 @@ func (r *Runtime) listAsCaller(srv *config.Server, userID, token string) ([]mcp.
 	ctx, cancel := context.WithTimeout(mcpflow.WithCallerToken(r.ctx, token), bound)
 	defer cancel()
 	var tools []mcp.Tool
-	err := r.run(ctx, srv, connFingerprint(*srv), userID, "", func(ctx context.Context, s *session.Session, _ *Route) error {
+	err := r.run(ctx, srv, connFingerprint(*srv), userID, "", func(ctx context.Context, s *session.Session, _ *route.Route) error {
 		var err error
 		tools, err = s.ListTools(ctx)
 		return err

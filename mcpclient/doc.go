@@ -3,14 +3,16 @@
 // cache, per-caller listings, retries of servers that are down, routing
 // hints), routes each call to its session (route.go: the pooled stdio
 // session of a user's thread, or a shared SSE/HTTP session), and holds the
-// ordinary and native task drivers and the built-in task tools.
+// built-in task tools.
 //
 // Its rooms below it, each with one job: session (a session and its
 // transports, the stdio pool), credential (OAuth, token exchange, the
-// headers of a call), question (the questions of native tasks) and
-// workspace (a thread's files and path translation). They import none of
-// mcpclient; mcpclient imports the root domain package, config/ and them,
-// and must not import api/, store/, workflows/, activities/ or worker/.
+// headers of a call), question (the questions of native tasks), workspace
+// (a thread's files and path translation), route (a call's route and a
+// durable task's pin on its session) and taskdriver (the ordinary and
+// native task drivers). They import none of mcpclient; mcpclient imports
+// the root domain package, config/ and them, and must not import api/,
+// store/, workflows/, activities/ or worker/.
 //
 // SSE/HTTP servers have one shared session per process, except a server
 // whose credential is exchanged per caller (RFC 8693): one session per

@@ -14,7 +14,8 @@ import (
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
-	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
+	"github.com/mcpflow/mcpflow/mcpclient/taskdriver"
 )
 
 // nativeBundle drives a real mcp-go task server (internal/testsupport/tasksrv) through
@@ -35,14 +36,14 @@ func newNative(t *testing.T) *nativeBundle {
 func newNativeOn(t *testing.T, srv *tasksrv.Server) *nativeBundle {
 	t.Helper()
 	b := newRuntime(t, doc{"mcpServers": doc{"tasks": doc{"type": "http", "url": srv.URL, "tool_call_timeout": 20}}})
-	native := &mcpclient.NativeDriver{Run: func(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {
+	native := &taskdriver.Native{Run: func(ctx context.Context, server, userID, threadID string, op route.Op) error {
 		s, err := b.rt.Server(ctx, server)
 		if err != nil {
 			return err
 		}
 		return b.rt.Run(ctx, s, userID, threadID, op)
 	}}
-	return &nativeBundle{srv: srv, b: b, d: &mcpclient.Drivers{Native: native}}
+	return &nativeBundle{srv: srv, b: b, d: &taskdriver.Drivers{Native: native}}
 }
 
 func nativeCtx(t *testing.T) context.Context {
@@ -370,17 +371,6 @@ func TestNativeDriverBeforeSend(t *testing.T) {
 	require.Equal(t, 1, n.srv.Count("tools/call"))
 }
 
-// TestDriversRouter pins the dispatch on driver data.
-func TestDriversRouter(t *testing.T) {
-	t.Parallel()
-	ctx := nativeCtx(t)
-	_, err := (&mcpclient.Drivers{}).Status(ctx, mcpflow.TaskReference{DriverData: map[string]string{mcpflow.DriverDataNativeTool: "x"}})
-	require.True(t, mcpflow.IsProtocolError(err))
-	require.ErrorContains(t, err, "no native MCP task driver")
-	_, err = (&mcpclient.Drivers{}).Cancel(ctx, mcpflow.TaskReference{DriverData: map[string]string{mcpflow.DriverDataStatusTool: "s"}})
-	require.ErrorContains(t, err, "no ordinary MCP task driver")
-}
-
 // TestNativeDriverReferenceServer drives server-everything's native task
 // tool over stdio: the pooled session of the task's thread stays pinned
 // while the task runs, the server's pollInterval (1 s) is the hint, and
@@ -389,7 +379,7 @@ func TestNativeDriverReferenceServer(t *testing.T) {
 	t.Parallel()
 	entry := testenv.EverythingEntry(t)
 	b := newRuntime(t, doc{"mcpServers": doc{"ever": doc{"type": "stdio", "command": "node", "args": []string{entry, "stdio"}}}})
-	n := &nativeBundle{b: b, d: &mcpclient.NativeDriver{Run: func(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {
+	n := &nativeBundle{b: b, d: &taskdriver.Native{Run: func(ctx context.Context, server, userID, threadID string, op route.Op) error {
 		s, err := b.rt.Server(ctx, server)
 		if err != nil {
 			return err
@@ -427,7 +417,7 @@ func TestNativeDriverStdioTranslation(t *testing.T) {
 	t.Parallel()
 	bin := testenv.Binary(t, "./internal/testsupport/tasksrv/cmd/tasksrv")
 	b := newRuntime(t, doc{"mcpServers": doc{"local": doc{"type": "stdio", "command": bin}}})
-	n := &nativeBundle{b: b, d: &mcpclient.NativeDriver{Run: func(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {
+	n := &nativeBundle{b: b, d: &taskdriver.Native{Run: func(ctx context.Context, server, userID, threadID string, op route.Op) error {
 		s, err := b.rt.Server(ctx, server)
 		if err != nil {
 			return err

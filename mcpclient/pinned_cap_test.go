@@ -10,6 +10,8 @@ import (
 	"github.com/mcpflow/mcpflow/internal/testsupport/tasksrv"
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
+	"github.com/mcpflow/mcpflow/mcpclient/taskdriver"
 )
 
 // TestPinnedSessionsPerUser: one user's running durable tasks on a stdio
@@ -22,7 +24,7 @@ func TestPinnedSessionsPerUser(t *testing.T) {
 	bin := testenv.Binary(t, "./internal/testsupport/tasksrv/cmd/tasksrv")
 	b := newRuntime(t, doc{"mcpServers": doc{"local": doc{"type": "stdio", "command": bin}}},
 		func(o *mcpclient.Options) { o.MaxPinnedPerUser = 2 })
-	n := &nativeBundle{b: b, d: &mcpclient.NativeDriver{Run: func(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {
+	n := &nativeBundle{b: b, d: &taskdriver.Native{Run: func(ctx context.Context, server, userID, threadID string, op route.Op) error {
 		s, err := b.rt.Server(ctx, server)
 		if err != nil {
 			return err

@@ -2,102 +2,50 @@ package mcpclient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 	"github.com/mcpflow/mcpflow/mcpclient/workspace"
 )
 
-// Route is how one operation reached its session: the pooled stdio session
-// of (server, user:thread), running in the thread's workspace, or the
-// shared session of an SSE/HTTP server with the call's credential headers.
-// It carries what requests on that route add and what their results need.
-type Route struct {
-	meta      map[string]any       // _meta of a stdio request (the OAuth header); nil otherwise
-	ws        *workspace.Workspace // the thread's workspace (stdio only)
-	serverCwd string               // the stdio server's working directory
-	started   time.Time            // when the operation was routed
-}
-
-// Meta returns the _meta every request on the route carries: on a stdio
-// route of a server with an oauth block {"headers": {"Authorization": …}},
-// nil otherwise. The caller may change the copy.
-func (rt *Route) Meta() map[string]any {
-	if rt == nil || rt.meta == nil {
-		return nil
-	}
-	return maps.Clone(rt.meta)
-}
-
-// Started returns when the operation was routed (zero for a nil route).
-func (rt *Route) Started() time.Time {
-	if rt == nil {
-		return time.Time{}
-	}
-	return rt.started
-}
-
-// Translate rewrites, in place, the workspace paths in res's content to
-// what the agent sees (/mnt/user-data/…, see workspace.Workspace.TranslateResult) on
-// a stdio route; on other routes it does nothing. Files written since
-// since count as the result's new files for the bare-filename rule (a zero
-// since disables that rule).
-func (rt *Route) Translate(res *mcp.CallToolResult, since time.Time) {
-	if rt == nil || rt.ws == nil || res == nil {
-		return
-	}
-	var changed []string
-	if !since.IsZero() && hasText(res) {
-		changed = rt.ws.ChangedSince(since)
-	}
-	rt.ws.TranslateResult(res, rt.serverCwd, changed)
-}
-
-// SessionOp is one operation on the session a call was routed to. ctx
-// carries the route's per-request credentials; an error it returns decides
-// what happens to the session (a disconnect evicts a pooled session, an
-// upstream failure retires a shared one), so an answer the server gave
-// (a JSON-RPC error, a malformed result) must be handed back otherwise.
-type SessionOp func(ctx context.Context, s *session.Session, rt *Route) error
-
 // Run runs op on the session srv's requests for a user's thread go to:
 // stdio through the pooled session of (server, user:thread) in the
-// thread's workspace (pinned for a durable task's remote calls, see
-// taskPin), SSE/HTTP through the shared session with the call's credential
-// headers (OAuth, user_auth for userID, headers_from_context from a
+// thread's workspace (pinned for a durable task's calls, route.TaskPin),
+// SSE/HTTP through the shared session with the call's credential headers
+// (OAuth, user_auth for userID, headers_from_context from a
 // request-scoped ctx, see WithSecrets), or, for a server whose token is
 // exchanged per caller, userID's own session of it. A refused credential
 // is a *credential.CredentialError and op does not run.
-func (r *Runtime) Run(ctx context.Context, srv *config.Server, userID, threadID string, op SessionOp) error {
+func (r *Runtime) Run(ctx context.Context, srv *config.Server, userID, threadID string, op route.Op) error {
 	return r.run(ctx, srv, connFingerprint(*srv), userID, threadID, op)
 }
 
 // Call invokes a raw tool on srv for a user's thread through Run, and
-// translates workspace paths in a stdio result. Task activities use it for
-// submit/status/cancel. A refused credential is a *credential.CredentialError.
+// translates workspace paths in a stdio result (taskdriver.Ordinary's
+// calls). A refused credential is a *credential.CredentialError.
 func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
-	var route *Route
-	err := r.run(ctx, srv, connFingerprint(*srv), userID, threadID, func(ctx context.Context, s *session.Session, rt *Route) error {
+	var rt *route.Route
+	err := r.run(ctx, srv, connFingerprint(*srv), userID, threadID, func(ctx context.Context, s *session.Session, on *route.Route) error {
 		var err error
-		res, err = s.CallTool(ctx, tool, args, rt.Meta())
-		route = rt
+		res, err = s.CallTool(ctx, tool, args, on.Meta())
+		rt = on
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	// Files this call wrote are stamped after it started.
-	route.Translate(res, route.Started())
+	rt.Translate(res, rt.Started())
 	return res, nil
 }
 
@@ -107,25 +55,25 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 // through with one light decode (readResult).
 func (r *Runtime) callResult(ctx context.Context, srv *config.Server, fp, tool, userID, threadID string, args any) (*mcpflow.ToolResult, error) {
 	var raw json.RawMessage
-	var route *Route
+	var rt *route.Route
 	var sess *session.Session
-	err := r.run(ctx, srv, fp, userID, threadID, func(ctx context.Context, s *session.Session, rt *Route) error {
+	err := r.run(ctx, srv, fp, userID, threadID, func(ctx context.Context, s *session.Session, on *route.Route) error {
 		var err error
-		raw, err = s.CallToolRaw(ctx, tool, args, rt.Meta())
-		route, sess = rt, s
+		raw, err = s.CallToolRaw(ctx, tool, args, on.Meta())
+		rt, sess = on, s
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if route.ws == nil {
+	if !rt.Stdio() {
 		return readResult(raw, func(err error) error { return sess.Unreadable(tool, err) })
 	}
 	res, err := mcp.ParseCallToolResult(&raw)
 	if err != nil {
 		return nil, sess.Unreadable(tool, err)
 	}
-	route.Translate(res, route.Started())
+	rt.Translate(res, rt.Started())
 	return ConvertResult(res)
 }
 
@@ -156,7 +104,7 @@ func readResult(raw json.RawMessage, unreadable func(error) error) (*mcpflow.Too
 }
 
 // run is Run with the fingerprint of srv's connection settings.
-func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threadID string, op SessionOp) error {
+func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threadID string, op route.Op) error {
 	if srv.Type == config.TransportStdio {
 		meta, err := r.creds.StdioMeta(srv)
 		if err != nil {
@@ -166,19 +114,16 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		if err != nil {
 			return err
 		}
-		rt := &Route{meta: meta, ws: ws, serverCwd: ws.Dir, started: time.Now()}
-		if srv.Cwd != "" {
-			rt.serverCwd = srv.Cwd
-		}
+		rt := route.New(meta, ws, cmp.Or(srv.Cwd, ws.Dir))
 		key := session.PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
 		dial := func(dctx context.Context) (*session.Session, error) {
 			return r.dial(dctx, srv, fp, session.DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions})
 		}
-		if tp := taskPinFrom(ctx); tp != nil {
+		if tp := route.PinFrom(ctx); tp != nil {
 			if err := r.checkPinned(tp, key, userID); err != nil {
 				return err
 			}
-			tp.hold(r.pool, key)
+			tp.Hold(r.pool, key)
 		}
 		return r.pool.Run(ctx, key, fp, dial, func(s *session.Session) error { return op(ctx, s, rt) })
 	}
@@ -186,21 +131,23 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 	if err != nil {
 		return err
 	}
-	rt := &Route{started: time.Now()}
-	tp := taskPinFrom(ctx)
+	rt := route.New(nil, nil, "")
+	tp := route.PinFrom(ctx)
+	task := tp.SharedTask()
 	var s *sharedSession
-	if task := tp.sharedTask(); task != "" {
+	if task != "" {
 		// A native task's call goes to the session the task was started
 		// on while it lives: the upstream may know the task there only.
 		s = r.acquireTaskShared(srv.Name, task)
 	}
+	moved := s == nil && task != ""
 	if s == nil {
 		if s, err = r.acquireShared(ctx, srv, fp, userID, own, mcpflow.CallerToken(ctx) != ""); err != nil {
 			return err
 		}
-		tp.bindShared(r, srv.Name, s, tp.sharedTask() != "")
-	} else {
-		tp.bindShared(r, srv.Name, s, false)
+	}
+	if tp != nil { // a durable task's call (no allocation for the others)
+		tp.BindShared(taskSession{r, s}, moved)
 	}
 	defer r.releaseShared(s)
 	err = op(credential.WithCallHeaders(ctx, headers), s.sess, rt)
@@ -210,25 +157,13 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 	return err
 }
 
-func hasText(res *mcp.CallToolResult) bool {
-	for _, c := range res.Content {
-		if _, ok := c.(mcp.TextContent); ok {
-			return true
-		}
-		if _, ok := c.(*mcp.TextContent); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // checkPinned refuses the submit of a durable task on a stdio session that
 // would make userID hold more than MaxPinnedPerUser sessions pinned by
 // running tasks (ETooMany); a session the user pins already (another task
 // of the same thread) costs nothing more.
-func (r *Runtime) checkPinned(tp *taskPin, key session.PoolKey, userID string) error {
+func (r *Runtime) checkPinned(tp *route.TaskPin, key session.PoolKey, userID string) error {
 	max := r.opts.MaxPinnedPerUser
-	if max <= 0 || !tp.submit {
+	if max <= 0 || !tp.Submit() {
 		return nil
 	}
 	if n := r.pool.PinnedScopes(userID+":", key); n >= max && !r.pool.Pinned(key) {

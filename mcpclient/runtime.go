@@ -197,8 +197,8 @@ func NewRuntime(o Options) *Runtime {
 }
 
 // Questions returns the runtime's questions of native MCP tasks: its
-// sessions hand them the elicitations servers send, NativeDriver reads and
-// answers them.
+// sessions hand them the elicitations servers send, taskdriver.Native
+// reads and answers them.
 func (r *Runtime) Questions() *question.Questions { return r.questions }
 
 // ExtensionsPath returns the extensions_config.json the runtime watches.

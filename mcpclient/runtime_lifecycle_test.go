@@ -16,6 +16,7 @@ import (
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/taskdriver"
 )
 
 // Session lifecycle across configuration changes, durable tasks and
@@ -110,14 +111,14 @@ func TestRuntimeConfigChangeLetsCallsFinish(t *testing.T) {
 
 // taskDriver is the ordinary task driver over the runtime, as a worker
 // wires it: remote calls with the server configuration frozen at start-up.
-func taskDriver(t *testing.T, b *rtBundle, server doc) *mcpclient.OrdinaryDriver {
+func taskDriver(t *testing.T, b *rtBundle, server doc) *taskdriver.Ordinary {
 	t.Helper()
 	data, err := json.Marshal(doc{"mcpServers": doc{"demo": server}})
 	require.NoError(t, err)
 	ext, err := config.ParseExtensions(data, "start-up", nil)
 	require.NoError(t, err)
 	frozen := ext.Servers[0]
-	return &mcpclient.OrdinaryDriver{Call: func(ctx context.Context, _, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
+	return &taskdriver.Ordinary{Call: func(ctx context.Context, _, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
 		return b.rt.Call(ctx, &frozen, tool, userID, threadID, args)
 	}}
 }

@@ -271,14 +271,21 @@ func (r *Runtime) acquireTaskShared(server, taskID string) *sharedSession {
 	return s
 }
 
-// pinTaskShared keeps s, the session the native task taskID of server runs
-// on, open for the task's later requests while the task runs, even once a
-// new session replaced it for other calls: an upstream may keep its tasks
-// per session.
-func (r *Runtime) pinTaskShared(server, taskID string, s *sharedSession) {
+// taskSession is the shared session s a native task's call ran on, lent
+// to the task's route.TaskPin.
+type taskSession struct {
+	r *Runtime
+	s *sharedSession
+}
+
+// PinTask keeps s open for the task's later requests while the task runs,
+// even once a new session replaced it for other calls: an upstream may
+// keep its tasks per session.
+func (t taskSession) PinTask(taskID string) {
+	r, s := t.r, t.s
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := taskSharedKey{server, taskID}
+	key := taskSharedKey{s.server, taskID}
 	if old := r.taskShared[key]; old == s {
 		return
 	} else if old != nil {
@@ -294,11 +301,11 @@ func (r *Runtime) pinTaskShared(server, taskID string, s *sharedSession) {
 	s.pins++
 }
 
-// unpinTaskShared ends the pin of the native task taskID of server.
-func (r *Runtime) unpinTaskShared(server, taskID string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.unpinTaskLocked(taskSharedKey{server, taskID})
+// UnpinTask ends the pin of the native task taskID.
+func (t taskSession) UnpinTask(taskID string) {
+	t.r.mu.Lock()
+	defer t.r.mu.Unlock()
+	t.r.unpinTaskLocked(taskSharedKey{t.s.server, taskID})
 }
 
 func (r *Runtime) unpinTaskLocked(key taskSharedKey) {
@@ -313,11 +320,12 @@ func (r *Runtime) unpinTaskLocked(key taskSharedKey) {
 	}
 }
 
-// noteTasksForgotten records, once per server and process, that server
-// did not know a native task after the session the task was started on
-// ended: it keeps its tasks per session, so its native tasks do not
-// survive a reconnect.
-func (r *Runtime) noteTasksForgotten(server string) {
+// Forgotten records, once per server and process, that the server did not
+// know a native task after the session the task was started on ended: it
+// keeps its tasks per session, so its native tasks do not survive a
+// reconnect.
+func (t taskSession) Forgotten() {
+	r, server := t.r, t.s.server
 	r.mu.Lock()
 	first := !r.forgetful[server]
 	r.forgetful[server] = true

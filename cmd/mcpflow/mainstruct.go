@@ -25,6 +25,8 @@ import (
 	"github.com/mcpflow/mcpflow/api"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/mcpclient"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
+	"github.com/mcpflow/mcpflow/mcpclient/taskdriver"
 	"github.com/mcpflow/mcpflow/mcpserver"
 	"github.com/mcpflow/mcpflow/store"
 	"github.com/mcpflow/mcpflow/worker"
@@ -370,9 +372,9 @@ func (m *Main) startWorker() {
 	m.workerCtx = cancel
 	m.workerDone = make(chan struct{})
 	pinnedQueue := m.Config.Temporal.TaskQueue + "@" + processID()
-	drivers := &mcpclient.Drivers{
-		Ordinary: &mcpclient.OrdinaryDriver{Call: m.callTaskTool},
-		Native:   &mcpclient.NativeDriver{Run: m.runTaskSession, Questions: m.MCP.Questions()},
+	drivers := &taskdriver.Drivers{
+		Ordinary: &taskdriver.Ordinary{Call: m.callTaskTool},
+		Native:   &taskdriver.Native{Run: m.runTaskSession, Questions: m.MCP.Questions()},
 	}
 	acts := &activities.Activities{Driver: drivers, Tasks: m.DB, Threads: m.DB, Events: m.DB,
 		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue, Heartbeats: m.Temporal, Reports: m.Temporal}
@@ -650,7 +652,7 @@ func (m *Main) callTaskTool(ctx context.Context, server, tool, userID, threadID 
 // server is a task server (native_tasks), else with its current
 // configuration (a tool whose taskSupport is "required" is durable on any
 // server; set native_tasks: true to freeze such a server too).
-func (m *Main) runTaskSession(ctx context.Context, server, userID, threadID string, op mcpclient.SessionOp) error {
+func (m *Main) runTaskSession(ctx context.Context, server, userID, threadID string, op route.Op) error {
 	srv, ok := m.taskServers[server]
 	if !ok {
 		cur, err := m.MCP.Server(ctx, server)

@@ -1,4 +1,4 @@
-package mcpclient
+package taskdriver
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type drvCall struct {
 	Args                           map[string]any
 }
 
-// drvFake is a scripted ToolCaller: it answers each call with the next
+// drvFake is a scripted Ordinary.Call: it answers each call with the next
 // result (or error) and records what it was asked. It stands in for the
 // remote server only to inject payloads a real server would not send.
 type drvFake struct {
@@ -48,9 +48,9 @@ func (f *drvFake) call(_ context.Context, server, tool, userID, threadID string,
 }
 
 // drvDriver returns a driver over a fake answering results in order.
-func drvDriver(results ...*mcp.CallToolResult) (*OrdinaryDriver, *drvFake) {
+func drvDriver(results ...*mcp.CallToolResult) (*Ordinary, *drvFake) {
 	f := &drvFake{results: results}
-	return &OrdinaryDriver{Call: f.call}, f
+	return &Ordinary{Call: f.call}, f
 }
 
 // drvRaw is a result whose structuredContent arrives as wire JSON, as mcp-go
@@ -248,11 +248,11 @@ func TestOrdinaryDriverIsError(t *testing.T) {
 	}
 	roles := []struct {
 		tool string
-		call func(d *OrdinaryDriver) error
+		call func(d *Ordinary) error
 	}{
-		{"start_report", func(d *OrdinaryDriver) error { _, err := d.Submit(t.Context(), drvRequest()); return err }},
-		{"status_report", func(d *OrdinaryDriver) error { _, err := d.Status(t.Context(), drvRef()); return err }},
-		{"cancel_report", func(d *OrdinaryDriver) error { _, err := d.Cancel(t.Context(), drvRef()); return err }},
+		{"start_report", func(d *Ordinary) error { _, err := d.Submit(t.Context(), drvRequest()); return err }},
+		{"status_report", func(d *Ordinary) error { _, err := d.Status(t.Context(), drvRef()); return err }},
+		{"cancel_report", func(d *Ordinary) error { _, err := d.Cancel(t.Context(), drvRef()); return err }},
 	}
 	for name, tc := range cases {
 		for _, role := range roles {
@@ -273,7 +273,7 @@ func TestOrdinaryDriverCallerErrorIsTransient(t *testing.T) {
 	t.Parallel()
 	down := errors.New("network down")
 	f := &drvFake{err: down}
-	d := &OrdinaryDriver{Call: f.call}
+	d := &Ordinary{Call: f.call}
 	_, err := d.Submit(t.Context(), drvRequest())
 	require.ErrorIs(t, err, down)
 	require.False(t, mcpflow.IsProtocolError(err))
@@ -287,7 +287,7 @@ func TestOrdinaryDriverCallerErrorIsTransient(t *testing.T) {
 
 	// A domain error from the caller keeps its code and stays transient.
 	nf := mcpflow.Errorf(mcpflow.ETimeout, "MCP tool 'status_report' on server 'reports' timed out after 1.0s")
-	d = &OrdinaryDriver{Call: (&drvFake{err: nf}).call}
+	d = &Ordinary{Call: (&drvFake{err: nf}).call}
 	_, err = d.Status(t.Context(), drvRef())
 	require.ErrorIs(t, err, nf)
 	require.Equal(t, mcpflow.ETimeout, mcpflow.ErrorCode(err))
@@ -295,12 +295,12 @@ func TestOrdinaryDriverCallerErrorIsTransient(t *testing.T) {
 
 	// A protocol error from the caller stays permanent.
 	pe := mcpflow.NewProtocolError("broken contract")
-	d = &OrdinaryDriver{Call: (&drvFake{err: pe}).call}
+	d = &Ordinary{Call: (&drvFake{err: pe}).call}
 	_, err = d.Status(t.Context(), drvRef())
 	drvRequireProtocol(t, err, "broken contract")
 
 	// Cancellation is visible to the caller of the driver.
-	d = &OrdinaryDriver{Call: (&drvFake{err: context.Canceled}).call}
+	d = &Ordinary{Call: (&drvFake{err: context.Canceled}).call}
 	_, err = d.Cancel(t.Context(), drvRef())
 	require.ErrorIs(t, err, context.Canceled)
 }
@@ -558,7 +558,7 @@ func TestOrdinaryDriverDemoServer(t *testing.T) {
 	t.Cleanup(func() { _ = sess.Close() })
 
 	var calls []drvCall
-	d := &OrdinaryDriver{Call: func(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
+	d := &Ordinary{Call: func(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error) {
 		calls = append(calls, drvCall{server, tool, userID, threadID, args})
 		return sess.CallTool(ctx, tool, args, nil)
 	}}
@@ -650,7 +650,7 @@ func TestOrdinaryDriverSubmitIdempotencyKey(t *testing.T) {
 		SessionInitTimeout: &init}, session.DialOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sess.Close() })
-	d := &OrdinaryDriver{Call: func(ctx context.Context, _, tool, _, _ string, args map[string]any) (*mcp.CallToolResult, error) {
+	d := &Ordinary{Call: func(ctx context.Context, _, tool, _, _ string, args map[string]any) (*mcp.CallToolResult, error) {
 		return sess.CallTool(ctx, tool, args, nil)
 	}}
 	submit := func(localID string) string {
@@ -807,7 +807,7 @@ func TestOrdinaryDriverAnswerErrors(t *testing.T) {
 
 		// A failed call.
 		down := errors.New("network down")
-		d = &OrdinaryDriver{Call: (&drvFake{err: down}).call}
+		d = &Ordinary{Call: (&drvFake{err: down}).call}
 		err = d.Answer(t.Context(), drvInputRef(), decline)
 		require.ErrorIs(t, err, down)
 		require.False(t, mcpflow.IsProtocolError(err))
@@ -828,7 +828,7 @@ func TestOrdinaryDriverAnswerDemoServer(t *testing.T) {
 		SessionInitTimeout: &init}, session.DialOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sess.Close() })
-	d := &OrdinaryDriver{Call: func(ctx context.Context, _, tool, _, _ string, args map[string]any) (*mcp.CallToolResult, error) {
+	d := &Ordinary{Call: func(ctx context.Context, _, tool, _, _ string, args map[string]any) (*mcp.CallToolResult, error) {
 		return sess.CallTool(ctx, tool, args, nil)
 	}}
 	data := map[string]string{

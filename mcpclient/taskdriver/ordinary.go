@@ -1,4 +1,4 @@
-package mcpclient
+package taskdriver
 
 import (
 	"bytes"
@@ -15,13 +15,11 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/mcpclient/credential"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
-// ToolCaller calls one raw MCP tool on a server for a user's thread.
-type ToolCaller func(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error)
-
-// OrdinaryDriver implements mcpflow.Driver over a server's submit, status
+// Ordinary implements mcpflow.Driver over a server's submit, status
 // and cancel tools (spec §2.3), whose raw names come from the task's driver
 // data. It reads only structuredContent; text content is never parsed as
 // protocol. When the driver data also names an input tool (the toolset's
@@ -38,28 +36,18 @@ type ToolCaller func(ctx context.Context, server, tool, userID, threadID string,
 // isError result is a plain, retryable error
 // "MCP task tool '<tool>' returned an error[: <detail>]"; an error of Call is
 // returned wrapped (transient) unless it is a protocol error already.
-type OrdinaryDriver struct {
-	// Call calls a raw tool; it is required.
-	Call ToolCaller
+type Ordinary struct {
+	// Call calls a raw MCP tool on a server for a user's thread
+	// (Runtime.Call with the task's server configuration); required.
+	Call func(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*mcp.CallToolResult, error)
 }
 
-var (
-	_ mcpflow.Driver      = (*OrdinaryDriver)(nil)
-	_ mcpflow.InputDriver = (*OrdinaryDriver)(nil)
+const (
+	drvErrorDetailChars          = 500                             // bounds the isError text appended to an error message
+	drvErrorCodeTaskNotFound     = "task_not_found"                // a status's error_code of an unknown remote task
+	drvErrorCodeInputNotRequired = "input_not_required"            // the input tool's error_code of a task that waits for no answer
+	drvTaskNotFound              = "Remote MCP task was not found" // the error of a task_not_found status without its own
 )
-
-// drvErrorDetailChars bounds the isError text appended to the error message.
-const drvErrorDetailChars = 500
-
-// drvErrorCodeTaskNotFound is the status error_code of an unknown remote task.
-const drvErrorCodeTaskNotFound = "task_not_found"
-
-// drvErrorCodeInputNotRequired is the input tool's error_code for a task
-// that does not wait for an answer (any more).
-const drvErrorCodeInputNotRequired = "input_not_required"
-
-// drvTaskNotFound is the error of a task_not_found status without its own.
-const drvTaskNotFound = "Remote MCP task was not found"
 
 // drvStatusMap maps a remote status of the status tool to the normalized one.
 var drvStatusMap = map[string]mcpflow.Status{
@@ -82,7 +70,7 @@ var drvCancelStatusMap = map[string]mcpflow.Status{
 // request's driver data. When the request has a local task id, the call's
 // _meta carries it under mcpflow.SubmitKeyMeta (the idempotency key). The payload must be {"task_id": non-empty string,
 // "status": "running"}; other fields are ignored.
-func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
+func (d *Ordinary) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
 	tool, err := drvTool(req.DriverData, mcpflow.DriverDataSubmitTool)
 	if err != nil {
 		return mcpflow.Submission{}, err
@@ -97,8 +85,8 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 	if req.LocalTaskID != "" {
 		ctx = session.WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
 	}
-	ctx, pin := withSubmitPin(ctx)
-	defer pin.release()
+	ctx, pin := route.WithSubmitPin(ctx)
+	defer pin.Release()
 	p, err := d.call(credential.WithSecrets(ctx, req.Secrets), req.ServerName, tool, req.UserID, req.ThreadID, args)
 	if err != nil {
 		return mcpflow.Submission{}, err
@@ -119,7 +107,7 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 	if data == nil {
 		data = map[string]string{}
 	}
-	pin.task(taskID, true)
+	pin.Task(taskID, true)
 	return mcpflow.Submission{RemoteTaskID: taskID, Snapshot: snap, DriverData: data}, nil
 }
 
@@ -129,15 +117,14 @@ func (d *OrdinaryDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) 
 // An input_required status is answerable (Snapshot.InputAnswerable) when
 // the driver data names an input tool. A string "message" is the task's
 // progress message (Snapshot.Message).
-func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
-	ctx, pin := withTaskPin(ctx)
-	defer pin.release()
+func (d *Ordinary) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	ctx, pin := route.WithTaskPin(ctx)
+	defer pin.Release()
 	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
 	p, c, err := d.callRef(ctx, ref, mcpflow.DriverDataStatusTool, drvStatusMap, "running, input_required, completed, failed, cancelled")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
 	}
-	taskID, status, result, artifact, errText := c.taskID, c.status, c.result, c.artifact, c.errText
 	errCode, err := p.optString("error_code")
 	if err != nil {
 		return mcpflow.Snapshot{}, err
@@ -156,26 +143,26 @@ func (d *OrdinaryDriver) Status(ctx context.Context, ref mcpflow.TaskReference) 
 	if err != nil {
 		return mcpflow.Snapshot{}, err
 	}
-	if err := p.matches(taskID, ref.RemoteTaskID); err != nil {
+	if err := p.matches(c.taskID, ref.RemoteTaskID); err != nil {
 		return mcpflow.Snapshot{}, err
 	}
 	if errCode != nil && *errCode == drvErrorCodeTaskNotFound {
 		msg := drvTaskNotFound
-		if errText != nil && *errText != "" {
-			msg = *errText
+		if c.errText != nil && *c.errText != "" {
+			msg = *c.errText
 		}
 		return p.snapshot(mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg})
 	}
-	if status == mcpflow.StatusInputRequired && input == nil {
+	if c.status == mcpflow.StatusInputRequired && input == nil {
 		return mcpflow.Snapshot{}, p.invalid("input_required is required when status is 'input_required'")
 	}
 	return p.snapshot(mcpflow.Snapshot{
-		Status:           status,
-		Result:           result,
-		ResultArtifact:   artifact,
-		Error:            errText,
+		Status:           c.status,
+		Result:           c.result,
+		ResultArtifact:   c.artifact,
+		Error:            c.errText,
 		InputRequired:    input,
-		InputAnswerable:  status == mcpflow.StatusInputRequired && hasInputTool(ref.DriverData),
+		InputAnswerable:  c.status == mcpflow.StatusInputRequired && hasInputTool(ref.DriverData),
 		PollAfterSeconds: hint,
 		Message:          message,
 	})
@@ -196,7 +183,7 @@ func hasInputTool(data map[string]string) bool {
 // error_code is a plain (retryable) error. isError results and call
 // failures are retryable errors as for the other tools; a contract
 // violation is a *mcpflow.ProtocolError.
-func (d *OrdinaryDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
+func (d *Ordinary) Answer(ctx context.Context, ref mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
 	if !hasInputTool(ref.DriverData) {
 		return fmt.Errorf("the task's toolset has no input_tool: %w", mcpflow.ErrInputGone)
 	}
@@ -209,8 +196,8 @@ func (d *OrdinaryDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, 
 		}
 		args["content"] = content
 	}
-	ctx, pin := withTaskPin(ctx)
-	defer pin.release()
+	ctx, pin := route.WithTaskPin(ctx)
+	defer pin.Release()
 	p, err := d.call(ctx, ref.ServerName, tool, ref.UserID, ref.ThreadID, args)
 	if err != nil {
 		return err
@@ -247,21 +234,21 @@ func (d *OrdinaryDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, 
 		return fmt.Errorf("MCP task tool '%s' refused the answer with error_code '%s'%s", tool, mcpflow.TruncateChars(*errCode, 100), detail)
 	}
 	// The answer was taken: the remote task runs on.
-	pin.task(ref.RemoteTaskID, true)
+	pin.Task(ref.RemoteTaskID, true)
 	return nil
 }
 
 // HoldsQuestion implements mcpflow.InputDriver: the question lives on the
 // MCP server, so any worker can deliver the answer.
-func (d *OrdinaryDriver) HoldsQuestion(mcpflow.TaskReference) bool { return false }
+func (d *Ordinary) HoldsQuestion(mcpflow.TaskReference) bool { return false }
 
 // Cancel calls the cancel tool with {"task_id": <remote id>} and returns the
 // actual terminal status it reports (cancelled, completed or failed) with its
 // result, result_artifact and error. A non-terminal status is a protocol
 // error; error_code, input_required and poll hints are ignored.
-func (d *OrdinaryDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
-	ctx, pin := withTaskPin(ctx)
-	defer pin.release()
+func (d *Ordinary) Cancel(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	ctx, pin := route.WithTaskPin(ctx)
+	defer pin.Release()
 	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
 	p, c, err := d.callRef(ctx, ref, mcpflow.DriverDataCancelTool, drvCancelStatusMap, "cancelled, completed, failed")
 	if err != nil {
@@ -276,12 +263,12 @@ func (d *OrdinaryDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) 
 // pinOutcome keeps the task's session pinned while the remote task runs:
 // a snapshot that is not terminal renews the pin, a terminal one or a
 // protocol error (the task fails) ends it; other errors change nothing.
-func pinOutcome(pin *taskPin, remoteID string, snap mcpflow.Snapshot, err error) {
+func pinOutcome(pin *route.TaskPin, remoteID string, snap mcpflow.Snapshot, err error) {
 	switch {
 	case err == nil:
-		pin.task(remoteID, !snap.Status.IsTerminal())
+		pin.Task(remoteID, !snap.Status.IsTerminal())
 	case mcpflow.IsProtocolError(err):
-		pin.task(remoteID, false)
+		pin.Task(remoteID, false)
 	}
 }
 
@@ -297,7 +284,7 @@ type drvCommon struct {
 // callRef calls the role's tool with {"task_id": <remote id>} and reads
 // the fields the status and cancel payloads share, in the order the
 // schema checks them.
-func (d *OrdinaryDriver) callRef(ctx context.Context, ref mcpflow.TaskReference, role string, statuses map[string]mcpflow.Status, allowed string) (*drvPayload, drvCommon, error) {
+func (d *Ordinary) callRef(ctx context.Context, ref mcpflow.TaskReference, role string, statuses map[string]mcpflow.Status, allowed string) (*drvPayload, drvCommon, error) {
 	var c drvCommon
 	tool, err := drvTool(ref.DriverData, role)
 	if err != nil {
@@ -313,7 +300,7 @@ func (d *OrdinaryDriver) callRef(ctx context.Context, ref mcpflow.TaskReference,
 	if c.status, err = p.status(statuses, allowed); err != nil {
 		return nil, c, err
 	}
-	c.result = p.result()
+	c.result = p.fields["result"] // optional, any JSON; null is absent
 	if c.artifact, err = p.artifact(); err != nil {
 		return nil, c, err
 	}
@@ -333,7 +320,7 @@ func drvTool(data map[string]string, role string) (string, error) {
 }
 
 // call calls tool and returns its structuredContent as a payload.
-func (d *OrdinaryDriver) call(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*drvPayload, error) {
+func (d *Ordinary) call(ctx context.Context, server, tool, userID, threadID string, args map[string]any) (*drvPayload, error) {
 	if d == nil || d.Call == nil {
 		return nil, errors.New("ordinary MCP task driver has no tool caller")
 	}
@@ -358,23 +345,10 @@ func (d *OrdinaryDriver) call(ctx context.Context, server, tool, userID, threadI
 // text block is considered, stripped and cut to 500 characters.
 func drvToolError(tool string, content []mcp.Content) error {
 	msg := fmt.Sprintf("MCP task tool '%s' returned an error", tool)
-	for _, c := range content {
-		var text string
-		switch tc := c.(type) {
-		case mcp.TextContent:
-			text = tc.Text
-		case *mcp.TextContent:
-			if tc == nil {
-				continue
-			}
-			text = tc.Text
-		default:
-			continue
-		}
-		if detail := strings.TrimSpace(text); detail != "" {
+	if texts := textsOf(content); len(texts) > 0 {
+		if detail := strings.TrimSpace(texts[0]); detail != "" {
 			msg += ": " + mcpflow.TruncateChars(detail, drvErrorDetailChars)
 		}
-		break
 	}
 	return errors.New(msg)
 }
@@ -470,9 +444,6 @@ func (p *drvPayload) status(allowed map[string]mcpflow.Status, expected string) 
 	}
 	return st, nil
 }
-
-// result returns the optional result, any JSON; null is absent.
-func (p *drvPayload) result() any { return p.fields["result"] }
 
 // artifact reads the optional result_artifact {uri, mime_type}; extra keys
 // are ignored.

@@ -1,4 +1,4 @@
-package mcpclient
+package taskdriver
 
 import (
 	"context"
@@ -12,15 +12,19 @@ import (
 // (mcpflow.DriverDataNativeTool) goes to Native, every other one to
 // Ordinary, so workflows and activities stay driver-agnostic.
 type Drivers struct {
-	// Ordinary drives task toolsets (OrdinaryDriver).
+	// Ordinary drives task toolsets (Ordinary).
 	Ordinary mcpflow.Driver
-	// Native drives native MCP tasks (NativeDriver).
+	// Native drives native MCP tasks (Native).
 	Native mcpflow.Driver
 }
 
 var (
 	_ mcpflow.Driver      = (*Drivers)(nil)
 	_ mcpflow.InputDriver = (*Drivers)(nil)
+	_ mcpflow.Driver      = (*Ordinary)(nil)
+	_ mcpflow.InputDriver = (*Ordinary)(nil)
+	_ mcpflow.Driver      = (*Native)(nil)
+	_ mcpflow.InputDriver = (*Native)(nil)
 )
 
 // Submit implements mcpflow.Driver.

@@ -1,4 +1,4 @@
-package mcpclient
+package taskdriver
 
 import (
 	"bytes"
@@ -17,14 +17,11 @@ import (
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/mcpclient/credential"
 	"github.com/mcpflow/mcpflow/mcpclient/question"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
-// SessionRunner runs op on the session that a server's requests for a
-// user's thread go to: Runtime.Run with the task's server configuration.
-type SessionRunner func(ctx context.Context, server, userID, threadID string, op SessionOp) error
-
-// NativeDriver implements mcpflow.Driver over native MCP Tasks (protocol
+// Native implements mcpflow.Driver over native MCP Tasks (protocol
 // 2025-11-25): Submit is a task-augmented tools/call of the tool named by
 // the task's driver data (mcpflow.DriverDataNativeTool) and its remote id
 // is the upstream taskId; Status is tasks/get, followed by tasks/result
@@ -42,30 +39,22 @@ type SessionRunner func(ctx context.Context, server, userID, threadID string, op
 // themselves (Snapshot.Content, with Snapshot.ResultStructured), which the
 // MCP endpoint answers as they are.
 //
-// Errors: an upstream task that is gone (a -32602 answer: unknown id, or
-// its ttl expired, or the session it was started on ended on a server that
-// keeps tasks per session) makes the task failed (task_not_found); a malformed
-// answer (no taskId, an unknown status, a result that is not a tool
+// Errors: an upstream task that is gone (a -32602 answer: unknown id, its
+// ttl expired, or its session ended on a server that keeps tasks per
+// session) makes the task failed (task_not_found); a malformed answer (no taskId, an unknown status, a result that is not a tool
 // result) is a *mcpflow.ProtocolError; transport failures and other
 // JSON-RPC errors are plain, retryable errors.
 //
-// Like OrdinaryDriver, the stdio session a task runs on is pinned from a
-// successful submit until the task is terminal (see taskPin).
-type NativeDriver struct {
-	// Run reaches the sessions; it is required.
-	Run SessionRunner
+// Like Ordinary, it pins the task's session while the task runs
+// (route.TaskPin).
+type Native struct {
+	// Run runs op on the session a server's requests for a user's thread
+	// go to (Runtime.Run with the task's server configuration); required.
+	Run func(ctx context.Context, server, userID, threadID string, op route.Op) error
 	// Questions holds the questions of input_required tasks
 	// (Runtime.Questions); nil: questions are reported, never answerable.
 	Questions *question.Questions
 }
-
-var (
-	_ mcpflow.Driver      = (*NativeDriver)(nil)
-	_ mcpflow.InputDriver = (*NativeDriver)(nil)
-)
-
-// nativeFailed is the error of a failed task that says nothing else.
-const nativeFailed = "Remote MCP task failed"
 
 // nativeStatuses are the statuses of the protocol.
 var nativeStatuses = map[mcp.TaskStatus]mcpflow.Status{
@@ -76,18 +65,12 @@ var nativeStatuses = map[mcp.TaskStatus]mcpflow.Status{
 	mcp.TaskStatusCancelled:     mcpflow.StatusCancelled,
 }
 
-// nativeRef is the remote task a request is about.
-type nativeRef struct {
-	server, userID, threadID string
-	taskID                   string // "" before the submit answered
-}
-
 // nativeAnswer is one answer of the server: a result or a JSON-RPC error,
 // and the route it came by.
 type nativeAnswer struct {
 	raw   json.RawMessage
 	rpc   *mcp.JSONRPCErrorDetails
-	route *Route
+	route *route.Route
 }
 
 // nativeSend sends one request on a session with the route's _meta.
@@ -95,11 +78,11 @@ type nativeSend func(ctx context.Context, s *session.Session, meta map[string]an
 
 // Submit sends the task-augmented tools/call with the request's arguments
 // verbatim and, when the request has a local task id, the idempotency key
-// in its _meta (mcpflow.SubmitKeyMeta), like OrdinaryDriver. It returns
+// in its _meta (mcpflow.SubmitKeyMeta), like Ordinary. It returns
 // the upstream taskId as remote id (the activity validates it with
 // Submission.Validate) with the task's snapshot (working as a rule) and a
 // copy of the request's driver data.
-func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
+func (d *Native) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
 	tool := req.DriverData[mcpflow.DriverDataNativeTool]
 	if strings.TrimSpace(tool) == "" {
 		return mcpflow.Submission{}, mcpflow.NewProtocolError("Task driver_data is missing required '%s'", mcpflow.DriverDataNativeTool)
@@ -114,9 +97,9 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 	if req.LocalTaskID != "" {
 		ctx = session.WithCallMeta(ctx, map[string]any{mcpflow.SubmitKeyMeta: req.LocalTaskID})
 	}
-	ctx, pin := withNativeTaskPin(ctx, "")
-	defer pin.release()
-	ref := nativeRef{server: req.ServerName, userID: req.UserID, threadID: req.ThreadID}
+	ctx, pin := route.WithNativePin(ctx, "")
+	defer pin.Release()
+	ref := mcpflow.TaskReference{ServerName: req.ServerName, UserID: req.UserID, ThreadID: req.ThreadID}
 	var modern *modernSubmit
 	a, err := d.request(credential.WithSecrets(ctx, req.Secrets), ref, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		if s.Modern() {
@@ -136,7 +119,7 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 		return mcpflow.Submission{}, err
 	}
 	if modern != nil {
-		return d.modernSubmission(ctx, req, tool, pin, modern)
+		return d.modernSubmission(ctx, req, modern)
 	}
 	if a.rpc != nil {
 		return mcpflow.Submission{}, fmt.Errorf("MCP tool '%s' on server '%s' refused the task-augmented call: %s", tool, req.ServerName, rpcText(a.rpc))
@@ -151,7 +134,7 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 	if err != nil {
 		return mcpflow.Submission{}, err
 	}
-	ref.taskID = t.id
+	ref.RemoteTaskID = t.id
 	snap, err := d.snapshot(ctx, ref, t)
 	if err != nil {
 		if mcpflow.IsProtocolError(err) {
@@ -160,9 +143,8 @@ func (d *NativeDriver) Submit(ctx context.Context, req mcpflow.SubmitRequest) (m
 		// The task exists: its first poll reads what could not be read now.
 		snap = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
 	}
-	pin.task(t.id, !snap.Status.IsTerminal())
-	data := maps.Clone(req.DriverData)
-	return mcpflow.Submission{RemoteTaskID: t.id, Snapshot: snap, DriverData: data}, nil
+	pin.Task(t.id, !snap.Status.IsTerminal())
+	return mcpflow.Submission{RemoteTaskID: t.id, Snapshot: snap, DriverData: maps.Clone(req.DriverData)}, nil
 }
 
 // modernSubmit is the answer of a 2026-07-28 submit: a task (a
@@ -175,7 +157,7 @@ type modernSubmit struct {
 // modernSubmission turns a 2026-07-28 submit's answer into the task's
 // submission: the task the server started, or, when the server answered
 // at once, a task that is already over with that result.
-func (d *NativeDriver) modernSubmission(ctx context.Context, req mcpflow.SubmitRequest, tool string, pin *taskPin, m *modernSubmit) (mcpflow.Submission, error) {
+func (d *Native) modernSubmission(ctx context.Context, req mcpflow.SubmitRequest, m *modernSubmit) (mcpflow.Submission, error) {
 	var ta *session.TaskAnswer
 	if errors.As(m.err, &ta) {
 		req.DriverData = maps.Clone(req.DriverData)
@@ -192,10 +174,10 @@ func (d *NativeDriver) modernSubmission(ctx context.Context, req mcpflow.SubmitR
 // adopt takes over the task remoteID the server started for the call (it
 // answered a tools/call with it): no call is sent; the task is read with
 // tasks/get, and its session pinned while it runs, as after a submit.
-func (d *NativeDriver) adopt(ctx context.Context, req mcpflow.SubmitRequest, remoteID string) (mcpflow.Submission, error) {
-	ctx, pin := withNativeTaskPin(ctx, remoteID)
-	defer pin.release()
-	ref := nativeRef{server: req.ServerName, userID: req.UserID, threadID: req.ThreadID, taskID: remoteID}
+func (d *Native) adopt(ctx context.Context, req mcpflow.SubmitRequest, remoteID string) (mcpflow.Submission, error) {
+	ctx, pin := route.WithNativePin(ctx, remoteID)
+	defer pin.Release()
+	ref := mcpflow.TaskReference{ServerName: req.ServerName, UserID: req.UserID, ThreadID: req.ThreadID, RemoteTaskID: remoteID}
 	t, gone, err := d.get(ctx, ref)
 	var snap mcpflow.Snapshot
 	switch {
@@ -205,8 +187,8 @@ func (d *NativeDriver) adopt(ctx context.Context, req mcpflow.SubmitRequest, rem
 		// The task exists (the server just named it): its first poll
 		// reads what could not be read now.
 		snap = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
-	case gone != nil:
-		snap = *gone
+	case gone.Status != "":
+		snap = gone
 	default:
 		if snap, err = d.snapshot(ctx, ref, t); err != nil {
 			if mcpflow.IsProtocolError(err) {
@@ -215,7 +197,7 @@ func (d *NativeDriver) adopt(ctx context.Context, req mcpflow.SubmitRequest, rem
 			snap = mcpflow.Snapshot{Status: mcpflow.StatusWorking}
 		}
 	}
-	pin.task(remoteID, !snap.Status.IsTerminal())
+	pin.Task(remoteID, !snap.Status.IsTerminal())
 	return mcpflow.Submission{RemoteTaskID: remoteID, Snapshot: snap, DriverData: maps.Clone(req.DriverData)}, nil
 }
 
@@ -262,17 +244,16 @@ func contentBlocks(res *mcp.CallToolResult) (json.RawMessage, error) {
 
 // Status sends tasks/get and maps the task; a terminal one is read with
 // tasks/result (2025-11-25; in 2026-07-28 tasks/get carries the outcome).
-func (d *NativeDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
-	if strings.HasPrefix(ref.RemoteTaskID, "immediate:") {
+func (d *Native) Status(ctx context.Context, r mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	if strings.HasPrefix(r.RemoteTaskID, "immediate:") {
 		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("the task ended when it was submitted; it has nothing to poll")
 	}
-	ctx, pin := withNativeTaskPin(ctx, ref.RemoteTaskID)
-	defer pin.release()
-	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
-	r := refOf(ref)
+	ctx, pin := route.WithNativePin(ctx, r.RemoteTaskID)
+	defer pin.Release()
+	defer func() { pinOutcome(pin, r.RemoteTaskID, snap, err) }()
 	t, gone, err := d.get(ctx, r)
-	if err != nil || gone != nil {
-		return derefSnap(gone), err
+	if err != nil || gone.Status != "" {
+		return gone, err
 	}
 	return d.snapshot(ctx, r, t)
 }
@@ -281,47 +262,41 @@ func (d *NativeDriver) Status(ctx context.Context, ref mcpflow.TaskReference) (s
 // -32602 answer (the task is terminal already, or unknown) is followed by
 // tasks/get, which reports the actual terminal status (and tasks/result its
 // outcome); an unknown task is failed (task_not_found).
-func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
-	ctx, pin := withNativeTaskPin(ctx, ref.RemoteTaskID)
-	defer pin.release()
-	defer func() { pinOutcome(pin, ref.RemoteTaskID, snap, err) }()
-	r := refOf(ref)
+func (d *Native) Cancel(ctx context.Context, r mcpflow.TaskReference) (snap mcpflow.Snapshot, err error) {
+	ctx, pin := route.WithNativePin(ctx, r.RemoteTaskID)
+	defer pin.Release()
+	defer func() { pinOutcome(pin, r.RemoteTaskID, snap, err) }()
 	modern := false
 	a, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		modern = s.Modern()
-		return s.CancelTask(ctx, r.taskID, meta)
+		return s.CancelTask(ctx, r.RemoteTaskID, meta)
 	})
 	if err != nil {
 		return mcpflow.Snapshot{}, err
 	}
 	var t nativeTask
 	switch {
-	case modern && a.rpc == nil:
-		// The extension acknowledges a cancel; tasks/get says where the
-		// task is (a cancel that has not landed yet is retried).
-		var gone *mcpflow.Snapshot
+	case (modern && a.rpc == nil) || (a.rpc != nil && a.rpc.Code == mcp.INVALID_PARAMS):
+		// The extension acknowledges a cancel, and -32602 answers one of a
+		// task that ended: tasks/get says where the task is (a cancel that
+		// has not landed yet is retried).
+		var gone mcpflow.Snapshot
 		t, gone, err = d.get(ctx, r)
-		if err != nil || gone != nil {
-			return derefSnap(gone), err
-		}
-	case a.rpc != nil && a.rpc.Code == mcp.INVALID_PARAMS:
-		var gone *mcpflow.Snapshot
-		t, gone, err = d.get(ctx, r)
-		if err != nil || gone != nil {
-			return derefSnap(gone), err
+		if err != nil || gone.Status != "" {
+			return gone, err
 		}
 	case a.rpc != nil:
-		return mcpflow.Snapshot{}, fmt.Errorf("MCP tasks/cancel on server '%s' failed: %s", r.server, rpcText(a.rpc))
+		return mcpflow.Snapshot{}, fmt.Errorf("MCP tasks/cancel on server '%s' failed: %s", r.ServerName, rpcText(a.rpc))
 	default:
-		if t, err = parseNativeTask(a.raw, "tasks/cancel", r.server); err != nil {
+		if t, err = parseNativeTask(a.raw, "tasks/cancel", r.ServerName); err != nil {
 			return mcpflow.Snapshot{}, err
 		}
-		if err := t.matches(r.taskID); err != nil {
+		if err := t.matches(r.RemoteTaskID); err != nil {
 			return mcpflow.Snapshot{}, err
 		}
 	}
 	if !t.status.IsTerminal() {
-		return mcpflow.Snapshot{}, fmt.Errorf("MCP task on server '%s' is still %s after tasks/cancel", r.server, t.status)
+		return mcpflow.Snapshot{}, fmt.Errorf("MCP task on server '%s' is still %s after tasks/cancel", r.ServerName, t.status)
 	}
 	return d.snapshot(ctx, r, t)
 }
@@ -329,15 +304,15 @@ func (d *NativeDriver) Cancel(ctx context.Context, ref mcpflow.TaskReference) (s
 // question returns the waiting question of an input_required task, and
 // keeps a tasks/result request of the task open in this process (a reader)
 // on which the server sends it (see Questions).
-func (d *NativeDriver) question(ctx context.Context, r nativeRef) *question.Held {
-	if d.Questions == nil || r.taskID == "" {
+func (d *Native) question(ctx context.Context, r mcpflow.TaskReference) *question.Held {
+	if d.Questions == nil || r.RemoteTaskID == "" {
 		return nil
 	}
-	return d.Questions.Ask(ctx, question.Key{Server: r.server, TaskID: r.taskID}, func(rctx context.Context) error {
-		rctx, pin := withNativeTaskPin(rctx, r.taskID) // on the task's own session
-		defer pin.release()
+	return d.Questions.Ask(ctx, question.Key{Server: r.ServerName, TaskID: r.RemoteTaskID}, func(rctx context.Context) error {
+		rctx, pin := route.WithNativePin(rctx, r.RemoteTaskID) // on the task's own session
+		defer pin.Release()
 		_, err := d.request(rctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
-			return s.AwaitTaskResult(ctx, r.taskID, meta)
+			return s.AwaitTaskResult(ctx, r.RemoteTaskID, meta)
 		})
 		return err
 	})
@@ -351,23 +326,22 @@ func (d *NativeDriver) question(ctx context.Context, r nativeRef) *question.Held
 // request held in memory: the answer goes with tasks/update to the task's
 // current elicitation, from any worker; a task whose question is gone or
 // changed is ErrInputGone.
-func (d *NativeDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
-	if d.Questions.Waiting(question.Key{Server: ref.ServerName, TaskID: ref.RemoteTaskID}) != nil {
-		return d.Questions.Answer(ctx, question.Key{Server: ref.ServerName, TaskID: ref.RemoteTaskID}, answer)
+func (d *Native) Answer(ctx context.Context, r mcpflow.TaskReference, answer mcpflow.InputAnswer) error {
+	if key := (question.Key{Server: r.ServerName, TaskID: r.RemoteTaskID}); d.Questions.Waiting(key) != nil {
+		return d.Questions.Answer(ctx, key, answer)
 	}
-	r := refOf(ref)
 	var gone bool
 	_, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		if !s.Modern() {
 			gone = true
 			return nil, nil, nil
 		}
-		raw, rpc, err := s.GetTask(ctx, r.taskID, meta)
+		raw, rpc, err := s.GetTask(ctx, r.RemoteTaskID, meta)
 		if err != nil || rpc != nil {
 			gone = rpc != nil
 			return nil, nil, err
 		}
-		t, err := parseNativeTask(raw, "tasks/get", r.server)
+		t, err := parseNativeTask(raw, "tasks/get", r.ServerName)
 		if err != nil || t.status != mcp.TaskStatusInputRequired {
 			gone = true
 			return nil, nil, nil
@@ -395,7 +369,7 @@ func (d *NativeDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, an
 			b, _ := json.Marshal(result)
 			responses = map[string]json.RawMessage{key: b}
 		}
-		_, rpc, err = s.UpdateTask(ctx, r.taskID, responses, meta)
+		_, rpc, err = s.UpdateTask(ctx, r.RemoteTaskID, responses, meta)
 		if rpc != nil {
 			gone = true
 		}
@@ -412,56 +386,43 @@ func (d *NativeDriver) Answer(ctx context.Context, ref mcpflow.TaskReference, an
 
 // HoldsQuestion implements mcpflow.InputDriver: a native task's question
 // waits in the memory of the process whose reader received it.
-func (d *NativeDriver) HoldsQuestion(ref mcpflow.TaskReference) bool {
+func (d *Native) HoldsQuestion(ref mcpflow.TaskReference) bool {
 	return d.Questions.Waiting(question.Key{Server: ref.ServerName, TaskID: ref.RemoteTaskID}) != nil
 }
 
-func refOf(ref mcpflow.TaskReference) nativeRef {
-	return nativeRef{server: ref.ServerName, userID: ref.UserID, threadID: ref.ThreadID, taskID: ref.RemoteTaskID}
-}
-
-func derefSnap(s *mcpflow.Snapshot) mcpflow.Snapshot {
-	if s == nil {
-		return mcpflow.Snapshot{}
-	}
-	return *s
-}
-
 // get sends tasks/get: the task, or the failed snapshot of a task that is
-// gone.
-func (d *NativeDriver) get(ctx context.Context, r nativeRef) (nativeTask, *mcpflow.Snapshot, error) {
+// gone (zero otherwise).
+func (d *Native) get(ctx context.Context, r mcpflow.TaskReference) (t nativeTask, gone mcpflow.Snapshot, err error) {
 	modern := false
 	a, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 		modern = s.Modern()
-		return s.GetTask(ctx, r.taskID, meta)
+		return s.GetTask(ctx, r.RemoteTaskID, meta)
 	})
 	if err != nil {
-		return nativeTask{}, nil, err
+		return t, gone, err
 	}
 	if a.rpc != nil {
 		if a.rpc.Code == mcp.INVALID_PARAMS {
-			gone := goneSnapshot(ctx, r, a.rpc)
-			return nativeTask{}, &gone, nil
+			return t, goneSnapshot(ctx, r, a.rpc), nil
 		}
-		return nativeTask{}, nil, fmt.Errorf("MCP tasks/get on server '%s' failed: %s", r.server, rpcText(a.rpc))
+		return t, gone, fmt.Errorf("MCP tasks/get on server '%s' failed: %s", r.ServerName, rpcText(a.rpc))
 	}
-	t, err := parseNativeTask(a.raw, "tasks/get", r.server)
+	t, err = parseNativeTask(a.raw, "tasks/get", r.ServerName)
 	if err == nil {
-		err = t.matches(r.taskID)
+		err = t.matches(r.RemoteTaskID)
 	}
 	t.modern = modern
-	return t, nil, err
+	return t, gone, err
 }
 
 // snapshot maps t; a completed or failed task is read with tasks/result.
-func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) (mcpflow.Snapshot, error) {
+func (d *Native) snapshot(ctx context.Context, r mcpflow.TaskReference, t nativeTask) (mcpflow.Snapshot, error) {
 	s := mcpflow.Snapshot{Status: nativeStatuses[t.status]}
 	switch t.status {
 	case mcp.TaskStatusWorking:
 		s.PollAfterSeconds = t.pollAfter
 		if t.message != "" {
-			m := t.message
-			s.Message = &m
+			s.Message = &t.message
 		}
 	case mcp.TaskStatusInputRequired:
 		s.PollAfterSeconds = t.pollAfter
@@ -491,13 +452,12 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 		}
 	case mcp.TaskStatusCancelled:
 		if t.message != "" {
-			msg := t.message
-			s.Error = &msg
+			s.Error = &t.message
 		}
 	default:
 		var err error
 		if t.modern {
-			s, err = t.outcome(r.server)
+			s, err = t.outcome(r.ServerName)
 		} else {
 			s, err = d.result(ctx, r, t)
 		}
@@ -507,16 +467,16 @@ func (d *NativeDriver) snapshot(ctx context.Context, r nativeRef, t nativeTask) 
 	}
 	out, err := mcpflow.NewSnapshot(s)
 	if err != nil {
-		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP task of server '%s': %v", r.server, err)
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP task of server '%s': %v", r.ServerName, err)
 	}
 	return out, nil
 }
 
 // result reads the outcome of a completed or failed task with
 // tasks/result.
-func (d *NativeDriver) result(ctx context.Context, r nativeRef, t nativeTask) (mcpflow.Snapshot, error) {
+func (d *Native) result(ctx context.Context, r mcpflow.TaskReference, t nativeTask) (mcpflow.Snapshot, error) {
 	a, err := d.request(ctx, r, func(ctx context.Context, s *session.Session, meta map[string]any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
-		return s.TaskResult(ctx, r.taskID, meta)
+		return s.TaskResult(ctx, r.RemoteTaskID, meta)
 	})
 	if err != nil {
 		return mcpflow.Snapshot{}, err
@@ -531,33 +491,30 @@ func (d *NativeDriver) result(ctx context.Context, r nativeRef, t nativeTask) (m
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(a.raw, &res); err != nil {
-		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP tasks/result answer of server '%s' is not a tool result: %v", r.server, err)
+		return mcpflow.Snapshot{}, mcpflow.NewProtocolError("MCP tasks/result answer of server '%s' is not a tool result: %v", r.ServerName, err)
 	}
 	a.route.Translate(&res, t.createdAt)
 	if t.status == mcp.TaskStatusFailed || res.IsError {
 		return failedSnapshot(resultText(res.Content), t.message), nil
 	}
-	return completedSnapshot(&res, r.server)
+	return completedSnapshot(&res, r.ServerName)
 }
 
 // request runs send on the session of r (a task's own shared session
-// while it lives, see taskPin). A JSON-RPC error the server answered with
+// while it lives, see route.TaskPin). A JSON-RPC error the server answered with
 // is part of the answer and never retires the session, unless it says the
 // server does not know the session (Session.taskRequest).
-func (d *NativeDriver) request(ctx context.Context, r nativeRef, send nativeSend) (nativeAnswer, error) {
+func (d *Native) request(ctx context.Context, r mcpflow.TaskReference, send nativeSend) (nativeAnswer, error) {
 	if d == nil || d.Run == nil {
 		return nativeAnswer{}, errors.New("native MCP task driver has no session runner")
 	}
 	var a nativeAnswer
-	err := d.Run(ctx, r.server, r.userID, r.threadID, func(ctx context.Context, s *session.Session, rt *Route) error {
+	err := d.Run(ctx, r.ServerName, r.UserID, r.ThreadID, func(ctx context.Context, s *session.Session, rt *route.Route) error {
 		raw, rpc, err := send(ctx, s, rt.Meta())
 		a = nativeAnswer{raw: raw, rpc: rpc, route: rt}
 		return err
 	})
-	if err != nil {
-		return nativeAnswer{}, err
-	}
-	return a, nil
+	return a, err
 }
 
 // goneSnapshot is the failed snapshot of an upstream task the server no
@@ -565,11 +522,11 @@ func (d *NativeDriver) request(ctx context.Context, r nativeRef, send nativeSend
 // session the task was started on (it ended, or another mcpflow process
 // started the task), the server keeps its tasks per session: the message
 // says so, and the runtime notes it for the server.
-func goneSnapshot(ctx context.Context, r nativeRef, rpc *mcp.JSONRPCErrorDetails) mcpflow.Snapshot {
-	msg := fmt.Sprintf("Remote MCP task was not found on MCP server '%s' (%s): its ttl expired or the server no longer knows it", r.server, drvErrorCodeTaskNotFound)
-	if tp := taskPinFrom(ctx); tp != nil && tp.movedSession() {
-		tp.forgotten()
-		msg = fmt.Sprintf("Remote MCP task was not found on MCP server '%s' (%s): the MCP session it was started in ended (the server restarted, the connection was lost or the mcpflow worker restarted), and this server keeps its tasks per session, so the task cannot be re-attached", r.server, drvErrorCodeTaskNotFound)
+func goneSnapshot(ctx context.Context, r mcpflow.TaskReference, rpc *mcp.JSONRPCErrorDetails) mcpflow.Snapshot {
+	msg := fmt.Sprintf("Remote MCP task was not found on MCP server '%s' (%s): its ttl expired or the server no longer knows it", r.ServerName, drvErrorCodeTaskNotFound)
+	if tp := route.PinFrom(ctx); tp != nil && tp.Moved() {
+		tp.Forgotten()
+		msg = fmt.Sprintf("Remote MCP task was not found on MCP server '%s' (%s): the MCP session it was started in ended (the server restarted, the connection was lost or the mcpflow worker restarted), and this server keeps its tasks per session, so the task cannot be re-attached", r.ServerName, drvErrorCodeTaskNotFound)
 	}
 	if detail := strings.TrimSpace(rpc.Message); detail != "" {
 		msg += ": " + mcpflow.TruncateChars(detail, drvErrorDetailChars)
@@ -579,7 +536,7 @@ func goneSnapshot(ctx context.Context, r nativeRef, rpc *mcp.JSONRPCErrorDetails
 
 // failedSnapshot is a failed snapshot with the first non-blank text.
 func failedSnapshot(texts ...string) mcpflow.Snapshot {
-	msg := nativeFailed
+	msg := "Remote MCP task failed" // when it says nothing else
 	for _, t := range texts {
 		if t = strings.TrimSpace(t); t != "" {
 			msg = t
@@ -590,19 +547,22 @@ func failedSnapshot(texts ...string) mcpflow.Snapshot {
 }
 
 // resultText joins the text blocks of content.
-func resultText(content []mcp.Content) string {
-	var parts []string
+func resultText(content []mcp.Content) string { return strings.Join(textsOf(content), "\n") }
+
+// textsOf returns the texts of content's text blocks.
+func textsOf(content []mcp.Content) []string {
+	var texts []string
 	for _, c := range content {
 		switch tc := c.(type) {
 		case mcp.TextContent:
-			parts = append(parts, tc.Text)
+			texts = append(texts, tc.Text)
 		case *mcp.TextContent:
 			if tc != nil {
-				parts = append(parts, tc.Text)
+				texts = append(texts, tc.Text)
 			}
 		}
 	}
-	return strings.Join(parts, "\n")
+	return texts
 }
 
 // resultValue is a completed task's result: its structuredContent when
@@ -616,9 +576,7 @@ func resultValue(res *mcp.CallToolResult) (v any, structured bool, err error) {
 			return nil, false, err
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
+	if err := mcpflow.DecodeExact(raw, &v); err != nil {
 		return nil, false, fmt.Errorf("structuredContent is not valid JSON: %w", err)
 	}
 	return v, structured, nil
@@ -661,9 +619,7 @@ func (t nativeTask) question() (string, map[string]any, bool) {
 				RequestedSchema map[string]any `json:"requestedSchema"`
 			} `json:"params"`
 		}
-		dec := json.NewDecoder(bytes.NewReader(t.inputRequests[key]))
-		dec.UseNumber()
-		if dec.Decode(&req) != nil || req.Method != string(mcp.MethodElicitationCreate) || (req.Params.Mode != "" && req.Params.Mode != "form") {
+		if mcpflow.DecodeExact(t.inputRequests[key], &req) != nil || req.Method != string(mcp.MethodElicitationCreate) || (req.Params.Mode != "" && req.Params.Mode != "form") {
 			continue
 		}
 		q := map[string]any{"message": req.Params.Message}

@@ -50,9 +50,9 @@ func (r *Runtime) Call(ctx context.Context, srv *config.Server, tool, userID, th
 }
 
 // callResult is an ordinary call's result in the API's shape, args sent as
-// they are (a map, or the caller's json.RawMessage). Only a stdio route
-// reads the result fully (its paths are translated); any other passes it
-// through with one light decode (readResult).
+// they are (a map, or the caller's json.RawMessage). Only a stdio result
+// that may name paths is read fully (they are translated); any other
+// passes through with one light decode (readResult).
 func (r *Runtime) callResult(ctx context.Context, srv *config.Server, fp, tool, userID, threadID string, args any) (*mcpflow.ToolResult, error) {
 	var raw json.RawMessage
 	var rt *route.Route
@@ -66,7 +66,7 @@ func (r *Runtime) callResult(ctx context.Context, srv *config.Server, fp, tool, 
 	if err != nil {
 		return nil, err
 	}
-	if !rt.Stdio() {
+	if !rt.NeedsTranslation(raw) {
 		return readResult(raw, func(err error) error { return sess.Unreadable(tool, err) })
 	}
 	res, err := mcp.ParseCallToolResult(&raw)

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"time"
@@ -65,6 +66,21 @@ func (rt *Route) Translate(res *mcp.CallToolResult, since time.Time) {
 		changed = rt.ws.ChangedSince(since)
 	}
 	rt.ws.TranslateResult(res, rt.serverCwd, changed)
+}
+
+// NeedsTranslation reports whether a result on the route, as the server
+// wrote it, may have paths to translate: a stdio route's result with a
+// '/' (every candidate path has one, a JSON escape of it included), or
+// with files written since the call started (the bare-filename rule).
+// Other results pass through unread.
+func (rt *Route) NeedsTranslation(raw []byte) bool {
+	if !rt.Stdio() || rt.ws.UserData == "" {
+		return false
+	}
+	if bytes.IndexByte(raw, '/') >= 0 || bytes.Contains(raw, []byte(`\u002f`)) || bytes.Contains(raw, []byte(`\u002F`)) {
+		return true
+	}
+	return len(rt.ws.ChangedSince(rt.started)) > 0
 }
 
 func hasText(res *mcp.CallToolResult) bool {

@@ -68,8 +68,9 @@ dev: build tools ## Run Temporal dev server + Web UI, the demo MCP server and mc
 	@DEV_API_PORT='$(DEV_API_PORT)' DEV_TEMPORAL_PORT='$(DEV_TEMPORAL_PORT)' DEV_UI_PORT='$(DEV_UI_PORT)' \
 	  DEV_DEMO_PORT='$(DEV_DEMO_PORT)' DEV_DIR='$(DEV_DIR)' exec deployments/dev/run.sh
 
-# The concurrency-heavy packages run under the race detector in make test.
-RACE_PKGS := ./mcpclient/ ./config/ ./api/ ./activities/ ./mcpserver/
+# The concurrency-heavy packages run under the race detector in make test
+# (mcpclient with its rooms: sessions, the stdio pool, the transport).
+RACE_PKGS := ./mcpclient/... ./config/ ./api/ ./activities/ ./mcpserver/
 
 # SKIP_SUMMARY is the awk program that ends make test's report: every
 # skipped test and why. Skips for a missing test dependency

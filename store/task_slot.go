@@ -79,15 +79,16 @@ func (db *DB) ReserveTaskSlot(ctx context.Context, s mcpflow.TaskSlot) (mcpflow.
 			return err
 		}
 		if s.Max > 0 {
-			var tasks, slots int64
-			if err := tx.Model(&taskRow{}).Where("user_id = ? AND status IN ?", s.UserID, pollableStatuses).Count(&tasks).Error; err != nil {
+			// One statement, so one snapshot: CreateTask (not under the
+			// lock) turns a slot into a row in one commit, and two counts
+			// under READ COMMITTED could each miss it, granting one too many.
+			var held int64
+			if err := tx.Raw("SELECT (SELECT COUNT(*) FROM mcp_tasks WHERE user_id = ? AND status IN ?) + (SELECT COUNT(*) FROM mcp_task_slots WHERE user_id = ?)",
+				s.UserID, pollableStatuses, s.UserID).Scan(&held).Error; err != nil {
 				return err
 			}
-			if err := tx.Model(&taskSlotRow{}).Where("user_id = ?", s.UserID).Count(&slots).Error; err != nil {
-				return err
-			}
-			if held := int(tasks + slots); held >= s.Max {
-				g.Held = held
+			if int(held) >= s.Max {
+				g.Held = int(held)
 				return nil
 			}
 		}

@@ -1,12 +1,14 @@
 package store
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -140,4 +142,44 @@ func TestTaskSlotsRequestHash(t *testing.T) {
 			require.True(t, g.Granted)
 		}
 	})
+}
+
+// TestTaskSlotsCountOneSnapshot: a task's row that consumes its slot while
+// another submit counts (CreateTask, on another replica, between the
+// count's reads) is counted once, as the row or as the slot, never missed
+// by both: the count is one statement. PostgreSQL only: on SQLite the
+// reservation holds the write lock, so no commit lands in between.
+func TestTaskSlotsCountOneSnapshot(t *testing.T) {
+	b := setup(t, BackendPostgres)
+	other, err := Open(testCtx, b.backend, b.dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, other.Close()) })
+	createThread(t, b.db, "th", "alice")
+	first := newTask("alice", "th", "r1")
+	g, err := b.db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: first.ID, UserID: "alice", Max: 2, TTL: time.Hour})
+	require.NoError(t, err)
+	require.True(t, g.Granted)
+	g, err = b.db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: mcpflow.NewTaskID(), UserID: "alice", Max: 2, TTL: time.Hour})
+	require.NoError(t, err)
+	require.True(t, g.Granted)
+
+	// Right after this store's first count of mcp_tasks, the other replica
+	// stores first's row, which consumes its slot.
+	var once sync.Once
+	var stored error
+	require.NoError(t, b.db.gorm.Callback().Query().After("gorm:query").Register("test:store-between", func(tx *gorm.DB) {
+		if sql := strings.ToLower(tx.Statement.SQL.String()); strings.Contains(sql, "count(") && strings.Contains(sql, "mcp_tasks") {
+			once.Do(func() { stored = other.CreateTask(testCtx, first) })
+		}
+	}))
+	require.NoError(t, b.db.gorm.Callback().Raw().After("gorm:raw").Register("test:store-between-raw", func(tx *gorm.DB) {
+		if sql := strings.ToLower(tx.Statement.SQL.String()); strings.Contains(sql, "count(") && strings.Contains(sql, "mcp_tasks") {
+			once.Do(func() { stored = other.CreateTask(testCtx, first) })
+		}
+	}))
+	g, err = b.db.ReserveTaskSlot(testCtx, mcpflow.TaskSlot{TaskID: mcpflow.NewTaskID(), UserID: "alice", Max: 2, TTL: time.Hour})
+	require.NoError(t, err)
+	require.NoError(t, stored)
+	require.False(t, g.Granted, "the cap of 2 holds: first's row or slot was counted")
+	require.Equal(t, 2, g.Held)
 }

@@ -5,12 +5,9 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
@@ -37,25 +34,6 @@ func sessEndpoint(base, transport string) string {
 		return base + demomcp.SSEPath
 	}
 	return base + demomcp.StreamableHTTPPath
-}
-
-// sessDemoInProcess serves a fresh demo server over sse or http with
-// httptest, wrapped by wrap when not nil, and returns its MCP endpoint.
-func sessDemoInProcess(t *testing.T, transport string, wrap func(http.Handler) http.Handler) (url string, closeSessions func()) {
-	t.Helper()
-	srv, err := demomcp.New(demomcp.Config{Workdir: t.TempDir()})
-	require.NoError(t, err)
-	h, closeAll, err := srv.HTTPHandler(transport)
-	require.NoError(t, err)
-	if wrap != nil {
-		h = wrap(h)
-	}
-	ts := httptest.NewServer(h)
-	t.Cleanup(func() {
-		closeAll(context.Background())
-		ts.Close()
-	})
-	return sessEndpoint(ts.URL, transport), func() { closeAll(context.Background()) }
 }
 
 // legacyOnly makes an MCP server a 2025-11-25 one for the client: its

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
@@ -64,7 +65,7 @@ func TestProtocolVersionPin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var wire wireLog
-			url, _ := sessDemoInProcess(t, config.TransportHTTP, wire.wrap)
+			url, _ := testenv.DemoInProcess(t, config.TransportHTTP, wire.wrap)
 			pin := doc{}
 			if tc.pin != "" {
 				pin["protocol_version"] = tc.pin
@@ -95,7 +96,7 @@ func TestProtocolVersionPin(t *testing.T) {
 // and the reason names protocol_version.
 func TestProtocolVersionPinRefused(t *testing.T) {
 	t.Parallel()
-	url, _ := sessDemoInProcess(t, config.TransportHTTP, legacyOnly)
+	url, _ := testenv.DemoInProcess(t, config.TransportHTTP, legacyOnly)
 	b := newRuntime(t, doc{"mcpServers": doc{"demo": doc{"type": "http", "url": url, "protocol_version": "2026-07-28"}}})
 	_, err := b.tryCall("demo_echo", map[string]any{"message": "a"})
 	requireCode(t, err, mcpflow.EUnavailable)

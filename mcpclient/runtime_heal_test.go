@@ -152,7 +152,7 @@ func TestRuntimeDiscoveryWithoutInitTimeoutIsBounded(t *testing.T) {
 	t.Parallel()
 	var held atomic.Bool
 	stop := make(chan struct{})
-	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
+	url, _ := testenv.DemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))

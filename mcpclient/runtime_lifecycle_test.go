@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/mcpclient/taskdriver"
 )
@@ -178,7 +179,7 @@ func TestRuntimeSharedDialWithoutInitTimeout(t *testing.T) {
 	var hold atomic.Bool
 	held := make(chan struct{}, 1)
 	stop := make(chan struct{})
-	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
+	url, _ := testenv.DemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -229,7 +230,7 @@ func TestRuntimeSharedDialWithoutInitTimeout(t *testing.T) {
 func TestRuntimeCloseWaitsForSharedSessions(t *testing.T) {
 	t.Parallel()
 	var deletes atomic.Int32
-	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
+	url, _ := testenv.DemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
 		return legacyOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodDelete {
 				deletes.Add(1)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 )
 
@@ -298,7 +299,7 @@ func TestPoolFailedCallNotReplayed(t *testing.T) {
 	// The first submit_job runs on the demo server, then the connection is
 	// dropped before the answer: a closed stream.
 	var dropped atomic.Bool
-	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
+	url, _ := testenv.DemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))

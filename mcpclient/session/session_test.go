@@ -116,25 +116,6 @@ func sessDemoProcess(t *testing.T, transport string) string {
 	return ""
 }
 
-// sessDemoInProcess serves a fresh demo server over sse or http with
-// httptest, wrapped by wrap when not nil, and returns its MCP endpoint.
-func sessDemoInProcess(t *testing.T, transport string, wrap func(http.Handler) http.Handler) (url string, closeSessions func()) {
-	t.Helper()
-	srv, err := demomcp.New(demomcp.Config{Workdir: t.TempDir()})
-	require.NoError(t, err)
-	h, closeAll, err := srv.HTTPHandler(transport)
-	require.NoError(t, err)
-	if wrap != nil {
-		h = wrap(h)
-	}
-	ts := httptest.NewServer(h)
-	t.Cleanup(func() {
-		closeAll(context.Background())
-		ts.Close()
-	})
-	return sessEndpoint(ts.URL, transport), func() { closeAll(context.Background()) }
-}
-
 // opensSession reports whether a request body is the first request of a
 // session's dial: the 2026-07-28 server/discover probe, or a 2025-11-25
 // initialize.
@@ -443,7 +424,7 @@ func TestSessionHeaders(t *testing.T) {
 			t.Parallel()
 			var mu sync.Mutex
 			var calls, streams []http.Header
-			url, _ := sessDemoInProcess(t, transport, func(next http.Handler) http.Handler {
+			url, _ := testenv.DemoInProcess(t, transport, func(next http.Handler) http.Handler {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					body, _ := io.ReadAll(r.Body)
 					r.Body = io.NopCloser(bytes.NewReader(body))
@@ -491,7 +472,7 @@ func TestSessionJSONRPCErrors(t *testing.T) {
 	t.Parallel()
 	// Inject a -32602 answer for add with a non-numeric b; everything else
 	// reaches the real demo server.
-	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
+	url, _ := testenv.DemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -530,7 +511,7 @@ func TestSessionCallMeta(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var metas []map[string]any
-	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
+	url, _ := testenv.DemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -571,7 +552,7 @@ func TestSessionCallMeta(t *testing.T) {
 
 func TestSessionSSEStreamLost(t *testing.T) {
 	t.Parallel()
-	url, closeSessions := sessDemoInProcess(t, config.TransportSSE, nil)
+	url, closeSessions := testenv.DemoInProcess(t, config.TransportSSE, nil)
 	s := sessDial(t, sessRemoteServer("demo", config.TransportSSE, url), session.DialOptions{})
 	sessCall(t, s, "echo", map[string]any{"message": "x"})
 
@@ -601,7 +582,7 @@ func TestSessionBeforeSend(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	calls := 0
-	url, _ := sessDemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
+	url, _ := testenv.DemoInProcess(t, config.TransportHTTP, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))

@@ -1,12 +1,8 @@
 package streamhttp_test
 
 import (
-	"fmt"
 	"net/http"
-	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
@@ -15,18 +11,8 @@ import (
 // closes its idle connections before it looks for leaked goroutines.
 var testHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 
-// TestMain removes the binaries the benchmarks built and fails the run
-// when a goroutine outlives the tests.
+// TestMain fails the run when a goroutine outlives the tests; the
+// transports' idle connections are closed first.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testHTTP.CloseIdleConnections()
-	http.DefaultClient.CloseIdleConnections()
-	testenv.CleanupBinaries()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goroutine leak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testenv.Main(m, testHTTP.CloseIdleConnections, http.DefaultClient.CloseIdleConnections)
 }

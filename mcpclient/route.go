@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -90,6 +91,11 @@ func readResult(raw json.RawMessage, unreadable func(error) error) (*mcpflow.Too
 	}
 	if res.Content == nil {
 		return nil, unreadable(errors.New("content is missing"))
+	}
+	for i, b := range res.Content {
+		if len(b) == 0 || b[0] != '{' {
+			return nil, unreadable(fmt.Errorf("content block %d is not an object", i))
+		}
 	}
 	out := &mcpflow.ToolResult{Content: res.Content, IsError: res.IsError}
 	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {

@@ -96,7 +96,26 @@ type TemporalOptions struct {
 
 // StartTemporal starts a Temporal dev server from the local CLI. Stop it
 // with Stop; tests use StartTemporalT.
+//
+// The dev server picks its internal services' ports itself (a free port,
+// released, then bound again while the server is built); under a loaded
+// test run another process's outgoing connection can take one of them in
+// between, and the server exits with "address already in use". Such a
+// start is tried again, up to three times; any other failure is returned
+// at once.
 func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		var srv *Temporal
+		if srv, err = startTemporalOnce(ctx, o); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return srv, err
+		}
+		time.Sleep(time.Second)
+	}
+	return nil, err
+}
+
+func startTemporalOnce(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	cli, err := TemporalCLIPath()
 	if err != nil {
 		return nil, err
@@ -124,9 +143,25 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	defer cancel()
 	srv, err := testsuite.StartDevServer(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("start Temporal dev server: %w (output: %s)", err, logs.String())
+		return nil, fmt.Errorf("start Temporal dev server: %w (output without stack traces: %s)", err, withoutStacks(logs.String()))
 	}
 	return &Temporal{Server: srv, HostPort: srv.FrontendHostPort(), Namespace: "default", DBFile: o.DBFile, logs: logs}, nil
+}
+
+// withoutStacks drops the stack traces from the dev server's output (a
+// frame is a function line followed by its tab-indented file line), so a
+// failure's cause is not cut off in a test report.
+func withoutStacks(out string) string {
+	lines := strings.Split(out, "\n")
+	var b strings.Builder
+	for i, line := range lines {
+		frame := strings.HasPrefix(line, "\t") || i+1 < len(lines) && strings.HasPrefix(lines[i+1], "\t")
+		if line != "" && !frame {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
 }
 
 // Stop stops the dev server and waits for it to exit.

@@ -1,6 +1,11 @@
 package testenv
 
-import "testing"
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+)
 
 func TestWithoutStacks(t *testing.T) {
 	out := "time=1 level=ERROR msg=\"Failed to start gRPC listener\" error=\"listen tcp 127.0.0.1:1: bind: address already in use\"\n" +
@@ -13,5 +18,20 @@ func TestWithoutStacks(t *testing.T) {
 		"goroutine 1 [running]:\n"
 	if got := withoutStacks(out); got != want {
 		t.Fatalf("withoutStacks:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestStartTemporalPortTaken: a dev server whose port is taken fails with
+// the cause in the error (tried three times, each ended by the cause in its
+// output rather than the 60-second dial timeout).
+func TestStartTemporalPortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = StartTemporal(context.Background(), TemporalOptions{HostPort: l.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "can't set frontend port") || !strings.Contains(err.Error(), portTaken) {
+		t.Fatalf("StartTemporal on a taken port: %v", err)
 	}
 }

@@ -107,13 +107,15 @@ func StartTemporal(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	var err error
 	for attempt := 1; attempt <= 3; attempt++ {
 		var srv *Temporal
-		if srv, err = startTemporalOnce(ctx, o); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		if srv, err = startTemporalOnce(ctx, o); err == nil || !strings.Contains(err.Error(), portTaken) {
 			return srv, err
 		}
 		time.Sleep(time.Second)
 	}
 	return nil, err
 }
+
+const portTaken = "address already in use"
 
 func startTemporalOnce(ctx context.Context, o TemporalOptions) (*Temporal, error) {
 	cli, err := TemporalCLIPath()
@@ -141,6 +143,14 @@ func startTemporalOnce(ctx context.Context, o TemporalOptions) (*Temporal, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	// StartDevServer dials until ctx ends even when the server has already
+	// exited; a lost port race ends the wait at once.
+	go func() {
+		for ctx.Err() == nil && !strings.Contains(logs.String(), portTaken) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+	}()
 	srv, err := testsuite.StartDevServer(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("start Temporal dev server: %w (output without stack traces: %s)", err, withoutStacks(logs.String()))

@@ -2,6 +2,7 @@ package mcpflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/url"
@@ -39,6 +40,36 @@ type TokenIdentity struct {
 	AdminScope string
 	// Expiry is the token's "exp".
 	Expiry time.Time
+	// Claims are the token's claims as it carried them (an introspected
+	// token's: the introspection answer's), for the tool policies; never
+	// logged, stored or forwarded.
+	Claims map[string]json.RawMessage
+}
+
+// Caller is who a request is made by, as the API authenticated it: what
+// the tool policies decide with (package policy).
+type Caller struct {
+	UserID   string // "" for an admin token
+	Admin    bool
+	Provider string   // the identity provider's name; "" for a static token
+	Scopes   []string // an identity provider's token's scopes
+	// Claims are an identity provider's token's claims (nil for a static
+	// token); never logged, stored or forwarded.
+	Claims map[string]json.RawMessage
+}
+
+type callerKey struct{}
+
+// WithCaller marks ctx as a request of c.
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller WithCaller put in ctx, nil for none (a
+// durable task's poll, a test without the API).
+func CallerFrom(ctx context.Context) *Caller {
+	c, _ := ctx.Value(callerKey{}).(*Caller)
+	return c
 }
 
 // TokenVerifier checks bearer access tokens issued by identity providers.

@@ -137,6 +137,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	if p, ok := s.opts.Auth.Authenticate(tok); ok {
 		c.Set(ctxPrincipal, p)
+		c.Request = c.Request.WithContext(mcpflow.WithCaller(c.Request.Context(), &mcpflow.Caller{UserID: p.UserID, Admin: p.Admin}))
 		c.Next()
 		return
 	}
@@ -171,7 +172,9 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	c.Set(ctxPrincipal, p)
 	// The token goes on only to the credential layer, for token exchange.
-	c.Request = c.Request.WithContext(mcpflow.WithCallerToken(c.Request.Context(), tok))
+	ctx := mcpflow.WithCaller(c.Request.Context(), &mcpflow.Caller{UserID: id.UserID, Admin: id.Admin, Provider: id.Provider,
+		Scopes: id.Scopes, Claims: id.Claims})
+	c.Request = c.Request.WithContext(mcpflow.WithCallerToken(ctx, tok))
 	c.Next()
 }
 

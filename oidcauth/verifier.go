@@ -407,6 +407,7 @@ func (p *provider) checkClaims(c claimSet, now time.Time, requireExp bool) (veri
 		Scopes:     c.scopes(),
 		AdminScope: cfg.AdminScope,
 		Expiry:     exp,
+		Claims:     c,
 	}
 	for _, s := range cfg.RequiredScopes {
 		if !hasScope(id.Scopes, s) {

@@ -1,0 +1,359 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Effects of a rule, and defaults.
+const (
+	Allow = "allow"
+	Deny  = "deny"
+)
+
+// Config is the "policies" block of extensions_config.json.
+type Config struct {
+	// Default decides a call no rule decided: Allow ("" too) or Deny.
+	Default string
+	// ServerDefaults override Default for the tools of a server.
+	ServerDefaults map[string]string
+	// Rules in document order (their order does not change a decision).
+	Rules []Rule
+}
+
+// Rule allows or denies the calls it matches.
+type Rule struct {
+	Name    string   // names the rule in refusals and logs; unique
+	Effect  string   // Allow or Deny
+	Servers []string // globs (path.Match) over server names; none: every server
+	Tools   []string // globs over visible tool names ("files_write_file"); none: every tool
+	When    string   // CEL condition; "": always
+}
+
+// costLimit bounds one condition's evaluation (cel-go's cost units,
+// roughly one per operation and per element a macro visits): a condition
+// over a huge argument list is refused, not run for long.
+const costLimit = 1_000_000
+
+// Set is a compiled Config. A nil *Set allows everything.
+type Set struct {
+	def     string
+	servers map[string]string
+	rules   []rule
+}
+
+type rule struct {
+	Rule
+	prg cel.Program // nil: the rule always holds
+}
+
+// CompileError is a Config that does not compile: Field is where
+// ("rules[1].when"), Message what (with the line and column of a
+// condition's error).
+type CompileError struct {
+	Field   string
+	Message string
+}
+
+func (e *CompileError) Error() string { return e.Field + ": " + e.Message }
+
+var (
+	envOnce sync.Once
+	env     *cel.Env
+	envErr  error
+)
+
+// celEnv declares what a condition can read.
+func celEnv() (*cel.Env, error) {
+	envOnce.Do(func() {
+		env, envErr = cel.NewEnv(
+			cel.Variable("user", cel.MapType(cel.StringType, cel.DynType)),
+			cel.Variable("tool", cel.MapType(cel.StringType, cel.DynType)),
+			cel.Variable("server", cel.StringType),
+			cel.Variable("thread", cel.StringType),
+			cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+			cel.CrossTypeNumericComparisons(true),
+		)
+	})
+	return env, envErr
+}
+
+// Compile checks c and compiles its conditions.
+func Compile(c Config) (*Set, error) {
+	e, err := celEnv()
+	if err != nil {
+		return nil, fmt.Errorf("policy: CEL environment: %w", err)
+	}
+	s := &Set{def: Allow, servers: map[string]string{}}
+	if c.Default != "" {
+		if c.Default != Allow && c.Default != Deny {
+			return nil, &CompileError{Field: "default", Message: `must be "allow" or "deny"`}
+		}
+		s.def = c.Default
+	}
+	for name, d := range c.ServerDefaults {
+		if d != Allow && d != Deny {
+			return nil, &CompileError{Field: "server_defaults." + name, Message: `must be "allow" or "deny"`}
+		}
+		s.servers[name] = d
+	}
+	names := map[string]bool{}
+	for i, r := range c.Rules {
+		field := fmt.Sprintf("rules[%d]", i)
+		switch {
+		case strings.TrimSpace(r.Name) == "":
+			return nil, &CompileError{Field: field + ".name", Message: "must not be empty"}
+		case names[r.Name]:
+			return nil, &CompileError{Field: field + ".name", Message: fmt.Sprintf("%q names another rule too", r.Name)}
+		case r.Effect != Allow && r.Effect != Deny:
+			return nil, &CompileError{Field: field + ".effect", Message: `must be "allow" or "deny"`}
+		}
+		names[r.Name] = true
+		for key, globs := range map[string][]string{"servers": r.Servers, "tools": r.Tools} {
+			for j, g := range globs {
+				if _, err := path.Match(g, ""); err != nil || g == "" {
+					return nil, &CompileError{Field: fmt.Sprintf("%s.%s[%d]", field, key, j), Message: "is not a valid glob"}
+				}
+			}
+		}
+		cr := rule{Rule: r}
+		if strings.TrimSpace(r.When) != "" {
+			if cr.prg, err = compileWhen(e, r.When); err != nil {
+				return nil, &CompileError{Field: field + ".when", Message: err.Error()}
+			}
+		}
+		s.rules = append(s.rules, cr)
+	}
+	return s, nil
+}
+
+func compileWhen(e *cel.Env, src string) (cel.Program, error) {
+	ast, iss := e.Compile(src)
+	if iss.Err() != nil {
+		var msgs []string
+		for _, ce := range iss.Errors() {
+			msgs = append(msgs, fmt.Sprintf("line %d, column %d: %s", ce.Location.Line(), ce.Location.Column()+1, ce.Message))
+		}
+		return nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+		return nil, fmt.Errorf("must be a boolean condition (it is of type %s)", t)
+	}
+	return e.Program(ast, cel.EvalOptions(cel.OptPartialEval), cel.CostLimit(costLimit))
+}
+
+// Input is what a decision is about.
+type Input struct {
+	Caller   *mcpflow.Caller // nil: a caller known only by UserID
+	UserID   string
+	ThreadID string
+	Tool     *mcpflow.Tool
+}
+
+// Decision is the outcome for one tool or call.
+type Decision struct {
+	Allowed bool
+	// Hidden: refused whatever the arguments (the tool is not listed, and
+	// its calls are answered as unknown).
+	Hidden bool
+	// Rule names the rule that decided; "" when a default did.
+	Rule string
+	// Failed: Rule's condition could not be evaluated (refused).
+	Failed bool
+}
+
+// Refusal is the error of a call a rule refused because of its
+// arguments; it names the rule and never the arguments.
+func (d Decision) Refusal() error {
+	if d.Rule == "" {
+		return mcpflow.Errorf(mcpflow.EForbidden, "the call is refused by policy: no rule allows it")
+	}
+	if d.Failed {
+		return mcpflow.Errorf(mcpflow.EForbidden, "the call is refused by policy rule %q (its condition could not be evaluated)", d.Rule)
+	}
+	return mcpflow.Errorf(mcpflow.EForbidden, "the call is refused by policy rule %q", d.Rule)
+}
+
+// outcome of one condition.
+type outcome int
+
+const (
+	holds outcome = iota
+	fails
+	unknown // depends on the arguments
+	broken  // could not be evaluated
+)
+
+func (r *rule) matches(t *mcpflow.Tool) bool {
+	return matchAny(r.Servers, t.Server) && matchAny(r.Tools, t.Name)
+}
+
+func matchAny(globs []string, s string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *rule) eval(act any) outcome {
+	if r.prg == nil {
+		return holds
+	}
+	out, _, err := r.prg.Eval(act)
+	switch {
+	case err != nil:
+		return broken
+	case types.IsUnknown(out):
+		return unknown
+	case out == types.True:
+		return holds
+	case out == types.False:
+		return fails
+	}
+	return broken // not a boolean
+}
+
+func (s *Set) defaultFor(server string) string {
+	if d, ok := s.servers[server]; ok {
+		return d
+	}
+	return s.def
+}
+
+// Visible decides whether in.Tool is listed for the caller: it is hidden
+// when a deny rule holds (or fails to evaluate) without looking at
+// arguments, or when no allow rule can hold and the default denies.
+func (s *Set) Visible(in Input) Decision {
+	if s == nil {
+		return Decision{Allowed: true}
+	}
+	var act any
+	allowable := false
+	for i := range s.rules {
+		r := &s.rules[i]
+		if !r.matches(in.Tool) {
+			continue
+		}
+		if act == nil && r.prg != nil {
+			var err error
+			if act, err = cel.PartialVars(vars(in, nil), cel.AttributePattern("args")); err != nil {
+				return Decision{Hidden: true, Rule: r.Name, Failed: true}
+			}
+		}
+		switch o := r.eval(act); {
+		case r.Effect == Deny && o == broken:
+			return Decision{Hidden: true, Rule: r.Name, Failed: true}
+		case r.Effect == Deny && o == holds:
+			return Decision{Hidden: true, Rule: r.Name}
+		case r.Effect == Allow && (o == holds || o == unknown):
+			allowable = true
+		}
+	}
+	if allowable || s.defaultFor(in.Tool.Server) == Allow {
+		return Decision{Allowed: true}
+	}
+	return Decision{Hidden: true}
+}
+
+// Decide decides a call of in.Tool with args (decoded JSON; nil is {}).
+func (s *Set) Decide(in Input, args map[string]any) Decision {
+	if s == nil {
+		return Decision{Allowed: true}
+	}
+	if d := s.Visible(in); d.Hidden {
+		return d
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	var act map[string]any
+	allowedBy, allowed := "", false
+	for i := range s.rules {
+		r := &s.rules[i]
+		if !r.matches(in.Tool) {
+			continue
+		}
+		if act == nil {
+			act = vars(in, args)
+		}
+		switch o := r.eval(act); {
+		case r.Effect == Deny && (o == broken || o == unknown):
+			return Decision{Rule: r.Name, Failed: true}
+		case r.Effect == Deny && o == holds:
+			return Decision{Rule: r.Name}
+		case r.Effect == Allow && o == holds && !allowed:
+			allowedBy, allowed = r.Name, true
+		}
+	}
+	if allowed {
+		return Decision{Allowed: true, Rule: allowedBy}
+	}
+	return Decision{Allowed: s.defaultFor(in.Tool.Server) == Allow}
+}
+
+// vars are a condition's variables; args nil leaves "args" out (unknown
+// under partial evaluation).
+func vars(in Input, args map[string]any) map[string]any {
+	user := map[string]any{"id": in.UserID, "admin": false, "provider": "", "scopes": []string{}, "claims": map[string]any{}}
+	if c := in.Caller; c != nil {
+		if c.UserID != "" {
+			user["id"] = c.UserID
+		}
+		user["admin"], user["provider"] = c.Admin, c.Provider
+		if c.Scopes != nil {
+			user["scopes"] = c.Scopes
+		}
+		claims := make(map[string]any, len(c.Claims))
+		for k, raw := range c.Claims {
+			var v any
+			if json.Unmarshal(raw, &v) == nil {
+				claims[k] = v
+			}
+		}
+		user["claims"] = claims
+	}
+	t := in.Tool
+	v := map[string]any{
+		"user": user,
+		"tool": map[string]any{"name": t.Name, "original_name": t.OriginalName, "server": t.Server,
+			"task": t.TaskToolset != nil, "annotations": annotations(t.Annotations)},
+		"server": t.Server,
+		"thread": in.ThreadID,
+	}
+	if args != nil {
+		v["args"] = args
+	}
+	return v
+}
+
+// annotations are a tool's annotations with MCP's defaults for the hints
+// it left out: readOnlyHint false, destructiveHint true, idempotentHint
+// false, openWorldHint true.
+func annotations(raw json.RawMessage) map[string]any {
+	a := map[string]any{}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &a)
+		if a == nil {
+			a = map[string]any{}
+		}
+	}
+	for k, def := range map[string]bool{"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true} {
+		if _, ok := a[k].(bool); !ok {
+			a[k] = def
+		}
+	}
+	return a
+}

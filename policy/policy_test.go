@@ -1,0 +1,231 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+func mustCompile(t *testing.T, c Config) *Set {
+	t.Helper()
+	s, err := Compile(c)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	return s
+}
+
+func tool(server, raw, annotations string) *mcpflow.Tool {
+	t := &mcpflow.Tool{Name: server + "_" + raw, Server: server, OriginalName: raw}
+	if annotations != "" {
+		t.Annotations = json.RawMessage(annotations)
+	}
+	return t
+}
+
+func claims(t *testing.T, js string) map[string]json.RawMessage {
+	t.Helper()
+	var c map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(js), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCompileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		c     Config
+		field string
+		msg   string
+	}{
+		{"default", Config{Default: "maybe"}, "default", `must be "allow" or "deny"`},
+		{"server default", Config{ServerDefaults: map[string]string{"files": "block"}}, "server_defaults.files", `must be "allow" or "deny"`},
+		{"no name", Config{Rules: []Rule{{Effect: Allow}}}, "rules[0].name", "must not be empty"},
+		{"same name", Config{Rules: []Rule{{Name: "a", Effect: Allow}, {Name: "a", Effect: Deny}}}, "rules[1].name", `"a" names another rule too`},
+		{"effect", Config{Rules: []Rule{{Name: "a", Effect: "approve"}}}, "rules[0].effect", `must be "allow" or "deny"`},
+		{"glob", Config{Rules: []Rule{{Name: "a", Effect: Deny, Tools: []string{"files_["}}}}, "rules[0].tools[0]", "is not a valid glob"},
+		{"syntax", Config{Rules: []Rule{{Name: "a", Effect: Deny, When: "user.admin &&"}}}, "rules[0].when", "line 1, column 14: Syntax error"},
+		{"undeclared", Config{Rules: []Rule{{Name: "a", Effect: Deny, When: "true &&\n  usr.admin"}}}, "rules[0].when", "line 2, column 3: undeclared reference to 'usr'"},
+		{"not boolean", Config{Rules: []Rule{{Name: "a", Effect: Deny, When: "server + 'x'"}}}, "rules[0].when", "must be a boolean condition (it is of type string)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Compile(tc.c)
+			var ce *CompileError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Compile: %v, want a CompileError", err)
+			}
+			if ce.Field != tc.field || !strings.Contains(ce.Message, tc.msg) {
+				t.Fatalf("Compile: %s: %s; want %s: …%s…", ce.Field, ce.Message, tc.field, tc.msg)
+			}
+		})
+	}
+}
+
+// The README's example: read-only tools for everyone, destructive ones only
+// for the ops group, files_write_file only under the caller's workspace.
+func exampleSet(t *testing.T) *Set {
+	return mustCompile(t, Config{
+		Default: Deny,
+		Rules: []Rule{
+			{Name: "read-only-for-everyone", Effect: Allow, When: "tool.annotations.readOnlyHint"},
+			{Name: "ops-may-change-things", Effect: Allow, When: "has(user.claims.groups) && 'ops' in user.claims.groups"},
+			{Name: "destructive-only-ops", Effect: Deny,
+				When: "tool.annotations.destructiveHint && !tool.annotations.readOnlyHint && !(has(user.claims.groups) && 'ops' in user.claims.groups)"},
+			{Name: "writes-stay-in-the-workspace", Effect: Deny, Tools: []string{"files_write_file"},
+				When: "!args.path.startsWith('/mnt/user-data/workspace/') || args.path.contains('..')"},
+		},
+	})
+}
+
+func TestExample(t *testing.T) {
+	s := exampleSet(t)
+	dev := &mcpflow.Caller{UserID: "dev", Provider: "idp", Claims: claims(t, `{"groups": ["dev"]}`)}
+	ops := &mcpflow.Caller{UserID: "op", Provider: "idp", Claims: claims(t, `{"groups": ["ops", "dev"]}`)}
+	static := &mcpflow.Caller{UserID: "alice"}
+	read := tool("files", "read_file", `{"readOnlyHint": true}`)
+	drop := tool("db", "drop_table", `{"destructiveHint": true}`)
+	plain := tool("db", "query", "") // MCP's defaults: destructive, not read-only
+	write := tool("files", "write_file", `{"destructiveHint": false}`)
+
+	for _, c := range []*mcpflow.Caller{dev, ops, static} {
+		if d := s.Visible(Input{Caller: c, Tool: read}); !d.Allowed || d.Hidden {
+			t.Errorf("%s: read-only tool hidden: %+v", c.UserID, d)
+		}
+	}
+	if d := s.Visible(Input{Caller: dev, Tool: drop}); !d.Hidden || d.Rule != "destructive-only-ops" {
+		t.Errorf("dev sees drop_table: %+v", d)
+	}
+	if d := s.Visible(Input{Caller: static, Tool: plain}); !d.Hidden || d.Rule != "destructive-only-ops" {
+		t.Errorf("a static token's user sees an unannotated tool: %+v", d)
+	}
+	if d := s.Decide(Input{Caller: ops, Tool: drop}, nil); !d.Allowed || d.Rule != "ops-may-change-things" {
+		t.Errorf("ops refused drop_table: %+v", d)
+	}
+	// write_file is not destructive and not read-only: only ops are allowed
+	// it (default deny), and only in the workspace.
+	if d := s.Visible(Input{Caller: dev, Tool: write}); !d.Hidden || d.Rule != "" {
+		t.Errorf("dev sees write_file: %+v", d)
+	}
+	if d := s.Visible(Input{Caller: ops, Tool: write}); d.Hidden {
+		t.Errorf("ops do not see write_file: %+v", d)
+	}
+	in := Input{Caller: ops, Tool: write}
+	if d := s.Decide(in, map[string]any{"path": "/mnt/user-data/workspace/a.txt"}); !d.Allowed {
+		t.Errorf("ops refused a write in the workspace: %+v", d)
+	}
+	for _, p := range []any{"/etc/passwd", "/mnt/user-data/workspace/../../etc/passwd", 42} {
+		d := s.Decide(in, map[string]any{"path": p})
+		if d.Allowed || d.Hidden || d.Rule != "writes-stay-in-the-workspace" {
+			t.Errorf("path %v: %+v", p, d)
+		}
+		if err := d.Refusal(); mcpflow.ErrorCode(err) != mcpflow.EForbidden || !strings.Contains(err.Error(), `"writes-stay-in-the-workspace"`) ||
+			strings.Contains(err.Error(), "passwd") {
+			t.Errorf("refusal: %v", err)
+		}
+	}
+	// No path at all: the deny rule cannot be evaluated, so it refuses.
+	if d := s.Decide(in, nil); d.Allowed || !d.Failed || d.Rule != "writes-stay-in-the-workspace" {
+		t.Errorf("no path: %+v", d)
+	}
+}
+
+func TestDefaultsAndServers(t *testing.T) {
+	var none *Set
+	if d := none.Decide(Input{Tool: tool("a", "b", "")}, nil); !d.Allowed {
+		t.Fatal("a nil set refuses")
+	}
+	s := mustCompile(t, Config{ServerDefaults: map[string]string{"vault": Deny},
+		Rules: []Rule{{Name: "admins-open-the-vault", Effect: Allow, Servers: []string{"vault"}, When: "user.admin"}}})
+	if d := s.Visible(Input{UserID: "u", Tool: tool("files", "read", "")}); !d.Allowed {
+		t.Errorf("global default allow: %+v", d)
+	}
+	if d := s.Visible(Input{UserID: "u", Tool: tool("vault", "read", "")}); !d.Hidden {
+		t.Errorf("server default deny: %+v", d)
+	}
+	if d := s.Decide(Input{Caller: &mcpflow.Caller{Admin: true}, Tool: tool("vault", "read", "")}, nil); !d.Allowed || d.Rule != "admins-open-the-vault" {
+		t.Errorf("admin: %+v", d)
+	}
+	// Globs: over server names and visible tool names.
+	g := mustCompile(t, Config{Rules: []Rule{{Name: "no-deletes", Effect: Deny, Tools: []string{"*_delete_*"}}}})
+	if d := g.Visible(Input{Tool: tool("files", "delete_file", "")}); !d.Hidden || d.Rule != "no-deletes" {
+		t.Errorf("glob: %+v", d)
+	}
+	if d := g.Visible(Input{Tool: tool("files", "read_file", "")}); d.Hidden {
+		t.Errorf("glob matched read_file: %+v", d)
+	}
+}
+
+// A rule over the arguments leaves the tool listed; a rule that cannot be
+// evaluated never allows.
+func TestArgumentsAndErrors(t *testing.T) {
+	s := mustCompile(t, Config{Default: Deny, Rules: []Rule{
+		{Name: "small-only", Effect: Allow, When: "args.n < 10"},
+	}})
+	in := Input{UserID: "u", Tool: tool("calc", "sum", "")}
+	if d := s.Visible(in); d.Hidden {
+		t.Fatalf("hidden though some arguments are allowed: %+v", d)
+	}
+	if d := s.Decide(in, map[string]any{"n": 3.0}); !d.Allowed {
+		t.Errorf("n=3: %+v", d)
+	}
+	for _, args := range []map[string]any{{"n": 30.0}, {"n": "3"}, {}} {
+		if d := s.Decide(in, args); d.Allowed || d.Hidden || d.Rule != "" {
+			t.Errorf("%v: %+v", args, d)
+		}
+	}
+	// A deny rule over a claim the caller lacks: refused (hidden), as an
+	// error, never allowed.
+	b := mustCompile(t, Config{Rules: []Rule{{Name: "not-contractors", Effect: Deny, When: "user.claims.contractor"}}})
+	if d := b.Visible(in); !d.Hidden || !d.Failed || d.Rule != "not-contractors" {
+		t.Errorf("broken deny: %+v", d)
+	}
+}
+
+// FuzzDecide: whatever the tool, claims and arguments, a call is allowed
+// only when the rules say so; an evaluation error never allows.
+func FuzzDecide(f *testing.F) {
+	f.Add("files_write_file", `{"groups": ["ops"]}`, `{"path": "/mnt/user-data/workspace/a", "n": 1}`)
+	f.Add("db_drop", `{"groups": "ops"}`, `{"n": "1"}`)
+	f.Add("x", `{}`, `{"n": -1e308}`)
+	f.Add("*", `{"groups": [1, null, {"a": "ops"}]}`, `{"n": [1]}`)
+	s, err := Compile(Config{Default: Deny, Rules: []Rule{
+		{Name: "ops", Effect: Allow, When: "'ops' in user.claims.groups"},
+		{Name: "small", Effect: Deny, When: "args.n > 0"},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, name, claimsJSON, argsJSON string) {
+		var c map[string]json.RawMessage
+		var args map[string]any
+		if json.Unmarshal([]byte(claimsJSON), &c) != nil || json.Unmarshal([]byte(argsJSON), &args) != nil {
+			return
+		}
+		tl := &mcpflow.Tool{Name: name, Server: "s", OriginalName: name}
+		d := s.Decide(Input{Caller: &mcpflow.Caller{UserID: "u", Claims: c}, Tool: tl}, args)
+		if !d.Allowed {
+			return
+		}
+		var groups []any
+		if json.Unmarshal(c["groups"], &groups) != nil || !containsString(groups, "ops") {
+			t.Fatalf("allowed without ops in groups: claims %s", claimsJSON)
+		}
+		n, ok := args["n"].(float64)
+		if !ok || n > 0 {
+			t.Fatalf("allowed with n = %v", args["n"])
+		}
+	})
+}
+
+func containsString(l []any, s string) bool {
+	for _, v := range l {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/mcpflow/mcpflow/policy"
 )
 
 // Transport types accepted in mcpServers.<name>.type (exact, case-sensitive).
@@ -70,6 +72,10 @@ type Extensions struct {
 	// MCPInterceptors are the mcpInterceptors entries; a single string is
 	// normalized to a one-element list.
 	MCPInterceptors []string
+	// PolicyConfig is the "policies" block, nil when absent; Policies is
+	// it compiled (nil: every caller may see and call every tool).
+	PolicyConfig *policy.Config
+	Policies     *policy.Set
 	// Extra holds unknown top-level keys in order (env-resolved values).
 	Extra *Object
 	// Warnings are non-fatal findings (priority clamping, ignored

@@ -337,6 +337,8 @@ func (d *extDecoder) extensions(root *Object) (*Extensions, error) {
 		}
 	}
 
+	ext.PolicyConfig, ext.Policies = d.policies(r)
+
 	ext.Extra = r.extras()
 
 	for _, s := range ext.Servers {

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpflow/mcpflow/mcpclient/credential"
 	"github.com/mcpflow/mcpflow/mcpclient/question"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
+	"github.com/mcpflow/mcpflow/policy"
 )
 
 // Options configure a Runtime.
@@ -236,6 +237,17 @@ func (r *Runtime) Server(ctx context.Context, name string) (*config.Server, erro
 		return &cp, nil
 	}
 	return nil, mcpflow.Errorf(mcpflow.ENotFound, "MCP server '%s' is not an enabled server of the current configuration", name)
+}
+
+// Policies returns the tool policies of the configuration in use (nil:
+// none). A file that cannot be loaded keeps the last good one's, as it
+// keeps its tools.
+func (r *Runtime) Policies(ctx context.Context) (*policy.Set, error) {
+	st, err := r.tools(ctx)
+	if err != nil || st.ext == nil {
+		return nil, err
+	}
+	return st.ext.Policies, nil
 }
 
 // Pool returns the stdio session pool (for tests and metrics).

@@ -276,6 +276,11 @@ func (s *Set) Decide(in Input, args map[string]any) Decision {
 	if d := s.Visible(in); d.Hidden {
 		return d
 	}
+	return s.decideArgs(in, args)
+}
+
+// decideArgs is Decide for a tool Visible found visible.
+func (s *Set) decideArgs(in Input, args map[string]any) Decision {
 	if args == nil {
 		args = map[string]any{}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/mcpflow/mcpflow/mcpclient/route"
 	"github.com/mcpflow/mcpflow/mcpclient/taskdriver"
 	"github.com/mcpflow/mcpflow/mcpserver"
+	"github.com/mcpflow/mcpflow/policy"
 	"github.com/mcpflow/mcpflow/store"
 	"github.com/mcpflow/mcpflow/worker"
 	"github.com/mcpflow/mcpflow/workflows"
@@ -277,9 +278,12 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	if base := cfg.Temporal.WebUIURL; base != "" {
 		taskLink = func(id string) string { return worker.WebUILink(base, m.temporalNamespace, id) }
 	}
+	// The edges see the tools through the policies, for each request's
+	// caller; the worker's task activities use the runtime itself.
+	tools := &policy.Guard{Next: m.MCP, Policies: m.MCP.Policies}
 	var mcpEndpoint mcpflow.MCPEndpoint
 	if m.serves() {
-		mo := mcpserver.Options{Tools: m.MCP, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger,
+		mo := mcpserver.Options{Tools: tools, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger,
 			TaskLink: taskLink, MaxSessionsPerUser: cfg.Server.MaxMCPSessionsPerUser,
 			Version: version()} // serverInfo.version: the stamp mcpflow version prints
 		if m.Tasks != nil {
@@ -302,7 +306,7 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		Auth:        auth,
 		OAuth:       m.oauth,
 		Threads:     m.DB,
-		Tools:       m.MCP,
+		Tools:       tools,
 		Readiness: []api.Check{
 			{Name: "database", Check: m.DB.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {

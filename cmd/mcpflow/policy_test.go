@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow/internal/testsupport/testidp"
+)
+
+// policyExt is the demo server (with a task toolset) under policies.
+func policyExt(url, policies string) string {
+	return fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q, "tool_call_timeout": 10,
+  "task_toolsets": [{"name": "job", "submit_tool": "submit_job", "status_tool": "get_job_status", "cancel_tool": "cancel_job"}]}},
+ "policies": %s}`, url, policies)
+}
+
+const testPolicies = `{"default": "allow", "rules": [
+  {"name": "no-env-for-alice", "effect": "deny", "tools": ["demo_env"], "when": "user.id == 'alice'"},
+  {"name": "small-sums", "effect": "deny", "tools": ["demo_add"], "when": "args.a > 100"},
+  {"name": "no-tasks-for-alice", "effect": "deny", "when": "tool.task && user.id == 'alice'"}]}`
+
+func restToolNames(t *testing.T, m *Main, thread string) []string {
+	t.Helper()
+	code, body := get(t, m.URL()+"/api/threads/"+thread+"/tools", testUserToken)
+	require.Equal(t, 200, code, body)
+	var names []string
+	for _, tl := range body["tools"].([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	return names
+}
+
+// TestPoliciesEveryPath: a tool a policy hides is absent from the REST
+// listing and both MCP revisions' tools/list, and a call of it is answered
+// word for word as a call of a tool that does not exist; a call refused
+// for its arguments names the rule and not the values; task tools follow
+// their submit tool; editing the file's policies applies to the next
+// request.
+func TestPoliciesEveryPath(t *testing.T) {
+	url := demoHTTP(t)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1 }\n", policyExt(url, testPolicies))
+	m := waitReady(t, startMain(t, ModeDev, cfg, nil))
+	e := &taskEnv{m: m}
+
+	// REST.
+	names := restToolNames(t, m, "gov")
+	require.Contains(t, names, "demo_echo")
+	require.Contains(t, names, "demo_add")
+	require.NotContains(t, names, "demo_env")
+	require.NotContains(t, names, "demo_submit_job", "the task tool follows its submit tool")
+	hiddenCode, hidden := e.post(t, "/api/threads/gov/tools/demo_env/call", `{"arguments": {}}`)
+	unknownCode, unknown := e.post(t, "/api/threads/gov/tools/demo_nope/call", `{"arguments": {}}`)
+	require.Equal(t, 404, hiddenCode, hidden)
+	require.Equal(t, unknownCode, hiddenCode)
+	require.Equal(t, strings.ReplaceAll(fmt.Sprint(unknown), "demo_nope", "demo_env"), fmt.Sprint(hidden))
+	code, out := e.post(t, "/api/threads/gov/tools/demo_submit_job/call", `{"arguments": {"duration_seconds": 1}}`)
+	require.Equal(t, 404, code, "a hidden task tool starts no task: %v", out)
+	code, out = e.post(t, "/api/threads/gov/tools/demo_add/call", `{"arguments": {"a": 31337, "b": 1}}`)
+	require.Equal(t, 403, code, out)
+	require.Contains(t, fmt.Sprint(out), `policy rule "small-sums"`)
+	require.NotContains(t, fmt.Sprint(out), "31337")
+	code, out = e.post(t, "/api/threads/gov/tools/demo_add/call", `{"arguments": {"a": 2, "b": 3}}`)
+	require.Equal(t, 200, code, out)
+
+	// MCP 2025-11-25.
+	c, _ := mcpGoClient(t, m.URL()+"/mcp/threads/gov", map[string]string{"Mcp-Protocol-Version": "2025-11-25"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	listed, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	require.NoError(t, err)
+	var mcpNames []string
+	for _, tl := range listed.Tools {
+		mcpNames = append(mcpNames, tl.Name)
+	}
+	require.Contains(t, mcpNames, "demo_echo")
+	require.NotContains(t, mcpNames, "demo_env")
+	require.NotContains(t, mcpNames, "demo_submit_job")
+	callMCP := func(name string, args map[string]any) (*mcp.CallToolResult, error) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, args
+		return c.CallTool(ctx, req)
+	}
+	_, hiddenErr := callMCP("demo_env", map[string]any{})
+	_, unknownErr := callMCP("demo_nope", map[string]any{})
+	require.Error(t, hiddenErr)
+	require.Equal(t, strings.ReplaceAll(unknownErr.Error(), "demo_nope", "demo_env"), hiddenErr.Error())
+	res, err := callMCP("demo_add", map[string]any{"a": 31337, "b": 1})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	text := res.Content[0].(mcp.TextContent).Text
+	require.Contains(t, text, `policy rule "small-sums"`)
+	require.NotContains(t, text, "31337")
+
+	// MCP 2026-07-28.
+	r26 := &rpc2026{url: m.URL() + "/mcp/threads/gov", token: testUserToken}
+	var names26 []string
+	for _, tl := range r26.call(t, "tools/list", "", map[string]any{})["tools"].([]any) {
+		names26 = append(names26, tl.(map[string]any)["name"].(string))
+	}
+	require.Contains(t, names26, "demo_echo")
+	require.NotContains(t, names26, "demo_env")
+	require.NotContains(t, names26, "demo_submit_job")
+	answer := func(name string) string {
+		resp := r26.request(t, ctx, "tools/call", name, map[string]any{"name": name, "arguments": map[string]any{}})
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		delete(out, "id")
+		return fmt.Sprint(resp.StatusCode, out)
+	}
+	require.Equal(t, strings.ReplaceAll(answer("demo_nope"), "demo_nope", "demo_env"), answer("demo_env"))
+
+	// The policies change with the file: without the rules, everything is
+	// listed again.
+	extPath := filepath.Join(filepath.Dir(cfg), "extensions_config.json")
+	require.NoError(t, os.WriteFile(extPath, []byte(policyExt(url, `{"default": "allow"}`)), 0o600))
+	require.Eventually(t, func() bool {
+		names := restToolNames(t, m, "gov")
+		return slices.Contains(names, "demo_env") && slices.Contains(names, "demo_submit_job")
+	}, 30*time.Second, 200*time.Millisecond)
+}
+
+// TestPolicyRefusedFile: a policy whose condition does not compile stops
+// mcpflow from starting, with where and what.
+func TestPolicyRefusedFile(t *testing.T) {
+	url := demoHTTP(t)
+	bad := `{"rules": [{"name": "typo", "effect": "deny", "when": "user.groups.exists(g, g == 'ops'"}]}`
+	cfg := writeConfig(t, "", policyExt(url, bad))
+	m := &Main{Mode: ModeDev, ConfigPath: cfg, Env: noEnv}
+	err := m.Open(context.Background())
+	if err == nil {
+		_ = m.Close(context.Background())
+	}
+	require.ErrorContains(t, err, "policies.rules[0].when: line 1, column 33: Syntax error")
+}
+
+// TestPolicyIdentityClaims: a real provider's tokens decide by their
+// claims and scopes. Default deny; carol's groups claim holds the admin
+// group, alice's token has none; a static token's user has neither claims
+// nor a provider.
+func TestPolicyIdentityClaims(t *testing.T) {
+	e := startOIDCEnv(t)
+	path := e.m.MCP.ExtensionsPath()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	var pol any
+	require.NoError(t, json.Unmarshal([]byte(`{"default": "deny", "rules": [
+  {"name": "echo-for-all", "effect": "allow", "tools": ["demo_echo"]},
+  {"name": "add-for-signed-in", "effect": "allow", "tools": ["demo_add"], "when": "user.provider == 'testidp' && '`+oidcRequiredScop+`' in user.scopes"},
+  {"name": "admins-everything", "effect": "allow", "servers": ["demo"], "when": "has(user.claims.groups) && '`+testidp.AdminGroup+`' in user.claims.groups"}]}`), &pol))
+	doc["policies"] = pol
+	b, err := json.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+
+	names := func(token string) []string {
+		t.Helper()
+		code, _, body := send(t, "GET", e.m.URL()+"/api/threads/claims/tools", token, "")
+		require.Equal(t, 200, code, body)
+		var out struct {
+			Tools []struct{ Name string } `json:"tools"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &out))
+		var n []string
+		for _, tl := range out.Tools {
+			if strings.HasPrefix(tl.Name, "demo_") {
+				n = append(n, tl.Name)
+			}
+		}
+		slices.Sort(n)
+		return n
+	}
+	require.Eventually(t, func() bool { return slices.Equal(names(testUserToken), []string{"demo_echo"}) },
+		30*time.Second, 200*time.Millisecond, "the static token's user sees only demo_echo")
+	resource := e.base
+	require.Equal(t, []string{"demo_add", "demo_echo"}, names(e.login(t, testidp.Alice, resource)))
+	carol := names(e.login(t, testidp.Carol, resource))
+	require.Contains(t, carol, "demo_env")
+	require.Contains(t, carol, "demo_submit_job")
+}

@@ -1,0 +1,63 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/policy"
+)
+
+func TestPolicies(t *testing.T) {
+	t.Parallel()
+	ext, _, err := loadJSON(t, `{"mcpServers": {}, "policies": {"default": "deny", "server_defaults": {"docs": "allow"},
+		"rules": [{"name": "ops-only", "effect": "allow", "servers": ["db"], "tools": ["db_*"], "when": "user.admin"}]}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ext.PolicyConfig
+	if c == nil || c.Default != policy.Deny || c.ServerDefaults["docs"] != policy.Allow || len(c.Rules) != 1 ||
+		c.Rules[0].Name != "ops-only" || c.Rules[0].When != "user.admin" || c.Rules[0].Tools[0] != "db_*" {
+		t.Fatalf("decoded %+v", c)
+	}
+	db := &mcpflow.Tool{Name: "db_query", Server: "db"}
+	if d := ext.Policies.Visible(policy.Input{UserID: "u", Tool: db}); !d.Hidden {
+		t.Errorf("a user sees db_query: %+v", d)
+	}
+	if d := ext.Policies.Visible(policy.Input{Caller: &mcpflow.Caller{Admin: true}, Tool: db}); d.Hidden {
+		t.Errorf("an admin does not see db_query: %+v", d)
+	}
+	if d := ext.Policies.Visible(policy.Input{UserID: "u", Tool: &mcpflow.Tool{Name: "docs_read", Server: "docs"}}); d.Hidden {
+		t.Errorf("server default allow: %+v", d)
+	}
+
+	// No block, or null: no policies, and the key is not an extra.
+	for _, doc := range []string{`{"mcpServers": {}}`, `{"mcpServers": {}, "policies": null}`} {
+		ext, _, err := loadJSON(t, doc, nil)
+		if err != nil || ext.Policies != nil || ext.PolicyConfig != nil || ext.Extra.Has("policies") {
+			t.Fatalf("%s: %v %+v", doc, err, ext)
+		}
+	}
+}
+
+func TestPoliciesRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ policies, want string }{
+		{`[]`, "policies: must be an object (got an array)"},
+		{`{"default": "block"}`, `policies.default: must be "allow" or "deny" (got "block")`},
+		{`{"rules": {}}`, "policies.rules: must be a list of rules (got an object)"},
+		{`{"rules": [{"effect": "deny"}]}`, "policies.rules[0].name: is required"},
+		{`{"rules": [{"name": "a"}]}`, "policies.rules[0].effect: is required"},
+		{`{"rules": [{"name": "a", "effect": "deny", "tool": ["x"]}]}`, "policies.rules[0].tool: unknown key (a rule allows only name, effect, servers, tools and when)"},
+		{`{"rules": [{"name": "a", "effect": "deny", "servers": "db"}]}`, "policies.rules[0].servers: must be a list of strings (got a string)"},
+		{`{"rules": [{"name": "a", "effect": "deny", "when": "user.groups.exists(g, g == 'ops'"}]}`, "policies.rules[0].when: line 1, column 33: Syntax error: missing"},
+		{`{"rules": [{"name": "a", "effect": "deny", "when": "usr.admin"}]}`, "policies.rules[0].when: line 1, column 1: undeclared reference to 'usr'"},
+		{`{"server_defaults": {"db": "maybe"}}`, `policies.server_defaults.db: must be "allow" or "deny"`},
+		{`{"rule": []}`, "policies.rule: unknown key (policies allows only default, server_defaults and rules)"},
+	} {
+		_, _, err := loadJSON(t, `{"mcpServers": {}, "policies": `+tc.policies+`}`, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want …%s…", tc.policies, err, tc.want)
+		}
+	}
+}

@@ -157,6 +157,12 @@ type ConfigAdmin interface {
 	ReplaceMCPServers(ctx context.Context, actor string, body []byte) ([]byte, error)
 	AddMCPServers(ctx context.Context, actor string, body []byte) ([]byte, error)
 	SetMCPServerEnabled(ctx context.Context, actor, server string, enabled bool) ([]byte, error)
+	// PolicyConfig answers {"policies": the tool policies block or null};
+	// ReplacePolicies writes one ({"policies": null} removes it) after
+	// compiling it: a condition that does not compile is EInvalid with
+	// its field, line and column.
+	PolicyConfig(ctx context.Context) ([]byte, error)
+	ReplacePolicies(ctx context.Context, actor string, body []byte) ([]byte, error)
 }
 
 // UnavailableServer is an enabled MCP server whose tools are missing from

@@ -35,6 +35,15 @@ func (s *Server) writeConfig(c *gin.Context, code int, write func(ctx context.Co
 	s.renderConfig(c, code, out, err)
 }
 
+func (s *Server) getPolicies(c *gin.Context) {
+	out, err := s.opts.Config.PolicyConfig(c.Request.Context())
+	s.renderConfig(c, http.StatusOK, out, err)
+}
+
+func (s *Server) putPolicies(c *gin.Context) {
+	s.writeConfig(c, http.StatusOK, s.opts.Config.ReplacePolicies)
+}
+
 func (s *Server) patchConfig(c *gin.Context) {
 	body, ok := s.readBody(c)
 	if !ok {

@@ -177,6 +177,8 @@ func (s *Server) routes(e *gin.Engine) {
 		admin.PUT("/mcp/config", s.putConfig)
 		admin.PATCH("/mcp/config", s.patchConfig)
 		admin.POST("/mcp/config/servers", s.addServers)
+		admin.GET("/mcp/policies", s.getPolicies)
+		admin.PUT("/mcp/policies", s.putPolicies)
 	}
 }
 

@@ -175,6 +175,8 @@ func (a *Admin) write(actor, kind string, change func(doc *RawDocument) error) (
 		}
 		before, _ := objectAt(doc.Root, "mcpServers")
 		before = before.Clone() // change may edit servers in place
+		beforePolicies, _ := doc.Root.Get("policies")
+		beforePolicies = cloneValue(beforePolicies)
 		if err := change(doc); err != nil {
 			return err
 		}
@@ -188,8 +190,14 @@ func (a *Admin) write(actor, kind string, change func(doc *RawDocument) error) (
 		if err := WriteFileAtomic(a.Path, append(data, '\n'), a.log()); err != nil {
 			return mcpflow.Errorf(mcpflow.EInternal, "Failed to update MCP configuration: %s", ioReason(err))
 		}
-		after, _ := objectAt(doc.Root, "mcpServers")
-		a.audit(actor, kind, before, after)
+		if kind == "replace policies" {
+			afterPolicies, _ := doc.Root.Get("policies")
+			a.log().Info("MCP policies changed", "actor", actor, "path", a.Path,
+				"rules_before", ruleNames(beforePolicies), "rules_after", ruleNames(afterPolicies))
+		} else {
+			after, _ := objectAt(doc.Root, "mcpServers")
+			a.audit(actor, kind, before, after)
+		}
 		out = maskedView(doc)
 		return nil
 	})
@@ -354,6 +362,85 @@ func (a *Admin) AddMCPServers(ctx context.Context, actor string, body []byte) ([
 // SetMCPServerEnabled implements mcpflow.ConfigAdmin (PATCH).
 func (a *Admin) SetMCPServerEnabled(ctx context.Context, actor, server string, enabled bool) ([]byte, error) {
 	return marshalView(a.SetEnabled(ctx, actor, server, enabled))
+}
+
+// PolicyConfig implements mcpflow.ConfigAdmin: {"policies": the block as
+// the file holds it, or null}.
+func (a *Admin) PolicyConfig(ctx context.Context) ([]byte, error) {
+	var out *Object
+	err := WithReadLock(a.Path, func() error {
+		doc, err := a.read()
+		if errors.Is(err, fs.ErrNotExist) {
+			doc, err = &RawDocument{Root: NewObject()}, nil
+		}
+		if err != nil {
+			return err
+		}
+		out = policiesView(doc)
+		return nil
+	})
+	if err != nil {
+		return nil, adminError(err)
+	}
+	return out.MarshalJSON()
+}
+
+// ReplacePolicies implements mcpflow.ConfigAdmin (PUT): the body is
+// {"policies": {...}} ({"policies": null} removes them), checked and
+// compiled like the file before it is written.
+func (a *Admin) ReplacePolicies(ctx context.Context, actor string, body []byte) ([]byte, error) {
+	bad := mcpflow.Errorf(mcpflow.EInvalid, `request body must be {"policies": {...}} or {"policies": null}`)
+	var root Object
+	if err := root.UnmarshalJSON(body); err != nil {
+		return nil, bad
+	}
+	v, ok := root.Get("policies")
+	if _, isObj := v.(*Object); !ok || (v != nil && !isObj) {
+		return nil, bad
+	}
+	for _, k := range root.Keys() {
+		if k != "policies" {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "unknown field %q in the request body", k)
+		}
+	}
+	var out *Object
+	_, err := a.write(actor, "replace policies", func(doc *RawDocument) error {
+		if v == nil {
+			doc.Root.Delete("policies")
+		} else {
+			doc.Root.Set("policies", v)
+		}
+		out = policiesView(doc)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.MarshalJSON()
+}
+
+func policiesView(doc *RawDocument) *Object {
+	out := NewObject()
+	v, _ := doc.Root.Get("policies")
+	out.Set("policies", cloneValue(v))
+	return out
+}
+
+// ruleNames are the names of a policies block's rules, for the log.
+func ruleNames(policies any) []string {
+	names := []string{}
+	if o, ok := policies.(*Object); ok {
+		rules, _ := o.Get("rules")
+		list, _ := rules.([]any)
+		for _, r := range list {
+			if ro, ok := r.(*Object); ok {
+				n, _ := ro.Get("name")
+				s, _ := n.(string)
+				names = append(names, s)
+			}
+		}
+	}
+	return names
 }
 
 func marshalView(v *Object, err error) ([]byte, error) {

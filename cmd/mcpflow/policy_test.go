@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/internal/testsupport/testidp"
 )
 
@@ -189,4 +190,45 @@ func TestPolicyIdentityClaims(t *testing.T) {
 	carol := names(e.login(t, testidp.Carol, resource))
 	require.Contains(t, carol, "demo_env")
 	require.Contains(t, carol, "demo_submit_job")
+}
+
+// TestPolicyAdminAPI: an admin reads and replaces the policies over the
+// API; a condition that does not compile is refused with its position and
+// changes nothing; the change is logged with who made it and applies to
+// the next request; a user may not touch them.
+func TestPolicyAdminAPI(t *testing.T) {
+	url := demoHTTP(t)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true }\n", policyExt(url, `{"default": "allow"}`))
+	logs := &testenv.SyncBuffer{}
+	m := startMain(t, ModeDev, cfg, logs)
+	put := func(token, body string) (int, string) {
+		code, _, out := send(t, "PUT", m.URL()+"/api/mcp/policies", token, body)
+		return code, out
+	}
+	require.Contains(t, restToolNames(t, m, "adm"), "demo_env")
+
+	code, out := put(testUserToken, `{"policies": null}`)
+	require.Equal(t, 403, code, out)
+	code, out = put(testAdminToken, `{"policies": {"rules": [{"name": "x", "effect": "deny", "when": "tool.name = 'demo_env'"}]}}`)
+	require.Equal(t, 400, code, out)
+	require.Contains(t, out, "policies.rules[0].when: line 1, column 11: Syntax error")
+	code, out = put(testAdminToken, `{"policy": {}}`)
+	require.Equal(t, 400, code, out)
+	require.Contains(t, restToolNames(t, m, "adm"), "demo_env", "a refused write changed the policies")
+
+	code, out = put(testAdminToken, `{"policies": {"rules": [{"name": "no-env", "effect": "deny", "tools": ["demo_env"]}]}}`)
+	require.Equal(t, 200, code, out)
+	require.JSONEq(t, `{"policies": {"rules": [{"name": "no-env", "effect": "deny", "tools": ["demo_env"]}]}}`, out)
+	require.NotContains(t, restToolNames(t, m, "adm"), "demo_env")
+	code, body := get(t, m.URL()+"/api/mcp/policies", testAdminToken)
+	require.Equal(t, 200, code)
+	require.Equal(t, "no-env", body["policies"].(map[string]any)["rules"].([]any)[0].(map[string]any)["name"])
+	require.Contains(t, logs.String(), "MCP policies changed")
+	require.Contains(t, logs.String(), "rules_after=[no-env]")
+	require.Contains(t, logs.String(), "actor=\"admin sha256:")
+
+	code, out = put(testAdminToken, `{"policies": null}`)
+	require.Equal(t, 200, code, out)
+	require.JSONEq(t, `{"policies": null}`, out)
+	require.Contains(t, restToolNames(t, m, "adm"), "demo_env")
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -59,5 +61,52 @@ func TestPoliciesRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want …%s…", tc.policies, err, tc.want)
 		}
+	}
+}
+
+// TestPoliciesDocExample: the example of "Who may call what" in the
+// operator guide loads and decides as the guide says.
+func TestPoliciesDocExample(t *testing.T) {
+	t.Parallel()
+	md, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(md), "## Who may call what")
+	_, block, ok2 := strings.Cut(sec, "```json\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("no JSON example under ## Who may call what")
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(block), &doc); err != nil {
+		t.Fatalf("the example is not JSON: %v", err)
+	}
+	ext, _, err := loadJSON(t, `{"mcpServers": {}, "policies": `+string(doc["policies"])+`}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ext.Policies
+	ops := &mcpflow.Caller{UserID: "op", Provider: "idp", Claims: map[string]json.RawMessage{"groups": json.RawMessage(`["ops"]`)}}
+	dev := &mcpflow.Caller{UserID: "dev", Provider: "idp", Claims: map[string]json.RawMessage{"groups": json.RawMessage(`["dev"]`)}}
+	read := &mcpflow.Tool{Name: "files_read_file", Server: "files", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}
+	drop := &mcpflow.Tool{Name: "db_drop_table", Server: "db"}
+	write := &mcpflow.Tool{Name: "files_write_file", Server: "files", Annotations: json.RawMessage(`{"destructiveHint": false}`)}
+	bg := &mcpflow.Tool{Name: "list_background_tasks", Server: "mcpflow", Annotations: json.RawMessage(`{"destructiveHint": false}`)}
+	for _, c := range []struct {
+		who     *mcpflow.Caller
+		tool    *mcpflow.Tool
+		visible bool
+	}{{dev, read, true}, {ops, read, true}, {dev, drop, false}, {ops, drop, true}, {dev, write, false}, {ops, write, true},
+		{dev, bg, true}, {&mcpflow.Caller{UserID: "alice"}, drop, false}, {dev, &mcpflow.Tool{Name: "docs_search", Server: "docs"}, false}} {
+		if d := p.Visible(policy.Input{Caller: c.who, Tool: c.tool}); d.Allowed != c.visible {
+			t.Errorf("%s sees %s: %v, want %v (%+v)", c.who.UserID, c.tool.Name, d.Allowed, c.visible, d)
+		}
+	}
+	if d := p.Decide(policy.Input{Caller: ops, Tool: write}, map[string]any{"path": "/etc/passwd"}); d.Allowed || d.Rule != "writes-stay-in-the-workspace" {
+		t.Errorf("ops write outside the workspace: %+v", d)
+	}
+	if d := p.Decide(policy.Input{Caller: ops, Tool: write}, map[string]any{"path": "/mnt/user-data/workspace/notes.md"}); !d.Allowed {
+		t.Errorf("ops write in the workspace: %+v", d)
 	}
 }

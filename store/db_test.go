@@ -52,6 +52,7 @@ func TestOpenMigrations(t *testing.T) {
 			"ix_mcp_tasks_notification_status", "ix_mcp_tasks_thread_created",
 			"ix_thread_events_thread_seq", "ix_threads_user_id",
 			"ix_mcp_tasks_user_thread_created", "ix_mcp_sessions_last_used_at",
+			"ix_audit_records_at", "ix_audit_records_user_id", "ix_audit_records_tool_id",
 		} {
 			require.True(t, indexExists(t, b.db, name), name)
 		}

@@ -4,10 +4,11 @@
 //
 // Open connects, applies the embedded, versioned goose migrations of the
 // chosen backend (never AutoMigrate) and returns a *DB that implements
-// mcpflow.TaskStore, mcpflow.ThreadStore, mcpflow.EventStore and
+// mcpflow.TaskStore, mcpflow.ThreadStore, mcpflow.EventStore,
 // mcpflow.TaskSlots (the running-task slots of
 // mcp_tasks.max_running_tasks_per_user, reserved in mcp_task_slots and
-// consumed by the insert of the task's row). Storage
+// consumed by the insert of the task's row) and mcpflow.AuditStore (the
+// audit log, audit_records: migration 00011). Storage
 // errors become domain errors here: a missing row is an mcpflow.ENotFound
 // error, a deleted thread an mcpflow.EGone error, and a second task for the
 // same (user, server, remote task id) a *mcpflow.DuplicateRemoteTaskError.

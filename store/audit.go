@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Page sizes of ListAudit.
+const (
+	DefaultAuditListLimit = 100
+	MaxAuditListLimit     = 1000
+)
+
+// auditInsertBatch is how many rows one INSERT of InsertAudit carries;
+// auditDeleteBatch is how many rows one DELETE of DeleteAuditBefore removes
+// at most, so that a large retention sweep is many short statements rather
+// than one long transaction.
+const (
+	auditInsertBatch = 200
+	auditDeleteBatch = 10_000
+)
+
+// auditRow is one row of audit_records.
+type auditRow struct {
+	ID        int64     `gorm:"column:id;primaryKey;autoIncrement"`
+	At        time.Time `gorm:"column:at"`
+	Kind      string    `gorm:"column:kind"`
+	UserID    string    `gorm:"column:user_id"`
+	Admin     bool      `gorm:"column:admin"`
+	Provider  string    `gorm:"column:provider"`
+	Client    string    `gorm:"column:client"`
+	Surface   string    `gorm:"column:surface"`
+	ThreadID  string    `gorm:"column:thread_id"`
+	Server    string    `gorm:"column:server"`
+	Tool      string    `gorm:"column:tool"`
+	Decision  string    `gorm:"column:decision"`
+	Rule      string    `gorm:"column:rule"`
+	Outcome   string    `gorm:"column:outcome"`
+	LatencyMS float64   `gorm:"column:latency_ms"`
+	TaskID    string    `gorm:"column:task_id"`
+	RequestID string    `gorm:"column:request_id"`
+	TraceID   string    `gorm:"column:trace_id"`
+	Detail    string    `gorm:"column:detail"`
+}
+
+// TableName implements gorm's Tabler.
+func (auditRow) TableName() string { return "audit_records" }
+
+var _ mcpflow.AuditStore = (*DB)(nil)
+
+// auditText is a string column's stored form: valid UTF-8 without NUL
+// (PostgreSQL refuses either in text) and at most size characters when size
+// is positive, cut at a rune boundary. The audit log keeps a shortened
+// value rather than lose the record, or the batch it is in.
+func auditText(s string, size int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	if size <= 0 {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == size {
+			return s[:i]
+		}
+		n++
+	}
+	return s
+}
+
+// auditRowOf returns the row that stores r: the columns' sizes are those of
+// migrations/*/00011_audit_records.sql. The database assigns the id, so
+// r.ID is ignored; a zero r.Time is now.
+func (db *DB) auditRowOf(r *mcpflow.AuditRecord) auditRow {
+	at := r.Time
+	if at.IsZero() {
+		at = db.now()
+	}
+	latency := r.LatencyMS
+	if math.IsNaN(latency) || math.IsInf(latency, 0) {
+		latency = 0 // SQLite would store NaN as NULL; neither is a duration
+	}
+	return auditRow{
+		At:        dbTime(at),
+		Kind:      auditText(r.Kind, 32),
+		UserID:    auditText(r.UserID, 255),
+		Admin:     r.Admin,
+		Provider:  auditText(r.Provider, 255),
+		Client:    auditText(r.Client, 255),
+		Surface:   auditText(r.Surface, 32),
+		ThreadID:  auditText(r.ThreadID, 255),
+		Server:    auditText(r.Server, 255),
+		Tool:      auditText(r.Tool, 255),
+		Decision:  auditText(r.Decision, 16),
+		Rule:      auditText(r.Rule, 255),
+		Outcome:   auditText(r.Outcome, 32),
+		LatencyMS: latency,
+		TaskID:    auditText(r.TaskID, 64),
+		RequestID: auditText(r.RequestID, 64),
+		TraceID:   auditText(r.TraceID, 32),
+		Detail:    auditText(r.Detail, 0),
+	}
+}
+
+func (r *auditRow) record() mcpflow.AuditRecord {
+	return mcpflow.AuditRecord{
+		ID:        r.ID,
+		Time:      r.At.UTC(),
+		Kind:      r.Kind,
+		UserID:    r.UserID,
+		Admin:     r.Admin,
+		Provider:  r.Provider,
+		Client:    r.Client,
+		Surface:   r.Surface,
+		ThreadID:  r.ThreadID,
+		Server:    r.Server,
+		Tool:      r.Tool,
+		Decision:  r.Decision,
+		Rule:      r.Rule,
+		Outcome:   r.Outcome,
+		LatencyMS: r.LatencyMS,
+		TaskID:    r.TaskID,
+		RequestID: r.RequestID,
+		TraceID:   r.TraceID,
+		Detail:    r.Detail,
+	}
+}
+
+// InsertAudit implements mcpflow.AuditStore: the records in one
+// transaction, in INSERTs of up to 200 rows, with ids in the order given.
+// Times are stored in UTC at microsecond precision (a zero time is now).
+// A string longer than its column is cut to the column's size in
+// characters, invalid UTF-8 becomes U+FFFD and NUL bytes are dropped, so
+// one odd value never costs the batch. The records' IDs are ignored and
+// left alone; the database assigns them.
+func (db *DB) InsertAudit(ctx context.Context, records []mcpflow.AuditRecord) error {
+	if len(records) == 0 {
+		return nil
+	}
+	rows := make([]auditRow, len(records))
+	for i := range records {
+		rows[i] = db.auditRowOf(&records[i])
+	}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return tx.CreateInBatches(&rows, auditInsertBatch).Error
+	})
+	if err != nil {
+		return fmt.Errorf("insert %d audit records: %w", len(records), asUnavailable(err))
+	}
+	return nil
+}
+
+// ListAudit implements mcpflow.AuditStore: the records f selects, newest
+// (highest id) first, at most f.Limit of them (0 means 100; clamped to
+// 1..1000). UserID, Tool, Decision and Kind match exactly when set; Since
+// is inclusive and Until exclusive; Before > 0 returns only ids below it,
+// so the last id of a page is the cursor of the next.
+func (db *DB) ListAudit(ctx context.Context, f mcpflow.AuditFilter) ([]mcpflow.AuditRecord, error) {
+	limit := f.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultAuditListLimit
+	case limit < 1:
+		limit = 1
+	case limit > MaxAuditListLimit:
+		limit = MaxAuditListLimit
+	}
+	q := db.gorm.WithContext(ctx).Model(&auditRow{})
+	for _, c := range []struct{ column, value string }{
+		{"user_id", f.UserID}, {"tool", f.Tool}, {"decision", f.Decision}, {"kind", f.Kind},
+	} {
+		if c.value != "" {
+			q = q.Where(c.column+" = ?", c.value)
+		}
+	}
+	if !f.Since.IsZero() {
+		q = q.Where("at >= ?", dbTime(f.Since))
+	}
+	if !f.Until.IsZero() {
+		q = q.Where("at < ?", dbTime(f.Until))
+	}
+	if f.Before > 0 {
+		q = q.Where("id < ?", f.Before)
+	}
+	var rows []auditRow
+	if err := q.Order("id DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list audit records: %w", asUnavailable(err))
+	}
+	out := make([]mcpflow.AuditRecord, len(rows))
+	for i := range rows {
+		out[i] = rows[i].record()
+	}
+	return out, nil
+}
+
+// DeleteAuditBefore implements mcpflow.AuditStore: it deletes the records
+// with a time before t, at most 10,000 per statement (each its own
+// transaction) until fewer are left, and returns how many it deleted. On
+// an error it returns the count deleted before it.
+func (db *DB) DeleteAuditBefore(ctx context.Context, t time.Time) (int64, error) {
+	return db.deleteAuditBefore(ctx, t, auditDeleteBatch)
+}
+
+// deleteAuditBefore is DeleteAuditBefore with batch rows per statement.
+func (db *DB) deleteAuditBefore(ctx context.Context, t time.Time, batch int) (int64, error) {
+	cutoff := dbTime(t)
+	var total int64
+	for {
+		res := db.gorm.WithContext(ctx).Exec(
+			"DELETE FROM audit_records WHERE id IN (SELECT id FROM audit_records WHERE at < ? ORDER BY at LIMIT ?)",
+			cutoff, batch)
+		if res.Error != nil {
+			return total, fmt.Errorf("delete audit records before %s: %w", cutoff.Format(time.RFC3339Nano), asUnavailable(res.Error))
+		}
+		total += res.RowsAffected
+		if res.RowsAffected < int64(batch) {
+			return total, nil
+		}
+	}
+}

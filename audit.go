@@ -2,6 +2,7 @@ package mcpflow
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -75,9 +76,9 @@ type AuditStore interface {
 // CallOrigin is where a request came from, as the edges know it: what an
 // audit record of its calls says beyond the caller.
 type CallOrigin struct {
-	Surface   string // "rest", "mcp 2025-11-25", "mcp 2026-07-28"
-	Client    string // MCP clientInfo "name/version"
-	RequestID string
+	Surface    string          // "rest", "mcp 2025-11-25", "mcp 2026-07-28"
+	ClientInfo json.RawMessage // the MCP client's clientInfo as it sent it (read only when audited)
+	RequestID  string
 }
 
 type originKey struct{}

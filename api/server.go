@@ -29,6 +29,7 @@ type Options struct {
 	OAuth          *OAuthResource // identity providers' tokens and metadata (nil: static tokens only)
 	Threads        mcpflow.ThreadStore
 	Tools          mcpflow.ToolRuntime // nil: no MCP tool routes
+	Audit          mcpflow.AuditStore  // nil: the audit log is off (GET /api/audit answers 404)
 	Tasks          mcpflow.TaskStore   // nil: no task routes
 	Events         mcpflow.EventStore  // nil: no thread inbox route
 	Config         mcpflow.ConfigAdmin // nil: no config admin routes
@@ -179,6 +180,9 @@ func (s *Server) routes(e *gin.Engine) {
 		admin.POST("/mcp/config/servers", s.addServers)
 		admin.GET("/mcp/policies", s.getPolicies)
 		admin.PUT("/mcp/policies", s.putPolicies)
+	}
+	if !opts.HealthOnly {
+		e.GET("/api/audit", s.authenticate, s.requireAdmin, s.listAudit)
 	}
 }
 

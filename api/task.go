@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -171,7 +172,7 @@ func (s *Server) cancelTask(c *gin.Context) {
 		s.renderError(c, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task service not available"))
 		return
 	}
-	if err := s.opts.CancelTask(c.Request.Context(), task); err != nil {
+	if err := s.opts.CancelTask(restOrigin(c), task); err != nil {
 		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
 			if fresh, gerr := s.opts.Tasks.GetTask(c.Request.Context(), task.ID); gerr == nil {
 				c.JSON(http.StatusConflict, s.detail(fresh))
@@ -233,7 +234,7 @@ func (s *Server) answerInput(c *gin.Context) {
 		s.renderError(c, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task service not available"))
 		return
 	}
-	if err := s.opts.AnswerInput(c.Request.Context(), task, ans); err != nil {
+	if err := s.opts.AnswerInput(restOrigin(c), task, ans); err != nil {
 		switch {
 		case errors.Is(err, mcpflow.ErrAnswerPending):
 			// Another answer is on its way: this one may come again.
@@ -262,4 +263,10 @@ func (s *Server) answerInput(c *gin.Context) {
 		fresh = task
 	}
 	c.JSON(http.StatusAccepted, s.detail(fresh))
+}
+
+// restOrigin is the request's context marked as a REST call, with its
+// request id (for the audit log).
+func restOrigin(c *gin.Context) context.Context {
+	return mcpflow.WithCallOrigin(c.Request.Context(), mcpflow.CallOrigin{Surface: "rest", RequestID: requestID(c)})
 }

@@ -161,7 +161,7 @@ func (s *Server) callTool(c *gin.Context) {
 		return
 	}
 	defer s.calls.release(t.UserID)
-	res, err := s.opts.Tools.CallTool(c.Request.Context(), mcpflow.ToolCall{
+	res, err := s.opts.Tools.CallTool(restOrigin(c), mcpflow.ToolCall{
 		UserID: t.UserID, ThreadID: t.ID, Tool: c.Param("tool"), RawArguments: req.Arguments,
 		Secrets: req.Secrets, RunID: req.RunID, ToolCallID: req.ToolCallID, IdempotencyKey: key,
 	})

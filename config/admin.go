@@ -29,6 +29,10 @@ type Admin struct {
 	// OnChange runs after every successful write (this process's tool cache
 	// resets; other processes converge through the file signature).
 	OnChange func()
+	// Audit, when set, receives every successful write for the audit log:
+	// mcpflow.AuditConfig or AuditPolicies, and what changed (by whom,
+	// which servers or rules; never a value).
+	Audit func(ctx context.Context, kind, detail string)
 }
 
 // Get returns {"mcp_servers": {name: masked server}} from the raw file
@@ -56,7 +60,7 @@ func (a *Admin) Get(ctx context.Context) (*Object, error) {
 // keeping stored secrets where "***" or null stand for them and every
 // top-level key other than mcpServers.
 func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object, error) {
-	return a.write(actor, "replace", func(doc *RawDocument) error {
+	return a.write(ctx, actor, "replace", func(doc *RawDocument) error {
 		if err := a.policy().CheckAll(servers, a.Env); err != nil {
 			return err
 		}
@@ -67,7 +71,7 @@ func (a *Admin) Put(ctx context.Context, actor string, servers *Object) (*Object
 
 // Add adds servers; none of their names may exist yet (EConflict).
 func (a *Admin) Add(ctx context.Context, actor string, servers *Object) (*Object, error) {
-	return a.write(actor, "add", func(doc *RawDocument) error {
+	return a.write(ctx, actor, "add", func(doc *RawDocument) error {
 		stored, _ := objectAt(doc.Root, "mcpServers")
 		for _, name := range servers.Keys() {
 			if stored.Has(name) {
@@ -117,7 +121,7 @@ func (a *Admin) SetEnabled(ctx context.Context, actor, server string, enabled bo
 	if enabled {
 		kind = "enable"
 	}
-	return a.write(actor, kind, func(doc *RawDocument) error {
+	return a.write(ctx, actor, kind, func(doc *RawDocument) error {
 		stored, _ := objectAt(doc.Root, "mcpServers")
 		s, ok := objectAt(stored, server)
 		if !ok {
@@ -163,7 +167,7 @@ func checkLiteralHeaders(name string, server *Object) error {
 }
 
 // write runs one read-modify-write: change edits the document.
-func (a *Admin) write(actor, kind string, change func(doc *RawDocument) error) (*Object, error) {
+func (a *Admin) write(ctx context.Context, actor, kind string, change func(doc *RawDocument) error) (*Object, error) {
 	var out *Object
 	err := WithLock(a.Path, func() error {
 		doc, err := a.read()
@@ -192,11 +196,17 @@ func (a *Admin) write(actor, kind string, change func(doc *RawDocument) error) (
 		}
 		if kind == "replace policies" {
 			afterPolicies, _ := doc.Root.Get("policies")
-			a.log().Info("MCP policies changed", "actor", actor, "path", a.Path,
-				"rules_before", ruleNames(beforePolicies), "rules_after", ruleNames(afterPolicies))
+			rb, ra := ruleNames(beforePolicies), ruleNames(afterPolicies)
+			a.log().Info("MCP policies changed", "actor", actor, "path", a.Path, "rules_before", rb, "rules_after", ra)
+			if a.Audit != nil {
+				a.Audit(ctx, mcpflow.AuditPolicies, fmt.Sprintf("%s: rules before %q, after %q", actor, rb, ra))
+			}
 		} else {
 			after, _ := objectAt(doc.Root, "mcpServers")
-			a.audit(actor, kind, before, after)
+			detail := a.audit(actor, kind, before, after)
+			if a.Audit != nil {
+				a.Audit(ctx, mcpflow.AuditConfig, actor+": "+detail)
+			}
 		}
 		out = maskedView(doc)
 		return nil
@@ -246,9 +256,10 @@ func (a *Admin) validate(doc *RawDocument) error {
 	return nil
 }
 
-// audit logs who changed which servers how; never a value. A server is
+// audit logs who changed which servers how, and returns it for the audit
+// log; never a value. A server is
 // changed when its stored object differs.
-func (a *Admin) audit(actor, kind string, before, after *Object) {
+func (a *Admin) audit(actor, kind string, before, after *Object) string {
 	var added, removed, changed []string
 	for _, n := range after.Keys() {
 		old, had := before.Get(n)
@@ -267,6 +278,7 @@ func (a *Admin) audit(actor, kind string, before, after *Object) {
 	}
 	a.log().Info("MCP configuration changed", "actor", actor, "change", kind, "path", a.Path,
 		"added", orEmpty(added), "removed", orEmpty(removed), "changed", orEmpty(changed))
+	return fmt.Sprintf("%s: added %q, removed %q, changed %q", kind, orEmpty(added), orEmpty(removed), orEmpty(changed))
 }
 
 func orEmpty(s []string) []string {
@@ -404,7 +416,7 @@ func (a *Admin) ReplacePolicies(ctx context.Context, actor string, body []byte) 
 		}
 	}
 	var out *Object
-	_, err := a.write(actor, "replace policies", func(doc *RawDocument) error {
+	_, err := a.write(ctx, actor, "replace policies", func(doc *RawDocument) error {
 		if v == nil {
 			doc.Root.Delete("policies")
 		} else {

@@ -47,6 +47,7 @@ type Service struct {
 	ToolSearch       ToolSearchSection    `yaml:"tool_search"`
 	Auth             AuthSection          `yaml:"auth"`
 	Notifications    NotificationsSection `yaml:"notifications"`
+	Audit            AuditSection         `yaml:"audit"`
 
 	// Path is the absolute path of the loaded config.yaml, "" when none.
 	Path string `yaml:"-"`
@@ -393,6 +394,22 @@ type NotificationsSection struct {
 	WebhookSecret string `yaml:"webhook_secret"`
 }
 
+// AuditSection configures the audit log (off by default).
+type AuditSection struct {
+	// Enabled records every tool call, task cancel and answer, and
+	// change of the servers or policies. Default false.
+	Enabled bool `yaml:"enabled"`
+	// RetentionDays deletes records older than this many days (0: keep
+	// them). Default 90.
+	RetentionDays int `yaml:"retention_days"`
+	// QueueSize bounds the records waiting to be written; a full queue
+	// drops records, counted in mcpflow_audit_records_total. Default 10000.
+	QueueSize int `yaml:"queue_size"`
+	// FlushIntervalMS is how often queued records are written, and so what
+	// a kill -9 can lose at most. Default 200.
+	FlushIntervalMS int `yaml:"flush_interval_ms"`
+}
+
 // ShutdownTimeout returns shutdown_timeout_seconds as a duration.
 func (s ServerSection) ShutdownTimeout() time.Duration {
 	return time.Duration(s.ShutdownTimeoutSeconds) * time.Second
@@ -408,6 +425,7 @@ func DefaultService() Service {
 		Database:  DatabaseSection{Backend: BackendSQLite, DSN: "mcpflow.db"},
 		Temporal:  TemporalSection{TaskQueue: "mcpflow-tasks", DeploymentName: "mcpflow", Promote: PromoteNewest},
 		Workspace: WorkspaceSection{Root: ".mcpflow/workspace"},
+		Audit:     AuditSection{RetentionDays: 90, QueueSize: 10000, FlushIntervalMS: 200},
 		MCPTasks: MCPTasksSection{
 			Enabled:                          false,
 			PollIntervalSeconds:              5,
@@ -902,6 +920,19 @@ func (s *Service) validate(origins map[string]string) error {
 	} {
 		if b.val < b.min || b.val > b.max {
 			return v.fail("server."+b.key, "must be between %d and %d (got %d)", b.min, b.max, b.val)
+		}
+	}
+	for _, b := range []struct {
+		key      string
+		val      int
+		min, max int
+	}{
+		{"retention_days", s.Audit.RetentionDays, 0, 36500},
+		{"queue_size", s.Audit.QueueSize, 100, 10_000_000},
+		{"flush_interval_ms", s.Audit.FlushIntervalMS, 10, 60_000},
+	} {
+		if b.val < b.min || b.val > b.max {
+			return v.fail("audit."+b.key, "must be between %d and %d (got %d)", b.min, b.max, b.val)
 		}
 	}
 	for i, o := range s.Server.AllowedOrigins {

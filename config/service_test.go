@@ -389,10 +389,12 @@ func TestEnvKeys(t *testing.T) {
 	t.Parallel()
 	keys := EnvKeys()
 	require.True(t, sort.StringsAreSorted(keys))
-	require.Len(t, keys, 55)
+	require.Len(t, keys, 59)
 	for _, k := range []string{
 		"MCPFLOW_SERVER_ADDR",
 		"MCPFLOW_SERVER_WORKER_ADDR",
+		"MCPFLOW_AUDIT_ENABLED",
+		"MCPFLOW_AUDIT_RETENTION_DAYS",
 		"MCPFLOW_SERVER_ALLOWED_ORIGINS",
 		"MCPFLOW_SERVER_PUBLIC_URL",
 		"MCPFLOW_AUTH_OIDC",

@@ -131,7 +131,8 @@ func (s *Server) legacy(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 			return nil, methodNotFound("Method not found: %s", truncate(c.msg.Method, 100))
 		}
 	}
-	c := &call{s: s, w: w, r: r, req: req, msg: msg, capsRaw: sess.ClientCapabilities, capsInfo: sess.caps, session: sess.ID}
+	c := &call{s: s, w: w, r: r, req: req, msg: msg, capsRaw: sess.ClientCapabilities, capsInfo: sess.caps, session: sess.ID,
+		surface: "mcp " + sess.ProtocolVersion, clientInfo: sess.ClientInfo}
 	c.serve(r.Context(), h)
 }
 

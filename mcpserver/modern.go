@@ -52,6 +52,9 @@ const (
 // first: server/discover's supportedVersions and -32022's data.supported.
 var allProtocolVersions = append(slices.Clone(ModernProtocolVersions), SupportedProtocolVersions...)
 
+// surfaceModern names a 2026-07-28 request in the audit log.
+const surfaceModern = "mcp " + ProtocolVersion2026
+
 // envelope is a 2026-07-28 request's per-request _meta.
 type envelope struct {
 	version    string          // io.modelcontextprotocol/protocolVersion ("" when absent)
@@ -188,7 +191,8 @@ func (s *Server) modern(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 		writeJSON(w, e.status, newResponse(msg.ID, nil, e.err))
 		return
 	}
-	c := &call{s: s, w: w, r: r, req: req, msg: msg, capsRaw: env.caps, modern: true}
+	c := &call{s: s, w: w, r: r, req: req, msg: msg, capsRaw: env.caps, modern: true,
+		surface: surfaceModern, clientInfo: env.meta[metaClientInfo]}
 	c.serve(r.Context(), modernHandlers[msg.Method])
 }
 

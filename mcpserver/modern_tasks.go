@@ -152,7 +152,7 @@ func (c *call) updateTaskExt(ctx context.Context) (any, *rpcError) {
 	if err := ans.Validate(t.InputRequired); err != nil {
 		return nil, invalidParams("inputResponses[%q]: %s", questionKey(t), mcpflow.ErrorMessage(err))
 	}
-	if err := c.s.opts.AnswerInput(ctx, t, ans); err != nil {
+	if err := c.s.opts.AnswerInput(c.origin(ctx), t, ans); err != nil {
 		return c.updateFailed(err)
 	}
 	return struct{}{}, nil
@@ -175,7 +175,7 @@ func (c *call) cancelTaskExt(ctx context.Context) (any, *rpcError) {
 		return nil, rerr
 	}
 	if !t.Status.IsTerminal() {
-		if err := c.s.opts.CancelTask(ctx, t); err != nil && mcpflow.ErrorCode(err) != mcpflow.EConflict {
+		if err := c.s.opts.CancelTask(c.origin(ctx), t); err != nil && mcpflow.ErrorCode(err) != mcpflow.EConflict {
 			return nil, c.domainError("cancel task", err)
 		}
 	}
@@ -217,7 +217,7 @@ func (c *call) updateRequests(ctx context.Context, t *mcpflow.Task, open map[str
 	if len(answers) == 0 {
 		return struct{}{}, nil
 	}
-	if err := c.s.opts.AnswerInput(ctx, t, mcpflow.InputAnswer{Responses: answers, QuestionID: t.QuestionSeq}); err != nil {
+	if err := c.s.opts.AnswerInput(c.origin(ctx), t, mcpflow.InputAnswer{Responses: answers, QuestionID: t.QuestionSeq}); err != nil {
 		return c.updateFailed(err) // ignored when the requests changed meanwhile: nothing open to answer
 	}
 	return struct{}{}, nil

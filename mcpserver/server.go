@@ -377,7 +377,12 @@ type call struct {
 	// modern is set for a 2026-07-28 request (stateless; see modern.go).
 	modern bool
 	// session is the 2025-11-25 session's id ("" in 2026-07-28).
-	session  string
+	session string
+	// surface and clientInfo say where the call came from, for the audit
+	// log: "mcp " and the revision, the client's clientInfo (the
+	// session's, or the request's _meta).
+	surface    string
+	clientInfo json.RawMessage
 	answered bool // the handler wrote the HTTP answer itself
 
 	// The answer turns into an SSE stream when the call relays a message
@@ -388,6 +393,11 @@ type call struct {
 }
 
 func (c *call) requestID() string { return c.w.Header().Get("X-Request-ID") }
+
+// origin marks ctx with where the call came from (for the audit log).
+func (c *call) origin(ctx context.Context) context.Context {
+	return mcpflow.WithCallOrigin(ctx, mcpflow.CallOrigin{Surface: c.surface, ClientInfo: c.clientInfo, RequestID: c.requestID()})
+}
 
 // caps is what mcpflow reads of the client's capabilities.
 func (c *call) caps() *clientCaps {

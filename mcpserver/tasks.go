@@ -273,7 +273,7 @@ func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 	if t.Status.IsTerminal() {
 		return nil, terminal(t)
 	}
-	if err := c.s.opts.CancelTask(ctx, t); err != nil {
+	if err := c.s.opts.CancelTask(c.origin(ctx), t); err != nil {
 		if mcpflow.ErrorCode(err) == mcpflow.EConflict {
 			if fresh, rerr := c.ownTask(ctx, id); rerr == nil && fresh.Status.IsTerminal() {
 				return nil, terminal(fresh)

@@ -242,7 +242,7 @@ func (c *call) callTool(ctx context.Context) (any, *rpcError) {
 	if tool == nil {
 		tc.Relay = c.relay()
 	}
-	res, err := c.s.opts.Tools.CallTool(ctx, tc)
+	res, err := c.s.opts.Tools.CallTool(c.origin(ctx), tc)
 	release()
 	if err != nil {
 		return c.callFailed(ctx, err, name, tool)

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -18,6 +19,10 @@ type Guard struct {
 	// Policies returns the policies of the configuration Next uses (nil:
 	// none).
 	Policies func(ctx context.Context) (*Set, error)
+	// Audit, when set, receives one record per call: the tool, its server,
+	// the decision and the rule that made it, the outcome, the latency and
+	// the durable task's id; it adds what the request context says.
+	Audit func(ctx context.Context, r mcpflow.AuditRecord)
 }
 
 var (
@@ -83,28 +88,59 @@ func (g *Guard) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.T
 	if err != nil {
 		return nil, err
 	}
-	if set == nil {
+	if set == nil && g.Audit == nil {
 		return g.Next.CallTool(ctx, call)
 	}
+	start := time.Now()
+	rec := mcpflow.AuditRecord{Time: start, Kind: mcpflow.AuditCall, UserID: call.UserID, ThreadID: call.ThreadID, Tool: call.Tool}
 	t, err := g.lookup(ctx, call.UserID, call.ThreadID, call.Tool)
-	if err != nil {
-		return nil, err
+	if err == nil && t != nil && set != nil {
+		rec.Server = t.Server
+		in := input(ctx, call.UserID, call.ThreadID, t)
+		var d Decision
+		if d = set.Visible(in); d.Hidden {
+			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
+		} else {
+			var args map[string]any
+			if args, err = policyArgs(call); err == nil {
+				if d = set.decideArgs(in, args); !d.Allowed {
+					err = d.Refusal()
+				}
+			}
+		}
+		rec.Decision, rec.Rule = Deny, d.Rule
+		if d.Allowed {
+			rec.Decision = Allow
+		}
+	} else if t != nil {
+		rec.Server = t.Server
 	}
-	if t == nil {
-		return g.Next.CallTool(ctx, call) // unknown: the runtime answers
+	var res *mcpflow.ToolResult
+	if err == nil {
+		res, err = g.Next.CallTool(ctx, call) // an unknown tool: the runtime answers
 	}
-	in := input(ctx, call.UserID, call.ThreadID, t)
-	if set.Visible(in).Hidden {
-		return nil, mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
+	if g.Audit != nil {
+		rec.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+		rec.Outcome = callOutcome(res, err, rec.Decision)
+		if res != nil {
+			rec.TaskID = res.Task
+		}
+		g.Audit(ctx, rec)
 	}
-	args, err := policyArgs(call)
-	if err != nil {
-		return nil, err
+	return res, err
+}
+
+// callOutcome names how a call ended for the audit log.
+func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
+	switch {
+	case decision == Deny || mcpflow.ErrorCode(err) == mcpflow.ENotFound:
+		return mcpflow.OutcomeRefused
+	case err != nil:
+		return mcpflow.OutcomeUpstreamError
+	case res.IsError:
+		return mcpflow.OutcomeToolError
 	}
-	if d := set.decideArgs(in, args); !d.Allowed {
-		return nil, d.Refusal()
-	}
-	return g.Next.CallTool(ctx, call)
+	return mcpflow.OutcomeOK
 }
 
 // policyArgs are the call's arguments as CEL reads them (numbers as

@@ -38,7 +38,7 @@ const (
 // cliCommands are the first words of the command line that the client
 // handles; cliGlobalFlags may come before them.
 var (
-	cliCommands    = []string{"tools", "call", "tasks", "events"}
+	cliCommands    = []string{"tools", "call", "tasks", "events", "audit"}
 	cliGlobalFlags = []string{"--url", "--token", "--thread", "--json"}
 )
 
@@ -125,12 +125,12 @@ error or a watched task failed, 2 usage error or no token, 3 a watched task
 was cancelled, 130 interrupted.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown client command %q: use tools, call, tasks or events (see mcpflow --help)", args[0])
+				return usagef("unknown client command %q: use tools, call, tasks, events or audit (see mcpflow --help)", args[0])
 			}
 			return nil
 		},
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("missing command: tools, call, tasks or events (see mcpflow --help)")
+			return usagef("missing command: tools, call, tasks, events or audit (see mcpflow --help)")
 		},
 		SilenceErrors:     true,
 		SilenceUsage:      true,
@@ -145,7 +145,7 @@ was cancelled, 130 interrupted.`,
 	pf.StringVar(&c.token, "token", "", "user token (default $MCPFLOW_TOKEN, else the file "+defaultTokenFile+")")
 	pf.StringVar(&c.thread, "thread", "", `thread id (default $MCPFLOW_THREAD, else "`+defaultThread+`")`)
 	pf.BoolVar(&c.json, "json", false, "print the API's JSON")
-	root.AddCommand(c.toolsCommand(), c.callCommand(), c.tasksCommand(), c.eventsCommand())
+	root.AddCommand(c.toolsCommand(), c.callCommand(), c.tasksCommand(), c.eventsCommand(), c.auditCommand())
 	return root
 }
 

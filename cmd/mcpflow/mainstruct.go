@@ -23,6 +23,7 @@ import (
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/activities"
 	"github.com/mcpflow/mcpflow/api"
+	"github.com/mcpflow/mcpflow/audit"
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/mcpclient"
 	"github.com/mcpflow/mcpflow/mcpclient/route"
@@ -72,6 +73,7 @@ type Main struct {
 	DB             *store.DB
 	Temporal       client.Client
 	API            *api.Server
+	auditLog       *audit.Log // the audit log (audit.enabled); nil when off
 	MCP            *mcpclient.Runtime
 	MCPServer      *mcpserver.Server  // the MCP endpoint; nil in a worker
 	Tasks          *worker.TaskClient // nil when mcp_tasks.enabled is false
@@ -267,6 +269,19 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	}
 	admin := &config.Admin{Path: m.MCP.ExtensionsPath(), Env: m.Env, Policy: config.NewLaunchPolicy(m.Env),
 		Log: m.Logger, OnChange: m.MCP.ResetCache}
+	// The edges see the tools through the policies, for each request's
+	// caller; the worker's task activities use the runtime itself.
+	tools := &policy.Guard{Next: m.MCP, Policies: m.MCP.Policies}
+	if a := cfg.Audit; a.Enabled && m.serves() {
+		m.auditLog = audit.New(audit.Options{Store: m.DB, QueueSize: a.QueueSize,
+			FlushEvery: time.Duration(a.FlushIntervalMS) * time.Millisecond,
+			Retention:  time.Duration(a.RetentionDays) * 24 * time.Hour, Logger: m.Logger, Meter: m.telemetry.meter()})
+		tools.Audit = m.auditLog.Add
+		admin.Audit = func(ctx context.Context, kind, detail string) {
+			m.auditLog.Add(ctx, mcpflow.AuditRecord{Kind: kind, Detail: detail})
+		}
+		cancelTask, answerInput = m.auditTaskActions(cancelTask, answerInput)
+	}
 	if m.serves() {
 		m.countTasks()
 	}
@@ -278,9 +293,6 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	if base := cfg.Temporal.WebUIURL; base != "" {
 		taskLink = func(id string) string { return worker.WebUILink(base, m.temporalNamespace, id) }
 	}
-	// The edges see the tools through the policies, for each request's
-	// caller; the worker's task activities use the runtime itself.
-	tools := &policy.Guard{Next: m.MCP, Policies: m.MCP.Policies}
 	var mcpEndpoint mcpflow.MCPEndpoint
 	if m.serves() {
 		mo := mcpserver.Options{Tools: tools, Sessions: m.DB, Events: m.DB, PollInterval: cfg.MCPTasks.PollInterval(), Logger: m.Logger,
@@ -307,6 +319,7 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		OAuth:       m.oauth,
 		Threads:     m.DB,
 		Tools:       tools,
+		Audit:       m.auditStore(),
 		Readiness: []api.Check{
 			{Name: "database", Check: m.DB.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {
@@ -479,6 +492,12 @@ func (m *Main) Close(ctx context.Context) error {
 				m.pinned.Stop()
 			}
 		}
+		if m.auditLog != nil {
+			// After the API stopped: every call it answered is queued.
+			if err := m.auditLog.Close(ctx); err != nil {
+				m.Logger.Warn("audit records still queued at shutdown were not all written", "error", err)
+			}
+		}
 		if m.MCP != nil {
 			if err := m.MCP.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("close MCP sessions: %w", err))
@@ -499,6 +518,43 @@ func (m *Main) Close(ctx context.Context) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// auditStore is the store of the audit log when it is on.
+func (m *Main) auditStore() mcpflow.AuditStore {
+	if m.auditLog == nil {
+		return nil
+	}
+	return m.DB
+}
+
+// auditTaskActions wraps a task's cancel and answer (the API's and the
+// MCP endpoint's) so each is audited with its outcome.
+func (m *Main) auditTaskActions(cancel func(context.Context, *mcpflow.Task) error,
+	answer func(context.Context, *mcpflow.Task, mcpflow.InputAnswer) error) (func(context.Context, *mcpflow.Task) error,
+	func(context.Context, *mcpflow.Task, mcpflow.InputAnswer) error) {
+	if cancel == nil || answer == nil {
+		return cancel, answer
+	}
+	record := func(ctx context.Context, kind string, t *mcpflow.Task, start time.Time, err error) {
+		out := mcpflow.OutcomeOK
+		if err != nil {
+			out = mcpflow.OutcomeUpstreamError
+		}
+		m.auditLog.Add(ctx, mcpflow.AuditRecord{Time: start, Kind: kind, UserID: t.UserID, ThreadID: t.ThreadID, Server: t.ServerName,
+			Tool: t.TaskName, TaskID: t.ID, Outcome: out, LatencyMS: float64(time.Since(start).Microseconds()) / 1000})
+	}
+	return func(ctx context.Context, t *mcpflow.Task) error {
+			start := time.Now()
+			err := cancel(ctx, t)
+			record(ctx, mcpflow.AuditTaskCancel, t, start, err)
+			return err
+		}, func(ctx context.Context, t *mcpflow.Task, a mcpflow.InputAnswer) error {
+			start := time.Now()
+			err := answer(ctx, t, a)
+			record(ctx, mcpflow.AuditTaskAnswer, t, start, err)
+			return err
+		}
 }
 
 // workerVersioning builds the worker's deployment version; the build id

@@ -1,0 +1,239 @@
+// Package audit writes the audit log: one record per tool call and per
+// decision, per task cancel and answer, per change of the servers or the
+// policies (mcpflow.AuditRecord), stored in the database off the request
+// path.
+//
+// Record never blocks a request: it puts the record in a bounded queue, and
+// one goroutine writes the queue in batches (every FlushEvery, or as soon
+// as BatchSize records wait). A full queue drops the record, counts it in
+// mcpflow_audit_records_total{result="dropped"} and logs a warning (at most
+// once per 10 seconds): never silently. A batch the database refuses is
+// tried again with the next flush, and dropped (counted as "failed") after
+// 5 tries. Close writes what is queued. What a kill -9 loses is bounded by
+// what was queued and not yet written: at most one flush interval of
+// records (plus the batch being retried while the database is down).
+//
+// Retention: every hour (and at start) records older than Retention are
+// deleted.
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Options configure a Log.
+type Options struct {
+	Store      mcpflow.AuditStore
+	QueueSize  int           // default 10,000
+	BatchSize  int           // default 500
+	FlushEvery time.Duration // default 200 ms
+	Retention  time.Duration // 0: keep every record
+	Logger     *slog.Logger
+	Meter      metric.Meter
+}
+
+// Log is the audit log's writer.
+type Log struct {
+	o       Options
+	queue   chan mcpflow.AuditRecord
+	done    chan struct{}
+	closing chan struct{}
+	once    sync.Once
+
+	records                  metric.Int64Counter
+	written, dropped, failed metric.MeasurementOption
+
+	mu         sync.Mutex
+	lastWarned time.Time
+}
+
+const maxTries = 5
+
+// New starts a Log; Close stops it.
+func New(o Options) *Log {
+	if o.QueueSize <= 0 {
+		o.QueueSize = 10_000
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	if o.FlushEvery <= 0 {
+		o.FlushEvery = 200 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Meter == nil {
+		o.Meter = noop.NewMeterProvider().Meter("")
+	}
+	l := &Log{o: o, queue: make(chan mcpflow.AuditRecord, o.QueueSize), done: make(chan struct{}), closing: make(chan struct{})}
+	l.records, _ = o.Meter.Int64Counter("mcpflow_audit_records_total",
+		metric.WithDescription("Audit records by result: written, dropped (the queue was full), failed (the database refused them 5 times)"))
+	l.written = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
+	l.dropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
+	l.failed = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "failed")))
+	_, _ = o.Meter.Int64ObservableGauge("mcpflow_audit_queue_length",
+		metric.WithDescription("Audit records waiting to be written"),
+		metric.WithInt64Callback(func(_ context.Context, obs metric.Int64Observer) error {
+			obs.Observe(int64(len(l.queue)))
+			return nil
+		}))
+	go l.run()
+	return l
+}
+
+// Record queues r; it never blocks.
+func (l *Log) Record(r mcpflow.AuditRecord) {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	select {
+	case l.queue <- r:
+	default:
+		l.records.Add(context.Background(), 1, l.dropped)
+		l.mu.Lock()
+		warn := time.Since(l.lastWarned) >= 10*time.Second
+		if warn {
+			l.lastWarned = time.Now()
+		}
+		l.mu.Unlock()
+		if warn {
+			l.o.Logger.Warn("audit queue full: records are being dropped (see mcpflow_audit_records_total{result=\"dropped\"})",
+				"queue_size", l.o.QueueSize)
+		}
+	}
+}
+
+// Close writes the queued records and stops; ctx bounds the wait.
+func (l *Log) Close(ctx context.Context) error {
+	l.once.Do(func() { close(l.closing) })
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *Log) run() {
+	defer close(l.done)
+	tick := time.NewTicker(l.o.FlushEvery)
+	defer tick.Stop()
+	sweep := time.NewTicker(time.Hour)
+	defer sweep.Stop()
+	l.sweep()
+	var batch []mcpflow.AuditRecord
+	tries := 0
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := l.o.Store.InsertAudit(ctx, batch)
+		cancel()
+		switch {
+		case err == nil:
+			l.records.Add(context.Background(), int64(len(batch)), l.written)
+		case tries+1 < maxTries:
+			tries++
+			l.o.Logger.Warn("audit records not written; trying again", "records", len(batch), "error", err)
+			return
+		default:
+			l.records.Add(context.Background(), int64(len(batch)), l.failed)
+			l.o.Logger.Error("audit records lost: the database refused them", "records", len(batch), "tries", maxTries, "error", err)
+		}
+		batch, tries = batch[:0], 0
+	}
+	for {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+			if len(batch) >= l.o.BatchSize {
+				flush()
+			}
+		case <-tick.C:
+			flush()
+		case <-sweep.C:
+			l.sweep()
+		case <-l.closing:
+		drain:
+			for {
+				select {
+				case r := <-l.queue:
+					batch = append(batch, r)
+					if len(batch) >= l.o.BatchSize {
+						flush()
+					}
+				default:
+					break drain
+				}
+			}
+			for range maxTries {
+				if flush(); len(batch) == 0 {
+					return
+				}
+			}
+			return
+		}
+	}
+}
+
+func (l *Log) sweep() {
+	if l.o.Retention <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := l.o.Store.DeleteAuditBefore(ctx, time.Now().Add(-l.o.Retention))
+	if err != nil {
+		l.o.Logger.Warn("old audit records not deleted", "error", err)
+		return
+	}
+	if n > 0 {
+		l.o.Logger.Info("old audit records deleted", "records", n, "retention", l.o.Retention.String())
+	}
+}
+
+// Add records r completed with what ctx says of the request: the caller
+// (admin, identity provider; the user id when r has none), where it came
+// from (surface, MCP client, request id) and its trace id.
+func (l *Log) Add(ctx context.Context, r mcpflow.AuditRecord) {
+	if c := mcpflow.CallerFrom(ctx); c != nil {
+		r.Admin, r.Provider = c.Admin, c.Provider
+		if r.UserID == "" {
+			r.UserID = c.UserID
+		}
+	}
+	o := mcpflow.CallOriginFrom(ctx)
+	r.Surface, r.Client, r.RequestID = o.Surface, ClientName(o.ClientInfo), o.RequestID
+	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+		r.TraceID = sc.TraceID().String()
+	}
+	l.Record(r)
+}
+
+// ClientName renders an MCP clientInfo as "name/version" ("" for none).
+func ClientName(info json.RawMessage) string {
+	if len(info) == 0 {
+		return ""
+	}
+	var ci struct{ Name, Version string }
+	if json.Unmarshal(info, &ci) != nil || ci.Name == "" {
+		return ""
+	}
+	if ci.Version == "" {
+		return ci.Name
+	}
+	return ci.Name + "/" + ci.Version
+}

@@ -3,6 +3,7 @@ package mcpflow
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. Each maps to exactly one HTTP status in api/.
@@ -28,6 +29,9 @@ type Error struct {
 	Code    string
 	Message string
 	Err     error // optional cause, never shown to API callers
+	// RetryAfter, for ETooMany, is when the caller may try again (the
+	// Retry-After of a REST answer, the retry delay of an MCP error).
+	RetryAfter time.Duration
 }
 
 // Error implements error.
@@ -120,4 +124,14 @@ func (e *DuplicateRemoteTaskError) Error() string {
 func IsDuplicateRemoteTask(err error) bool {
 	var de *DuplicateRemoteTaskError
 	return errors.As(err, &de)
+}
+
+// RetryAfterOf is the RetryAfter of the first domain error in err's chain
+// (0: none).
+func RetryAfterOf(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -54,6 +56,9 @@ func (s *Server) renderError(c *gin.Context, err error) {
 	msg := mcpflow.ErrorMessage(err)
 	if code == mcpflow.ETimeout && msg == "internal error" {
 		msg = "the operation timed out"
+	}
+	if d := mcpflow.RetryAfterOf(err); status == http.StatusTooManyRequests && d > 0 {
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 	}
 	if status == http.StatusTooManyRequests && c.Writer.Header().Get("Retry-After") == "" {
 		// A per-user cap whose slots free on their own time (running

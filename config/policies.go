@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -40,7 +41,34 @@ func (d *extDecoder) policies(parent *objReader) (*policy.Config, *policy.Set) {
 			rr.forbidExtras("a rule allows only name, effect, servers, tools and when")
 		}
 	}
-	r.forbidExtras("policies allows only default, server_defaults and rules")
+	if v, ok := r.get("limits"); ok && v != nil {
+		list, isList := v.([]any)
+		if !isList {
+			d.errorf("policies.limits", "must be a list of limits (got %s)", kindOf(v))
+			return nil, nil
+		}
+		for i, e := range list {
+			path := fmt.Sprintf("policies.limits[%d]", i)
+			o, isObj := e.(*Object)
+			if !isObj {
+				d.errorf(path, "must be an object (got %s)", kindOf(e))
+				return nil, nil
+			}
+			lr := d.reader(o, path)
+			l := policy.Limit{Name: lr.requiredStr("name"), Servers: lr.strList("servers"), Tools: lr.strList("tools"),
+				Per: lr.enum("per", policy.PerUser, policy.PerUser, policy.PerAll), Burst: lr.integer("burst", 0), Daily: lr.integer("daily", 0)}
+			if pm, ok := lr.get("per_minute"); ok {
+				f, isNum := number(pm)
+				if !isNum {
+					d.errorf(path+".per_minute", "must be a number (got %s)", kindOf(pm))
+				}
+				l.PerMinute = f
+			}
+			c.Limits = append(c.Limits, l)
+			lr.forbidExtras("a limit allows only name, servers, tools, per, per_minute, burst and daily")
+		}
+	}
+	r.forbidExtras("policies allows only default, server_defaults, rules and limits")
 	if d.err != nil {
 		return nil, nil
 	}
@@ -55,4 +83,14 @@ func (d *extDecoder) policies(parent *objReader) (*policy.Config, *policy.Set) {
 		return nil, nil
 	}
 	return c, set
+}
+
+// number reads a JSON number as a float64.
+func number(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
 }

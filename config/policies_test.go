@@ -55,7 +55,7 @@ func TestPoliciesRefused(t *testing.T) {
 		{`{"rules": [{"name": "a", "effect": "deny", "when": "user.groups.exists(g, g == 'ops'"}]}`, "policies.rules[0].when: line 1, column 33: Syntax error: missing"},
 		{`{"rules": [{"name": "a", "effect": "deny", "when": "usr.admin"}]}`, "policies.rules[0].when: line 1, column 1: undeclared reference to 'usr'"},
 		{`{"server_defaults": {"db": "maybe"}}`, `policies.server_defaults.db: must be "allow" or "deny"`},
-		{`{"rule": []}`, "policies.rule: unknown key (policies allows only default, server_defaults and rules)"},
+		{`{"rule": []}`, "policies.rule: unknown key (policies allows only default, server_defaults, rules and limits)"},
 	} {
 		_, _, err := loadJSON(t, `{"mcpServers": {}, "policies": `+tc.policies+`}`, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -108,5 +108,35 @@ func TestPoliciesDocExample(t *testing.T) {
 	}
 	if d := p.Decide(policy.Input{Caller: ops, Tool: write}, map[string]any{"path": "/mnt/user-data/workspace/notes.md"}); !d.Allowed {
 		t.Errorf("ops write in the workspace: %+v", d)
+	}
+}
+
+func TestPolicyLimits(t *testing.T) {
+	t.Parallel()
+	ext, _, err := loadJSON(t, `{"mcpServers": {}, "policies": {"limits": [
+		{"name": "echo", "tools": ["demo_echo"], "per_minute": 1.5, "daily": 100},
+		{"name": "all-db", "servers": ["db"], "per": "all", "per_minute": 600, "burst": 20}]}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ext.Policies.Limits(&mcpflow.Tool{Name: "demo_echo", Server: "demo"})
+	if len(got) != 1 || got[0].Name != "echo" || got[0].Per != policy.PerUser || got[0].PerMinute != 1.5 || got[0].Burst != 2 || got[0].Daily != 100 {
+		t.Fatalf("echo: %+v", got)
+	}
+	if got := ext.Policies.Limits(&mcpflow.Tool{Name: "db_query", Server: "db"}); len(got) != 1 || got[0].Per != policy.PerAll || got[0].Burst != 20 {
+		t.Fatalf("db: %+v", got)
+	}
+	for _, tc := range []struct{ limits, want string }{
+		{`[{"name": "x"}]`, "policies.limits[0]: sets neither per_minute nor daily"},
+		{`[{"name": "x", "per_minute": "5"}]`, "policies.limits[0].per_minute: must be a number (got a string)"},
+		{`[{"name": "x", "daily": 5, "per": "tool"}]`, `policies.limits[0].per: must be "user" or "all" (got "tool")`},
+		{`[{"name": "x", "daily": 5, "burst": 3}]`, "policies.limits[0].burst: needs per_minute"},
+		{`[{"name": "x", "daily": 5}, {"name": "x", "daily": 6}]`, `policies.limits[1].name: "x" names another limit too`},
+		{`[{"name": "x", "daily": 5, "window": 1}]`, "policies.limits[0].window: unknown key"},
+	} {
+		_, _, err := loadJSON(t, `{"mcpServers": {}, "policies": {"limits": `+tc.limits+`}}`, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want …%s…", tc.limits, err, tc.want)
+		}
 	}
 }

@@ -383,7 +383,7 @@ type call struct {
 	// session's, or the request's _meta).
 	surface    string
 	clientInfo json.RawMessage
-	answered bool // the handler wrote the HTTP answer itself
+	answered   bool // the handler wrote the HTTP answer itself
 
 	// The answer turns into an SSE stream when the call relays a message
 	// to the client before it answers (relay.go).

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -312,8 +314,16 @@ func (c *call) callFailed(ctx context.Context, err error, name string, tool *mcp
 	case mcpflow.ETooMany:
 		// A per-user cap (running durable tasks, pinned sessions): 429
 		// like the cap on calls in flight, with the cap's message.
-		c.w.Header().Set("Retry-After", retryAfterCap)
-		return c.refuse(&modernError{status: http.StatusTooManyRequests, err: &rpcError{Code: codeTooMany, Message: mcpflow.ErrorMessage(err)}})
+		re := &rpcError{Code: codeTooMany, Message: mcpflow.ErrorMessage(err)}
+		if d := mcpflow.RetryAfterOf(err); d > 0 {
+			// A rate limit of the policies: when to retry.
+			secs := int(math.Ceil(d.Seconds()))
+			c.w.Header().Set("Retry-After", strconv.Itoa(secs))
+			re.Data = map[string]int{"retryAfterSeconds": secs}
+		} else {
+			c.w.Header().Set("Retry-After", retryAfterCap)
+		}
+		return c.refuse(&modernError{status: http.StatusTooManyRequests, err: re})
 	}
 	var relayed *mcpflow.RPCError
 	if errors.As(err, &relayed) {

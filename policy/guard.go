@@ -3,9 +3,12 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/ratelimit"
 )
 
 // Guard is the ToolRuntime the API and the MCP endpoint call: Next seen
@@ -19,6 +22,8 @@ type Guard struct {
 	// Policies returns the policies of the configuration Next uses (nil:
 	// none).
 	Policies func(ctx context.Context) (*Set, error)
+	// Limiter, when set, holds the counts of the policies' limits.
+	Limiter *ratelimit.Limiter
 	// Audit, when set, receives one record per call: the tool, its server,
 	// the decision and the rule that made it, the outcome, the latency and
 	// the durable task's id; it adds what the request context says.
@@ -111,6 +116,12 @@ func (g *Guard) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.T
 		rec.Decision, rec.Rule = Deny, d.Rule
 		if d.Allowed {
 			rec.Decision = Allow
+			if lim, lerr := g.limit(ctx, call.UserID, set.Limits(t)); lerr != nil {
+				err, rec.Decision = lerr, Deny
+				if lim != "" {
+					rec.Rule = lim
+				}
+			}
 		}
 	} else if t != nil {
 		rec.Server = t.Server
@@ -130,10 +141,34 @@ func (g *Guard) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.T
 	return res, err
 }
 
+// limit spends one call of each of limits; the first one reached refuses
+// the call (ETooMany with its retry delay), named.
+func (g *Guard) limit(ctx context.Context, userID string, limits []Limit) (string, error) {
+	if g.Limiter == nil {
+		return "", nil
+	}
+	for _, l := range limits {
+		key := "limit:" + l.Name
+		if l.Per == PerUser {
+			key += ":user:" + userID
+		}
+		ok, wait, err := g.Limiter.Take(ctx, key, ratelimit.Spec{PerSecond: l.PerMinute / 60, Burst: l.Burst, Daily: l.Daily})
+		if err != nil {
+			return l.Name, &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "rate limits cannot be checked right now; retry shortly", Err: err}
+		}
+		if !ok {
+			secs := int(math.Ceil(wait.Seconds()))
+			return l.Name, &mcpflow.Error{Code: mcpflow.ETooMany, RetryAfter: time.Duration(secs) * time.Second,
+				Message: fmt.Sprintf("rate limit %q reached; retry in %d s", l.Name, secs)}
+		}
+	}
+	return "", nil
+}
+
 // callOutcome names how a call ended for the audit log.
 func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
 	switch {
-	case decision == Deny || mcpflow.ErrorCode(err) == mcpflow.ENotFound:
+	case decision == Deny || mcpflow.ErrorCode(err) == mcpflow.ENotFound || mcpflow.ErrorCode(err) == mcpflow.ETooMany:
 		return mcpflow.OutcomeRefused
 	case err != nil:
 		return mcpflow.OutcomeUpstreamError

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 	"sync"
@@ -27,7 +28,28 @@ type Config struct {
 	ServerDefaults map[string]string
 	// Rules in document order (their order does not change a decision).
 	Rules []Rule
+	// Limits are the rate limits and daily quotas of calls.
+	Limits []Limit
 }
+
+// Limit bounds the calls of the tools it matches: a token bucket
+// (PerMinute, Burst) and a daily quota (Daily), per user or for all
+// callers together, held across replicas (package ratelimit).
+type Limit struct {
+	Name      string   // names the limit in refusals; unique among limits
+	Servers   []string // globs over server names; none: every server
+	Tools     []string // globs over visible tool names; none: every tool
+	Per       string   // PerUser (default) or PerAll
+	PerMinute float64  // calls per minute (0: no rate)
+	Burst     int      // calls at once (default: PerMinute rounded up, at least 1)
+	Daily     int      // calls per UTC day (0: no quota)
+}
+
+// Who a limit counts separately.
+const (
+	PerUser = "user" // each user has their own allowance
+	PerAll  = "all"  // one allowance for every caller
+)
 
 // Rule allows or denies the calls it matches.
 type Rule struct {
@@ -48,6 +70,7 @@ type Set struct {
 	def     string
 	servers map[string]string
 	rules   []rule
+	limits  []Limit
 }
 
 type rule struct {
@@ -132,7 +155,58 @@ func Compile(c Config) (*Set, error) {
 		}
 		s.rules = append(s.rules, cr)
 	}
+	limitNames := map[string]bool{}
+	for i, l := range c.Limits {
+		field := fmt.Sprintf("limits[%d]", i)
+		switch {
+		case strings.TrimSpace(l.Name) == "":
+			return nil, &CompileError{Field: field + ".name", Message: "must not be empty"}
+		case limitNames[l.Name]:
+			return nil, &CompileError{Field: field + ".name", Message: fmt.Sprintf("%q names another limit too", l.Name)}
+		case l.Per != "" && l.Per != PerUser && l.Per != PerAll:
+			return nil, &CompileError{Field: field + ".per", Message: `must be "user" or "all"`}
+		case l.PerMinute < 0 || l.PerMinute > 1e6 || l.PerMinute != l.PerMinute:
+			return nil, &CompileError{Field: field + ".per_minute", Message: "must be between 0 and 1000000"}
+		case l.Burst < 0 || l.Burst > 1e6:
+			return nil, &CompileError{Field: field + ".burst", Message: "must be between 1 and 1000000"}
+		case l.Daily < 0:
+			return nil, &CompileError{Field: field + ".daily", Message: "must not be negative"}
+		case l.PerMinute == 0 && l.Daily == 0:
+			return nil, &CompileError{Field: field, Message: "sets neither per_minute nor daily"}
+		case l.Burst > 0 && l.PerMinute == 0:
+			return nil, &CompileError{Field: field + ".burst", Message: "needs per_minute"}
+		}
+		limitNames[l.Name] = true
+		for key, globs := range map[string][]string{"servers": l.Servers, "tools": l.Tools} {
+			for j, g := range globs {
+				if _, err := path.Match(g, ""); err != nil || g == "" {
+					return nil, &CompileError{Field: fmt.Sprintf("%s.%s[%d]", field, key, j), Message: "is not a valid glob"}
+				}
+			}
+		}
+		if l.Per == "" {
+			l.Per = PerUser
+		}
+		if l.PerMinute > 0 && l.Burst == 0 {
+			l.Burst = max(1, int(math.Ceil(l.PerMinute)))
+		}
+		s.limits = append(s.limits, l)
+	}
 	return s, nil
+}
+
+// Limits returns the limits of the calls of t.
+func (s *Set) Limits(t *mcpflow.Tool) []Limit {
+	if s == nil {
+		return nil
+	}
+	var out []Limit
+	for _, l := range s.limits {
+		if matchAny(l.Servers, t.Server) && matchAny(l.Tools, t.Name) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func compileWhen(e *cel.Env, src string) (cel.Program, error) {

@@ -103,12 +103,12 @@ func (g *Guard) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.T
 		rec.Server = t.Server
 		in := input(ctx, call.UserID, call.ThreadID, t)
 		var d Decision
-		if d = set.Visible(in); d.Hidden {
+		if d = set.visible(in, nil); d.Hidden {
 			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
 		} else {
 			var args map[string]any
 			if args, err = policyArgs(call); err == nil {
-				if d = set.decideArgs(in, args); !d.Allowed {
+				if d = set.decideArgs(in, vars(in, nil), args); !d.Allowed {
 					err = d.Refusal()
 				}
 			}

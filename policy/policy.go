@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/lru"
 )
 
 // Effects of a rule, and defaults.
@@ -71,11 +75,46 @@ type Set struct {
 	servers map[string]string
 	rules   []rule
 	limits  []Limit
+
+	// seen caches visible's decisions: a listing decides every tool and
+	// every call decides its tool again, for the same few callers.
+	mu   sync.Mutex
+	seen *lru.Cache[visKey, Decision]
+}
+
+// visKey is everything a decision without arguments reads.
+type visKey struct {
+	user, provider, scopes, thread string
+	admin                          bool
+	claims                         string // the caller's claims, in key order
+	tool, original, server, annot  string
+	task                           bool
+}
+
+// claimsKey writes claims (name and raw value, in name order) as one
+// string.
+func claimsKey(c map[string]json.RawMessage) string {
+	names := make([]string, 0, len(c))
+	for n := range c {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(strconv.Quote(n))
+		b.WriteByte(':')
+		b.Write(c[n])
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 type rule struct {
 	Rule
 	prg cel.Program // nil: the rule always holds
+	// partial evaluates the condition without the arguments (unknown);
+	// nil when it does not read them (prg does then).
+	partial cel.Program
 }
 
 // CompileError is a Config that does not compile: Field is where
@@ -149,7 +188,7 @@ func Compile(c Config) (*Set, error) {
 		}
 		cr := rule{Rule: r}
 		if strings.TrimSpace(r.When) != "" {
-			if cr.prg, err = compileWhen(e, r.When); err != nil {
+			if cr.prg, cr.partial, err = compileWhen(e, r.When); err != nil {
 				return nil, &CompileError{Field: field + ".when", Message: err.Error()}
 			}
 		}
@@ -209,19 +248,41 @@ func (s *Set) Limits(t *mcpflow.Tool) []Limit {
 	return out
 }
 
-func compileWhen(e *cel.Env, src string) (cel.Program, error) {
+// compileWhen type-checks a condition and returns its program, and the
+// program that evaluates it with the arguments unknown when it reads them.
+// Only a condition with a comprehension (all, exists, map, filter…), whose
+// cost can grow with the arguments, is evaluated under the cost limit:
+// tracking the cost of every step is most of an evaluation's cost.
+func compileWhen(e *cel.Env, src string) (full, partial cel.Program, err error) {
 	ast, iss := e.Compile(src)
 	if iss.Err() != nil {
 		var msgs []string
 		for _, ce := range iss.Errors() {
 			msgs = append(msgs, fmt.Sprintf("line %d, column %d: %s", ce.Location.Line(), ce.Location.Column()+1, ce.Message))
 		}
-		return nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
+		return nil, nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
-		return nil, fmt.Errorf("must be a boolean condition (it is of type %s)", t)
+		return nil, nil, fmt.Errorf("must be a boolean condition (it is of type %s)", t)
 	}
-	return e.Program(ast, cel.EvalOptions(cel.OptPartialEval), cel.CostLimit(costLimit))
+	native := ast.NativeRep()
+	var opts []cel.ProgramOption
+	for _, m := range native.SourceInfo().MacroCalls() {
+		if m.Kind() == celast.CallKind && m.AsCall().FunctionName() != "has" {
+			opts = append(opts, cel.CostLimit(costLimit))
+			break
+		}
+	}
+	if full, err = e.Program(ast, opts...); err != nil {
+		return nil, nil, err
+	}
+	for _, ref := range native.ReferenceMap() {
+		if ref.Name == "args" {
+			partial, err = e.Program(ast, append(opts, cel.EvalOptions(cel.OptPartialEval))...)
+			break
+		}
+	}
+	return full, partial, err
 }
 
 // Input is what a decision is about.
@@ -282,11 +343,11 @@ func matchAny(globs []string, s string) bool {
 	return false
 }
 
-func (r *rule) eval(act any) outcome {
-	if r.prg == nil {
+func (r *rule) eval(prg cel.Program, act any) outcome {
+	if prg == nil {
 		return holds
 	}
-	out, _, err := r.prg.Eval(act)
+	out, _, err := prg.Eval(act)
 	switch {
 	case err != nil:
 		return broken
@@ -314,20 +375,63 @@ func (s *Set) Visible(in Input) Decision {
 	if s == nil {
 		return Decision{Allowed: true}
 	}
-	var act any
+	return s.visible(in, nil)
+}
+
+// visible is Visible, with the variables of in (without "args") when the
+// caller has them already (nil: built when needed).
+func (s *Set) visible(in Input, v map[string]any) Decision {
+	k := visKey{user: in.UserID, thread: in.ThreadID, tool: in.Tool.Name, original: in.Tool.OriginalName,
+		server: in.Tool.Server, annot: string(in.Tool.Annotations), task: in.Tool.TaskToolset != nil}
+	if c := in.Caller; c != nil {
+		if c.UserID != "" {
+			k.user = c.UserID
+		}
+		k.admin, k.provider, k.scopes = c.Admin, c.Provider, strings.Join(c.Scopes, " ")
+		if c.Claims != nil {
+			k.claims = claimsKey(c.Claims)
+		}
+	}
+	s.mu.Lock()
+	if s.seen == nil {
+		s.seen = lru.New[visKey, Decision](10_000)
+	}
+	d, ok := s.seen.Get(k)
+	s.mu.Unlock()
+	if ok {
+		return d
+	}
+	if v == nil {
+		v = vars(in, nil)
+	}
+	d = s.decideVisible(in, v)
+	s.mu.Lock()
+	s.seen.Add(k, d)
+	s.mu.Unlock()
+	return d
+}
+
+func (s *Set) decideVisible(in Input, v map[string]any) Decision {
+	var partial any
 	allowable := false
 	for i := range s.rules {
 		r := &s.rules[i]
 		if !r.matches(in.Tool) {
 			continue
 		}
-		if act == nil && r.prg != nil {
-			var err error
-			if act, err = cel.PartialVars(vars(in, nil), cel.AttributePattern("args")); err != nil {
-				return Decision{Hidden: true, Rule: r.Name, Failed: true}
+		var o outcome
+		if r.partial == nil {
+			o = r.eval(r.prg, v)
+		} else {
+			if partial == nil {
+				var err error
+				if partial, err = cel.PartialVars(v, cel.AttributePattern("args")); err != nil {
+					return Decision{Hidden: true, Rule: r.Name, Failed: true}
+				}
 			}
+			o = r.eval(r.partial, partial)
 		}
-		switch o := r.eval(act); {
+		switch {
 		case r.Effect == Deny && o == broken:
 			return Decision{Hidden: true, Rule: r.Name, Failed: true}
 		case r.Effect == Deny && o == holds:
@@ -347,28 +451,27 @@ func (s *Set) Decide(in Input, args map[string]any) Decision {
 	if s == nil {
 		return Decision{Allowed: true}
 	}
-	if d := s.Visible(in); d.Hidden {
+	if d := s.visible(in, nil); d.Hidden {
 		return d
 	}
-	return s.decideArgs(in, args)
+	return s.decideArgs(in, vars(in, nil), args)
 }
 
-// decideArgs is Decide for a tool Visible found visible.
-func (s *Set) decideArgs(in Input, args map[string]any) Decision {
+// decideArgs is Decide for a tool visible found visible, with its
+// variables v (to which it adds "args").
+func (s *Set) decideArgs(in Input, v map[string]any, args map[string]any) Decision {
 	if args == nil {
 		args = map[string]any{}
 	}
-	var act map[string]any
+	v["args"] = args
+	defer delete(v, "args")
 	allowedBy, allowed := "", false
 	for i := range s.rules {
 		r := &s.rules[i]
 		if !r.matches(in.Tool) {
 			continue
 		}
-		if act == nil {
-			act = vars(in, args)
-		}
-		switch o := r.eval(act); {
+		switch o := r.eval(r.prg, v); {
 		case r.Effect == Deny && (o == broken || o == unknown):
 			return Decision{Rule: r.Name, Failed: true}
 		case r.Effect == Deny && o == holds:
@@ -422,6 +525,30 @@ func vars(in Input, args map[string]any) map[string]any {
 // it left out: readOnlyHint false, destructiveHint true, idempotentHint
 // false, openWorldHint true.
 func annotations(raw json.RawMessage) map[string]any {
+	annotationsMu.RLock()
+	a, ok := annotationsSeen[string(raw)]
+	annotationsMu.RUnlock()
+	if ok {
+		return a
+	}
+	a = readAnnotations(raw)
+	annotationsMu.Lock()
+	if len(annotationsSeen) >= 10_000 {
+		clear(annotationsSeen)
+	}
+	annotationsSeen[string(raw)] = a
+	annotationsMu.Unlock()
+	return a
+}
+
+// annotationsSeen caches annotations by the tool's raw annotations: a
+// tool's are read once, not on every call (the maps are only read).
+var (
+	annotationsMu   sync.RWMutex
+	annotationsSeen = map[string]map[string]any{}
+)
+
+func readAnnotations(raw json.RawMessage) map[string]any {
 	a := map[string]any{}
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &a)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,9 +51,17 @@ type deployed struct {
 // startDeployed writes the configuration under dir and starts bin serve;
 // it returns once the API answers and the demo's echo tool answers over
 // every upstream. With pprof, MCPFLOW_PPROF_ADDR is set to a free port.
-func startDeployed(ctx context.Context, bin, dir, extensions string, pprof bool) (*deployed, error) {
+func startDeployed(ctx context.Context, bin, dir, extensions string, pprof, governed bool) (*deployed, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
+	}
+	auditOn := ""
+	if governed {
+		var err error
+		if extensions, err = withGovernance(extensions); err != nil {
+			return nil, err
+		}
+		auditOn = "audit:\n  enabled: true\n"
 	}
 	port, err := freePort()
 	if err != nil {
@@ -85,7 +94,7 @@ auth:
   users:
     - id: bench
       token: %q
-`, port, filepath.Join(dir, "mcpflow.db"), noTemporal, extPath, filepath.Join(dir, "workspace"), benchToken)
+%s`, port, filepath.Join(dir, "mcpflow.db"), noTemporal, extPath, filepath.Join(dir, "workspace"), benchToken, auditOn)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
@@ -171,4 +180,27 @@ func (d *deployed) stop() {
 	if d != nil {
 		d.proc.Stop(procStopGrace)
 	}
+}
+
+// withGovernance adds 20 policy rules to extensions, every one of which
+// applies to every call and is evaluated for it: 10 over the caller
+// (user.id) and 10 over the arguments (args.path). None refuses the
+// benchmark's calls: what is measured is what deciding costs.
+func withGovernance(extensions string) (string, error) {
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(extensions), &doc); err != nil {
+		return "", err
+	}
+	var rules []any
+	for i := range 10 {
+		rules = append(rules, map[string]any{"name": fmt.Sprintf("blocked-user-%d", i), "effect": "deny",
+			"when": fmt.Sprintf("user.id == 'blocked-%d'", i)})
+	}
+	for i := range 10 {
+		rules = append(rules, map[string]any{"name": fmt.Sprintf("no-system-path-%d", i), "effect": "deny",
+			"when": fmt.Sprintf("has(args.path) && args.path.startsWith('/etc/%d')", i)})
+	}
+	doc["policies"] = map[string]any{"default": "allow", "rules": rules}
+	b, err := json.Marshal(doc)
+	return string(b), err
 }

@@ -166,16 +166,35 @@ func directTargets(ctx context.Context, e *env) ([]target, error) {
 // (mcpflow-proc-mcp-TR), by the 2026 client (mcpflow-proc-mcp26-TR), and
 // its REST API on both upstreams (mcpflow-proc-TR, mcpflow-proc-TR-25).
 func procTargets(ctx context.Context, e *env) ([]target, error) {
-	if e.o.mcpflow == "" || !e.o.anySelected("mcpflow-proc-") {
+	if e.o.mcpflow == "" || !e.o.anySelected("mcpflow-proc-") && !e.o.anySelected("mcpflow-gov-") {
 		return nil, nil
 	}
 	progress("starting %s serve", e.o.mcpflow)
-	dep, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "deployed"), e.ext, e.o.profileDir != "")
+	dep, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "deployed"), e.ext, e.o.profileDir != "", false)
 	if err != nil {
 		return nil, err
 	}
 	e.later(dep.stop)
 	var ts []target
+	if e.o.anySelected("mcpflow-gov-") {
+		// The same process with governance on: 20 policy rules evaluated
+		// for every call and the audit log (withGovernance).
+		progress("starting %s serve with 20 policy rules and the audit log", e.o.mcpflow)
+		gov, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "governed"), e.ext, e.o.profileDir != "", true)
+		if err != nil {
+			return nil, err
+		}
+		e.later(gov.stop)
+		c, err := e.viaMCP(ctx, gov.base, rev2025)
+		if err != nil {
+			return nil, fmt.Errorf("the governed mcpflow's MCP endpoint: %w", err)
+		}
+		ts = append(ts,
+			target{name: "mcpflow-gov-mcp-http-25", path: "mcp-go " + rev2025 + " → mcpflow MCP (20 rules, audit) → " + upPinned,
+				call: callTool(c, srvHTTP25+"_echo"), proc: gov.proc, pprof: gov.pprof},
+			target{name: "mcpflow-gov-http-25", path: "REST → mcpflow (20 rules, audit) → " + upPinned,
+				call: e.viaAPI(gov.base, srvHTTP25), proc: gov.proc, pprof: gov.pprof})
+	}
 	add := func(name, path string, call func(context.Context) error) {
 		ts = append(ts, target{name: name, path: path, call: call, proc: dep.proc, pprof: dep.pprof})
 	}

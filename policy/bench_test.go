@@ -1,0 +1,47 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// BenchmarkDecide20: what deciding one call costs with 20 rules that all
+// apply (the governance figures of make bench).
+func BenchmarkDecide20(b *testing.B) {
+	var rules []Rule
+	for i := range 10 {
+		rules = append(rules, Rule{Name: fmt.Sprintf("u%d", i), Effect: Deny, When: fmt.Sprintf("user.id == 'blocked-%d'", i)})
+		rules = append(rules, Rule{Name: fmt.Sprintf("p%d", i), Effect: Deny, When: fmt.Sprintf("has(args.path) && args.path.startsWith('/etc/%d')", i)})
+	}
+	s, err := Compile(Config{Rules: rules})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := Input{Caller: &mcpflow.Caller{UserID: "bench"}, UserID: "bench", ThreadID: "t",
+		Tool: &mcpflow.Tool{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}
+	args := map[string]any{"message": "hello"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := s.Decide(in, args); !d.Allowed {
+			b.Fatal(d)
+		}
+	}
+}
+
+func BenchmarkVisible20(b *testing.B) {
+	var rules []Rule
+	for i := range 10 {
+		rules = append(rules, Rule{Name: fmt.Sprintf("u%d", i), Effect: Deny, When: fmt.Sprintf("user.id == 'blocked-%d'", i)})
+		rules = append(rules, Rule{Name: fmt.Sprintf("p%d", i), Effect: Deny, When: fmt.Sprintf("has(args.path) && args.path.startsWith('/etc/%d')", i)})
+	}
+	s, _ := Compile(Config{Rules: rules})
+	in := Input{Caller: &mcpflow.Caller{UserID: "bench"}, UserID: "bench", ThreadID: "t",
+		Tool: &mcpflow.Tool{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Visible(in)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
@@ -41,6 +42,9 @@ type Options struct {
 	Retention  time.Duration // 0: keep every record
 	Logger     *slog.Logger
 	Meter      metric.Meter
+	// Export, when set, also receives every record written, as an
+	// OpenTelemetry log record (to a collector).
+	Export otellog.Logger
 }
 
 // Log is the audit log's writer.
@@ -145,6 +149,7 @@ func (l *Log) run() {
 		switch {
 		case err == nil:
 			l.records.Add(context.Background(), int64(len(batch)), l.written)
+			l.export(batch)
 		case tries+1 < maxTries:
 			tries++
 			l.o.Logger.Warn("audit records not written; trying again", "records", len(batch), "error", err)
@@ -186,6 +191,41 @@ func (l *Log) run() {
 			}
 			return
 		}
+	}
+}
+
+// export emits records as OpenTelemetry log records: the body names the
+// kind, the attributes are the record's fields (mcpflow.audit.*).
+func (l *Log) export(records []mcpflow.AuditRecord) {
+	if l.o.Export == nil {
+		return
+	}
+	for _, r := range records {
+		var lr otellog.Record
+		lr.SetTimestamp(r.Time)
+		lr.SetSeverity(otellog.SeverityInfo)
+		lr.SetEventName("mcpflow.audit." + r.Kind)
+		lr.SetBody(attribute.StringValue("mcpflow audit: " + r.Kind))
+		lr.AddAttributes(
+			attribute.Int64("mcpflow.audit.id", r.ID),
+			attribute.String("mcpflow.audit.kind", r.Kind),
+			attribute.String("enduser.id", r.UserID),
+			attribute.Bool("mcpflow.audit.admin", r.Admin),
+			attribute.String("mcpflow.audit.provider", r.Provider),
+			attribute.String("mcpflow.audit.client", r.Client),
+			attribute.String("mcpflow.audit.surface", r.Surface),
+			attribute.String("mcpflow.audit.thread_id", r.ThreadID),
+			attribute.String("mcpflow.audit.server", r.Server),
+			attribute.String("mcpflow.audit.tool", r.Tool),
+			attribute.String("mcpflow.audit.decision", r.Decision),
+			attribute.String("mcpflow.audit.rule", r.Rule),
+			attribute.String("mcpflow.audit.outcome", r.Outcome),
+			attribute.Float64("mcpflow.audit.latency_ms", r.LatencyMS),
+			attribute.String("mcpflow.audit.task_id", r.TaskID),
+			attribute.String("mcpflow.audit.request_id", r.RequestID),
+			attribute.String("trace_id", r.TraceID),
+			attribute.String("mcpflow.audit.detail", r.Detail))
+		l.o.Export.Emit(context.Background(), lr)
 	}
 }
 

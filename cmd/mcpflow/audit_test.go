@@ -4,12 +4,19 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
+	logspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/store"
@@ -141,4 +148,64 @@ func TestAuditEveryCall(t *testing.T) {
 			require.Equal(t, task, r.TaskID)
 		}
 	}
+}
+
+// TestAuditExportsOTelLogs: with an OTLP endpoint, each audit record also
+// goes to the collector as an OpenTelemetry log record.
+func TestAuditExportsOTelLogs(t *testing.T) {
+	var mu sync.Mutex
+	var got []*logspb.ExportLogsServiceRequest
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var req logspb.ExportLogsServiceRequest
+		if r.URL.Path == "/v1/logs" && proto.Unmarshal(b, &req) == nil {
+			mu.Lock()
+			got = append(got, &req)
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(nil)
+	}))
+	defer collector.Close()
+	cfg := writeConfig(t, "audit: { enabled: true, flush_interval_ms: 20 }\n",
+		fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q}}}`, demoHTTP(t)))
+	m := &Main{Mode: ModeServe, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Env: func(k string) (string, bool) {
+		if k == EnvOTLPLogsEndpoint {
+			return collector.URL + "/v1/logs", true
+		}
+		return "", false
+	}}
+	require.NoError(t, m.Open(context.Background()))
+	e := &taskEnv{m: m}
+	code, out := e.post(t, "/api/threads/otel/tools/demo_echo/call", `{"arguments": {"message": "hi"}}`)
+	require.Equal(t, 200, code, out)
+	require.Eventually(t, func() bool {
+		_, b := get(t, m.URL()+"/api/audit", testAdminToken)
+		recs, _ := b["records"].([]any)
+		return len(recs) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, m.Close(ctx)) // flushes the log exporter
+	mu.Lock()
+	defer mu.Unlock()
+	var attrs map[string]string
+	for _, req := range got {
+		for _, rl := range req.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				for _, lr := range sl.LogRecords {
+					attrs = map[string]string{"event": lr.EventName}
+					for _, kv := range lr.Attributes {
+						attrs[kv.Key] = kv.Value.GetStringValue()
+					}
+				}
+			}
+		}
+	}
+	require.NotNil(t, attrs, "the collector received no log record")
+	require.Equal(t, "mcpflow.audit.call", attrs["event"])
+	require.Equal(t, "demo_echo", attrs["mcpflow.audit.tool"])
+	require.Equal(t, "alice", attrs["enduser.id"])
+	require.Equal(t, "ok", attrs["mcpflow.audit.outcome"])
+	require.Equal(t, "rest", attrs["mcpflow.audit.surface"])
 }

@@ -276,7 +276,8 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	if a := cfg.Audit; a.Enabled && m.serves() {
 		m.auditLog = audit.New(audit.Options{Store: m.DB, QueueSize: a.QueueSize,
 			FlushEvery: time.Duration(a.FlushIntervalMS) * time.Millisecond,
-			Retention:  time.Duration(a.RetentionDays) * 24 * time.Hour, Logger: m.Logger, Meter: m.telemetry.meter()})
+			Retention:  time.Duration(a.RetentionDays) * 24 * time.Hour, Logger: m.Logger, Meter: m.telemetry.meter(),
+			Export: m.telemetry.auditLogger()})
 		tools.Audit = m.auditLog.Add
 		admin.Audit = func(ctx context.Context, kind, detail string) {
 			m.auditLog.Add(ctx, mcpflow.AuditRecord{Kind: kind, Detail: detail})

@@ -14,10 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -37,6 +40,9 @@ import (
 const (
 	EnvOTLPEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	EnvOTLPTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	// EnvOTLPLogsEndpoint (or EnvOTLPEndpoint's /v1/logs) receives the
+	// audit records as OpenTelemetry log records, when the audit log is on.
+	EnvOTLPLogsEndpoint = "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"
 )
 
 // telemetry is the process's metrics and tracing: OpenTelemetry providers
@@ -49,6 +55,7 @@ type telemetry struct {
 	tracer   trace.TracerProvider
 	spans    *sdktrace.TracerProvider // nil when tracing is off
 	temporal interceptor.Interceptor  // Temporal's tracing interceptor, nil when off
+	logs     *sdklog.LoggerProvider   // the audit records' exporter; nil without an OTLP endpoint
 }
 
 func newTelemetry(env func(string) (string, bool), mode string) (*telemetry, error) {
@@ -85,20 +92,46 @@ func newTelemetry(env func(string) (string, bool), mode string) (*telemetry, err
 		}
 		t.temporal = ti
 	}
+	if endpoint, name, ok := otlpEndpoint(env, EnvOTLPLogsEndpoint, "/v1/logs"); ok {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("%s: must be a URL such as http://collector:4318", name)
+		}
+		exp, err := otlploghttp.New(context.Background(), otlploghttp.WithEndpointURL(u.String()))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		t.logs = sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewBatchProcessor(exp)), sdklog.WithResource(res))
+	}
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	return t, nil
+}
+
+// otlpEndpoint is a signal's OTLP/HTTP URL from the environment (its own
+// variable, else the base endpoint and path) and the variable it came from.
+func otlpEndpoint(env func(string) (string, bool), own, path string) (endpoint, name string, ok bool) {
+	if v, _ := env(own); v != "" {
+		return v, own, true
+	}
+	if v, _ := env(EnvOTLPEndpoint); v != "" {
+		return strings.TrimSuffix(v, "/") + path, EnvOTLPEndpoint, true
+	}
+	return "", "", false
+}
+
+// auditLogger is the OpenTelemetry logger of the audit records (nil
+// without an OTLP endpoint).
+func (t *telemetry) auditLogger() otellog.Logger {
+	if t == nil || t.logs == nil {
+		return nil
+	}
+	return t.logs.Logger("github.com/mcpflow/mcpflow/audit")
 }
 
 // tracesEndpoint is the OTLP/HTTP traces URL from the environment and the
 // variable it came from.
 func tracesEndpoint(env func(string) (string, bool)) (endpoint, name string, ok bool) {
-	if v, _ := env(EnvOTLPTracesEndpoint); v != "" {
-		return v, EnvOTLPTracesEndpoint, true
-	}
-	if v, _ := env(EnvOTLPEndpoint); v != "" {
-		return strings.TrimSuffix(v, "/") + "/v1/traces", EnvOTLPEndpoint, true
-	}
-	return "", "", false
+	return otlpEndpoint(env, EnvOTLPTracesEndpoint, "/v1/traces")
 }
 
 // temporalMetrics is the Temporal SDK's metrics handler on the same
@@ -134,6 +167,9 @@ func (t *telemetry) close(ctx context.Context) error {
 	var errs []error
 	if t.spans != nil {
 		errs = append(errs, t.spans.Shutdown(ctx))
+	}
+	if t.logs != nil {
+		errs = append(errs, t.logs.Shutdown(ctx))
 	}
 	errs = append(errs, t.meters.Shutdown(ctx))
 	return errors.Join(errs...)

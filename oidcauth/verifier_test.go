@@ -68,6 +68,10 @@ func TestVerifyAccessTokenMapsIdentity(t *testing.T) {
 
 	id, err := b.verify(tok, publicURL, resMine)
 	require.NoError(t, err)
+	// The token's claims come along for the tool policies, as it wrote them.
+	require.JSONEq(t, `"`+testSub+`"`, string(id.Claims["sub"]))
+	require.JSONEq(t, `"openid mcp:tools mcpflow:admin"`, string(id.Claims["scope"]))
+	id.Claims = nil
 	require.Equal(t, mcpflow.TokenIdentity{
 		UserID:     testSub,
 		Admin:      true,

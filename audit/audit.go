@@ -4,8 +4,8 @@
 // path.
 //
 // Record never blocks a request: it puts the record in a bounded queue, and
-// one goroutine writes the queue in batches (every FlushEvery, or as soon
-// as BatchSize records wait). A full queue drops the record, counts it in
+// one goroutine writes the queue every FlushEvery, in batches of BatchSize
+// (it does not wake for each record). A full queue drops the record, counts it in
 // mcpflow_audit_records_total{result="dropped"} and logs a warning (at most
 // once per 10 seconds): never silently. A batch the database refuses is
 // tried again with the next flush, and dropped (counted as "failed") after
@@ -160,32 +160,33 @@ func (l *Log) run() {
 		}
 		batch, tries = batch[:0], 0
 	}
+	// The queue is read on the tick only, not as records come: a record
+	// wakes no goroutine on the request path.
+	drain := func() {
+		for {
+			select {
+			case r := <-l.queue:
+				batch = append(batch, r)
+				if len(batch) >= l.o.BatchSize {
+					if flush(); len(batch) > 0 {
+						return // the database refuses: try again at the next tick
+					}
+				}
+			default:
+				flush()
+				return
+			}
+		}
+	}
 	for {
 		select {
-		case r := <-l.queue:
-			batch = append(batch, r)
-			if len(batch) >= l.o.BatchSize {
-				flush()
-			}
 		case <-tick.C:
-			flush()
+			drain()
 		case <-sweep.C:
 			l.sweep()
 		case <-l.closing:
-		drain:
-			for {
-				select {
-				case r := <-l.queue:
-					batch = append(batch, r)
-					if len(batch) >= l.o.BatchSize {
-						flush()
-					}
-				default:
-					break drain
-				}
-			}
 			for range maxTries {
-				if flush(); len(batch) == 0 {
+				if drain(); len(batch) == 0 && len(l.queue) == 0 {
 					return
 				}
 			}

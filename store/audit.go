@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -18,13 +17,12 @@ const (
 	MaxAuditListLimit     = 1000
 )
 
-// auditInsertBatch is how many rows one INSERT of InsertAudit carries;
 // auditDeleteBatch is how many rows one DELETE of DeleteAuditBefore removes
 // at most, so that a large retention sweep is many short statements rather
 // than one long transaction.
 const (
-	auditInsertBatch = 200
 	auditDeleteBatch = 10_000
+	auditInsertRows  = 20 // rows per INSERT of InsertAudit
 )
 
 // auditRow is one row of audit_records.
@@ -144,17 +142,69 @@ func (db *DB) InsertAudit(ctx context.Context, records []mcpflow.AuditRecord) er
 	if len(records) == 0 {
 		return nil
 	}
-	rows := make([]auditRow, len(records))
-	for i := range records {
-		rows[i] = db.auditRowOf(&records[i])
-	}
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return tx.CreateInBatches(&rows, auditInsertBatch).Error
-	})
+	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("insert %d audit records: %w", len(records), asUnavailable(err))
 	}
+	defer func() { _ = tx.Rollback() }()
+	// Plain multi-row INSERTs of at most auditInsertRows rows through
+	// database/sql: no RETURNING, no reflection (GORM's Create cost half
+	// again), and few rows per statement, as the pure-Go SQLite driver binds
+	// each parameter by scanning the statement's arguments.
+	args := make([]any, 0, auditInsertRows*len(auditColumns))
+	for start := 0; start < len(records); start += auditInsertRows {
+		part := records[start:min(start+auditInsertRows, len(records))]
+		args = args[:0]
+		for i := range part {
+			r := db.auditRowOf(&part[i])
+			args = append(args, r.At, r.Kind, r.UserID, r.Admin, r.Provider, r.Client, r.Surface, r.ThreadID, r.Server,
+				r.Tool, r.Decision, r.Rule, r.Outcome, r.LatencyMS, r.TaskID, r.RequestID, r.TraceID, r.Detail)
+		}
+		if _, err := tx.ExecContext(ctx, db.auditInsertSQL(len(part)), args...); err != nil {
+			return fmt.Errorf("insert %d audit records: %w", len(records), asUnavailable(err))
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("insert %d audit records: %w", len(records), asUnavailable(err))
+	}
 	return nil
+}
+
+// auditColumns are the columns InsertAudit writes, in its arguments' order.
+var auditColumns = []string{"at", "kind", "user_id", "admin", "provider", "client", "surface", "thread_id", "server",
+	"tool", "decision", "rule", "outcome", "latency_ms", "task_id", "request_id", "trace_id", "detail"}
+
+// auditInsertSQL is the INSERT of n rows, written once per n and backend:
+// plain SQL through database/sql (no RETURNING, no reflection), which is
+// most of what a record costs.
+func (db *DB) auditInsertSQL(n int) string {
+	if q, ok := db.auditSQL.Load(n); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO audit_records (" + strings.Join(auditColumns, ", ") + ") VALUES ")
+	p := 0
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range auditColumns {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			p++
+			if db.backend == BackendPostgres {
+				b.WriteString("$" + strconv.Itoa(p))
+			} else {
+				b.WriteByte('?')
+			}
+		}
+		b.WriteByte(')')
+	}
+	q := b.String()
+	db.auditSQL.Store(n, q)
+	return q
 }
 
 // ListAudit implements mcpflow.AuditStore: the records f selects, newest

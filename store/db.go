@@ -27,10 +27,12 @@ const (
 // DB is an open, migrated database. It implements mcpflow.TaskStore,
 // mcpflow.ThreadStore and mcpflow.EventStore, and is safe for concurrent use.
 type DB struct {
-	gorm    *gorm.DB
-	sql     *sql.DB
-	backend string
-	now     func() time.Time
+	gorm *gorm.DB
+	sql  *sql.DB
+	// auditSQL caches InsertAudit's statements by their number of rows.
+	auditSQL sync.Map
+	backend  string
+	now      func() time.Time
 
 	appendMu sync.Mutex
 	// appendSubs are the SubscribeAppends callbacks, by subscription.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/url"
@@ -67,6 +68,24 @@ func (s *Server) serveMCP(c *gin.Context) {
 	if !ok {
 		return
 	}
+	if vs := c.Param("server"); vs != "" {
+		views, _ := s.opts.Tools.(interface {
+			HasView(ctx context.Context, name string) (bool, error)
+		})
+		known := false
+		if views != nil {
+			var err error
+			if known, err = views.HasView(c.Request.Context(), vs); err != nil {
+				s.renderError(c, err)
+				return
+			}
+		}
+		if !known {
+			s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "virtual server '%s' not found", truncateName(vs)))
+			return
+		}
+		c.Request = c.Request.WithContext(mcpflow.WithToolView(c.Request.Context(), vs))
+	}
 	user := t.UserID
 	req := &mcpflow.MCPRequest{UserID: user, ThreadID: t.ID, AcquireCall: s.calls.acquirer(user),
 		AcquireWait: s.waits.acquirer(user), AcquireStream: s.streams.acquirer(user)}
@@ -100,4 +119,12 @@ func loopbackConn(r *http.Request) bool {
 	}
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// truncateName bounds a name echoed in an error.
+func truncateName(s string) string {
+	if len(s) > 128 {
+		return s[:128] + "…"
+	}
+	return s
 }

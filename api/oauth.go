@@ -56,6 +56,10 @@ func (s *Server) addOAuthRoutes(e *gin.Engine) {
 			s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "no such route"))
 			return
 		}
+		if vs := c.Param("server"); vs != "" && mcpflow.ValidateID("virtual server name", vs) != nil {
+			s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "no such route"))
+			return
+		}
 		// Public metadata, read by browser-based MCP hosts too.
 		c.Header("Access-Control-Allow-Origin", "*")
 		c.Header("Cache-Control", "public, max-age=300")
@@ -71,6 +75,8 @@ func (s *Server) addOAuthRoutes(e *gin.Engine) {
 	if s.opts.MCP != nil {
 		e.GET(wellKnownPRM+"/mcp", serve)
 		e.GET(wellKnownPRM+"/mcp/threads/:thread_id", serve)
+		e.GET(wellKnownPRM+"/mcp/v/:server", serve)
+		e.GET(wellKnownPRM+"/mcp/v/:server/threads/:thread_id", serve)
 	}
 }
 
@@ -83,6 +89,15 @@ func resourcePath(c *gin.Context) string {
 	case "/mcp/threads/:thread_id":
 		if id := c.Param("thread_id"); mcpflow.ValidateID("thread id", id) == nil {
 			return "/mcp/threads/" + id
+		}
+	case "/mcp/v/:server":
+		if vs := c.Param("server"); mcpflow.ValidateID("virtual server name", vs) == nil {
+			return "/mcp/v/" + vs
+		}
+	case "/mcp/v/:server/threads/:thread_id":
+		vs, id := c.Param("server"), c.Param("thread_id")
+		if mcpflow.ValidateID("virtual server name", vs) == nil && mcpflow.ValidateID("thread id", id) == nil {
+			return "/mcp/v/" + vs + "/threads/" + id
 		}
 	}
 	return ""

@@ -166,10 +166,16 @@ func (s *Server) routes(e *gin.Engine) {
 		// CORS preflights carry no token.
 		mcp.OPTIONS("", s.mcpPreflight)
 		mcp.OPTIONS("/threads/:thread_id", s.mcpPreflight)
+		mcp.OPTIONS("/v/:server", s.mcpPreflight)
+		mcp.OPTIONS("/v/:server/threads/:thread_id", s.mcpPreflight)
 		authed := mcp.Group("", s.authenticate, s.requireUser)
 		for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 			authed.Handle(method, "", s.serveMCP)
 			authed.Handle(method, "/threads/:thread_id", s.serveMCP)
+			// A virtual server: its tools only (extensions_config.json
+			// virtualServers), the same endpoint otherwise.
+			authed.Handle(method, "/v/:server", s.serveMCP)
+			authed.Handle(method, "/v/:server/threads/:thread_id", s.serveMCP)
 		}
 	}
 	if opts.Config != nil {

@@ -76,6 +76,9 @@ type Extensions struct {
 	// it compiled (nil: every caller may see and call every tool).
 	PolicyConfig *policy.Config
 	Policies     *policy.Set
+	// VirtualServers are the "virtualServers" block: named sets of tools
+	// at their own MCP URLs (nil: none).
+	VirtualServers map[string]*policy.VirtualServer
 	// Extra holds unknown top-level keys in order (env-resolved values).
 	Extra *Object
 	// Warnings are non-fatal findings (priority clamping, ignored

@@ -338,6 +338,7 @@ func (d *extDecoder) extensions(root *Object) (*Extensions, error) {
 	}
 
 	ext.PolicyConfig, ext.Policies = d.policies(r)
+	ext.VirtualServers = d.virtualServers(r)
 
 	ext.Extra = r.extras()
 

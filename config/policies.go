@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/policy"
 )
 
@@ -93,4 +94,61 @@ func number(v any) (float64, bool) {
 	}
 	f, err := n.Float64()
 	return f, err == nil
+}
+
+// virtualServers decodes the "virtualServers" block (absent or null:
+// none): name → {description, tools: [{tool, name, description}]}.
+func (d *extDecoder) virtualServers(parent *objReader) map[string]*policy.VirtualServer {
+	obj := parent.object("virtualServers", true)
+	if obj == nil || d.err != nil {
+		return nil
+	}
+	out := map[string]*policy.VirtualServer{}
+	for _, name := range obj.Keys() {
+		path := "virtualServers." + name
+		if err := mcpflow.ValidateID("virtual server name", name); err != nil {
+			d.errorf(path, "%s", mcpflow.ErrorMessage(err))
+			return nil
+		}
+		vo, ok := obj.vals[name].(*Object)
+		if !ok {
+			d.errorf(path, "must be an object (got %s)", kindOf(obj.vals[name]))
+			return nil
+		}
+		r := d.reader(vo, path)
+		vs := &policy.VirtualServer{Description: r.str("description", "", true)}
+		list, isList := vo.vals["tools"].([]any)
+		r.known["tools"] = true
+		if !isList || len(list) == 0 {
+			d.errorf(path+".tools", "must be a non-empty list of tools")
+			return nil
+		}
+		names := map[string]bool{}
+		for i, e := range list {
+			tpath := fmt.Sprintf("%s.tools[%d]", path, i)
+			to, isObj := e.(*Object)
+			if !isObj {
+				d.errorf(tpath, "must be an object (got %s)", kindOf(e))
+				return nil
+			}
+			tr := d.reader(to, tpath)
+			vt := policy.VirtualTool{Tool: tr.requiredStr("tool"), Name: tr.str("name", "", true), Description: tr.str("description", "", true)}
+			tr.forbidExtras("a virtual server's tool allows only tool, name and description")
+			exposed := vt.Name
+			if exposed == "" {
+				exposed = vt.Tool
+			}
+			if d.err == nil && names[exposed] {
+				d.errorf(tpath, "%q names another tool of the virtual server too", exposed)
+			}
+			names[exposed] = true
+			vs.Tools = append(vs.Tools, vt)
+		}
+		r.forbidExtras("a virtual server allows only description and tools")
+		if d.err != nil {
+			return nil
+		}
+		out[name] = vs
+	}
+	return out
 }

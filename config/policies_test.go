@@ -140,3 +140,30 @@ func TestPolicyLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestVirtualServers(t *testing.T) {
+	t.Parallel()
+	ext, _, err := loadJSON(t, `{"mcpServers": {}, "virtualServers": {"research": {"description": "d",
+		"tools": [{"tool": "demo_echo", "name": "say", "description": "Say it"}, {"tool": "demo_add"}]}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := ext.VirtualServers["research"]
+	if vs == nil || vs.Description != "d" || len(vs.Tools) != 2 || vs.Tools[0] != (policy.VirtualTool{Tool: "demo_echo", Name: "say", Description: "Say it"}) ||
+		vs.Tools[1] != (policy.VirtualTool{Tool: "demo_add"}) || ext.Extra.Has("virtualServers") {
+		t.Fatalf("decoded %+v", ext.VirtualServers)
+	}
+	for _, tc := range []struct{ vs, want string }{
+		{`{"a b": {"tools": [{"tool": "x"}]}}`, "virtualServers.a b:"},
+		{`{"r": {"tools": []}}`, "virtualServers.r.tools: must be a non-empty list of tools"},
+		{`{"r": {"tools": [{"name": "x"}]}}`, "virtualServers.r.tools[0].tool: is required"},
+		{`{"r": {"tools": [{"tool": "x", "rename": "y"}]}}`, "virtualServers.r.tools[0].rename: unknown key"},
+		{`{"r": {"tools": [{"tool": "a", "name": "x"}, {"tool": "x"}]}}`, `virtualServers.r.tools[1]: "x" names another tool of the virtual server too`},
+		{`{"r": {"tools": [{"tool": "x"}], "prompt": ""}}`, "virtualServers.r.prompt: unknown key"},
+	} {
+		_, _, err := loadJSON(t, `{"mcpServers": {}, "virtualServers": `+tc.vs+`}`, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want …%s…", tc.vs, err, tc.want)
+		}
+	}
+}

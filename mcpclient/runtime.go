@@ -250,6 +250,16 @@ func (r *Runtime) Policies(ctx context.Context) (*policy.Set, error) {
 	return st.ext.Policies, nil
 }
 
+// VirtualServers returns the virtual servers of the configuration in use
+// (nil: none).
+func (r *Runtime) VirtualServers(ctx context.Context) (map[string]*policy.VirtualServer, error) {
+	st, err := r.tools(ctx)
+	if err != nil || st.ext == nil {
+		return nil, err
+	}
+	return st.ext.VirtualServers, nil
+}
+
 // Pool returns the stdio session pool (for tests and metrics).
 func (r *Runtime) Pool() *session.Pool { return r.pool }
 

@@ -22,6 +22,10 @@ type Guard struct {
 	// Policies returns the policies of the configuration Next uses (nil:
 	// none).
 	Policies func(ctx context.Context) (*Set, error)
+	// Views returns the virtual servers of the configuration Next uses
+	// (nil: none); a request to one (mcpflow.ToolViewFrom) sees its tools
+	// only, by its names.
+	Views func(ctx context.Context) (map[string]*VirtualServer, error)
 	// Limiter, when set, holds the counts of the policies' limits.
 	Limiter *ratelimit.Limiter
 	// Audit, when set, receives one record per call: the tool, its server,
@@ -45,8 +49,12 @@ func (g *Guard) ListTools(ctx context.Context, userID, threadID string) ([]mcpfl
 	if err != nil {
 		return nil, err
 	}
+	v, err := g.view(ctx)
+	if err != nil {
+		return nil, err
+	}
 	tools, err := g.Next.ListTools(ctx, userID, threadID)
-	if err != nil || set == nil {
+	if err != nil || set == nil && v == nil {
 		return tools, err
 	}
 	visible := make([]mcpflow.Tool, 0, len(tools)) // Next's slice may be its cache
@@ -54,6 +62,9 @@ func (g *Guard) ListTools(ctx context.Context, userID, threadID string) ([]mcpfl
 		if set.Visible(input(ctx, userID, threadID, &tools[i])).Allowed {
 			visible = append(visible, tools[i])
 		}
+	}
+	if v != nil {
+		return inView(v, visible), nil
 	}
 	return visible, nil
 }
@@ -64,11 +75,27 @@ func (g *Guard) LookupTool(ctx context.Context, userID, threadID, name string) (
 	if err != nil {
 		return nil, err
 	}
-	t, err := g.lookup(ctx, userID, threadID, name)
-	if err != nil || t == nil || set == nil || set.Visible(input(ctx, userID, threadID, t)).Allowed {
-		return t, err
+	v, err := g.view(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	var vt VirtualTool
+	if v != nil {
+		var ok bool
+		if vt, ok = v.real(name); !ok {
+			return nil, nil
+		}
+		name = vt.Tool
+	}
+	t, err := g.lookup(ctx, userID, threadID, name)
+	if err != nil || t == nil || set != nil && !set.Visible(input(ctx, userID, threadID, t)).Allowed {
+		return nil, err
+	}
+	if v != nil {
+		shown := present(*t, vt)
+		return &shown, nil
+	}
+	return t, nil
 }
 
 func (g *Guard) lookup(ctx context.Context, userID, threadID, name string) (*mcpflow.Tool, error) {
@@ -93,6 +120,27 @@ func (g *Guard) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.T
 	if err != nil {
 		return nil, err
 	}
+	if v, err := g.view(ctx); err != nil {
+		return nil, err
+	} else if v != nil {
+		// A virtual server's name for the tool: called by its own name, and
+		// unknown as the caller named it.
+		exposed := call.Tool
+		vt, ok := v.real(exposed)
+		if !ok {
+			return nil, mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", exposed)
+		}
+		call.Tool = vt.Tool
+		res, err := g.callTool(ctx, set, call)
+		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", exposed)
+		}
+		return res, err
+	}
+	return g.callTool(ctx, set, call)
+}
+
+func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
 	if set == nil && g.Audit == nil {
 		return g.Next.CallTool(ctx, call)
 	}

@@ -272,7 +272,7 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		Log: m.Logger, OnChange: m.MCP.ResetCache}
 	// The edges see the tools through the policies, for each request's
 	// caller; the worker's task activities use the runtime itself.
-	tools := &policy.Guard{Next: m.MCP, Policies: m.MCP.Policies, Limiter: &ratelimit.Limiter{Store: m.DB}}
+	tools := &policy.Guard{Next: m.MCP, Policies: m.MCP.Policies, Views: m.MCP.VirtualServers, Limiter: &ratelimit.Limiter{Store: m.DB}}
 	if a := cfg.Audit; a.Enabled && m.serves() {
 		m.auditLog = audit.New(audit.Options{Store: m.DB, QueueSize: a.QueueSize,
 			FlushEvery: time.Duration(a.FlushIntervalMS) * time.Millisecond,

@@ -232,3 +232,57 @@ func TestPolicyAdminAPI(t *testing.T) {
 	require.JSONEq(t, `{"policies": null}`, out)
 	require.Contains(t, restToolNames(t, m, "adm"), "demo_env")
 }
+
+// TestVirtualServer: /mcp/v/{name} shows its tools only, by its names and
+// descriptions, on both revisions; the policies apply on top (a tool they
+// hide stays hidden); a tool's own name, or a tool outside the view, is
+// unknown there; an unknown virtual server is 404.
+func TestVirtualServer(t *testing.T) {
+	url := demoHTTP(t)
+	ext := fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q}},
+ "policies": {"rules": [{"name": "no-env", "effect": "deny", "tools": ["demo_env"]}]},
+ "virtualServers": {"research": {"description": "What the research agent needs", "tools": [
+   {"tool": "demo_echo", "name": "say", "description": "Say it back"}, {"tool": "demo_add"}, {"tool": "demo_env"}]}}}`, url)
+	m := startMain(t, ModeServe, writeConfig(t, "", ext), nil)
+
+	c, _ := mcpGoClient(t, m.URL()+"/mcp/v/research/threads/vt", map[string]string{"Mcp-Protocol-Version": "2025-11-25"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	listed, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range listed.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == "say" {
+			require.Equal(t, "Say it back", tl.Description)
+		}
+	}
+	require.Equal(t, []string{"say", "demo_add"}, names)
+	call := func(name string) (*mcp.CallToolResult, error) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, map[string]any{"message": "hi", "a": 1, "b": 2}
+		return c.CallTool(ctx, req)
+	}
+	res, err := call("say")
+	require.NoError(t, err)
+	require.Equal(t, "hi", res.Content[0].(mcp.TextContent).Text)
+	_, unknownErr := call("nope")
+	require.Error(t, unknownErr)
+	for _, name := range []string{"demo_echo", "demo_env", "demo_slow"} {
+		_, err := call(name)
+		require.Error(t, err, name)
+		require.Equal(t, strings.ReplaceAll(unknownErr.Error(), "nope", name), err.Error())
+	}
+
+	r26 := &rpc2026{url: m.URL() + "/mcp/v/research", token: testUserToken}
+	var names26 []string
+	for _, tl := range r26.call(t, "tools/list", "", map[string]any{})["tools"].([]any) {
+		names26 = append(names26, tl.(map[string]any)["name"].(string))
+	}
+	require.Equal(t, []string{"say", "demo_add"}, names26)
+
+	code, _, body := send(t, "POST", m.URL()+"/mcp/v/nope", testUserToken, initializeBody)
+	require.Equal(t, 404, code, body)
+	require.Contains(t, body, "virtual server 'nope' not found")
+	require.Contains(t, restToolNames(t, m, "vt"), "demo_slow", "the REST listing is not a virtual server's")
+}

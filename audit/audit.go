@@ -10,8 +10,9 @@
 // once per 10 seconds): never silently. A batch the database refuses is
 // tried again with the next flush, and dropped (counted as "failed") after
 // 5 tries. Close writes what is queued. What a kill -9 loses is bounded by
-// what was queued and not yet written: at most one flush interval of
-// records (plus the batch being retried while the database is down).
+// what was queued and not yet written: at most the records of the last two
+// flush intervals (plus the batch being retried while the database is
+// down).
 //
 // Retention: every hour (and at start) records older than Retention are
 // deleted.

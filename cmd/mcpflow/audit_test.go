@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 	"github.com/mcpflow/mcpflow/store"
 )
 
@@ -208,4 +212,79 @@ func TestAuditExportsOTelLogs(t *testing.T) {
 	require.Equal(t, "alice", attrs["enduser.id"])
 	require.Equal(t, "ok", attrs["mcpflow.audit.outcome"])
 	require.Equal(t, "rest", attrs["mcpflow.audit.surface"])
+}
+
+// TestAuditKill9: `mcpflow serve` killed with SIGKILL while calls keep
+// coming loses at most the records of its last two flush intervals (what
+// was queued, and the batch being written): every call answered earlier
+// than that is in the log.
+func TestAuditKill9(t *testing.T) {
+	const flush = 200 * time.Millisecond
+	cfg := writeConfig(t, "audit: { enabled: true, flush_interval_ms: 200 }\n",
+		fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q}}}`, demoHTTP(t)))
+	raw, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	addr := regexp.MustCompile(`server: \{ addr: "([^"]+)"`).FindStringSubmatch(string(raw))[1]
+	p := startProc(t, testenv.Binary(t, "./cmd/mcpflow"), ModeServe, cfg)
+
+	var mu sync.Mutex
+	var answered []time.Time
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", "http://"+addr+"/api/threads/k9/tools/demo_echo/call", strings.NewReader(`{"arguments": {"message": "hi"}}`))
+				req.Header.Set("Authorization", "Bearer "+testUserToken)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return // killed
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					mu.Lock()
+					answered = append(answered, time.Now())
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	killedAt := time.Now()
+	p.kill9(t)
+	close(stop)
+	wg.Wait()
+
+	db, err := store.Open(context.Background(), "sqlite", filepath.Join(filepath.Dir(cfg), "mcpflow.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	var stored int
+	for before := int64(0); ; {
+		recs, err := db.ListAudit(context.Background(), mcpflow.AuditFilter{Limit: 1000, Before: before})
+		require.NoError(t, err)
+		stored += len(recs)
+		if len(recs) < 1000 {
+			break
+		}
+		before = recs[len(recs)-1].ID
+	}
+	late := 0
+	for _, at := range answered {
+		if killedAt.Sub(at) < 2*flush+100*time.Millisecond {
+			late++
+		}
+	}
+	t.Logf("%d calls answered, %d recorded, %d answered in the last two flush intervals", len(answered), stored, late)
+	require.Greater(t, len(answered), 20)
+	require.LessOrEqual(t, stored, len(answered)+4, "more records than calls (4 may have been recorded without their answer arriving)")
+	require.LessOrEqual(t, len(answered)-stored, late, "lost more than the last two flush intervals")
 }

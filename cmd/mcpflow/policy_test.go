@@ -286,3 +286,24 @@ func TestVirtualServer(t *testing.T) {
 	require.Contains(t, body, "virtual server 'nope' not found")
 	require.Contains(t, restToolNames(t, m, "vt"), "demo_slow", "the REST listing is not a virtual server's")
 }
+
+// TestPolicyChangeKeepsRunningTasks: a durable task started before a
+// policy hid its tool stays its owner's to follow and cancel.
+func TestPolicyChangeKeepsRunningTasks(t *testing.T) {
+	url := demoHTTP(t)
+	cfg := writeConfig(t, "mcp_tasks: { enabled: true, poll_interval_seconds: 1 }\n", policyExt(url, `{"default": "allow"}`))
+	m := waitReady(t, startMain(t, ModeDev, cfg, nil))
+	e := &taskEnv{m: m}
+	id := e.submit(t, "keep", "demo_submit_job", `{"duration_seconds": 300}`)
+	code, _, body := send(t, "PUT", m.URL()+"/api/mcp/policies", testAdminToken,
+		`{"policies": {"rules": [{"name": "no-jobs", "effect": "deny", "tools": ["demo_submit_job"]}]}}`)
+	require.Equal(t, 200, code, body)
+	require.NotContains(t, restToolNames(t, m, "keep"), "demo_submit_job")
+	code, d := get(t, m.URL()+"/api/threads/keep/mcp-tasks/"+id, testUserToken)
+	require.Equal(t, 200, code, d)
+	code, out := e.post(t, "/api/threads/keep/mcp-tasks/"+id+"/cancel", "")
+	require.Equal(t, 202, code, out)
+	e.waitStatus(t, "keep", id, "cancelled")
+	code, out = e.post(t, "/api/threads/keep/tools/demo_submit_job/call", `{"arguments": {"duration_seconds": 1}}`)
+	require.Equal(t, 404, code, "a new task of the hidden tool: %v", out)
+}

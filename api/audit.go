@@ -18,7 +18,7 @@ func (s *Server) listAudit(c *gin.Context) {
 		s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "the audit log is off (audit.enabled in config.yaml)"))
 		return
 	}
-	f := mcpflow.AuditFilter{UserID: c.Query("user"), Tool: c.Query("tool"), Decision: c.Query("decision"), Kind: c.Query("kind"), Limit: 100}
+	f := mcpflow.AuditFilter{UserID: c.Query("user"), Tool: c.Query("tool"), Decision: c.Query("decision"), Kind: c.Query("kind")}
 	for _, q := range []struct {
 		name string
 		to   *time.Time
@@ -32,23 +32,15 @@ func (s *Server) listAudit(c *gin.Context) {
 			*q.to = t
 		}
 	}
-	for _, q := range []struct {
-		name     string
-		to       *int64
-		min, max int64
-	}{{"before", &f.Before, 1, 1 << 62}, {"limit", new(int64), 1, 1000}} {
-		if v := c.Query(q.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < q.min || n > q.max {
-				s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "%s must be an integer between %d and %d", q.name, q.min, q.max))
-				return
-			}
-			*q.to = n
-			if q.name == "limit" {
-				f.Limit = int(n)
-			}
-		}
+	before, ok := s.intQuery(c, "before", 0, 1, 1<<62)
+	if !ok {
+		return
 	}
+	limit, ok := s.intQuery(c, "limit", 100, 1, 1000)
+	if !ok {
+		return
+	}
+	f.Before, f.Limit = before, int(limit)
 	recs, err := s.opts.Audit.ListAudit(c.Request.Context(), f)
 	if err != nil {
 		s.renderError(c, err)
@@ -63,4 +55,19 @@ func (s *Server) listAudit(c *gin.Context) {
 		recs = []mcpflow.AuditRecord{}
 	}
 	c.JSON(http.StatusOK, gin.H{"records": recs, "next": next})
+}
+
+// intQuery reads an optional integer query parameter between min and max
+// (def when absent); it answers 400 and false for anything else.
+func (s *Server) intQuery(c *gin.Context, name string, def, min, max int64) (int64, bool) {
+	v := c.Query(name)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min || n > max {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "%s must be an integer between %d and %d", name, min, max))
+		return 0, false
+	}
+	return n, true
 }

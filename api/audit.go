@@ -60,11 +60,7 @@ func (s *Server) listAudit(c *gin.Context) {
 // intQuery reads an optional integer query parameter between min and max
 // (def when absent); it answers 400 and false for anything else.
 func (s *Server) intQuery(c *gin.Context, name string, def, min, max int64) (int64, bool) {
-	v := c.Query(name)
-	if v == "" {
-		return def, true
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
+	n, err := queryInt(c, name, def)
 	if err != nil || n < min || n > max {
 		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "%s must be an integer between %d and %d", name, min, max))
 		return 0, false

@@ -60,6 +60,9 @@ func (s *Server) listAudit(c *gin.Context) {
 // intQuery reads an optional integer query parameter between min and max
 // (def when absent); it answers 400 and false for anything else.
 func (s *Server) intQuery(c *gin.Context, name string, def, min, max int64) (int64, bool) {
+	if c.Query(name) == "" {
+		return def, true
+	}
 	n, err := queryInt(c, name, def)
 	if err != nil || n < min || n > max {
 		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "%s must be an integer between %d and %d", name, min, max))

@@ -38,6 +38,11 @@ type Admin struct {
 // Get returns {"mcp_servers": {name: masked server}} from the raw file
 // (placeholders unresolved, defaults filled in).
 func (a *Admin) Get(ctx context.Context) (*Object, error) {
+	return a.view(maskedView)
+}
+
+// view renders the file (empty when it does not exist) under its read lock.
+func (a *Admin) view(render func(*RawDocument) *Object) (*Object, error) {
 	var out *Object
 	err := WithReadLock(a.Path, func() error {
 		doc, err := a.read()
@@ -47,7 +52,7 @@ func (a *Admin) Get(ctx context.Context) (*Object, error) {
 		if err != nil {
 			return err
 		}
-		out = maskedView(doc)
+		out = render(doc)
 		return nil
 	})
 	if err != nil {
@@ -379,22 +384,7 @@ func (a *Admin) SetMCPServerEnabled(ctx context.Context, actor, server string, e
 // PolicyConfig implements mcpflow.ConfigAdmin: {"policies": the block as
 // the file holds it, or null}.
 func (a *Admin) PolicyConfig(ctx context.Context) ([]byte, error) {
-	var out *Object
-	err := WithReadLock(a.Path, func() error {
-		doc, err := a.read()
-		if errors.Is(err, fs.ErrNotExist) {
-			doc, err = &RawDocument{Root: NewObject()}, nil
-		}
-		if err != nil {
-			return err
-		}
-		out = policiesView(doc)
-		return nil
-	})
-	if err != nil {
-		return nil, adminError(err)
-	}
-	return out.MarshalJSON()
+	return marshalView(a.view(policiesView))
 }
 
 // ReplacePolicies implements mcpflow.ConfigAdmin (PUT): the body is

@@ -45,11 +45,7 @@ func input(ctx context.Context, userID, threadID string, t *mcpflow.Tool) Input 
 
 // ListTools lists the tools of Next the caller may see.
 func (g *Guard) ListTools(ctx context.Context, userID, threadID string) ([]mcpflow.Tool, error) {
-	set, err := g.Policies(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := g.view(ctx)
+	set, v, err := g.scope(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +65,20 @@ func (g *Guard) ListTools(ctx context.Context, userID, threadID string) ([]mcpfl
 	return visible, nil
 }
 
-// LookupTool finds a tool the caller may see; nil for one it may not.
-func (g *Guard) LookupTool(ctx context.Context, userID, threadID, name string) (*mcpflow.Tool, error) {
+// scope is what a request sees through: the policies in force and its
+// virtual server (nil: none).
+func (g *Guard) scope(ctx context.Context) (*Set, *VirtualServer, error) {
 	set, err := g.Policies(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v, err := g.view(ctx)
+	return set, v, err
+}
+
+// LookupTool finds a tool the caller may see; nil for one it may not.
+func (g *Guard) LookupTool(ctx context.Context, userID, threadID, name string) (*mcpflow.Tool, error) {
+	set, v, err := g.scope(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,13 +119,11 @@ func (g *Guard) lookup(ctx context.Context, userID, threadID, name string) (*mcp
 // runtime's own words); a call refused because of its arguments is
 // EForbidden, naming the rule.
 func (g *Guard) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
-	set, err := g.Policies(ctx)
+	set, v, err := g.scope(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if v, err := g.view(ctx); err != nil {
-		return nil, err
-	} else if v != nil {
+	if v != nil {
 		// A virtual server's name for the tool: called by its own name, and
 		// unknown as the caller named it.
 		exposed := call.Tool

@@ -179,12 +179,8 @@ func Compile(c Config) (*Set, error) {
 			return nil, &CompileError{Field: field + ".effect", Message: `must be "allow" or "deny"`}
 		}
 		names[r.Name] = true
-		for key, globs := range map[string][]string{"servers": r.Servers, "tools": r.Tools} {
-			for j, g := range globs {
-				if _, err := path.Match(g, ""); err != nil || g == "" {
-					return nil, &CompileError{Field: fmt.Sprintf("%s.%s[%d]", field, key, j), Message: "is not a valid glob"}
-				}
-			}
+		if err := checkGlobs(field, r.Servers, r.Tools); err != nil {
+			return nil, err
 		}
 		cr := rule{Rule: r}
 		if strings.TrimSpace(r.When) != "" {
@@ -216,12 +212,8 @@ func Compile(c Config) (*Set, error) {
 			return nil, &CompileError{Field: field + ".burst", Message: "needs per_minute"}
 		}
 		limitNames[l.Name] = true
-		for key, globs := range map[string][]string{"servers": l.Servers, "tools": l.Tools} {
-			for j, g := range globs {
-				if _, err := path.Match(g, ""); err != nil || g == "" {
-					return nil, &CompileError{Field: fmt.Sprintf("%s.%s[%d]", field, key, j), Message: "is not a valid glob"}
-				}
-			}
+		if err := checkGlobs(field, l.Servers, l.Tools); err != nil {
+			return nil, err
 		}
 		if l.Per == "" {
 			l.Per = PerUser
@@ -232,6 +224,18 @@ func Compile(c Config) (*Set, error) {
 		s.limits = append(s.limits, l)
 	}
 	return s, nil
+}
+
+// checkGlobs refuses a servers or tools glob that path.Match cannot read.
+func checkGlobs(field string, servers, tools []string) error {
+	for key, globs := range map[string][]string{"servers": servers, "tools": tools} {
+		for j, g := range globs {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				return &CompileError{Field: fmt.Sprintf("%s.%s[%d]", field, key, j), Message: "is not a valid glob"}
+			}
+		}
+	}
+	return nil
 }
 
 // Limits returns the limits of the calls of t.

@@ -48,6 +48,10 @@ type AuditRecord struct {
 	// Detail says more for kinds other than call: the servers added,
 	// removed and changed, the rule names before and after. Never a value.
 	Detail string `json:"detail"`
+	// Arguments are the call's arguments the policies name for the audit
+	// log (policies.audit_arguments), as a JSON object; "" for none. No
+	// other argument value is ever recorded.
+	Arguments string `json:"arguments,omitempty"`
 }
 
 // AuditFilter selects audit records, newest first.

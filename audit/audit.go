@@ -226,7 +226,8 @@ func (l *Log) export(records []mcpflow.AuditRecord) {
 			attribute.String("mcpflow.audit.task_id", r.TaskID),
 			attribute.String("mcpflow.audit.request_id", r.RequestID),
 			attribute.String("trace_id", r.TraceID),
-			attribute.String("mcpflow.audit.detail", r.Detail))
+			attribute.String("mcpflow.audit.detail", r.Detail),
+			attribute.String("mcpflow.audit.arguments", r.Arguments))
 		l.o.Export.Emit(context.Background(), lr)
 	}
 }

@@ -69,7 +69,19 @@ func (d *extDecoder) policies(parent *objReader) (*policy.Config, *policy.Set) {
 			lr.forbidExtras("a limit allows only name, servers, tools, per, per_minute, burst and daily")
 		}
 	}
-	r.forbidExtras("policies allows only default, server_defaults, rules and limits")
+	if v, ok := r.get("audit_arguments"); ok && v != nil {
+		ao, isObj := v.(*Object)
+		if !isObj {
+			d.errorf("policies.audit_arguments", "must be an object of lists of argument names (got %s)", kindOf(v))
+			return nil, nil
+		}
+		c.AuditArguments = map[string][]string{}
+		ar := d.reader(ao, "policies.audit_arguments")
+		for _, tool := range ao.Keys() {
+			c.AuditArguments[tool] = ar.strList(tool)
+		}
+	}
+	r.forbidExtras("policies allows only default, server_defaults, rules, limits and audit_arguments")
 	if d.err != nil {
 		return nil, nil
 	}

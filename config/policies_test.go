@@ -55,7 +55,7 @@ func TestPoliciesRefused(t *testing.T) {
 		{`{"rules": [{"name": "a", "effect": "deny", "when": "user.groups.exists(g, g == 'ops'"}]}`, "policies.rules[0].when: line 1, column 33: Syntax error: missing"},
 		{`{"rules": [{"name": "a", "effect": "deny", "when": "usr.admin"}]}`, "policies.rules[0].when: line 1, column 1: undeclared reference to 'usr'"},
 		{`{"server_defaults": {"db": "maybe"}}`, `policies.server_defaults.db: must be "allow" or "deny"`},
-		{`{"rule": []}`, "policies.rule: unknown key (policies allows only default, server_defaults, rules and limits)"},
+		{`{"rule": []}`, "policies.rule: unknown key (policies allows only default, server_defaults, rules, limits and audit_arguments)"},
 	} {
 		_, _, err := loadJSON(t, `{"mcpServers": {}, "policies": `+tc.policies+`}`, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -175,6 +175,9 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 	} else if t != nil {
 		rec.Server = t.Server
 	}
+	if g.Audit != nil && t != nil {
+		rec.Arguments = auditedArguments(call, set.AuditFields(t.Name))
+	}
 	var res *mcpflow.ToolResult
 	if err == nil {
 		res, err = g.Next.CallTool(ctx, call) // an unknown tool: the runtime answers
@@ -212,6 +215,29 @@ func (g *Guard) limit(ctx context.Context, userID string, limits []Limit) (strin
 		}
 	}
 	return "", nil
+}
+
+// auditedArguments are the named fields of the call's arguments that are
+// present, as a JSON object ("" for none).
+func auditedArguments(call mcpflow.ToolCall, fields []string) string {
+	if len(fields) == 0 {
+		return ""
+	}
+	args, err := policyArgs(call)
+	if err != nil {
+		return ""
+	}
+	picked := make(map[string]any, len(fields))
+	for _, f := range fields {
+		if v, ok := args[f]; ok {
+			picked[f] = v
+		}
+	}
+	if len(picked) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(picked)
+	return string(b)
 }
 
 // callOutcome names how a call ended for the audit log.

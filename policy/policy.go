@@ -34,6 +34,10 @@ type Config struct {
 	Rules []Rule
 	// Limits are the rate limits and daily quotas of calls.
 	Limits []Limit
+	// AuditArguments name, per tool (the name callers see), the argument
+	// fields the audit log records with each call; no other argument value
+	// is ever recorded. Name only fields that hold no secret.
+	AuditArguments map[string][]string
 }
 
 // Limit bounds the calls of the tools it matches: a token bucket
@@ -75,6 +79,7 @@ type Set struct {
 	servers map[string]string
 	rules   []rule
 	limits  []Limit
+	audited map[string][]string
 
 	// seen caches visible's decisions: a listing decides every tool and
 	// every call decides its tool again, for the same few callers.
@@ -190,6 +195,14 @@ func Compile(c Config) (*Set, error) {
 		}
 		s.rules = append(s.rules, cr)
 	}
+	for tool, fields := range c.AuditArguments {
+		for i, f := range fields {
+			if strings.TrimSpace(f) == "" {
+				return nil, &CompileError{Field: fmt.Sprintf("audit_arguments.%s[%d]", tool, i), Message: "must not be empty"}
+			}
+		}
+	}
+	s.audited = c.AuditArguments
 	limitNames := map[string]bool{}
 	for i, l := range c.Limits {
 		field := fmt.Sprintf("limits[%d]", i)
@@ -224,6 +237,15 @@ func Compile(c Config) (*Set, error) {
 		s.limits = append(s.limits, l)
 	}
 	return s, nil
+}
+
+// AuditFields are the argument fields the audit log records for the calls
+// of the tool named (nil: none).
+func (s *Set) AuditFields(tool string) []string {
+	if s == nil {
+		return nil
+	}
+	return s.audited[tool]
 }
 
 // checkGlobs refuses a servers or tools glob that path.Match cannot read.

@@ -46,6 +46,7 @@ type auditRow struct {
 	RequestID string    `gorm:"column:request_id"`
 	TraceID   string    `gorm:"column:trace_id"`
 	Detail    string    `gorm:"column:detail"`
+	Arguments string    `gorm:"column:arguments"`
 }
 
 // TableName implements gorm's Tabler.
@@ -104,6 +105,7 @@ func (db *DB) auditRowOf(r *mcpflow.AuditRecord) auditRow {
 		RequestID: auditText(r.RequestID, 64),
 		TraceID:   auditText(r.TraceID, 32),
 		Detail:    auditText(r.Detail, 0),
+		Arguments: auditText(r.Arguments, 0),
 	}
 }
 
@@ -128,11 +130,12 @@ func (r *auditRow) record() mcpflow.AuditRecord {
 		RequestID: r.RequestID,
 		TraceID:   r.TraceID,
 		Detail:    r.Detail,
+		Arguments: r.Arguments,
 	}
 }
 
 // InsertAudit implements mcpflow.AuditStore: the records in one
-// transaction, in INSERTs of up to 200 rows, with ids in the order given.
+// transaction, in INSERTs of up to auditInsertRows rows, with ids in the order given.
 // Times are stored in UTC at microsecond precision (a zero time is now).
 // A string longer than its column is cut to the column's size in
 // characters, invalid UTF-8 becomes U+FFFD and NUL bytes are dropped, so
@@ -158,7 +161,7 @@ func (db *DB) InsertAudit(ctx context.Context, records []mcpflow.AuditRecord) er
 		for i := range part {
 			r := db.auditRowOf(&part[i])
 			args = append(args, r.At, r.Kind, r.UserID, r.Admin, r.Provider, r.Client, r.Surface, r.ThreadID, r.Server,
-				r.Tool, r.Decision, r.Rule, r.Outcome, r.LatencyMS, r.TaskID, r.RequestID, r.TraceID, r.Detail)
+				r.Tool, r.Decision, r.Rule, r.Outcome, r.LatencyMS, r.TaskID, r.RequestID, r.TraceID, r.Detail, r.Arguments)
 		}
 		if _, err := tx.ExecContext(ctx, db.auditInsertSQL(len(part)), args...); err != nil {
 			return fmt.Errorf("insert %d audit records: %w", len(records), asUnavailable(err))
@@ -172,7 +175,7 @@ func (db *DB) InsertAudit(ctx context.Context, records []mcpflow.AuditRecord) er
 
 // auditColumns are the columns InsertAudit writes, in its arguments' order.
 var auditColumns = []string{"at", "kind", "user_id", "admin", "provider", "client", "surface", "thread_id", "server",
-	"tool", "decision", "rule", "outcome", "latency_ms", "task_id", "request_id", "trace_id", "detail"}
+	"tool", "decision", "rule", "outcome", "latency_ms", "task_id", "request_id", "trace_id", "detail", "arguments"}
 
 // auditInsertSQL is the INSERT of n rows, written once per n and backend:
 // plain SQL through database/sql (no RETURNING, no reflection), which is

@@ -28,7 +28,8 @@ import (
 
 const auditPolicies = `{"default": "allow", "rules": [
   {"name": "no-env-for-alice", "effect": "deny", "tools": ["demo_env"], "when": "user.id == 'alice'"},
-  {"name": "small-sums", "effect": "deny", "tools": ["demo_add"], "when": "args.a > 100"}]}`
+  {"name": "small-sums", "effect": "deny", "tools": ["demo_add"], "when": "args.a > 100"}],
+ "audit_arguments": {"demo_add": ["b"]}}`
 
 // TestAuditEveryCall: calls through REST and both MCP revisions (allowed,
 // refused by a rule, hidden, unknown, failed, a durable task), a task's
@@ -105,6 +106,7 @@ func TestAuditEveryCall(t *testing.T) {
 		noEnv, &stdout, &stderr)
 	require.Equal(t, 0, rc, stderr.String())
 	require.Contains(t, stdout.String(), "demo_add  deny by small-sums  refused")
+	require.Contains(t, stdout.String(), `arguments {"b":1}`)
 	require.Equal(t, 1, strings.Count(stdout.String(), "\n"), stdout.String())
 
 	// Exactly one record each after a graceful stop.
@@ -150,6 +152,11 @@ func TestAuditEveryCall(t *testing.T) {
 		}
 		if w.tool == "demo_submit_job" {
 			require.Equal(t, task, r.TaskID)
+		}
+		if w.tool == "demo_add" {
+			require.JSONEq(t, `{"b": 1}`, r.Arguments, "the one named argument field")
+		} else {
+			require.Empty(t, r.Arguments, "record %d", i)
 		}
 	}
 }

@@ -98,6 +98,9 @@ func (c *cli) printAudit(raw json.RawMessage) {
 		if r.TaskID != "" {
 			parts = append(parts, "task "+r.TaskID)
 		}
+		if r.Arguments != "" {
+			parts = append(parts, "arguments "+r.Arguments)
+		}
 	case mcpflow.AuditTaskCancel, mcpflow.AuditTaskAnswer:
 		parts = append(parts, r.TaskID, r.Tool, r.Outcome)
 	default:

@@ -24,7 +24,8 @@ CREATE TABLE audit_records (
     task_id    VARCHAR(64)      NOT NULL DEFAULT '',
     request_id VARCHAR(64)      NOT NULL DEFAULT '',
     trace_id   VARCHAR(32)      NOT NULL DEFAULT '',
-    detail     TEXT             NOT NULL DEFAULT ''
+    detail     TEXT             NOT NULL DEFAULT '',
+    arguments  TEXT             NOT NULL DEFAULT ''
 );
 CREATE INDEX ix_audit_records_at ON audit_records (at);
 CREATE INDEX ix_audit_records_user_id ON audit_records (user_id, id);

@@ -57,7 +57,7 @@ func (s *Server) renderError(c *gin.Context, err error) {
 	if code == mcpflow.ETimeout && msg == "internal error" {
 		msg = "the operation timed out"
 	}
-	if d := mcpflow.RetryAfterOf(err); status == http.StatusTooManyRequests && d > 0 {
+	if d := mcpflow.RetryAfterOf(err); (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) && d > 0 {
 		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 	}
 	if status == http.StatusTooManyRequests && c.Writer.Header().Get("Retry-After") == "" {

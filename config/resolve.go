@@ -141,9 +141,18 @@ func resolveString(s string, env func(string) (string, bool)) string {
 
 // resolveDocument resolves placeholders in a whole extensions document except
 // the values of mcpServers.<name>.headers_from_context.headers, which name
-// run-context secret keys and are never env-resolved.
+// run-context secret keys and are never env-resolved, and the policies and
+// virtualServers blocks.
 func resolveDocument(root *Object, env func(string) (string, bool)) *Object {
 	out := resolveValue(root, env).(*Object)
+	// mcpflow's own policies and virtual servers are taken as written: a
+	// rule's name or condition and a tool's description are shown to
+	// callers and in errors, where an environment value must never appear.
+	for _, key := range []string{"policies", "virtualServers"} {
+		if raw, ok := root.Get(key); ok {
+			out.vals[key] = cloneValue(raw)
+		}
+	}
 	rawServers, ok := root.Get("mcpServers")
 	if !ok {
 		return out

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -148,6 +149,12 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 	start := time.Now()
 	rec := mcpflow.AuditRecord{Time: start, Kind: mcpflow.AuditCall, UserID: call.UserID, ThreadID: call.ThreadID, Tool: call.Tool}
 	t, err := g.lookup(ctx, call.UserID, call.ThreadID, call.Tool)
+	if err == nil && t == nil && set != nil {
+		// Not in the listing the policies decide over (a server that is
+		// down, a configuration changing): refused as unknown, never
+		// passed on undecided.
+		err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
+	}
 	if err == nil && t != nil && set != nil {
 		rec.Server = t.Server
 		in := input(ctx, call.UserID, call.ThreadID, t)
@@ -206,7 +213,8 @@ func (g *Guard) limit(ctx context.Context, userID string, limits []Limit) (strin
 		}
 		ok, wait, err := g.Limiter.Take(ctx, key, ratelimit.Spec{PerSecond: l.PerMinute / 60, Burst: l.Burst, Daily: l.Daily})
 		if err != nil {
-			return l.Name, &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "rate limits cannot be checked right now; retry shortly", Err: err}
+			return l.Name, &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "rate limits cannot be checked right now; retry shortly", Err: err,
+				RetryAfter: 5 * time.Second}
 		}
 		if !ok {
 			secs := int(math.Ceil(wait.Seconds()))
@@ -228,10 +236,21 @@ func auditedArguments(call mcpflow.ToolCall, fields []string) string {
 		return ""
 	}
 	picked := make(map[string]any, len(fields))
+	total := 0
 	for _, f := range fields {
-		if v, ok := args[f]; ok {
-			picked[f] = v
+		v, ok := args[f]
+		if !ok {
+			continue
 		}
+		b, _ := json.Marshal(v)
+		if len(b) > maxAuditedValue {
+			v = fmt.Sprintf("(%d bytes, not recorded)", len(b))
+			b, _ = json.Marshal(v)
+		}
+		if total += len(f) + len(b); total > maxAuditedArguments {
+			break
+		}
+		picked[f] = v
 	}
 	if len(picked) == 0 {
 		return ""
@@ -239,6 +258,13 @@ func auditedArguments(call mcpflow.ToolCall, fields []string) string {
 	b, _ := json.Marshal(picked)
 	return string(b)
 }
+
+// Bounds of the argument fields an audit record holds: a value's JSON, and
+// all of them (fields beyond are left out).
+const (
+	maxAuditedValue     = 1024
+	maxAuditedArguments = 4096
+)
 
 // callOutcome names how a call ended for the audit log.
 func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
@@ -266,11 +292,36 @@ func policyArgs(call mcpflow.ToolCall) (map[string]any, error) {
 			return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
 		}
 	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var args map[string]any
-	if err := json.Unmarshal(raw, &args); err != nil {
+	if err := dec.Decode(&args); err != nil {
 		return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
 	}
-	return args, nil
+	return exactNumbers(args).(map[string]any), nil
+}
+
+// exactNumbers turns the json.Numbers of v into int64 where they are
+// integers that fit (so a condition compares 9007199254740993 as sent),
+// else float64.
+func exactNumbers(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i
+		}
+		f, _ := t.Float64()
+		return f
+	case map[string]any:
+		for k, e := range t {
+			t[k] = exactNumbers(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = exactNumbers(e)
+		}
+	}
+	return v
 }
 
 // UnavailableServers is Next's.

@@ -207,8 +207,8 @@ func Compile(c Config) (*Set, error) {
 	for i, l := range c.Limits {
 		field := fmt.Sprintf("limits[%d]", i)
 		switch {
-		case strings.TrimSpace(l.Name) == "":
-			return nil, &CompileError{Field: field + ".name", Message: "must not be empty"}
+		case strings.TrimSpace(l.Name) == "" || len(l.Name) > 128:
+			return nil, &CompileError{Field: field + ".name", Message: "must hold 1 to 128 bytes"}
 		case limitNames[l.Name]:
 			return nil, &CompileError{Field: field + ".name", Message: fmt.Sprintf("%q names another limit too", l.Name)}
 		case l.Per != "" && l.Per != PerUser && l.Per != PerAll:

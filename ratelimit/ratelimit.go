@@ -3,13 +3,14 @@
 //
 // The state is shared (mcpflow.RateStore: a token bucket per limit key and
 // a counter per key and UTC day, in the database); a replica takes tokens
-// from it in chunks (Chunk, default 5) and spends them locally, and hands
-// nothing back: a chunk it has not spent within Hold (default 1 s) lapses.
-// So the calls admitted by all replicas together never exceed what the
-// bucket gave out (burst + rate × time) or the day's quota: the bound over
-// the limit is zero. What the chunks cost is the other way: up to Chunk - 1
-// tokens per replica and key can lapse unspent, admitting fewer calls than
-// the limit for a moment.
+// from it in chunks (Chunk, default 5) and spends them locally for at most
+// Hold (default 1 s); what it has not spent by then goes back with its next
+// take of that key. So the calls admitted by all replicas together never
+// exceed what the bucket gave out (burst + rate × time) or the day's
+// quota: the bound over the limit is zero. What the chunks cost is the
+// other way: a replica can hold up to Chunk - 1 tokens that another one is
+// refused, until its own next call of that key (a daily quota's uses taken
+// before midnight stay with that day).
 //
 // The limits themselves (which calls, how many) are the "limits" of the
 // policies block (package policy); this package only holds the counts.
@@ -44,8 +45,9 @@ type Limiter struct {
 
 type chunk struct {
 	mu    sync.Mutex
-	left  int
-	until time.Time
+	left  int       // unspent tokens of the last chunk
+	taken time.Time // when it was taken
+	until time.Time // it may be spent until then
 	wait  time.Time // the store had none: none until then
 }
 
@@ -53,16 +55,19 @@ type chunk struct {
 // to wait when the limit is reached; an error of the store refuses the call.
 func (l *Limiter) Take(ctx context.Context, key string, spec Spec) (bool, time.Duration, error) {
 	if spec.Burst > 0 {
-		ok, wait, err := l.take(ctx, "b:"+key, func(want int, now time.Time) (int, time.Duration, error) {
-			return l.Store.TakeTokens(ctx, key, spec.PerSecond, spec.Burst, min(want, spec.Burst), now)
+		ok, wait, err := l.take(ctx, "b:"+key, func(want, giveBack int, _ time.Time, now time.Time) (int, time.Duration, error) {
+			return l.Store.TakeTokens(ctx, key, spec.PerSecond, spec.Burst, min(want, spec.Burst), giveBack, now)
 		})
 		if !ok || err != nil {
 			return ok, wait, err
 		}
 	}
 	if spec.Daily > 0 {
-		return l.take(ctx, "q:"+key, func(want int, now time.Time) (int, time.Duration, error) {
-			n, err := l.Store.TakeQuota(ctx, key, spec.Daily, min(want, spec.Daily), now)
+		return l.take(ctx, "q:"+key, func(want, giveBack int, takenAt, now time.Time) (int, time.Duration, error) {
+			if !sameUTCDay(takenAt, now) {
+				giveBack = 0 // the uses of an earlier day are gone with it
+			}
+			n, err := l.Store.TakeQuota(ctx, key, spec.Daily, min(want, spec.Daily), giveBack, now)
 			y, m, d := now.UTC().Date()
 			return n, time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC).Sub(now), err
 		})
@@ -70,7 +75,7 @@ func (l *Limiter) Take(ctx context.Context, key string, spec Spec) (bool, time.D
 	return true, 0, nil
 }
 
-func (l *Limiter) take(ctx context.Context, key string, refill func(want int, now time.Time) (int, time.Duration, error)) (bool, time.Duration, error) {
+func (l *Limiter) take(ctx context.Context, key string, refill func(want, giveBack int, takenAt, now time.Time) (int, time.Duration, error)) (bool, time.Duration, error) {
 	c := l.chunk(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -82,10 +87,12 @@ func (l *Limiter) take(ctx context.Context, key string, refill func(want int, no
 	if now.Before(c.wait) {
 		return false, c.wait.Sub(now), nil
 	}
-	n, wait, err := refill(l.chunkSize(), now)
+	// A lapsed chunk's unspent tokens go back with the next take.
+	n, wait, err := refill(l.chunkSize(), c.left, c.taken, now)
 	if err != nil {
 		return false, 0, err
 	}
+	c.left, c.taken = 0, now
 	if n == 0 {
 		// Ask the store again only when a token can be there (at most a
 		// Hold from now, so another replica's unspent chunk is not waited
@@ -95,6 +102,12 @@ func (l *Limiter) take(ctx context.Context, key string, refill func(want int, no
 	}
 	c.left, c.until = n-1, now.Add(l.hold())
 	return true, 0, nil
+}
+
+func sameUTCDay(a, b time.Time) bool {
+	ya, ma, da := a.UTC().Date()
+	yb, mb, db := b.UTC().Date()
+	return ya == yb && ma == mb && da == db
 }
 
 func (l *Limiter) chunk(key string) *chunk {

@@ -24,7 +24,7 @@ func newMem() *memStore {
 	return &memStore{tokens: map[string]float64{}, at: map[string]time.Time{}, used: map[string]int{}}
 }
 
-func (m *memStore) TakeTokens(_ context.Context, key string, perSecond float64, burst, want int, now time.Time) (int, time.Duration, error) {
+func (m *memStore) TakeTokens(_ context.Context, key string, perSecond float64, burst, want, giveBack int, now time.Time) (int, time.Duration, error) {
 	m.calls.Add(1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -37,6 +37,7 @@ func (m *memStore) TakeTokens(_ context.Context, key string, perSecond float64, 
 	} else if dt := now.Sub(m.at[key]).Seconds(); dt > 0 {
 		tok = math.Min(float64(burst), tok+dt*perSecond)
 	}
+	tok = math.Min(float64(burst), tok+float64(giveBack))
 	n := min(want, int(tok))
 	tok -= float64(n)
 	m.tokens[key], m.at[key] = tok, now
@@ -46,11 +47,12 @@ func (m *memStore) TakeTokens(_ context.Context, key string, perSecond float64, 
 	return n, time.Hour, nil
 }
 
-func (m *memStore) TakeQuota(_ context.Context, key string, limit, want int, now time.Time) (int, error) {
+func (m *memStore) TakeQuota(_ context.Context, key string, limit, want, giveBack int, now time.Time) (int, error) {
 	m.calls.Add(1)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := key + now.UTC().Format(time.DateOnly)
+	m.used[k] = max(0, m.used[k]-giveBack)
 	n := min(want, limit-m.used[k])
 	m.used[k] += n
 	return n, nil
@@ -110,14 +112,37 @@ func TestHoldAndQuota(t *testing.T) {
 	if ok, _, _ := l.Take(context.Background(), "q", spec); !ok {
 		t.Fatal("refused on the next day")
 	}
-	// Took a chunk of 4, spent 1; after Hold the other 3 lapse.
+	// Took a chunk of 4, spent 1; after Hold the other 3 are not spent
+	// but given back with the next take.
 	now = now.Add(2 * time.Second)
 	before := st.calls.Load()
 	if ok, _, _ := l.Take(context.Background(), "q", spec); !ok || st.calls.Load() != before+1 {
 		t.Fatalf("a lapsed chunk was spent (store calls %d → %d)", before, st.calls.Load())
 	}
+	if used := st.used["q"+now.UTC().Format(time.DateOnly)]; used != 5 {
+		t.Fatalf("%d uses of the day counted after giving 3 back and taking 4; want 1+4 = 5", used)
+	}
 	st.failing = true
 	if ok, _, err := l.Take(context.Background(), "b", Spec{PerSecond: 1, Burst: 1}); ok || err == nil {
 		t.Fatal("a store error admitted the call")
+	}
+}
+
+// Slow callers get the whole quota: what a chunk did not spend goes back.
+func TestSlowCallersGetTheWholeQuota(t *testing.T) {
+	st := newMem()
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	l := &Limiter{Store: st, Now: func() time.Time { return now }}
+	admitted := 0
+	for range 15 {
+		if ok, _, err := l.Take(context.Background(), "slow", Spec{Daily: 10}); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			admitted++
+		}
+		now = now.Add(2 * time.Second)
+	}
+	if admitted != 10 {
+		t.Fatalf("%d of a daily quota of 10 admitted to a call every 2 s", admitted)
 	}
 }

@@ -36,8 +36,8 @@ var _ mcpflow.RateStore = (*DB)(nil)
 // bucket's row (PostgreSQL: SELECT ... FOR UPDATE; SQLite: the database's
 // write lock), refills it and takes from it, so replicas never take more
 // than the bucket holds between them. A new bucket starts full.
-func (db *DB) TakeTokens(ctx context.Context, key string, perSecond float64, burst, want int, now time.Time) (int, time.Duration, error) {
-	if key == "" || burst < 1 || want < 1 || perSecond < 0 || math.IsNaN(perSecond) || math.IsInf(perSecond, 0) {
+func (db *DB) TakeTokens(ctx context.Context, key string, perSecond float64, burst, want, giveBack int, now time.Time) (int, time.Duration, error) {
+	if key == "" || burst < 1 || want < 1 || giveBack < 0 || perSecond < 0 || math.IsNaN(perSecond) || math.IsInf(perSecond, 0) {
 		return 0, 0, invalid("a rate bucket needs a key, a burst and a want of at least 1, and a finite rate")
 	}
 	now = dbTime(now)
@@ -59,7 +59,7 @@ func (db *DB) TakeTokens(ctx context.Context, key string, perSecond float64, bur
 		if dt := now.Sub(b.UpdatedAt).Seconds(); dt > 0 {
 			tokens = math.Min(float64(burst), tokens+dt*perSecond)
 		}
-		tokens = math.Min(tokens, float64(burst)) // a lowered burst
+		tokens = math.Min(tokens+float64(giveBack), float64(burst)) // (also a lowered burst)
 		took = min(want, int(math.Floor(tokens)))
 		tokens -= float64(took)
 		if took == 0 {
@@ -80,8 +80,8 @@ func (db *DB) TakeTokens(ctx context.Context, key string, perSecond float64, bur
 
 // TakeQuota implements mcpflow.RateStore, like TakeTokens with the day's
 // counter row.
-func (db *DB) TakeQuota(ctx context.Context, key string, limit, want int, now time.Time) (int, error) {
-	if key == "" || limit < 1 || want < 1 {
+func (db *DB) TakeQuota(ctx context.Context, key string, limit, want, giveBack int, now time.Time) (int, error) {
+	if key == "" || limit < 1 || want < 1 || giveBack < 0 {
 		return 0, invalid("a quota needs a key, a limit and a want of at least 1")
 	}
 	day := now.UTC().Format(time.DateOnly)
@@ -98,11 +98,12 @@ func (db *DB) TakeQuota(ctx context.Context, key string, limit, want int, now ti
 		if err := q.Take(&r).Error; err != nil {
 			return err
 		}
-		took = int(min(int64(want), max(0, int64(limit)-r.Used)))
-		if took == 0 {
+		used := max(0, r.Used-int64(giveBack))
+		took = int(min(int64(want), max(0, int64(limit)-used)))
+		if used+int64(took) == r.Used {
 			return nil
 		}
-		return tx.Model(&rateQuotaRow{}).Where("quota_key = ? AND day = ?", key, day).Update("used", r.Used+int64(took)).Error
+		return tx.Model(&rateQuotaRow{}).Where("quota_key = ? AND day = ?", key, day).Update("used", used+int64(took)).Error
 	})
 	if err != nil {
 		return 0, fmt.Errorf("take quota: %w", asUnavailable(err))

@@ -21,7 +21,7 @@ func TestTakeTokens(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range 5 {
-					n, _, err := db.TakeTokens(ctx, "k1", 0.5, 10, 3, now)
+					n, _, err := db.TakeTokens(ctx, "k1", 0.5, 10, 3, 0, now)
 					if err != nil {
 						t.Error(err)
 						return
@@ -34,21 +34,25 @@ func TestTakeTokens(t *testing.T) {
 		if took.Load() != 10 {
 			t.Fatalf("took %d tokens of a bucket of 10", took.Load())
 		}
-		n, wait, err := db.TakeTokens(ctx, "k1", 0.5, 10, 3, now)
+		n, wait, err := db.TakeTokens(ctx, "k1", 0.5, 10, 3, 0, now)
 		if err != nil || n != 0 || wait != 2*time.Second {
 			t.Fatalf("empty bucket: %d, %v, %v; want 0, 2s", n, wait, err)
 		}
 		// 7 s later at 0.5/s: 3.5 tokens, 3 whole ones.
-		n, _, err = db.TakeTokens(ctx, "k1", 0.5, 10, 5, now.Add(7*time.Second))
+		n, _, err = db.TakeTokens(ctx, "k1", 0.5, 10, 5, 0, now.Add(7*time.Second))
 		if err != nil || n != 3 {
 			t.Fatalf("after 7 s: %d, %v; want 3", n, err)
 		}
+		// Tokens given back count again, up to the burst.
+		if n, _, err := db.TakeTokens(ctx, "k1", 0.5, 10, 5, 2, now.Add(7*time.Second)); err != nil || n != 2 {
+			t.Fatalf("after giving 2 back: %d, %v; want 2", n, err)
+		}
 		// An hour later the bucket is full again, not fuller.
-		n, _, err = db.TakeTokens(ctx, "k1", 0.5, 10, 50, now.Add(time.Hour))
+		n, _, err = db.TakeTokens(ctx, "k1", 0.5, 10, 50, 0, now.Add(time.Hour))
 		if err != nil || n != 10 {
 			t.Fatalf("after an hour: %d, %v; want 10", n, err)
 		}
-		if _, _, err := db.TakeTokens(ctx, "", 1, 1, 1, now); err == nil {
+		if _, _, err := db.TakeTokens(ctx, "", 1, 1, 1, 0, now); err == nil {
 			t.Fatal("an empty key was accepted")
 		}
 	})
@@ -65,7 +69,7 @@ func TestTakeQuota(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range 4 {
-					n, err := db.TakeQuota(ctx, "q1", 7, 2, day)
+					n, err := db.TakeQuota(ctx, "q1", 7, 2, 0, day)
 					if err != nil {
 						t.Error(err)
 						return
@@ -78,7 +82,11 @@ func TestTakeQuota(t *testing.T) {
 		if took.Load() != 7 {
 			t.Fatalf("took %d of a daily quota of 7", took.Load())
 		}
-		n, err := db.TakeQuota(ctx, "q1", 7, 2, day.Add(2*time.Minute)) // the next UTC day
+		// Giving back 1 of the day's 7 makes room for 1.
+		if n, err := db.TakeQuota(ctx, "q1", 7, 2, 1, day); err != nil || n != 1 {
+			t.Fatalf("after giving 1 back: %d, %v; want 1", n, err)
+		}
+		n, err := db.TakeQuota(ctx, "q1", 7, 2, 0, day.Add(2*time.Minute)) // the next UTC day
 		if err != nil || n != 2 {
 			t.Fatalf("next day: %d, %v; want 2", n, err)
 		}

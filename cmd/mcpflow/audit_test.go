@@ -78,6 +78,12 @@ func TestAuditEveryCall(t *testing.T) {
 	code, out := e.post(t, "/api/threads/audit/mcp-tasks/"+task+"/cancel", `{}`)
 	require.Equal(t, 202, code, out)
 	wants = append(wants, want{kind: mcpflow.AuditTaskCancel, tool: "job", outcome: "ok"})
+	// A cancel over MCP is audited as one over REST.
+	task2 := e.submit(t, "audit", "demo_submit_job", `{"duration_seconds": 300}`)
+	wants = append(wants, want{mcpflow.AuditCall, "rest", "demo_submit_job", "allow", "", "ok"})
+	r26ext := &rpc2026{url: m.URL() + "/mcp/threads/audit", token: testUserToken, ext: true}
+	r26ext.call(t, "tasks/cancel", task2, map[string]any{"taskId": task2})
+	wants = append(wants, want{kind: mcpflow.AuditTaskCancel, surface: "mcp 2026-07-28", tool: "job", outcome: "ok"})
 	code, _, body := send(t, "PUT", m.URL()+"/api/mcp/policies", testAdminToken, `{"policies": `+auditPolicies+`}`)
 	require.Equal(t, 200, code, body)
 	wants = append(wants, want{kind: mcpflow.AuditPolicies})
@@ -135,8 +141,14 @@ func TestAuditEveryCall(t *testing.T) {
 		require.NotContains(t, fmt.Sprintf("%+v", r), "s3cret-argument")
 		require.NotContains(t, fmt.Sprintf("%+v", r), "31337")
 		if w.kind == mcpflow.AuditTaskCancel {
-			require.Equal(t, task, r.TaskID)
-			require.Equal(t, "rest", r.Surface)
+			if w.surface == "" {
+				require.Equal(t, task, r.TaskID)
+				require.Equal(t, "rest", r.Surface)
+			} else {
+				require.Equal(t, task2, r.TaskID)
+				require.Equal(t, w.surface, r.Surface)
+				require.Equal(t, "raw-2026/1", r.Client)
+			}
 			require.NotEmpty(t, r.RequestID)
 		}
 		if w.kind == mcpflow.AuditCall {
@@ -151,7 +163,7 @@ func TestAuditEveryCall(t *testing.T) {
 			require.Equal(t, "raw-2026/1", r.Client)
 		}
 		if w.tool == "demo_submit_job" {
-			require.Equal(t, task, r.TaskID)
+			require.Contains(t, []string{task, task2}, r.TaskID)
 		}
 		if w.tool == "demo_add" {
 			require.JSONEq(t, `{"b": 1}`, r.Arguments, "the one named argument field")

@@ -301,7 +301,7 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 			TaskLink: taskLink, MaxSessionsPerUser: cfg.Server.MaxMCPSessionsPerUser,
 			Version: version()} // serverInfo.version: the stamp mcpflow version prints
 		if m.Tasks != nil {
-			mo.Tasks, mo.CancelTask, mo.AnswerInput = m.DB, m.Tasks.CancelTask, m.Tasks.AnswerInput
+			mo.Tasks, mo.CancelTask, mo.AnswerInput = m.DB, cancelTask, answerInput // audited when the audit log is on
 		}
 		m.MCPServer = mcpserver.New(mo)
 		mcpEndpoint = m.MCPServer
@@ -484,6 +484,13 @@ func (m *Main) Close(ctx context.Context) error {
 			}
 			m.baseCancel()
 		}
+		if m.auditLog != nil {
+			// After the API stopped (every call it answered is queued),
+			// before the worker's stop can use up the budget.
+			if err := m.auditLog.Close(ctx); err != nil {
+				m.Logger.Warn("audit records still queued at shutdown were not all written", "error", err)
+			}
+		}
 		if m.workerCtx != nil {
 			m.workerCtx()
 			<-m.workerDone
@@ -492,12 +499,6 @@ func (m *Main) Close(ctx context.Context) error {
 			}
 			if m.pinned != nil {
 				m.pinned.Stop()
-			}
-		}
-		if m.auditLog != nil {
-			// After the API stopped: every call it answered is queued.
-			if err := m.auditLog.Close(ctx); err != nil {
-				m.Logger.Warn("audit records still queued at shutdown were not all written", "error", err)
 			}
 		}
 		if m.MCP != nil {

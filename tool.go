@@ -163,6 +163,10 @@ type ConfigAdmin interface {
 	// its field, line and column.
 	PolicyConfig(ctx context.Context) ([]byte, error)
 	ReplacePolicies(ctx context.Context, actor string, body []byte) ([]byte, error)
+	// VirtualServers and ReplaceVirtualServers are the same for
+	// {"virtualServers": {...}}.
+	VirtualServers(ctx context.Context) ([]byte, error)
+	ReplaceVirtualServers(ctx context.Context, actor string, body []byte) ([]byte, error)
 }
 
 // UnavailableServer is an enabled MCP server whose tools are missing from

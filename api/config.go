@@ -44,6 +44,15 @@ func (s *Server) putPolicies(c *gin.Context) {
 	s.writeConfig(c, http.StatusOK, s.opts.Config.ReplacePolicies)
 }
 
+func (s *Server) getVirtualServers(c *gin.Context) {
+	out, err := s.opts.Config.VirtualServers(c.Request.Context())
+	s.renderConfig(c, http.StatusOK, out, err)
+}
+
+func (s *Server) putVirtualServers(c *gin.Context) {
+	s.writeConfig(c, http.StatusOK, s.opts.Config.ReplaceVirtualServers)
+}
+
 func (s *Server) patchConfig(c *gin.Context) {
 	body, ok := s.readBody(c)
 	if !ok {

@@ -186,6 +186,8 @@ func (s *Server) routes(e *gin.Engine) {
 		admin.POST("/mcp/config/servers", s.addServers)
 		admin.GET("/mcp/policies", s.getPolicies)
 		admin.PUT("/mcp/policies", s.putPolicies)
+		admin.GET("/mcp/virtual-servers", s.getVirtualServers)
+		admin.PUT("/mcp/virtual-servers", s.putVirtualServers)
 	}
 	if !opts.HealthOnly {
 		e.GET("/api/audit", s.authenticate, s.requireAdmin, s.listAudit)

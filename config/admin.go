@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/mcpflow/mcpflow"
@@ -184,8 +185,11 @@ func (a *Admin) write(ctx context.Context, actor, kind string, change func(doc *
 		}
 		before, _ := objectAt(doc.Root, "mcpServers")
 		before = before.Clone() // change may edit servers in place
-		beforePolicies, _ := doc.Root.Get("policies")
-		beforePolicies = cloneValue(beforePolicies)
+		beforeBlocks := map[string]any{}
+		for _, key := range []string{"policies", "virtualServers"} {
+			v, _ := doc.Root.Get(key)
+			beforeBlocks[key] = cloneValue(v)
+		}
 		if err := change(doc); err != nil {
 			return err
 		}
@@ -199,14 +203,20 @@ func (a *Admin) write(ctx context.Context, actor, kind string, change func(doc *
 		if err := WriteFileAtomic(a.Path, append(data, '\n'), a.log()); err != nil {
 			return mcpflow.Errorf(mcpflow.EInternal, "Failed to update MCP configuration: %s", ioReason(err))
 		}
-		if kind == "replace policies" {
-			afterPolicies, _ := doc.Root.Get("policies")
-			rb, ra := ruleNames(beforePolicies), ruleNames(afterPolicies)
-			a.log().Info("MCP policies changed", "actor", actor, "path", a.Path, "rules_before", rb, "rules_after", ra)
+		switch kind {
+		case "replace policies", "replace virtualServers":
+			key := strings.TrimPrefix(kind, "replace ")
+			after, _ := doc.Root.Get(key)
+			detail := blockChange(key, beforeBlocks[key], after)
+			a.log().Info("MCP "+key+" changed", "actor", actor, "path", a.Path, "change", detail)
 			if a.Audit != nil {
-				a.Audit(ctx, mcpflow.AuditPolicies, fmt.Sprintf("%s: rules before %q, after %q", actor, rb, ra))
+				auditKind := mcpflow.AuditPolicies
+				if key == "virtualServers" {
+					auditKind = mcpflow.AuditConfig
+				}
+				a.Audit(ctx, auditKind, actor+": "+detail)
 			}
-		} else {
+		default:
 			after, _ := objectAt(doc.Root, "mcpServers")
 			detail := a.audit(actor, kind, before, after)
 			if a.Audit != nil {
@@ -384,35 +394,53 @@ func (a *Admin) SetMCPServerEnabled(ctx context.Context, actor, server string, e
 // PolicyConfig implements mcpflow.ConfigAdmin: {"policies": the block as
 // the file holds it, or null}.
 func (a *Admin) PolicyConfig(ctx context.Context) ([]byte, error) {
-	return marshalView(a.view(policiesView))
+	return marshalView(a.view(blockView("policies")))
 }
 
 // ReplacePolicies implements mcpflow.ConfigAdmin (PUT): the body is
 // {"policies": {...}} ({"policies": null} removes them), checked and
 // compiled like the file before it is written.
 func (a *Admin) ReplacePolicies(ctx context.Context, actor string, body []byte) ([]byte, error) {
-	bad := mcpflow.Errorf(mcpflow.EInvalid, `request body must be {"policies": {...}} or {"policies": null}`)
+	return a.replaceBlock(ctx, actor, "policies", body)
+}
+
+// VirtualServers implements mcpflow.ConfigAdmin: {"virtualServers": the
+// block as the file holds it, or null}.
+func (a *Admin) VirtualServers(ctx context.Context) ([]byte, error) {
+	return marshalView(a.view(blockView("virtualServers")))
+}
+
+// ReplaceVirtualServers implements mcpflow.ConfigAdmin (PUT), like
+// ReplacePolicies for {"virtualServers": {...}}.
+func (a *Admin) ReplaceVirtualServers(ctx context.Context, actor string, body []byte) ([]byte, error) {
+	return a.replaceBlock(ctx, actor, "virtualServers", body)
+}
+
+// replaceBlock writes the top-level block key from a body {key: {...}}
+// ({key: null} removes it), validated with the whole file.
+func (a *Admin) replaceBlock(ctx context.Context, actor, key string, body []byte) ([]byte, error) {
+	bad := mcpflow.Errorf(mcpflow.EInvalid, `request body must be {"%s": {...}} or {"%s": null}`, key, key)
 	var root Object
 	if err := root.UnmarshalJSON(body); err != nil {
 		return nil, bad
 	}
-	v, ok := root.Get("policies")
+	v, ok := root.Get(key)
 	if _, isObj := v.(*Object); !ok || (v != nil && !isObj) {
 		return nil, bad
 	}
 	for _, k := range root.Keys() {
-		if k != "policies" {
+		if k != key {
 			return nil, mcpflow.Errorf(mcpflow.EInvalid, "unknown field %q in the request body", k)
 		}
 	}
 	var out *Object
-	_, err := a.write(ctx, actor, "replace policies", func(doc *RawDocument) error {
+	_, err := a.write(ctx, actor, "replace "+key, func(doc *RawDocument) error {
 		if v == nil {
-			doc.Root.Delete("policies")
+			doc.Root.Delete(key)
 		} else {
-			doc.Root.Set("policies", v)
+			doc.Root.Set(key, v)
 		}
-		out = policiesView(doc)
+		out = blockView(key)(doc)
 		return nil
 	})
 	if err != nil {
@@ -421,25 +449,58 @@ func (a *Admin) ReplacePolicies(ctx context.Context, actor string, body []byte) 
 	return out.MarshalJSON()
 }
 
-func policiesView(doc *RawDocument) *Object {
-	out := NewObject()
-	v, _ := doc.Root.Get("policies")
-	out.Set("policies", cloneValue(v))
-	return out
+// blockView renders {key: the top-level block as the file holds it}.
+func blockView(key string) func(*RawDocument) *Object {
+	return func(doc *RawDocument) *Object {
+		out := NewObject()
+		v, _ := doc.Root.Get(key)
+		out.Set(key, cloneValue(v))
+		return out
+	}
 }
 
-// ruleNames are the names of a policies block's rules, for the log.
-func ruleNames(policies any) []string {
+// blockChange says what a write changed in a policies or virtualServers
+// block, for the log and the audit record: the keys that changed, and the
+// names of the rules, limits or virtual servers before and after. Never a
+// value.
+func blockChange(key string, before, after any) string {
+	b, _ := before.(*Object)
+	aft, _ := after.(*Object)
+	var changed []string
+	for _, k := range unionKeys(b, aft) {
+		bv, _ := b.Get(k)
+		av, _ := aft.Get(k)
+		if !jsonEqual(bv, av) {
+			changed = append(changed, k)
+		}
+	}
+	if key == "virtualServers" {
+		return fmt.Sprintf("virtual servers before %q, after %q; changed %q", orEmpty(b.Keys()), orEmpty(aft.Keys()), orEmpty(changed))
+	}
+	return fmt.Sprintf("changed %q; rules before %q, after %q; limits before %q, after %q", orEmpty(changed),
+		listNames(b, "rules"), listNames(aft, "rules"), listNames(b, "limits"), listNames(aft, "limits"))
+}
+
+func unionKeys(a, b *Object) []string {
+	keys := slices.Clone(a.Keys())
+	for _, k := range b.Keys() {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// listNames are the "name"s of the objects of the list at key of o.
+func listNames(o *Object, key string) []string {
 	names := []string{}
-	if o, ok := policies.(*Object); ok {
-		rules, _ := o.Get("rules")
-		list, _ := rules.([]any)
-		for _, r := range list {
-			if ro, ok := r.(*Object); ok {
-				n, _ := ro.Get("name")
-				s, _ := n.(string)
-				names = append(names, s)
-			}
+	v, _ := o.Get(key)
+	list, _ := v.([]any)
+	for _, e := range list {
+		if eo, ok := e.(*Object); ok {
+			n, _ := eo.Get("name")
+			s, _ := n.(string)
+			names = append(names, s)
 		}
 	}
 	return names

@@ -224,7 +224,7 @@ func TestPolicyAdminAPI(t *testing.T) {
 	require.Equal(t, 200, code)
 	require.Equal(t, "no-env", body["policies"].(map[string]any)["rules"].([]any)[0].(map[string]any)["name"])
 	require.Contains(t, logs.String(), "MCP policies changed")
-	require.Contains(t, logs.String(), "rules_after=[no-env]")
+	require.Contains(t, logs.String(), `after [\"no-env\"]`)
 	require.Contains(t, logs.String(), "actor=\"admin sha256:")
 
 	code, out = put(testAdminToken, `{"policies": null}`)
@@ -285,6 +285,28 @@ func TestVirtualServer(t *testing.T) {
 	require.Equal(t, 404, code, body)
 	require.Contains(t, body, "virtual server 'nope' not found")
 	require.Contains(t, restToolNames(t, m, "vt"), "demo_slow", "the REST listing is not a virtual server's")
+
+	// An admin publishes another one, and is told where a bad one is wrong.
+	code, _, body = send(t, "PUT", m.URL()+"/api/mcp/virtual-servers", testAdminToken,
+		`{"virtualServers": {"ops": {"tools": [{"tool": "demo_slow", "name": "wait"}, {"tool": "demo_echo", "name": "wait"}]}}}`)
+	require.Equal(t, 400, code, body)
+	require.Contains(t, body, `virtualServers.ops.tools[1]: \"wait\" names another tool of the virtual server too`)
+	code, _, body = send(t, "PUT", m.URL()+"/api/mcp/virtual-servers", testUserToken, `{"virtualServers": null}`)
+	require.Equal(t, 403, code, body)
+	code, _, body = send(t, "PUT", m.URL()+"/api/mcp/virtual-servers", testAdminToken,
+		`{"virtualServers": {"ops": {"tools": [{"tool": "demo_slow", "name": "wait"}]}}}`)
+	require.Equal(t, 200, code, body)
+	ops := &rpc2026{url: m.URL() + "/mcp/v/ops", token: testUserToken}
+	var opsNames []string
+	for _, tl := range ops.call(t, "tools/list", "", map[string]any{})["tools"].([]any) {
+		opsNames = append(opsNames, tl.(map[string]any)["name"].(string))
+	}
+	require.Equal(t, []string{"wait"}, opsNames)
+	code, _, body = send(t, "POST", m.URL()+"/mcp/v/research", testUserToken, initializeBody)
+	require.Equal(t, 404, code, "research was replaced: %s", body)
+	code, got := get(t, m.URL()+"/api/mcp/virtual-servers", testAdminToken)
+	require.Equal(t, 200, code)
+	require.Contains(t, got["virtualServers"], "ops")
 }
 
 // TestPolicyChangeKeepsRunningTasks: a durable task started before a

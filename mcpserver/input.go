@@ -114,7 +114,8 @@ func (s *Server) answerElicitation(ctx context.Context, sess *mcpflow.MCPSession
 	if err := ans.Validate(t.InputRequired); err != nil {
 		return &refusal{status: http.StatusBadRequest, err: invalidParams("%s", mcpflow.ErrorMessage(err))}
 	}
-	err = s.opts.AnswerInput(ctx, t, ans)
+	origin := mcpflow.CallOrigin{Surface: "mcp " + sess.ProtocolVersion, ClientInfo: sess.ClientInfo, RequestID: requestID}
+	err = s.opts.AnswerInput(mcpflow.WithCallOrigin(ctx, origin), t, ans)
 	if err == nil {
 		return nil
 	}

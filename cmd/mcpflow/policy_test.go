@@ -329,3 +329,45 @@ func TestPolicyChangeKeepsRunningTasks(t *testing.T) {
 	code, out = e.post(t, "/api/threads/keep/tools/demo_submit_job/call", `{"arguments": {"duration_seconds": 1}}`)
 	require.Equal(t, 404, code, "a new task of the hidden tool: %v", out)
 }
+
+// TestGovernanceStdio: a stdio server's tools are governed like an HTTP
+// server's: hidden from the listing and answered as unknown, refused for
+// their arguments with the rule's name, limited, and audited with the
+// server's name.
+func TestGovernanceStdio(t *testing.T) {
+	bin := testenv.Binary(t, "./internal/testsupport/demomcp/cmd/demo-mcp")
+	ext := fmt.Sprintf(`{"mcpServers": {"local": {"type": "stdio", "command": %q, "args": ["--transport", "stdio"]}},
+ "policies": {"rules": [{"name": "no-env", "effect": "deny", "tools": ["local_env"]},
+   {"name": "short-echo", "effect": "deny", "tools": ["local_echo"], "when": "size(args.message) > 10"}],
+  "limits": [{"name": "adds", "tools": ["local_add"], "daily": 2}]}}`, bin)
+	cfg := writeConfig(t, "audit: { enabled: true, flush_interval_ms: 20 }\nworkspace: { root: ws }\n", ext)
+	m := startMain(t, ModeServe, cfg, nil)
+	e := &taskEnv{m: m}
+	names := restToolNames(t, m, "stdio")
+	require.Contains(t, names, "local_echo")
+	require.NotContains(t, names, "local_env")
+	code, out := e.post(t, "/api/threads/stdio/tools/local_env/call", `{"arguments": {}}`)
+	require.Equal(t, 404, code, out)
+	code, out = e.post(t, "/api/threads/stdio/tools/local_echo/call", `{"arguments": {"message": "far too long a message"}}`)
+	require.Equal(t, 403, code, out)
+	require.Contains(t, fmt.Sprint(out), `policy rule "short-echo"`)
+	code, out = e.post(t, "/api/threads/stdio/tools/local_echo/call", `{"arguments": {"message": "short"}}`)
+	require.Equal(t, 200, code, out)
+	for i, want := range []int{200, 200, 429} {
+		code, out = e.post(t, "/api/threads/stdio/tools/local_add/call", `{"arguments": {"a": 1, "b": 2}}`)
+		require.Equal(t, want, code, "add %d: %v", i, out)
+	}
+	require.Eventually(t, func() bool {
+		_, b := get(t, m.URL()+"/api/audit?limit=1000", testAdminToken)
+		recs, _ := b["records"].([]any)
+		if len(recs) != 6 {
+			return false
+		}
+		for _, r := range recs {
+			if r.(map[string]any)["server"] != "local" {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond, "six calls, each audited with its stdio server")
+}

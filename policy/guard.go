@@ -324,9 +324,26 @@ func exactNumbers(v any) any {
 	return v
 }
 
-// UnavailableServers is Next's.
+// UnavailableServers is Next's, less the servers the policies hide from
+// the caller: with policies in force a server is named only when a tool of
+// it that no rule names by its tool name would be visible (a server-wide
+// deny, or a deny default with allows by tool name only, keeps it unnamed).
 func (g *Guard) UnavailableServers(ctx context.Context, userID string) ([]mcpflow.UnavailableServer, error) {
-	return g.Next.UnavailableServers(ctx, userID)
+	set, err := g.Policies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	down, err := g.Next.UnavailableServers(ctx, userID)
+	if err != nil || set == nil {
+		return down, err
+	}
+	named := make([]mcpflow.UnavailableServer, 0, len(down))
+	for _, d := range down {
+		if set.Visible(input(ctx, userID, "", &mcpflow.Tool{Server: d.Server})).Allowed {
+			named = append(named, d)
+		}
+	}
+	return named, nil
 }
 
 // RoutingHints is Next's (over the tools the caller was given).

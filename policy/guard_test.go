@@ -10,6 +10,7 @@ import (
 // fakeRuntime lists tools and counts calls.
 type fakeRuntime struct {
 	tools []mcpflow.Tool
+	down  []mcpflow.UnavailableServer
 	calls int
 }
 
@@ -17,7 +18,7 @@ func (f *fakeRuntime) ListTools(context.Context, string, string) ([]mcpflow.Tool
 	return f.tools, nil
 }
 func (f *fakeRuntime) UnavailableServers(context.Context, string) ([]mcpflow.UnavailableServer, error) {
-	return nil, nil
+	return f.down, nil
 }
 func (f *fakeRuntime) CallTool(context.Context, mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
 	f.calls++
@@ -55,5 +56,31 @@ func TestPolicyArgsExact(t *testing.T) {
 	}
 	if args["id"] != int64(9007199254740993) || args["x"] != 1.5 || args["l"].([]any)[0] != int64(2) {
 		t.Fatalf("%#v", args)
+	}
+}
+
+// A server that is down is named only to callers the policies would let
+// see its tools.
+func TestGuardUnavailableServers(t *testing.T) {
+	rt := &fakeRuntime{down: []mcpflow.UnavailableServer{{Server: "db", Reason: "down"}, {Server: "docs", Reason: "down"}, {Server: "vault", Reason: "down"}}}
+	set := mustCompile(t, Config{ServerDefaults: map[string]string{"vault": Deny},
+		Rules: []Rule{{Name: "no-db", Effect: Deny, Servers: []string{"db"}, When: "!user.admin"}}})
+	g := &Guard{Next: rt, Policies: func(context.Context) (*Set, error) { return set, nil }}
+	names := func(c *mcpflow.Caller) []string {
+		down, err := g.UnavailableServers(mcpflow.WithCaller(context.Background(), c), c.UserID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, d := range down {
+			n = append(n, d.Server)
+		}
+		return n
+	}
+	if got := names(&mcpflow.Caller{UserID: "u"}); len(got) != 1 || got[0] != "docs" {
+		t.Fatalf("a user is told of %v, want [docs]", got)
+	}
+	if got := names(&mcpflow.Caller{UserID: "a", Admin: true}); len(got) != 2 {
+		t.Fatalf("an admin is told of %v, want [db docs]", got)
 	}
 }

@@ -133,18 +133,3 @@ func SecureURL(raw string) bool {
 	}
 	return false
 }
-
-type toolViewKey struct{}
-
-// WithToolView marks ctx as a request to the virtual server name (the
-// MCP endpoint /mcp/v/{name}): its tools only, as it names them.
-func WithToolView(ctx context.Context, name string) context.Context {
-	return context.WithValue(ctx, toolViewKey{}, name)
-}
-
-// ToolViewFrom returns the virtual server WithToolView put in ctx ("" for
-// none: every tool).
-func ToolViewFrom(ctx context.Context) string {
-	v, _ := ctx.Value(toolViewKey{}).(string)
-	return v
-}

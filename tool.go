@@ -147,6 +147,28 @@ type ToolLookup interface {
 	LookupTool(ctx context.Context, userID, threadID, name string) (*Tool, error)
 }
 
+// ToolViews is implemented by a ToolRuntime that serves virtual servers:
+// named sets of its tools at their own MCP URLs (a request to one carries
+// WithToolView).
+type ToolViews interface {
+	HasView(ctx context.Context, name string) (bool, error)
+}
+
+type toolViewKey struct{}
+
+// WithToolView marks ctx as a request to the virtual server name (the
+// MCP endpoint /mcp/v/{name}): its tools only, as it names them.
+func WithToolView(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, toolViewKey{}, name)
+}
+
+// ToolViewFrom returns the virtual server WithToolView put in ctx ("" for
+// none: every tool).
+func ToolViewFrom(ctx context.Context) string {
+	v, _ := ctx.Value(toolViewKey{}).(string)
+	return v
+}
+
 // ConfigAdmin manages the MCP servers file (extensions_config.json) for the
 // admin API. Bodies and answers are JSON: requests {"mcp_servers": {...}}
 // and answers {"mcp_servers": {name: masked server}}, keys in file order.

@@ -11,46 +11,26 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-func (s *Server) getConfig(c *gin.Context) {
-	out, err := s.opts.Config.MCPConfig(c.Request.Context())
-	s.renderConfig(c, http.StatusOK, out, err)
-}
-
-func (s *Server) putConfig(c *gin.Context) {
-	s.writeConfig(c, http.StatusOK, s.opts.Config.ReplaceMCPServers)
-}
-
-func (s *Server) addServers(c *gin.Context) {
-	s.writeConfig(c, http.StatusCreated, s.opts.Config.AddMCPServers)
+// readConfig answers a config read (the servers, the policies, the
+// virtual servers).
+func (s *Server) readConfig(read func(ctx context.Context) ([]byte, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		out, err := read(c.Request.Context())
+		s.renderConfig(c, http.StatusOK, out, err)
+	}
 }
 
 // writeConfig hands the request body to a config write and renders its
 // answer with code.
-func (s *Server) writeConfig(c *gin.Context, code int, write func(ctx context.Context, actor string, body []byte) ([]byte, error)) {
-	body, ok := s.readBody(c)
-	if !ok {
-		return
+func (s *Server) writeConfig(code int, write func(ctx context.Context, actor string, body []byte) ([]byte, error)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		body, ok := s.readBody(c)
+		if !ok {
+			return
+		}
+		out, err := write(c.Request.Context(), s.actor(c), body)
+		s.renderConfig(c, code, out, err)
 	}
-	out, err := write(c.Request.Context(), s.actor(c), body)
-	s.renderConfig(c, code, out, err)
-}
-
-func (s *Server) getPolicies(c *gin.Context) {
-	out, err := s.opts.Config.PolicyConfig(c.Request.Context())
-	s.renderConfig(c, http.StatusOK, out, err)
-}
-
-func (s *Server) putPolicies(c *gin.Context) {
-	s.writeConfig(c, http.StatusOK, s.opts.Config.ReplacePolicies)
-}
-
-func (s *Server) getVirtualServers(c *gin.Context) {
-	out, err := s.opts.Config.VirtualServers(c.Request.Context())
-	s.renderConfig(c, http.StatusOK, out, err)
-}
-
-func (s *Server) putVirtualServers(c *gin.Context) {
-	s.writeConfig(c, http.StatusOK, s.opts.Config.ReplaceVirtualServers)
 }
 
 func (s *Server) patchConfig(c *gin.Context) {

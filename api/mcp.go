@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/url"
@@ -69,11 +68,9 @@ func (s *Server) serveMCP(c *gin.Context) {
 		return
 	}
 	if vs := c.Param("server"); vs != "" {
-		views, _ := s.opts.Tools.(interface {
-			HasView(ctx context.Context, name string) (bool, error)
-		})
+		views, _ := s.opts.Tools.(mcpflow.ToolViews)
 		known := false
-		if views != nil {
+		if views != nil && mcpflow.ValidateID("virtual server name", vs) == nil {
 			var err error
 			if known, err = views.HasView(c.Request.Context(), vs); err != nil {
 				s.renderError(c, err)
@@ -81,7 +78,7 @@ func (s *Server) serveMCP(c *gin.Context) {
 			}
 		}
 		if !known {
-			s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "virtual server '%s' not found", truncateName(vs)))
+			s.renderError(c, mcpflow.Errorf(mcpflow.ENotFound, "virtual server not found"))
 			return
 		}
 		c.Request = c.Request.WithContext(mcpflow.WithToolView(c.Request.Context(), vs))
@@ -119,12 +116,4 @@ func loopbackConn(r *http.Request) bool {
 	}
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
-}
-
-// truncateName bounds a name echoed in an error.
-func truncateName(s string) string {
-	if len(s) > 128 {
-		return s[:128] + "…"
-	}
-	return s
 }

@@ -180,14 +180,15 @@ func (s *Server) routes(e *gin.Engine) {
 	}
 	if opts.Config != nil {
 		admin := e.Group("/api", s.authenticate, s.requireAdmin)
-		admin.GET("/mcp/config", s.getConfig)
-		admin.PUT("/mcp/config", s.putConfig)
+		cfg := opts.Config
+		admin.GET("/mcp/config", s.readConfig(cfg.MCPConfig))
+		admin.PUT("/mcp/config", s.writeConfig(http.StatusOK, cfg.ReplaceMCPServers))
 		admin.PATCH("/mcp/config", s.patchConfig)
-		admin.POST("/mcp/config/servers", s.addServers)
-		admin.GET("/mcp/policies", s.getPolicies)
-		admin.PUT("/mcp/policies", s.putPolicies)
-		admin.GET("/mcp/virtual-servers", s.getVirtualServers)
-		admin.PUT("/mcp/virtual-servers", s.putVirtualServers)
+		admin.POST("/mcp/config/servers", s.writeConfig(http.StatusCreated, cfg.AddMCPServers))
+		admin.GET("/mcp/policies", s.readConfig(cfg.PolicyConfig))
+		admin.PUT("/mcp/policies", s.writeConfig(http.StatusOK, cfg.ReplacePolicies))
+		admin.GET("/mcp/virtual-servers", s.readConfig(cfg.VirtualServers))
+		admin.PUT("/mcp/virtual-servers", s.writeConfig(http.StatusOK, cfg.ReplaceVirtualServers))
 	}
 	if !opts.HealthOnly {
 		e.GET("/api/audit", s.authenticate, s.requireAdmin, s.listAudit)

@@ -38,6 +38,7 @@ type Guard struct {
 var (
 	_ mcpflow.ToolRuntime = (*Guard)(nil)
 	_ mcpflow.ToolLookup  = (*Guard)(nil)
+	_ mcpflow.ToolViews   = (*Guard)(nil)
 )
 
 func input(ctx context.Context, userID, threadID string, t *mcpflow.Tool) Input {

@@ -283,7 +283,7 @@ func TestVirtualServer(t *testing.T) {
 
 	code, _, body := send(t, "POST", m.URL()+"/mcp/v/nope", testUserToken, initializeBody)
 	require.Equal(t, 404, code, body)
-	require.Contains(t, body, "virtual server 'nope' not found")
+	require.Contains(t, body, "virtual server not found")
 	require.Contains(t, restToolNames(t, m, "vt"), "demo_slow", "the REST listing is not a virtual server's")
 
 	// An admin publishes another one, and is told where a bad one is wrong.

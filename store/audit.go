@@ -59,19 +59,11 @@ var _ mcpflow.AuditStore = (*DB)(nil)
 // is positive, cut at a rune boundary. The audit log keeps a shortened
 // value rather than lose the record, or the batch it is in.
 func auditText(s string, size int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "")
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 	if size <= 0 {
 		return s
 	}
-	n := 0
-	for i := range s {
-		if n == size {
-			return s[:i]
-		}
-		n++
-	}
-	return s
+	return mcpflow.TruncateChars(s, size)
 }
 
 // auditRowOf returns the row that stores r: the columns' sizes are those of

@@ -7,8 +7,10 @@
 // mcpflow.TaskStore, mcpflow.ThreadStore, mcpflow.EventStore,
 // mcpflow.TaskSlots (the running-task slots of
 // mcp_tasks.max_running_tasks_per_user, reserved in mcp_task_slots and
-// consumed by the insert of the task's row) and mcpflow.AuditStore (the
-// audit log, audit_records: migration 00011). Storage
+// consumed by the insert of the task's row), mcpflow.AuditStore (the
+// audit log, audit_records: migration 00011) and mcpflow.RateStore (the
+// rate limits' buckets and daily quotas shared by the API replicas,
+// rate_buckets and rate_quotas: migration 00012). Storage
 // errors become domain errors here: a missing row is an mcpflow.ENotFound
 // error, a deleted thread an mcpflow.EGone error, and a second task for the
 // same (user, server, remote task id) a *mcpflow.DuplicateRemoteTaskError.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	gosqlite "github.com/glebarez/go-sqlite"
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -49,8 +50,9 @@ var (
 // the store. backend is "sqlite" or "postgres".
 //
 // For SQLite, dsn is a file path or a "file:" URI. A plain path becomes
-// "file:<path>?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate";
-// a URI keeps its parameters and gets whichever of those are missing. For
+// "file:<path>?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate";
+// a URI keeps its parameters and gets whichever of those are missing, ahead
+// of its own. For
 // PostgreSQL, dsn is a pgx connection string (URL or key=value).
 func Open(ctx context.Context, backend, dsn string) (*DB, error) {
 	if strings.TrimSpace(dsn) == "" {
@@ -71,7 +73,7 @@ func Open(ctx context.Context, backend, dsn string) (*DB, error) {
 	}
 
 	now := func() time.Time { return time.Now().UTC() }
-	gdb, err := gorm.Open(dialector, &gorm.Config{
+	gdb, err := openGorm(ctx, dialector, backend == BackendSQLite, &gorm.Config{
 		TranslateError:         true,
 		SkipDefaultTransaction: true,
 		DisableAutomaticPing:   true,
@@ -104,6 +106,36 @@ func Open(ctx context.Context, backend, dsn string) (*DB, error) {
 	return db, nil
 }
 
+// sqliteBusyWait bounds how long Open retries a first SQLite connection
+// that meets SQLITE_BUSY; it matches the default busy timeout.
+const sqliteBusyWait = 5 * time.Second
+
+// openGorm opens the pool and its first connection. For SQLite it retries
+// while that connection fails with SQLITE_BUSY: switching a new file to WAL
+// answers SQLITE_BUSY at once, without waiting for the busy timeout, when
+// another process is switching it too (serve and worker starting together
+// on a fresh file). Once the file is in WAL mode, which persists in the
+// file, new connections no longer race.
+func openGorm(ctx context.Context, dialector gorm.Dialector, sqliteFile bool, cfg *gorm.Config) (*gorm.DB, error) {
+	deadline := time.Now().Add(sqliteBusyWait)
+	for {
+		attempt := *cfg // gorm.Open fills in the config it is given
+		gdb, err := gorm.Open(dialector, &attempt)
+		var busy *gosqlite.Error
+		if err == nil || !sqliteFile || !errors.As(err, &busy) || busy.Code() != sqliteBusy || time.Now().After(deadline) {
+			return gdb, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
+const sqliteBusy = 5
+
 // Backend returns "sqlite" or "postgres".
 func (db *DB) Backend() string { return db.backend }
 
@@ -124,12 +156,18 @@ func (db *DB) Close() error {
 }
 
 // sqliteDefaults are the connection settings every SQLite connection gets
-// unless the DSN already sets them: WAL so readers never block the writer, a
-// busy timeout so writers queue instead of failing, enforced foreign keys,
+// unless the DSN already sets them: a busy timeout so writers queue instead
+// of failing, WAL so readers never block the writer, enforced foreign keys,
 // and BEGIN IMMEDIATE so a transaction never has to upgrade a read lock.
+//
+// The driver runs the pragmas in the order of the DSN, and the busy timeout
+// must come first: switching a new file to WAL takes a write lock, and
+// without the timeout a process that meets another one's lock fails at once
+// with SQLITE_BUSY (serve and worker starting together on a fresh file).
+// sqliteDSN therefore puts the missing defaults before the DSN's own query.
 var sqliteDefaults = []struct{ key, name, value string }{
-	{"_pragma", "journal_mode", "journal_mode(WAL)"},
 	{"_pragma", "busy_timeout", "busy_timeout(5000)"},
+	{"_pragma", "journal_mode", "journal_mode(WAL)"},
 	{"_pragma", "foreign_keys", "foreign_keys(1)"},
 	{"_pragma", "synchronous", "synchronous(NORMAL)"},
 	{"_txlock", "", "immediate"},
@@ -162,13 +200,13 @@ func sqliteDSN(dsn string) (string, bool) {
 		}
 	}
 	parts := []string{}
-	if query != "" {
-		parts = append(parts, query)
-	}
 	for _, d := range sqliteDefaults {
 		if !present[d.key+":"+d.name] {
 			parts = append(parts, d.key+"="+d.value)
 		}
+	}
+	if query != "" {
+		parts = append(parts, query)
 	}
 	return base + "?" + strings.Join(parts, "&"), memory
 }

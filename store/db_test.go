@@ -169,24 +169,24 @@ func TestSQLiteDSN(t *testing.T) {
 	}{
 		{
 			in:   "mcpflow.db",
-			want: "file:mcpflow.db?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
+			want: "file:mcpflow.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
 		},
 		{
 			in:   "/var/lib/mcp#1/100%.db",
-			want: "file:/var/lib/mcp%231/100%25.db?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
+			want: "file:/var/lib/mcp%231/100%25.db?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
 		},
 		{
 			in:   "file:app.db?_pragma=journal_mode(DELETE)&_txlock=deferred&cache=private",
-			want: "file:app.db?_pragma=journal_mode(DELETE)&_txlock=deferred&cache=private&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)",
+			want: "file:app.db?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=journal_mode(DELETE)&_txlock=deferred&cache=private",
 		},
 		{
 			in:     ":memory:",
-			want:   "file::memory:?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
+			want:   "file::memory:?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate",
 			memory: true,
 		},
 		{
 			in:     "file:x?mode=memory&_pragma=foreign_keys=1",
-			want:   "file:x?mode=memory&_pragma=foreign_keys=1&_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_txlock=immediate",
+			want:   "file:x?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate&mode=memory&_pragma=foreign_keys=1",
 			memory: true,
 		},
 	} {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/mcpflow/mcpflow"
@@ -280,8 +281,9 @@ func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
 	return mcpflow.OutcomeOK
 }
 
-// policyArgs are the call's arguments as CEL reads them (numbers as
-// float64).
+// policyArgs are the call's arguments as CEL reads them. An object that
+// names a key twice is refused: the conditions would see one of its values
+// and the server, which gets the arguments as sent, might read the other.
 func policyArgs(call mcpflow.ToolCall) (map[string]any, error) {
 	raw := call.RawArguments
 	if call.Arguments != nil || len(raw) == 0 {
@@ -296,10 +298,73 @@ func policyArgs(call mcpflow.ToolCall) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var args map[string]any
-	if err := dec.Decode(&args); err != nil {
+	if err := dec.Decode(&args); err != nil || dec.More() {
 		return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
 	}
+	if key, dup := duplicateKey(raw); dup {
+		return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments name the key %q twice in one object", mcpflow.TruncateChars(key, 64))
+	}
 	return exactNumbers(args).(map[string]any), nil
+}
+
+// duplicateKey reports a key that an object of the valid JSON raw names
+// twice (compared unescaped), at any depth, in one scan of the bytes.
+func duplicateKey(raw []byte) (string, bool) {
+	type level struct {
+		object bool
+		key    bool                // the next string is a key
+		few    [][]byte            // the keys so far, while there are few
+		many   map[string]struct{} // and once there are many
+	}
+	stack := make([]level, 0, 8)
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '{':
+			stack = append(stack, level{object: true, key: true})
+		case '[':
+			stack = append(stack, level{})
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			top := &stack[len(stack)-1]
+			top.key = top.object
+		case '"':
+			end, escaped := i+1, false
+			for ; raw[end] != '"'; end++ {
+				if raw[end] == '\\' {
+					escaped = true
+					end++
+				}
+			}
+			if len(stack) > 0 && stack[len(stack)-1].key {
+				top := &stack[len(stack)-1]
+				top.key = false
+				key := raw[i+1 : end]
+				if escaped {
+					var k string
+					_ = json.Unmarshal(raw[i:end+1], &k)
+					key = []byte(k)
+				}
+				if _, seen := top.many[string(key)]; seen || slices.ContainsFunc(top.few, func(k []byte) bool { return bytes.Equal(k, key) }) {
+					return string(key), true
+				}
+				switch {
+				case top.many != nil:
+					top.many[string(key)] = struct{}{}
+				case len(top.few) < 16:
+					top.few = append(top.few, key)
+				default:
+					top.many = map[string]struct{}{string(key): {}}
+					for _, k := range top.few {
+						top.many[string(k)] = struct{}{}
+					}
+					top.few = nil
+				}
+			}
+			i = end
+		}
+	}
+	return "", false
 }
 
 // exactNumbers turns the json.Numbers of v into int64 where they are

@@ -2,6 +2,9 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mcpflow/mcpflow"
@@ -83,4 +86,96 @@ func TestGuardUnavailableServers(t *testing.T) {
 	if got := names(&mcpflow.Caller{UserID: "a", Admin: true}); len(got) != 2 {
 		t.Fatalf("an admin is told of %v, want [db docs]", got)
 	}
+}
+
+// An argument object that names a key twice is refused (the conditions and
+// the server could read different values), at any depth and however the
+// key is escaped; malformed arguments are refused too.
+func TestPolicyArgsRefused(t *testing.T) {
+	for _, raw := range []string{
+		`{"path": "/ws/u/a", "path": "/etc/passwd"}`,
+		`{"path": "/ws/u/a", "\u0070ath": "/etc/passwd"}`,
+		`{"opts": [{"to": "a", "to": "b"}]}`,
+		`{"a": 1,}`,
+		`{"a" 1}`,
+		`[1]`,
+		`{"a": 1} {"b": 2}`,
+		`{"a": {"k": 1, "k": 2}, "b": 3}`,
+		`{"` + strings.Repeat(`k`, 100) + `": 1, "` + strings.Repeat(`k`, 100) + `": 2}`,
+	} {
+		_, err := policyArgs(mcpflow.ToolCall{RawArguments: []byte(raw)})
+		if mcpflow.ErrorCode(err) != mcpflow.EInvalid {
+			t.Errorf("%.60s: %v, want EInvalid", raw, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "passwd") {
+			t.Errorf("the refusal echoes a value: %v", err)
+		}
+	}
+	args, err := policyArgs(mcpflow.ToolCall{RawArguments: []byte(`{"a": {"x": 1}, "b": {"x": [true, null, "s"]}}`)})
+	if err != nil || args["b"].(map[string]any)["x"].([]any)[2] != "s" || args["a"].(map[string]any)["x"] != int64(1) {
+		t.Fatalf("%#v %v", args, err)
+	}
+}
+
+// duplicateKey compares keys unescaped, tells keys from string values, and
+// stays linear for objects with many keys.
+func TestDuplicateKey(t *testing.T) {
+	var many strings.Builder
+	many.WriteString(`{`)
+	for i := range 5000 {
+		fmt.Fprintf(&many, `"k%d": "k%d", `, i, i+1)
+	}
+	many.WriteString(`"last": [{"k1": 1}, {"k1": 2}]}`)
+	for raw, want := range map[string]string{
+		`{"a": "a", "b": {"a": "b"}}`:                  "",
+		`{"a": ["a", "a"], "x": {}}`:                   "",
+		`{"a\"b": 1, "a\u0022b": 2}`:                   `a"b`,
+		`{"x": [1, {"y": 1, "z": 2, "y": 3}]}`:         "y",
+		many.String():                                  "",
+		many.String()[:many.Len()-1] + `, "k4999": 0}`: "k4999",
+	} {
+		got, dup := duplicateKey([]byte(raw))
+		if got != want || dup != (want != "") {
+			t.Errorf("%.40s: %q %v, want %q", raw, got, dup, want)
+		}
+	}
+}
+
+// FuzzDuplicateKey: on any valid JSON, duplicateKey agrees with a decoder
+// that reads every object's keys (json.Decoder tokens).
+func FuzzDuplicateKey(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[{"c":1,"c\u0000":2}]}}`, `[{"a":"a"},{"a":"a"}]`, `{"\ud800":1,"\ufffd":2}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !json.Valid([]byte(raw)) {
+			return
+		}
+		_, got := duplicateKey([]byte(raw))
+		if want := tokenDuplicate(json.NewDecoder(strings.NewReader(raw))); got != want {
+			t.Fatalf("%q: duplicateKey %v, tokens %v", raw, got, want)
+		}
+	})
+}
+
+// tokenDuplicate reads one value from dec and reports a key named twice
+// in one of its objects.
+func tokenDuplicate(dec *json.Decoder) bool {
+	tok, _ := dec.Token()
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return false
+	}
+	dup := false
+	seen := map[string]bool{}
+	for dec.More() {
+		if d == '{' {
+			k, _ := dec.Token()
+			dup = dup || seen[k.(string)]
+			seen[k.(string)] = true
+		}
+		dup = tokenDuplicate(dec) || dup
+	}
+	_, _ = dec.Token()
+	return dup
 }

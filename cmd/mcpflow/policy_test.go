@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,6 +73,12 @@ func TestPoliciesEveryPath(t *testing.T) {
 	require.NotContains(t, fmt.Sprint(out), "31337")
 	code, out = e.post(t, "/api/threads/gov/tools/demo_add/call", `{"arguments": {"a": 2, "b": 3}}`)
 	require.Equal(t, 200, code, out)
+	// A key named twice could show the conditions one value and the server
+	// the other: refused, without the values.
+	code, out = e.post(t, "/api/threads/gov/tools/demo_add/call", `{"arguments": {"a": 2, "b": 3, "a": 31337}}`)
+	require.Equal(t, 400, code, out)
+	require.Contains(t, fmt.Sprint(out), `the key "a" twice`)
+	require.NotContains(t, fmt.Sprint(out), "31337")
 
 	// MCP 2025-11-25.
 	c, _ := mcpGoClient(t, m.URL()+"/mcp/threads/gov", map[string]string{"Mcp-Protocol-Version": "2025-11-25"})
@@ -120,6 +127,13 @@ func TestPoliciesEveryPath(t *testing.T) {
 		return fmt.Sprint(resp.StatusCode, out)
 	}
 	require.Equal(t, strings.ReplaceAll(answer("demo_nope"), "demo_nope", "demo_env"), answer("demo_env"))
+	resp := r26.request(t, ctx, "tools/call", "demo_add", map[string]any{"name": "demo_add", "arguments": json.RawMessage(`{"a": 2, "b": 3, "a": 31337}`)})
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(body), `the key \"a\" twice`)
+	require.Contains(t, string(body), `"isError":true`)
+	require.NotContains(t, string(body), "31337")
 
 	// The policies change with the file: without the rules, everything is
 	// listed again.

@@ -14,8 +14,8 @@
 // flush intervals (plus the batch being retried while the database is
 // down).
 //
-// Retention: every hour (and at start) records older than Retention are
-// deleted.
+// Retention: at start and every SweepEvery (an hour) records older than
+// Retention are deleted.
 package audit
 
 import (
@@ -41,6 +41,7 @@ type Options struct {
 	BatchSize  int           // default 500
 	FlushEvery time.Duration // default 200 ms
 	Retention  time.Duration // 0: keep every record
+	SweepEvery time.Duration // how often Retention is applied; default 1 h
 	Logger     *slog.Logger
 	Meter      metric.Meter
 	// Export, when set, also receives every record written, as an
@@ -72,6 +73,9 @@ func New(o Options) *Log {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 500
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = time.Hour
 	}
 	if o.FlushEvery <= 0 {
 		o.FlushEvery = 200 * time.Millisecond
@@ -135,7 +139,7 @@ func (l *Log) run() {
 	defer close(l.done)
 	tick := time.NewTicker(l.o.FlushEvery)
 	defer tick.Stop()
-	sweep := time.NewTicker(time.Hour)
+	sweep := time.NewTicker(l.o.SweepEvery)
 	defer sweep.Stop()
 	l.sweep()
 	var batch []mcpflow.AuditRecord

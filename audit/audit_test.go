@@ -16,6 +16,7 @@ type fakeStore struct {
 	fail    int // refuse this many inserts first
 	block   chan struct{}
 	batches int
+	cutoffs []time.Time // of DeleteAuditBefore
 }
 
 func (f *fakeStore) InsertAudit(_ context.Context, rs []mcpflow.AuditRecord) error {
@@ -35,7 +36,12 @@ func (f *fakeStore) InsertAudit(_ context.Context, rs []mcpflow.AuditRecord) err
 func (f *fakeStore) ListAudit(context.Context, mcpflow.AuditFilter) ([]mcpflow.AuditRecord, error) {
 	return nil, nil
 }
-func (f *fakeStore) DeleteAuditBefore(context.Context, time.Time) (int64, error) { return 0, nil }
+func (f *fakeStore) DeleteAuditBefore(_ context.Context, t time.Time) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cutoffs = append(f.cutoffs, t)
+	return 1, nil
+}
 
 func (f *fakeStore) count() int {
 	f.mu.Lock()
@@ -94,5 +100,44 @@ func TestClientName(t *testing.T) {
 		if got := ClientName([]byte(in)); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Retention is applied at start and then every SweepEvery, deleting what
+// is older than Retention; without Retention nothing is deleted.
+func TestRetentionSweeps(t *testing.T) {
+	st := &fakeStore{}
+	l := New(Options{Store: st, Retention: 90 * 24 * time.Hour, SweepEvery: 20 * time.Millisecond})
+	start := time.Now()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st.mu.Lock()
+		n := len(st.cutoffs)
+		st.mu.Unlock()
+		if n >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sweeps in 10 s with SweepEvery 20 ms", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.cutoffs {
+		if age := time.Since(c); age < 90*24*time.Hour || c.Before(start.Add(-90*24*time.Hour-time.Second)) {
+			t.Fatalf("cutoff %v is not 90 days before the sweep (age %v)", c, age)
+		}
+	}
+
+	keep := &fakeStore{}
+	l = New(Options{Store: keep, SweepEvery: time.Millisecond})
+	time.Sleep(50 * time.Millisecond)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(keep.cutoffs) != 0 {
+		t.Fatalf("no retention, yet %d sweeps", len(keep.cutoffs))
 	}
 }

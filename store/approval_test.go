@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// An approval is created once, decided once (of concurrent decisions only
+// one lands), listed by state and group, and keeps its call's outcome.
+func TestApprovals(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		deadline := time.Date(2026, 12, 5, 12, 0, 0, 123456789, time.UTC)
+		a := &mcpflow.Approval{TaskID: "mcp-task-a1", UserID: "alice", ThreadID: "t1", Server: "db", Tool: "db_drop",
+			Rule: "ops-approve", Group: "ops", Deadline: deadline, Arguments: json.RawMessage(`{"table":"users"}`)}
+		if err := db.CreateApproval(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		again := *a
+		again.Group = "other"
+		if err := db.CreateApproval(ctx, &again); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.CreateApproval(ctx, &mcpflow.Approval{TaskID: "mcp-task-a2", UserID: "bob", Group: "sec", Deadline: deadline}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.GetApproval(ctx, "mcp-task-a1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Group != "ops" || got.State != mcpflow.ApprovalPending || !got.Deadline.Equal(deadline.Truncate(time.Microsecond)) ||
+			string(got.Arguments) != `{"table":"users"}` || got.CreatedAt.IsZero() {
+			t.Fatalf("%+v", got)
+		}
+		if _, err := db.GetApproval(ctx, "mcp-task-none"); mcpflow.ErrorCode(err) != mcpflow.ENotFound {
+			t.Fatalf("missing approval: %v", err)
+		}
+		list, err := db.ListApprovals(ctx, mcpflow.ApprovalFilter{State: mcpflow.ApprovalPending, Groups: []string{"ops"}})
+		if err != nil || len(list) != 1 || list[0].TaskID != "mcp-task-a1" {
+			t.Fatalf("ops pending: %+v %v", list, err)
+		}
+		if list, _ := db.ListApprovals(ctx, mcpflow.ApprovalFilter{Groups: []string{}}); len(list) != 0 {
+			t.Fatalf("no groups: %+v", list)
+		}
+		if list, _ := db.ListApprovals(ctx, mcpflow.ApprovalFilter{}); len(list) != 2 {
+			t.Fatalf("all: %+v", list)
+		}
+
+		var moved atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				to := mcpflow.ApprovalApproved
+				if i%2 == 1 {
+					to = mcpflow.ApprovalDenied
+				}
+				ok, err := db.MoveApproval(ctx, "mcp-task-a1", mcpflow.ApprovalPending, to,
+					&mcpflow.ApprovalDecision{Approver: "carol", Reason: "ok", At: deadline.Add(-time.Hour)})
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					moved.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if moved.Load() != 1 {
+			t.Fatalf("%d decisions landed, want 1", moved.Load())
+		}
+		got, _ = db.GetApproval(ctx, "mcp-task-a1")
+		if got.Approver != "carol" || got.DecidedAt == nil || got.Reason != "ok" {
+			t.Fatalf("%+v", got)
+		}
+		if got.State == mcpflow.ApprovalDenied {
+			return
+		}
+		if err := db.FinishApproval(ctx, "mcp-task-a1", mcpflow.Snapshot{Status: mcpflow.StatusCompleted}); mcpflow.ErrorCode(err) != mcpflow.EConflict {
+			t.Fatalf("finish before calling: %v", err)
+		}
+		if ok, err := db.MoveApproval(ctx, "mcp-task-a1", mcpflow.ApprovalApproved, mcpflow.ApprovalCalling, nil); !ok || err != nil {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		if ok, _ := db.MoveApproval(ctx, "mcp-task-a1", mcpflow.ApprovalApproved, mcpflow.ApprovalCalling, nil); ok {
+			t.Fatal("claimed twice")
+		}
+		msg := "done"
+		if err := db.FinishApproval(ctx, "mcp-task-a1", mcpflow.Snapshot{Status: mcpflow.StatusCompleted, Message: &msg, Result: "r"}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = db.GetApproval(ctx, "mcp-task-a1")
+		if got.State != mcpflow.ApprovalDone || got.Outcome == nil || got.Outcome.Status != mcpflow.StatusCompleted || got.Outcome.Result != "r" {
+			t.Fatalf("%+v", got)
+		}
+	})
+}

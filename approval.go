@@ -3,6 +3,8 @@ package mcpflow
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,15 +35,17 @@ const (
 
 // Approval is a call waiting for (or past) a person's decision.
 type Approval struct {
-	TaskID   string    `json:"task_id"`
-	UserID   string    `json:"user_id"` // the caller
-	ThreadID string    `json:"thread_id"`
-	Server   string    `json:"server"`
-	Tool     string    `json:"tool"`  // as the caller named it
-	Rule     string    `json:"rule"`  // the policy rule that asked for approval
-	Group    string    `json:"group"` // who may decide: a member of this group
-	State    string    `json:"state"`
-	Deadline time.Time `json:"deadline"` // denied when not approved by then
+	TaskID   string `json:"task_id"`
+	UserID   string `json:"user_id"` // the caller
+	ThreadID string `json:"thread_id"`
+	Server   string `json:"server"`
+	Tool     string `json:"tool"` // as the caller named it
+	Rule     string `json:"rule"` // the policy rule that asked for approval
+	// Approvers may decide: "group:<name>" (a member of the group, by the
+	// caller's groups claim) or "user:<id>".
+	Approvers []string  `json:"approvers"`
+	State     string    `json:"state"`
+	Deadline  time.Time `json:"deadline"` // denied when not approved by then
 	// Arguments are the call's arguments, shown to approvers and called
 	// with as approved.
 	Arguments json.RawMessage `json:"arguments"`
@@ -56,9 +60,8 @@ type Approval struct {
 
 // ApprovalFilter selects approvals, oldest first.
 type ApprovalFilter struct {
-	State  string   // "" for every state
-	Groups []string // only these groups; nil for every group
-	Limit  int      // 0: 100; at most 1000
+	State string // "" for every state
+	Limit int    // 0: 100; at most 1000
 }
 
 // ApprovalStore keeps approvals. Every change of state is a compare and
@@ -82,11 +85,36 @@ type ApprovalDecision struct {
 }
 
 // ApprovalRequest is what a policy decision that asks for approval says:
-// the rule, the group whose members decide and how long they have.
+// the rule, who may decide (Approval.Approvers) and how long they have.
 type ApprovalRequest struct {
-	Rule    string
-	Group   string
-	Timeout time.Duration
+	Rule      string
+	Approvers []string
+	Timeout   time.Duration
+}
+
+// MayDecide reports whether c is one of a's approvers: its user id is
+// named ("user:<id>"), or its identity provider's "groups" claim (a string
+// or a list of strings) holds a named group ("group:<name>"). The caller
+// of the approved call never decides it.
+func (a *Approval) MayDecide(c *Caller) bool {
+	if c == nil || c.UserID == "" || c.UserID == a.UserID {
+		return false
+	}
+	var groups []string
+	if raw, ok := c.Claims["groups"]; ok {
+		var one string
+		if json.Unmarshal(raw, &one) == nil {
+			groups = []string{one}
+		} else {
+			_ = json.Unmarshal(raw, &groups)
+		}
+	}
+	for _, ap := range a.Approvers {
+		if kind, name, _ := strings.Cut(ap, ":"); kind == "user" && name == c.UserID || kind == "group" && slices.Contains(groups, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Approvals starts the durable task of a call that needs approval and

@@ -13,6 +13,7 @@ const (
 	AuditTaskAnswer = "task_answer" // a durable task's question answered by its owner
 	AuditConfig     = "config"      // the MCP servers changed through the admin API
 	AuditPolicies   = "policies"    // the tool policies changed through the admin API
+	AuditApproval   = "approval"    // a call waiting for approval approved or denied by an approver
 )
 
 // Audit outcomes of a call.
@@ -21,6 +22,7 @@ const (
 	OutcomeToolError     = "tool_error"     // the tool answered with isError
 	OutcomeUpstreamError = "upstream_error" // the call failed (the server, a timeout, mcpflow)
 	OutcomeRefused       = "refused"        // a policy refused it (or the tool does not exist for the caller)
+	OutcomePending       = "pending"        // it waits for approval, as a durable task
 )
 
 // AuditRecord is one entry of the audit log: who did what, through which
@@ -38,7 +40,7 @@ type AuditRecord struct {
 	ThreadID  string    `json:"thread_id"`
 	Server    string    `json:"server"`
 	Tool      string    `json:"tool"`
-	Decision  string    `json:"decision"` // "allow" or "deny" ("" where no policy decides)
+	Decision  string    `json:"decision"` // "allow", "deny" or "approve" ("" where no policy decides)
 	Rule      string    `json:"rule"`     // the policy rule that decided; "" for a default
 	Outcome   string    `json:"outcome"`
 	LatencyMS float64   `json:"latency_ms"`

@@ -34,12 +34,13 @@ func (d *extDecoder) policies(parent *objReader) (*policy.Config, *policy.Set) {
 				return nil, nil
 			}
 			rr := d.reader(o, path)
-			c.Rules = append(c.Rules, policy.Rule{Name: rr.requiredStr("name"), Effect: rr.enum("effect", "", policy.Allow, policy.Deny),
-				Servers: rr.strList("servers"), Tools: rr.strList("tools"), When: rr.str("when", "", true)})
+			c.Rules = append(c.Rules, policy.Rule{Name: rr.requiredStr("name"), Effect: rr.enum("effect", "", policy.Allow, policy.Deny, policy.Approve),
+				Servers: rr.strList("servers"), Tools: rr.strList("tools"), When: rr.str("when", "", true),
+				Approvers: rr.strList("approvers"), ApprovalTimeoutSeconds: rr.integer("approval_timeout_seconds", 0)})
 			if !o.Has("effect") {
 				d.errorf(path+".effect", "is required")
 			}
-			rr.forbidExtras("a rule allows only name, effect, servers, tools and when")
+			rr.forbidExtras("a rule allows only name, effect, servers, tools, when, approvers and approval_timeout_seconds")
 		}
 	}
 	if v, ok := r.get("limits"); ok && v != nil {

@@ -30,6 +30,9 @@ type Guard struct {
 	Views func(ctx context.Context) (map[string]*VirtualServer, error)
 	// Limiter, when set, holds the counts of the policies' limits.
 	Limiter *ratelimit.Limiter
+	// Approvals starts the durable task of a call an approve rule holds
+	// for (nil: such calls are refused, durable tasks being off).
+	Approvals mcpflow.Approvals
 	// Audit, when set, receives one record per call: the tool, its server,
 	// the decision and the rule that made it, the outcome, the latency and
 	// the durable task's id; it adds what the request context says.
@@ -151,6 +154,7 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 	start := time.Now()
 	rec := mcpflow.AuditRecord{Time: start, Kind: mcpflow.AuditCall, UserID: call.UserID, ThreadID: call.ThreadID, Tool: call.Tool}
 	t, err := g.lookup(ctx, call.UserID, call.ThreadID, call.Tool)
+	var approval *mcpflow.ApprovalRequest
 	if err == nil && t == nil && set != nil {
 		// Not in the listing the policies decide over (a server that is
 		// down, a configuration changing): refused as unknown, never
@@ -172,6 +176,7 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 			}
 		}
 		rec.Decision, rec.Rule = Deny, d.Rule
+		approval = d.Approval
 		if d.Allowed {
 			rec.Decision = Allow
 			if lim, lerr := g.limit(ctx, call.UserID, set.Limits(t)); lerr != nil {
@@ -188,7 +193,11 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 		rec.Arguments = auditedArguments(call, set.AuditFields(t.Name))
 	}
 	var res *mcpflow.ToolResult
-	if err == nil {
+	switch {
+	case err == nil && approval != nil:
+		rec.Decision = Approve
+		res, err = g.approve(ctx, call, t, approval)
+	case err == nil:
 		res, err = g.Next.CallTool(ctx, call) // an unknown tool: the runtime answers
 	}
 	if g.Audit != nil {
@@ -200,6 +209,17 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 		g.Audit(ctx, rec)
 	}
 	return res, err
+}
+
+// approve starts the durable task of a call that waits for approval.
+func (g *Guard) approve(ctx context.Context, call mcpflow.ToolCall, t *mcpflow.Tool, req *mcpflow.ApprovalRequest) (*mcpflow.ToolResult, error) {
+	switch {
+	case t.TaskToolset != nil:
+		return nil, mcpflow.Errorf(mcpflow.EForbidden, "the call needs approval by policy rule %q, which durable task tools do not support", req.Rule)
+	case g.Approvals == nil:
+		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "the call needs approval by policy rule %q, and durable tasks are off (mcp_tasks.enabled)", req.Rule)
+	}
+	return g.Approvals.SubmitApproval(ctx, call, *t, *req)
 }
 
 // limit spends one call of each of limits; the first one reached refuses
@@ -275,6 +295,8 @@ func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
 		return mcpflow.OutcomeRefused
 	case err != nil:
 		return mcpflow.OutcomeUpstreamError
+	case decision == Approve:
+		return mcpflow.OutcomePending
 	case res.IsError:
 		return mcpflow.OutcomeToolError
 	}

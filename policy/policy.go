@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
@@ -22,6 +23,16 @@ import (
 const (
 	Allow = "allow"
 	Deny  = "deny"
+	// Approve sends a call for approval: a durable task waits for one of
+	// the rule's approvers to approve it before the tool is called.
+	Approve = "approve"
+)
+
+// Bounds of a rule's approval_timeout_seconds, and its default.
+const (
+	DefaultApprovalTimeout = time.Hour
+	MinApprovalTimeout     = time.Minute
+	MaxApprovalTimeout     = 7 * 24 * time.Hour
 )
 
 // Config is the "policies" block of extensions_config.json.
@@ -62,10 +73,16 @@ const (
 // Rule allows or denies the calls it matches.
 type Rule struct {
 	Name    string   // names the rule in refusals and logs; unique
-	Effect  string   // Allow or Deny
+	Effect  string   // Allow, Deny or Approve
 	Servers []string // globs (path.Match) over server names; none: every server
 	Tools   []string // globs over visible tool names ("files_write_file"); none: every tool
 	When    string   // CEL condition; "": always
+	// Approvers may approve the calls an Approve rule holds for:
+	// "group:<name>" (by the caller's groups claim) or "user:<id>".
+	Approvers []string
+	// ApprovalTimeoutSeconds is how long approvers have before the call
+	// is denied (0: DefaultApprovalTimeout).
+	ApprovalTimeoutSeconds int
 }
 
 // costLimit bounds one condition's evaluation (cel-go's cost units,
@@ -180,8 +197,11 @@ func Compile(c Config) (*Set, error) {
 			return nil, &CompileError{Field: field + ".name", Message: "must not be empty"}
 		case names[r.Name]:
 			return nil, &CompileError{Field: field + ".name", Message: fmt.Sprintf("%q names another rule too", r.Name)}
-		case r.Effect != Allow && r.Effect != Deny:
-			return nil, &CompileError{Field: field + ".effect", Message: `must be "allow" or "deny"`}
+		case r.Effect != Allow && r.Effect != Deny && r.Effect != Approve:
+			return nil, &CompileError{Field: field + ".effect", Message: `must be "allow", "deny" or "approve"`}
+		}
+		if err := checkApproval(field, r); err != nil {
+			return nil, err
 		}
 		names[r.Name] = true
 		if err := checkGlobs(field, r.Servers, r.Tools); err != nil {
@@ -322,6 +342,9 @@ type Input struct {
 // Decision is the outcome for one tool or call.
 type Decision struct {
 	Allowed bool
+	// Approval, on an allowed call, says it waits for an approver first
+	// (an Approve rule held; Rule names it).
+	Approval *mcpflow.ApprovalRequest
 	// Hidden: refused whatever the arguments (the tool is not listed, and
 	// its calls are answered as unknown).
 	Hidden bool
@@ -341,6 +364,40 @@ func (d Decision) Refusal() error {
 		return mcpflow.Errorf(mcpflow.EForbidden, "the call is refused by policy rule %q (its condition could not be evaluated)", d.Rule)
 	}
 	return mcpflow.Errorf(mcpflow.EForbidden, "the call is refused by policy rule %q", d.Rule)
+}
+
+// checkApproval checks an approve rule's approvers and timeout, and that
+// other rules name neither.
+func checkApproval(field string, r Rule) error {
+	if r.Effect != Approve {
+		if len(r.Approvers) > 0 || r.ApprovalTimeoutSeconds != 0 {
+			return &CompileError{Field: field + ".approvers", Message: `only a rule whose effect is "approve" names approvers and an approval timeout`}
+		}
+		return nil
+	}
+	if len(r.Approvers) == 0 {
+		return &CompileError{Field: field + ".approvers", Message: `an approve rule needs approvers ("group:<name>" or "user:<id>")`}
+	}
+	for i, a := range r.Approvers {
+		kind, name, _ := strings.Cut(a, ":")
+		if (kind != "group" && kind != "user") || strings.TrimSpace(name) == "" || strings.Contains(name, ",") || len(a) > 255 {
+			return &CompileError{Field: fmt.Sprintf("%s.approvers[%d]", field, i), Message: fmt.Sprintf(`must be "group:<name>" or "user:<id>" (got %q)`, mcpflow.TruncateChars(a, 64))}
+		}
+	}
+	if t := time.Duration(r.ApprovalTimeoutSeconds) * time.Second; r.ApprovalTimeoutSeconds != 0 && (t < MinApprovalTimeout || t > MaxApprovalTimeout) {
+		return &CompileError{Field: field + ".approval_timeout_seconds", Message: fmt.Sprintf("must be between %d and %d (got %d)",
+			int(MinApprovalTimeout.Seconds()), int(MaxApprovalTimeout.Seconds()), r.ApprovalTimeoutSeconds)}
+	}
+	return nil
+}
+
+// approval is what a decision of an approve rule asks for.
+func (r *rule) approval() *mcpflow.ApprovalRequest {
+	t := DefaultApprovalTimeout
+	if r.ApprovalTimeoutSeconds > 0 {
+		t = time.Duration(r.ApprovalTimeoutSeconds) * time.Second
+	}
+	return &mcpflow.ApprovalRequest{Rule: r.Name, Approvers: r.Approvers, Timeout: t}
 }
 
 // outcome of one condition.
@@ -462,8 +519,8 @@ func (s *Set) decideVisible(in Input, v map[string]any) Decision {
 			return Decision{Hidden: true, Rule: r.Name, Failed: true}
 		case r.Effect == Deny && o == holds:
 			return Decision{Hidden: true, Rule: r.Name}
-		case r.Effect == Allow && (o == holds || o == unknown):
-			allowable = true
+		case r.Effect != Deny && (o == holds || o == unknown):
+			allowable = true // an approve rule lets a tool be seen
 		}
 	}
 	if allowable || s.defaultFor(in.Tool.Server) == Allow {
@@ -492,19 +549,25 @@ func (s *Set) decideArgs(in Input, v map[string]any, args map[string]any) Decisi
 	v["args"] = args
 	defer delete(v, "args")
 	allowedBy, allowed := "", false
+	var approve *rule
 	for i := range s.rules {
 		r := &s.rules[i]
 		if !r.matches(in.Tool) {
 			continue
 		}
 		switch o := r.eval(r.prg, v); {
-		case r.Effect == Deny && (o == broken || o == unknown):
-			return Decision{Rule: r.Name, Failed: true}
+		case r.Effect != Allow && (o == broken || o == unknown):
+			return Decision{Rule: r.Name, Failed: true} // a deny or approve that cannot be decided refuses
 		case r.Effect == Deny && o == holds:
 			return Decision{Rule: r.Name}
+		case r.Effect == Approve && o == holds && approve == nil:
+			approve = r
 		case r.Effect == Allow && o == holds && !allowed:
 			allowedBy, allowed = r.Name, true
 		}
+	}
+	if approve != nil { // deny over approve over allow
+		return Decision{Allowed: true, Rule: approve.Name, Approval: approve.approval()}
 	}
 	if allowed {
 		return Decision{Allowed: true, Rule: allowedBy}

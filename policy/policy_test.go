@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -46,7 +47,12 @@ func TestCompileErrors(t *testing.T) {
 		{"server default", Config{ServerDefaults: map[string]string{"files": "block"}}, "server_defaults.files", `must be "allow" or "deny"`},
 		{"no name", Config{Rules: []Rule{{Effect: Allow}}}, "rules[0].name", "must not be empty"},
 		{"same name", Config{Rules: []Rule{{Name: "a", Effect: Allow}, {Name: "a", Effect: Deny}}}, "rules[1].name", `"a" names another rule too`},
-		{"effect", Config{Rules: []Rule{{Name: "a", Effect: "approve"}}}, "rules[0].effect", `must be "allow" or "deny"`},
+		{"effect", Config{Rules: []Rule{{Name: "a", Effect: "ask"}}}, "rules[0].effect", `must be "allow", "deny" or "approve"`},
+		{"approvers", Config{Rules: []Rule{{Name: "a", Effect: Approve}}}, "rules[0].approvers", "an approve rule needs approvers"},
+		{"approver", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"ops"}}}}, "rules[0].approvers[0]", `must be "group:<name>" or "user:<id>" (got "ops")`},
+		{"approver comma", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"user:a,b"}}}}, "rules[0].approvers[0]", `must be "group:<name>"`},
+		{"timeout", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"group:ops"}, ApprovalTimeoutSeconds: 10}}}, "rules[0].approval_timeout_seconds", "must be between 60 and 604800 (got 10)"},
+		{"approvers of allow", Config{Rules: []Rule{{Name: "a", Effect: Allow, Approvers: []string{"group:ops"}}}}, "rules[0].approvers", `only a rule whose effect is "approve"`},
 		{"glob", Config{Rules: []Rule{{Name: "a", Effect: Deny, Tools: []string{"files_["}}}}, "rules[0].tools[0]", "is not a valid glob"},
 		{"syntax", Config{Rules: []Rule{{Name: "a", Effect: Deny, When: "user.admin &&"}}}, "rules[0].when", "line 1, column 14: Syntax error"},
 		{"undeclared", Config{Rules: []Rule{{Name: "a", Effect: Deny, When: "true &&\n  usr.admin"}}}, "rules[0].when", "line 2, column 3: undeclared reference to 'usr'"},
@@ -228,4 +234,42 @@ func containsString(l []any, s string) bool {
 		}
 	}
 	return false
+}
+
+// An approve rule lets the tool be seen, sends the calls its condition
+// holds for to approval (deny over approve over allow), and refuses when
+// its condition cannot be evaluated.
+func TestApprove(t *testing.T) {
+	s := mustCompile(t, Config{Rules: []Rule{
+		{Name: "big-transfers", Effect: Approve, Tools: []string{"bank_*"}, When: "args.amount > 1000", Approvers: []string{"group:finance", "user:cfo"}, ApprovalTimeoutSeconds: 600},
+		{Name: "no-weekend", Effect: Deny, Tools: []string{"bank_*"}, When: "args.amount > 1000000"},
+		{Name: "bank-for-all", Effect: Allow, Tools: []string{"bank_*"}},
+		{Name: "drops", Effect: Approve, Tools: []string{"db_drop"}, Approvers: []string{"group:ops"}},
+	}, Default: Deny})
+	dev := &mcpflow.Caller{UserID: "dev"}
+	pay := tool("bank", "pay", "")
+	if d := s.Visible(Input{Caller: dev, Tool: pay}); d.Hidden {
+		t.Fatalf("pay hidden: %+v", d)
+	}
+	if d := s.Visible(Input{Caller: dev, Tool: tool("db", "drop", "")}); d.Hidden {
+		t.Fatalf("an approve rule alone hides its tool under a deny default: %+v", d)
+	}
+	in := Input{Caller: dev, Tool: pay}
+	if d := s.Decide(in, map[string]any{"amount": 10}); !d.Allowed || d.Approval != nil || d.Rule != "bank-for-all" {
+		t.Errorf("small: %+v", d)
+	}
+	d := s.Decide(in, map[string]any{"amount": 5000})
+	if !d.Allowed || d.Rule != "big-transfers" || d.Approval == nil || d.Approval.Timeout != 10*time.Minute ||
+		strings.Join(d.Approval.Approvers, " ") != "group:finance user:cfo" || d.Approval.Rule != "big-transfers" {
+		t.Errorf("big: %+v %+v", d, d.Approval)
+	}
+	if d := s.Decide(in, map[string]any{"amount": 5_000_000}); d.Allowed || d.Rule != "no-weekend" {
+		t.Errorf("deny over approve: %+v", d)
+	}
+	if d := s.Decide(in, map[string]any{"amount": "lots"}); d.Allowed || !d.Failed || d.Rule != "big-transfers" {
+		t.Errorf("an approve rule that cannot be evaluated refuses: %+v", d)
+	}
+	if d := s.Decide(Input{Caller: dev, Tool: tool("db", "drop", "")}, nil); !d.Allowed || d.Approval == nil || d.Approval.Timeout != DefaultApprovalTimeout {
+		t.Errorf("drop: %+v", d)
+	}
 }

@@ -50,11 +50,14 @@ func TestPoliciesRefused(t *testing.T) {
 		{`{"rules": {}}`, "policies.rules: must be a list of rules (got an object)"},
 		{`{"rules": [{"effect": "deny"}]}`, "policies.rules[0].name: is required"},
 		{`{"rules": [{"name": "a"}]}`, "policies.rules[0].effect: is required"},
-		{`{"rules": [{"name": "a", "effect": "deny", "tool": ["x"]}]}`, "policies.rules[0].tool: unknown key (a rule allows only name, effect, servers, tools and when)"},
+		{`{"rules": [{"name": "a", "effect": "deny", "tool": ["x"]}]}`, "policies.rules[0].tool: unknown key (a rule allows only name, effect, servers, tools, when, approvers and approval_timeout_seconds)"},
 		{`{"rules": [{"name": "a", "effect": "deny", "servers": "db"}]}`, "policies.rules[0].servers: must be a list of strings (got a string)"},
 		{`{"rules": [{"name": "a", "effect": "deny", "when": "user.groups.exists(g, g == 'ops'"}]}`, "policies.rules[0].when: line 1, column 33: Syntax error: missing"},
 		{`{"rules": [{"name": "a", "effect": "deny", "when": "usr.admin"}]}`, "policies.rules[0].when: line 1, column 1: undeclared reference to 'usr'"},
 		{`{"server_defaults": {"db": "maybe"}}`, `policies.server_defaults.db: must be "allow" or "deny"`},
+		{`{"rules": [{"name": "a", "effect": "approve"}]}`, `policies.rules[0].approvers: an approve rule needs approvers`},
+		{`{"rules": [{"name": "a", "effect": "approve", "approvers": ["group:ops"], "approval_timeout_seconds": "1h"}]}`, `policies.rules[0].approval_timeout_seconds: must be`},
+		{`{"rules": [{"name": "a", "effect": "approve", "approvers": ["ops"]}]}`, `policies.rules[0].approvers[0]: must be "group:<name>" or "user:<id>" (got "ops")`},
 		{`{"rule": []}`, "policies.rule: unknown key (policies allows only default, server_defaults, rules, limits and audit_arguments)"},
 	} {
 		_, _, err := loadJSON(t, `{"mcpServers": {}, "policies": `+tc.policies+`}`, nil)

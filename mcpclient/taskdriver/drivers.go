@@ -9,13 +9,16 @@ import (
 // Drivers is the mcpflow.Driver of the task activities: it hands each
 // task to its driver by the task's driver data, which the workflow passes
 // to every call. A task whose driver data names a native tool
-// (mcpflow.DriverDataNativeTool) goes to Native, every other one to
+// (mcpflow.DriverDataNativeTool) goes to Native, one that waits for
+// approval (mcpflow.DriverDataApprovalTool) to Approval, every other one to
 // Ordinary, so workflows and activities stay driver-agnostic.
 type Drivers struct {
 	// Ordinary drives task toolsets (Ordinary).
 	Ordinary mcpflow.Driver
 	// Native drives native MCP tasks (Native).
 	Native mcpflow.Driver
+	// Approval drives calls waiting for approval (Approval).
+	Approval mcpflow.Driver
 }
 
 var (
@@ -81,6 +84,12 @@ func (d *Drivers) HoldsQuestion(ref mcpflow.TaskReference) bool {
 // pick returns the driver of a task's driver data; a missing driver is a
 // protocol error (the task fails).
 func (d *Drivers) pick(data map[string]string) (mcpflow.Driver, error) {
+	if _, approval := data[mcpflow.DriverDataApprovalTool]; approval {
+		if d.Approval == nil {
+			return nil, mcpflow.NewProtocolError("this mcpflow worker has no approval driver")
+		}
+		return d.Approval, nil
+	}
 	if _, native := data[mcpflow.DriverDataNativeTool]; native {
 		if d.Native == nil {
 			return nil, mcpflow.NewProtocolError("this mcpflow worker has no native MCP task driver")

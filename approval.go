@@ -14,10 +14,20 @@ import (
 const DriverApproval = "approval"
 
 // Driver data keys of an approval task. DriverDataApprovalTool, the tool
-// as callers name it, selects the approval driver.
+// as callers name it, selects the approval driver; the others are the
+// policy rule, its approvers (comma-separated) and the deadline (RFC 3339).
 const (
-	DriverDataApprovalTool = "approval_tool"
+	DriverDataApprovalTool      = "approval_tool"
+	DriverDataApprovalRule      = "approval_rule"
+	DriverDataApprovalApprovers = "approval_approvers"
+	DriverDataApprovalDeadline  = "approval_deadline"
 )
+
+// ApprovalDriverData is the driver data of an approval task for tool.
+func ApprovalDriverData(tool string, req ApprovalRequest, deadline time.Time) map[string]string {
+	return map[string]string{DriverDataApprovalTool: tool, DriverDataApprovalRule: req.Rule,
+		DriverDataApprovalApprovers: strings.Join(req.Approvers, ","), DriverDataApprovalDeadline: deadline.UTC().Format(time.RFC3339Nano)}
+}
 
 // Approval states. A pending approval becomes approved, denied, expired
 // (its deadline passed) or cancelled (by its caller); an approved one

@@ -25,11 +25,15 @@ type Check struct {
 
 // Options are the dependencies of the API server.
 type Options struct {
-	Auth           *Authenticator
-	OAuth          *OAuthResource // identity providers' tokens and metadata (nil: static tokens only)
-	Threads        mcpflow.ThreadStore
-	Tools          mcpflow.ToolRuntime // nil: no MCP tool routes
-	Audit          mcpflow.AuditStore  // nil: the audit log is off (GET /api/audit answers 404)
+	Auth    *Authenticator
+	OAuth   *OAuthResource // identity providers' tokens and metadata (nil: static tokens only)
+	Threads mcpflow.ThreadStore
+	Tools   mcpflow.ToolRuntime // nil: no MCP tool routes
+	Audit   mcpflow.AuditStore  // nil: the audit log is off (GET /api/audit answers 404)
+	// Approvals holds the calls waiting for approval (nil: no approval
+	// routes); RecordAudit, when set, records each decision.
+	Approvals      mcpflow.ApprovalStore
+	RecordAudit    func(ctx context.Context, r mcpflow.AuditRecord)
 	Tasks          mcpflow.TaskStore   // nil: no task routes
 	Events         mcpflow.EventStore  // nil: no thread inbox route
 	Config         mcpflow.ConfigAdmin // nil: no config admin routes
@@ -154,6 +158,10 @@ func (s *Server) routes(e *gin.Engine) {
 		user.GET("/threads/:thread_id/mcp-tasks/:task_id", s.getTask)
 		user.POST("/threads/:thread_id/mcp-tasks/:task_id/cancel", s.cancelTask)
 		user.POST("/threads/:thread_id/mcp-tasks/:task_id/input", s.answerInput)
+	}
+	if opts.Approvals != nil {
+		user.GET("/approvals", s.listApprovals)
+		user.POST("/approvals/:task_id", s.decideApproval)
 	}
 	if opts.Tools != nil {
 		user.GET("/threads/:thread_id/tools", s.listTools)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -21,7 +22,7 @@ type approvalRow struct {
 	Server    string     `gorm:"column:server"`
 	Tool      string     `gorm:"column:tool"`
 	Rule      string     `gorm:"column:rule"`
-	Group     string     `gorm:"column:grp"`
+	Approvers string     `gorm:"column:approvers"` // Approval.Approvers, comma-separated
 	State     string     `gorm:"column:state"`
 	Deadline  time.Time  `gorm:"column:deadline"`
 	Arguments string     `gorm:"column:arguments"`
@@ -41,8 +42,8 @@ var _ mcpflow.ApprovalStore = (*DB)(nil)
 // state pending unless a names one; an approval of the task that exists
 // already is left as it is (a retried submit).
 func (db *DB) CreateApproval(ctx context.Context, a *mcpflow.Approval) error {
-	if a.TaskID == "" || a.UserID == "" || a.Group == "" {
-		return invalid("an approval needs a task, a caller and a group")
+	if a.TaskID == "" || a.UserID == "" || len(a.Approvers) == 0 {
+		return invalid("an approval needs a task, a caller and approvers")
 	}
 	args := string(a.Arguments)
 	if args == "" {
@@ -53,7 +54,7 @@ func (db *DB) CreateApproval(ctx context.Context, a *mcpflow.Approval) error {
 		state = mcpflow.ApprovalPending
 	}
 	row := approvalRow{TaskID: a.TaskID, UserID: a.UserID, ThreadID: a.ThreadID, Server: a.Server, Tool: a.Tool,
-		Rule: auditText(a.Rule, 255), Group: a.Group, State: state, Deadline: dbTime(a.Deadline), Arguments: args,
+		Rule: auditText(a.Rule, 255), Approvers: strings.Join(a.Approvers, ","), State: state, Deadline: dbTime(a.Deadline), Arguments: args,
 		CreatedAt: dbTime(cmpTime(a.CreatedAt, db.now()))}
 	if err := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 		return fmt.Errorf("create approval %s: %w", a.TaskID, asUnavailable(err))
@@ -95,12 +96,6 @@ func (db *DB) ListApprovals(ctx context.Context, f mcpflow.ApprovalFilter) ([]mc
 	q := db.gorm.WithContext(ctx).Order("created_at, task_id").Limit(limit)
 	if f.State != "" {
 		q = q.Where("state = ?", f.State)
-	}
-	if f.Groups != nil {
-		if len(f.Groups) == 0 {
-			return nil, nil
-		}
-		q = q.Where("grp IN ?", f.Groups)
 	}
 	var rows []approvalRow
 	if err := q.Find(&rows).Error; err != nil {
@@ -148,7 +143,7 @@ func (db *DB) FinishApproval(ctx context.Context, taskID string, outcome mcpflow
 
 func (r *approvalRow) approval() mcpflow.Approval {
 	a := mcpflow.Approval{TaskID: r.TaskID, UserID: r.UserID, ThreadID: r.ThreadID, Server: r.Server, Tool: r.Tool, Rule: r.Rule,
-		Group: r.Group, State: r.State, Deadline: r.Deadline.UTC(), Arguments: json.RawMessage(r.Arguments), Approver: r.Approver,
+		Approvers: strings.Split(r.Approvers, ","), State: r.State, Deadline: r.Deadline.UTC(), Arguments: json.RawMessage(r.Arguments), Approver: r.Approver,
 		Reason: r.Reason, CreatedAt: r.CreatedAt.UTC()}
 	if r.DecidedAt != nil {
 		t := r.DecidedAt.UTC()

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,35 +19,35 @@ func TestApprovals(t *testing.T) {
 		ctx := context.Background()
 		deadline := time.Date(2026, 12, 5, 12, 0, 0, 123456789, time.UTC)
 		a := &mcpflow.Approval{TaskID: "mcp-task-a1", UserID: "alice", ThreadID: "t1", Server: "db", Tool: "db_drop",
-			Rule: "ops-approve", Group: "ops", Deadline: deadline, Arguments: json.RawMessage(`{"table":"users"}`)}
+			Rule: "ops-approve", Approvers: []string{"group:ops", "user:carol"}, Deadline: deadline, Arguments: json.RawMessage(`{"table":"users"}`)}
 		if err := db.CreateApproval(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		again := *a
-		again.Group = "other"
+		again.Approvers = []string{"group:other"}
 		if err := db.CreateApproval(ctx, &again); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.CreateApproval(ctx, &mcpflow.Approval{TaskID: "mcp-task-a2", UserID: "bob", Group: "sec", Deadline: deadline}); err != nil {
+		if err := db.CreateApproval(ctx, &mcpflow.Approval{TaskID: "mcp-task-a2", UserID: "bob", Approvers: []string{"group:sec"}, Deadline: deadline}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := db.GetApproval(ctx, "mcp-task-a1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Group != "ops" || got.State != mcpflow.ApprovalPending || !got.Deadline.Equal(deadline.Truncate(time.Microsecond)) ||
+		if strings.Join(got.Approvers, " ") != "group:ops user:carol" || got.State != mcpflow.ApprovalPending || !got.Deadline.Equal(deadline.Truncate(time.Microsecond)) ||
 			string(got.Arguments) != `{"table":"users"}` || got.CreatedAt.IsZero() {
 			t.Fatalf("%+v", got)
 		}
 		if _, err := db.GetApproval(ctx, "mcp-task-none"); mcpflow.ErrorCode(err) != mcpflow.ENotFound {
 			t.Fatalf("missing approval: %v", err)
 		}
-		list, err := db.ListApprovals(ctx, mcpflow.ApprovalFilter{State: mcpflow.ApprovalPending, Groups: []string{"ops"}})
+		list, err := db.ListApprovals(ctx, mcpflow.ApprovalFilter{State: mcpflow.ApprovalPending, Limit: 1})
 		if err != nil || len(list) != 1 || list[0].TaskID != "mcp-task-a1" {
-			t.Fatalf("ops pending: %+v %v", list, err)
+			t.Fatalf("oldest pending: %+v %v", list, err)
 		}
-		if list, _ := db.ListApprovals(ctx, mcpflow.ApprovalFilter{Groups: []string{}}); len(list) != 0 {
-			t.Fatalf("no groups: %+v", list)
+		if list, _ := db.ListApprovals(ctx, mcpflow.ApprovalFilter{State: mcpflow.ApprovalDenied}); len(list) != 0 {
+			t.Fatalf("denied: %+v", list)
 		}
 		if list, _ := db.ListApprovals(ctx, mcpflow.ApprovalFilter{}); len(list) != 2 {
 			t.Fatalf("all: %+v", list)

@@ -98,18 +98,6 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	if !ok {
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "MCP task-enabled server configuration changed after mcpflow started (%s); restart mcpflow before using durable task tools", tool.Server)
 	}
-	keyed := call.IdempotencyKey != ""
-	taskID, hash := mcpflow.NewTaskID(), ""
-	if keyed {
-		if problem := mcpflow.IdempotencyKeyProblem(call.IdempotencyKey); problem != "" {
-			return nil, mcpflow.Errorf(mcpflow.EInvalid, "the idempotency key %s", problem)
-		}
-		taskID = mcpflow.KeyedTaskID(call.UserID, call.ThreadID, call.IdempotencyKey)
-		var err error
-		if hash, err = mcpflow.SubmitRequestHash(tool.Server, tool.Name, call.Arguments); err != nil {
-			return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments cannot be encoded as JSON")
-		}
-	}
 	driver := mcpflow.DriverOrdinary
 	data := map[string]string{mcpflow.DriverDataSubmitTool: ts.SubmitTool, mcpflow.DriverDataStatusTool: ts.StatusTool, mcpflow.DriverDataCancelTool: ts.CancelTool}
 	if ts.InputTool != "" {
@@ -122,18 +110,65 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 			data[mcpflow.DriverDataAdoptTask] = ts.Adopt
 		}
 	}
+	// Stdio servers keep their tasks in the subprocess of one worker; native
+	// MCP tasks are bound to the MCP session that created them on many
+	// servers (mcp-go's default, server-everything), and their questions
+	// wait in that worker's memory: both run on the worker holding the
+	// session.
+	return c.start(ctx, call, tool, ts, srv, driver, data, srv.Type == config.TransportStdio || ts.Native, nil)
+}
+
+var _ mcpflow.Approvals = (*TaskClient)(nil)
+
+// SubmitApproval implements mcpflow.Approvals: the durable task of a call
+// that waits for approval (driver mcpflow.DriverApproval), on the server's
+// current configuration, answered like a submit with the task's handle.
+// Its workflow carries the approvers in the search attribute McpApprovers.
+func (c *TaskClient) SubmitApproval(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, req mcpflow.ApprovalRequest) (*mcpflow.ToolResult, error) {
+	if c.CurrentServer == nil {
+		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "calls that need approval cannot start here")
+	}
+	srv, err := c.CurrentServer(ctx, tool.Server)
+	if err != nil {
+		return nil, err
+	}
+	if call.Arguments == nil {
+		args, err := call.CallArguments()
+		if err != nil {
+			return nil, err
+		}
+		call.Arguments, call.RawArguments = args, nil
+	}
+	deadline := time.Now().Add(req.Timeout)
+	data := mcpflow.ApprovalDriverData(tool.Name, req, deadline)
+	approvers := workflows.SearchAttrApprovers.ValueSet(data[mcpflow.DriverDataApprovalApprovers])
+	return c.start(ctx, call, tool, config.TaskToolset{Name: tool.Name}, *srv, mcpflow.DriverApproval, data, false, approvers)
+}
+
+// start starts the durable task of call (driver and its data; pinned to
+// the worker holding the session when pinned) with the submit update, and
+// answers with its handle. extra is one more search attribute (nil: none).
+func (c *TaskClient) start(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, ts config.TaskToolset, srv config.Server,
+	driver string, data map[string]string, pinned bool, extra temporal.SearchAttributeUpdate) (*mcpflow.ToolResult, error) {
+	keyed := call.IdempotencyKey != ""
+	taskID, hash := mcpflow.NewTaskID(), ""
+	if keyed {
+		if problem := mcpflow.IdempotencyKeyProblem(call.IdempotencyKey); problem != "" {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "the idempotency key %s", problem)
+		}
+		taskID = mcpflow.KeyedTaskID(call.UserID, call.ThreadID, call.IdempotencyKey)
+		var err error
+		if hash, err = mcpflow.SubmitRequestHash(tool.Server, tool.Name, call.Arguments); err != nil {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments cannot be encoded as JSON")
+		}
+	}
 	req := mcpflow.SubmitRequest{UserID: call.UserID, ThreadID: call.ThreadID, RunID: call.RunID, ToolCallID: call.ToolCallID,
 		ServerName: tool.Server, TaskName: ts.Name, Arguments: call.Arguments, LocalTaskID: taskID, DriverData: data}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	cfg := c.Config
-	// Stdio servers keep their tasks in the subprocess of one worker; native
-	// MCP tasks are bound to the MCP session that created them on many
-	// servers (mcp-go's default, server-everything), and their questions
-	// wait in that worker's memory: both run on the worker holding the
-	// session.
-	cfg.Pinned = srv.Type == config.TransportStdio || ts.Native
+	cfg.Pinned = pinned
 	cfg.IdempotentSubmit = c.IdempotentSubmit[srv.Name]
 	cfg.Shape = workflows.ShapeReport
 	sealed, err := c.sealSecrets(taskID, &srv, call.Secrets)
@@ -151,6 +186,9 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 		return c.storedHandle(ctx, taskID, ts)
 	}
 	opts := StartOptions(in, c.TaskQueue)
+	if extra != nil {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(append(searchAttributes(in), extra)...)
+	}
 	if keyed {
 		// A retry joins the task its first attempt started, running or
 		// not yet stored: the start is a no-op and the update (same id)
@@ -425,14 +463,19 @@ func StartOptions(in workflows.TaskInput, taskQueue string) client.StartWorkflow
 		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SearchAttrTaskStatus.ValueSet(string(mcpflow.StatusSubmitted)),
-			workflows.SearchAttrServer.ValueSet(in.ServerName),
-			workflows.SearchAttrTaskName.ValueSet(in.TaskName),
-			workflows.SearchAttrUserID.ValueSet(in.UserID),
-			workflows.SearchAttrThreadID.ValueSet(in.ThreadID),
-		),
-		Memo:          map[string]any{"task_name": in.TaskName, "server": in.ServerName},
-		StaticSummary: fmt.Sprintf("MCP task %s on %s", in.TaskName, in.ServerName),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(searchAttributes(in)...),
+		Memo:                     map[string]any{"task_name": in.TaskName, "server": in.ServerName},
+		StaticSummary:            fmt.Sprintf("MCP task %s on %s", in.TaskName, in.ServerName),
+	}
+}
+
+// searchAttributes are the search attributes every task workflow starts with.
+func searchAttributes(in workflows.TaskInput) []temporal.SearchAttributeUpdate {
+	return []temporal.SearchAttributeUpdate{
+		workflows.SearchAttrTaskStatus.ValueSet(string(mcpflow.StatusSubmitted)),
+		workflows.SearchAttrServer.ValueSet(in.ServerName),
+		workflows.SearchAttrTaskName.ValueSet(in.TaskName),
+		workflows.SearchAttrUserID.ValueSet(in.UserID),
+		workflows.SearchAttrThreadID.ValueSet(in.ThreadID),
 	}
 }

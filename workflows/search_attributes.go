@@ -16,6 +16,10 @@ var (
 	SearchAttrTaskName   = temporal.NewSearchAttributeKeyKeyword("McpTaskName")
 	SearchAttrUserID     = temporal.NewSearchAttributeKeyKeyword("McpUserId")
 	SearchAttrThreadID   = temporal.NewSearchAttributeKeyKeyword("McpThreadId")
+	// SearchAttrApprovers is set on the tasks of calls waiting for
+	// approval: who may decide ("group:ops,user:carol"). Pending approvals
+	// are McpApprovers IS NOT NULL AND McpTaskStatus="working".
+	SearchAttrApprovers = temporal.NewSearchAttributeKeyKeyword("McpApprovers")
 )
 
 // SearchAttributeNames lists the custom search attributes, all of type
@@ -26,4 +30,5 @@ var SearchAttributeNames = []string{
 	SearchAttrTaskName.GetName(),
 	SearchAttrUserID.GetName(),
 	SearchAttrThreadID.GetName(),
+	SearchAttrApprovers.GetName(),
 }

@@ -38,7 +38,7 @@ const (
 // cliCommands are the first words of the command line that the client
 // handles; cliGlobalFlags may come before them.
 var (
-	cliCommands    = []string{"tools", "call", "tasks", "events", "audit"}
+	cliCommands    = []string{"tools", "call", "tasks", "events", "audit", "approvals"}
 	cliGlobalFlags = []string{"--url", "--token", "--thread", "--json"}
 )
 
@@ -145,7 +145,7 @@ was cancelled, 130 interrupted.`,
 	pf.StringVar(&c.token, "token", "", "user token (default $MCPFLOW_TOKEN, else the file "+defaultTokenFile+")")
 	pf.StringVar(&c.thread, "thread", "", `thread id (default $MCPFLOW_THREAD, else "`+defaultThread+`")`)
 	pf.BoolVar(&c.json, "json", false, "print the API's JSON")
-	root.AddCommand(c.toolsCommand(), c.callCommand(), c.tasksCommand(), c.eventsCommand(), c.auditCommand())
+	root.AddCommand(c.toolsCommand(), c.callCommand(), c.tasksCommand(), c.eventsCommand(), c.auditCommand(), c.approvalsCommand())
 	return root
 }
 

@@ -273,6 +273,9 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	// The edges see the tools through the policies, for each request's
 	// caller; the worker's task activities use the runtime itself.
 	tools := &policy.Guard{Next: m.MCP, Policies: m.MCP.Policies, Views: m.MCP.VirtualServers, Limiter: &ratelimit.Limiter{Store: m.DB}}
+	if m.Tasks != nil {
+		tools.Approvals = m.Tasks
+	}
 	if a := cfg.Audit; a.Enabled && m.serves() {
 		m.auditLog = audit.New(audit.Options{Store: m.DB, QueueSize: a.QueueSize,
 			FlushEvery: time.Duration(a.FlushIntervalMS) * time.Millisecond,
@@ -322,6 +325,8 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 		Threads:     m.DB,
 		Tools:       tools,
 		Audit:       m.auditStore(),
+		Approvals:   m.approvalStore(),
+		RecordAudit: m.recordAudit(),
 		Readiness: []api.Check{
 			{Name: "database", Check: m.DB.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {
@@ -383,6 +388,23 @@ func (m *Main) URL() string {
 	return "http://" + m.listener.Addr().String()
 }
 
+// approvalStore is the store of calls waiting for approval, which the API
+// serves when it serves calls and durable tasks run (nil otherwise).
+func (m *Main) approvalStore() mcpflow.ApprovalStore {
+	if m.Tasks == nil || !m.serves() {
+		return nil
+	}
+	return m.DB
+}
+
+// recordAudit adds a record to the audit log (nil when it is off).
+func (m *Main) recordAudit() func(context.Context, mcpflow.AuditRecord) {
+	if m.auditLog == nil {
+		return nil
+	}
+	return m.auditLog.Add
+}
+
 // startWorker waits for Temporal in the background, makes sure the search
 // attributes exist, then starts the worker. A worker that cannot start
 // fails the process.
@@ -394,6 +416,7 @@ func (m *Main) startWorker() {
 	drivers := &taskdriver.Drivers{
 		Ordinary: &taskdriver.Ordinary{Call: m.callTaskTool},
 		Native:   &taskdriver.Native{Run: m.runTaskSession, Questions: m.MCP.Questions()},
+		Approval: &taskdriver.Approval{Store: m.DB, Call: m.MCP.CallTool},
 	}
 	acts := &activities.Activities{Driver: drivers, Tasks: m.DB, Threads: m.DB, Events: m.DB,
 		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue, Heartbeats: m.Temporal, Reports: m.Temporal}

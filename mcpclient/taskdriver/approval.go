@@ -11,21 +11,6 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// Driver data of an approval task besides mcpflow.DriverDataApprovalTool:
-// the policy rule, its approvers (comma-separated) and the deadline
-// (RFC 3339).
-const (
-	approvalRule      = "approval_rule"
-	approvalApprovers = "approval_approvers"
-	approvalDeadline  = "approval_deadline"
-)
-
-// ApprovalDriverData is the driver data of an approval task for tool.
-func ApprovalDriverData(tool string, req mcpflow.ApprovalRequest, deadline time.Time) map[string]string {
-	return map[string]string{mcpflow.DriverDataApprovalTool: tool, approvalRule: req.Rule,
-		approvalApprovers: strings.Join(req.Approvers, ","), approvalDeadline: deadline.UTC().Format(time.RFC3339Nano)}
-}
-
 // approvalPoll is how often a pending approval is read again: how soon an
 // approver's decision takes effect.
 const approvalPoll = 2.0
@@ -55,8 +40,8 @@ func (d *Approval) now() time.Time {
 
 // Submit implements mcpflow.Driver: it stores the pending approval.
 func (d *Approval) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpflow.Submission, error) {
-	deadline, err := time.Parse(time.RFC3339Nano, req.DriverData[approvalDeadline])
-	if err != nil || req.DriverData[approvalApprovers] == "" {
+	deadline, err := time.Parse(time.RFC3339Nano, req.DriverData[mcpflow.DriverDataApprovalDeadline])
+	if err != nil || req.DriverData[mcpflow.DriverDataApprovalApprovers] == "" {
 		return mcpflow.Submission{}, mcpflow.NewProtocolError("approval task %s has no deadline or approvers", req.LocalTaskID)
 	}
 	args, err := json.Marshal(req.Arguments)
@@ -67,8 +52,8 @@ func (d *Approval) Submit(ctx context.Context, req mcpflow.SubmitRequest) (mcpfl
 		return mcpflow.Submission{}, err
 	}
 	a := &mcpflow.Approval{TaskID: req.LocalTaskID, UserID: req.UserID, ThreadID: req.ThreadID, Server: req.ServerName,
-		Tool: req.DriverData[mcpflow.DriverDataApprovalTool], Rule: req.DriverData[approvalRule],
-		Approvers: strings.Split(req.DriverData[approvalApprovers], ","), Deadline: deadline, Arguments: args,
+		Tool: req.DriverData[mcpflow.DriverDataApprovalTool], Rule: req.DriverData[mcpflow.DriverDataApprovalRule],
+		Approvers: strings.Split(req.DriverData[mcpflow.DriverDataApprovalApprovers], ","), Deadline: deadline, Arguments: args,
 		State: mcpflow.ApprovalPending, CreatedAt: d.now()}
 	if err := d.Store.CreateApproval(ctx, a); err != nil {
 		return mcpflow.Submission{}, err

@@ -48,7 +48,7 @@ func newApprovalRig(t *testing.T) *approvalRig {
 // submit starts an approval task and returns its reference.
 func (r *approvalRig) submit(t *testing.T, id string) mcpflow.TaskReference {
 	t.Helper()
-	data := ApprovalDriverData("db_drop", mcpflow.ApprovalRequest{Rule: "drops", Approvers: []string{"group:ops", "user:carol"}}, r.now.Add(time.Hour))
+	data := mcpflow.ApprovalDriverData("db_drop", mcpflow.ApprovalRequest{Rule: "drops", Approvers: []string{"group:ops", "user:carol"}}, r.now.Add(time.Hour))
 	sub, err := r.d.Submit(t.Context(), mcpflow.SubmitRequest{LocalTaskID: id, UserID: "alice", ThreadID: "t1", ServerName: "db",
 		TaskName: "db_drop", Arguments: map[string]any{"table": "users"}, DriverData: data})
 	require.NoError(t, err)

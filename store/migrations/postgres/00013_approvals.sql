@@ -12,7 +12,7 @@ CREATE TABLE mcp_approvals (
     server     VARCHAR(255) NOT NULL,
     tool       VARCHAR(255) NOT NULL,
     rule       VARCHAR(255) NOT NULL,
-    grp        VARCHAR(255) NOT NULL,
+    approvers  TEXT         NOT NULL,
     state      VARCHAR(16)  NOT NULL,
     deadline   TIMESTAMPTZ NOT NULL,
     arguments  TEXT         NOT NULL,

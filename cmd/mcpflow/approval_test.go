@@ -1,0 +1,192 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
+)
+
+const (
+	carolToken = "e2e-carol-token" // an approver
+	bobToken   = "e2e-bob-token"   // not one
+)
+
+// approvalPolicies send demo_echo calls labelled "ap…" to approval by
+// carol (or the ops group), within an hour, and those labelled "late…"
+// within the shortest timeout.
+const approvalPolicies = `{"default": "allow", "rules": [
+  {"name": "echo-needs-approval", "effect": "approve", "tools": ["demo_echo"], "when": "has(args.label) && args.label.startsWith('ap')",
+   "approvers": ["user:carol", "group:ops"]},
+  {"name": "late-echo", "effect": "approve", "tools": ["demo_echo"], "when": "has(args.label) && args.label.startsWith('late')",
+   "approvers": ["user:carol"], "approval_timeout_seconds": 60}]}`
+
+// approvalConfig is writeConfig's configuration with three users (alice
+// calls, carol approves, bob may not) and the audit log on.
+func approvalConfig(t *testing.T, demoURL string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`server: { addr: %q, worker_addr: %q, shutdown_timeout_seconds: 2 }
+database: { backend: sqlite, dsn: mcpflow.db }
+temporal: { address: %q, namespace: default, task_queue: e2e-%d }
+auth:
+  admin_tokens: [%q]
+  users: [ { id: alice, token: %q }, { id: carol, token: %q }, { id: bob, token: %q } ]
+mcp_tasks: { enabled: true, poll_interval_seconds: 1 }
+audit: { enabled: true, flush_interval_ms: 20 }
+`, testenv.FreeAddr(t), testenv.FreeAddr(t), temporal.HostPort, time.Now().UnixNano(), testAdminToken, testUserToken, carolToken, bobToken)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600))
+	ext := fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q, "tool_call_timeout": 10}}, "policies": %s}`, demoURL, approvalPolicies)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "extensions_config.json"), []byte(ext), 0o600))
+	return filepath.Join(dir, "config.yaml")
+}
+
+// do sends a request with token and returns the status and the JSON body.
+func do(t *testing.T, method, url, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return resp.StatusCode, out
+}
+
+// callForApproval calls demo_echo as alice with label and returns the
+// task the call became.
+func (e *taskEnv) callForApproval(t *testing.T, label string) string {
+	t.Helper()
+	code, out := e.post(t, "/api/threads/ap/tools/demo_echo/call", `{"arguments": {"message": "hello `+label+`", "label": "`+label+`"}}`)
+	require.Equal(t, 200, code, out)
+	sc := out["structured_content"].(map[string]any)
+	require.Equal(t, "working", sc["status"], out)
+	return sc["task_id"].(string)
+}
+
+// echoCalls counts the calls of demo_echo labelled label that reached the
+// demo server.
+func (e *taskEnv) echoCalls(t *testing.T, label string) int {
+	n := 0
+	for _, c := range e.upstreamCalls(t, "ap-count") {
+		if c.tool == "echo" && c.args["label"] == label {
+			n++
+		}
+	}
+	return n
+}
+
+// TestApprovals: a call an approve rule holds for becomes a durable task
+// that waits; only an approver may decide it (not the caller, not another
+// user); approved, the tool runs once with the approved arguments; denied,
+// cancelled by its caller or past its deadline, it never runs. The
+// approvers list and decide through REST and the CLI, and each decision
+// is audited.
+func TestApprovals(t *testing.T) {
+	demo := testenv.StartDemo(t, "http", "--record-calls", "--state", filepath.Join(t.TempDir(), "jobs.json"))
+	e := &taskEnv{m: waitReady(t, startMain(t, ModeDev, approvalConfig(t, demo.URL), nil))}
+	base := e.m.URL()
+
+	late := e.callForApproval(t, "late") // its deadline passes while the rest runs
+
+	// Waiting, with who may decide in the task's status message.
+	id := e.callForApproval(t, "ap-yes")
+	detail := e.waitStatus(t, "ap", id, "working")
+	require.Contains(t, detail["status_message"], `waiting for approval by user:carol or group:ops until`)
+	require.Contains(t, detail["status_message"], `(policy rule "echo-needs-approval")`)
+	require.Zero(t, e.echoCalls(t, "ap-yes"))
+
+	// Not bob's, nor alice's own, to decide.
+	code, out := do(t, "GET", base+"/api/approvals", bobToken, "")
+	require.Equal(t, 200, code, out)
+	require.Empty(t, out["approvals"])
+	code, out = do(t, "POST", base+"/api/approvals/"+id, bobToken, `{"decision": "approve"}`)
+	require.Equal(t, 403, code, out)
+	require.Contains(t, fmt.Sprint(out), "you are not an approver of this call (user:carol, group:ops)")
+	code, out = do(t, "POST", base+"/api/approvals/"+id, testUserToken, `{"decision": "approve"}`)
+	require.Equal(t, 403, code, out)
+	require.Contains(t, fmt.Sprint(out), "the caller of a call cannot approve or deny it")
+	code, out = do(t, "POST", base+"/api/approvals/"+id, carolToken, `{"decision": "maybe"}`)
+	require.Equal(t, 400, code, out)
+	code, _ = do(t, "POST", base+"/api/approvals/mcp-task-00000000000000000000000000000000", carolToken, `{"decision": "approve"}`)
+	require.Equal(t, 404, code)
+
+	// Carol sees it, with its arguments, and approves it with the CLI.
+	carol := func(args ...string) cliResult {
+		return runWith(t.Context(), e.cliEnv("MCPFLOW_TOKEN", carolToken), args...)
+	}
+	r := carol("approvals")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, id+"  alice calls demo_echo (rule echo-needs-approval) in thread ap")
+	require.Contains(t, r.stdout, `"label":"ap-yes"`)
+	r = carol("approvals", "approve", id, "--reason", "looks fine")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, id+": approved alice's call of demo_echo.\n", r.stdout)
+	detail = e.waitStatus(t, "ap", id, "completed")
+	require.Contains(t, fmt.Sprint(detail["result"]), "hello ap-yes")
+	require.Equal(t, 1, e.echoCalls(t, "ap-yes"))
+	r = carol("approvals", "deny", id)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "the approval is done, not pending")
+
+	// Denied: the task fails with who denied it and why; nothing ran.
+	denied := e.callForApproval(t, "ap-no")
+	code, out = do(t, "POST", base+"/api/approvals/"+denied, carolToken, `{"decision": "deny", "reason": "not today"}`)
+	require.Equal(t, 200, code, out)
+	require.Equal(t, "denied", out["state"])
+	detail = e.waitStatus(t, "ap", denied, "failed")
+	require.Equal(t, "denied by carol: not today", detail["error"])
+
+	// Cancelled by its caller while it waits: nobody can approve it after.
+	cancelled := e.callForApproval(t, "ap-cancel")
+	code, out = e.post(t, "/api/threads/ap/mcp-tasks/"+cancelled+"/cancel", `{}`)
+	require.Equal(t, 202, code, out)
+	e.waitStatus(t, "ap", cancelled, "cancelled")
+	code, out = do(t, "POST", base+"/api/approvals/"+cancelled, carolToken, `{"decision": "approve"}`)
+	require.Equal(t, 409, code, out)
+	require.Contains(t, fmt.Sprint(out), "the approval is cancelled, not pending")
+
+	// Past its deadline: denied.
+	detail = e.waitStatus(t, "ap", late, "failed")
+	require.Contains(t, detail["error"], "not approved before its deadline")
+	code, out = do(t, "POST", base+"/api/approvals/"+late, carolToken, `{"decision": "approve"}`)
+	require.Equal(t, 409, code, out)
+
+	for _, label := range []string{"ap-no", "ap-cancel", "late"} {
+		require.Zero(t, e.echoCalls(t, label), label)
+	}
+	require.Equal(t, 1, e.echoCalls(t, "ap-yes"))
+
+	// The audit log has the calls (decision approve, outcome pending) and
+	// carol's decisions.
+	require.Eventually(t, func() bool {
+		code, out := get(t, base+"/api/audit?kind=approval", testAdminToken)
+		return code == 200 && len(out["records"].([]any)) == 2
+	}, 10*time.Second, 50*time.Millisecond)
+	_, out = get(t, base+"/api/audit?kind=approval", testAdminToken)
+	decisions := map[string]string{}
+	for _, rec := range out["records"].([]any) {
+		m := rec.(map[string]any)
+		require.Equal(t, "carol", m["user_id"])
+		decisions[m["task_id"].(string)] = m["decision"].(string)
+	}
+	require.Equal(t, map[string]string{id: "approve", denied: "deny"}, decisions)
+	_, out = get(t, base+"/api/audit?kind=call&decision=approve", testAdminToken)
+	require.Len(t, out["records"], 4) // late, ap-yes, ap-no, ap-cancel
+	for _, rec := range out["records"].([]any) {
+		require.Equal(t, "pending", rec.(map[string]any)["outcome"])
+	}
+}

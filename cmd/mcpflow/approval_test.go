@@ -7,11 +7,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
 )
@@ -32,7 +35,7 @@ const approvalPolicies = `{"default": "allow", "rules": [
 
 // approvalConfig is writeConfig's configuration with three users (alice
 // calls, carol approves, bob may not) and the audit log on.
-func approvalConfig(t *testing.T, demoURL string) string {
+func approvalConfig(t *testing.T, demoURL, tasks string) string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`server: { addr: %q, worker_addr: %q, shutdown_timeout_seconds: 2 }
@@ -41,9 +44,9 @@ temporal: { address: %q, namespace: default, task_queue: e2e-%d }
 auth:
   admin_tokens: [%q]
   users: [ { id: alice, token: %q }, { id: carol, token: %q }, { id: bob, token: %q } ]
-mcp_tasks: { enabled: true, poll_interval_seconds: 1 }
+mcp_tasks: { enabled: true, poll_interval_seconds: 1%s }
 audit: { enabled: true, flush_interval_ms: 20 }
-`, testenv.FreeAddr(t), testenv.FreeAddr(t), temporal.HostPort, time.Now().UnixNano(), testAdminToken, testUserToken, carolToken, bobToken)
+`, testenv.FreeAddr(t), testenv.FreeAddr(t), temporal.HostPort, time.Now().UnixNano(), testAdminToken, testUserToken, carolToken, bobToken, tasks)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600))
 	ext := fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q, "tool_call_timeout": 10}}, "policies": %s}`, demoURL, approvalPolicies)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "extensions_config.json"), []byte(ext), 0o600))
@@ -97,7 +100,7 @@ func (e *taskEnv) echoCalls(t *testing.T, label string) int {
 // is audited.
 func TestApprovals(t *testing.T) {
 	demo := testenv.StartDemo(t, "http", "--record-calls", "--state", filepath.Join(t.TempDir(), "jobs.json"))
-	e := &taskEnv{m: waitReady(t, startMain(t, ModeDev, approvalConfig(t, demo.URL), nil))}
+	e := &taskEnv{m: waitReady(t, startMain(t, ModeDev, approvalConfig(t, demo.URL, ""), nil))}
 	base := e.m.URL()
 
 	late := e.callForApproval(t, "late") // its deadline passes while the rest runs
@@ -189,4 +192,53 @@ func TestApprovals(t *testing.T) {
 	for _, rec := range out["records"].([]any) {
 		require.Equal(t, "pending", rec.(map[string]any)["outcome"])
 	}
+}
+
+// TestApprovalSurvivesKill9: the API and the worker are killed with
+// SIGKILL while a call waits for approval; with new processes the approval
+// lands and the tool runs once.
+func TestApprovalSurvivesKill9(t *testing.T) {
+	demo := testenv.StartDemo(t, "http", "--record-calls", "--state", filepath.Join(t.TempDir(), "jobs.json"))
+	cfg := approvalConfig(t, demo.URL, ", lease_seconds: 5")
+	raw, err := os.ReadFile(cfg)
+	require.NoError(t, err)
+	base := "http://" + regexp.MustCompile(`server: \{ addr: "([^"]+)"`).FindStringSubmatch(string(raw))[1]
+	bin := testenv.Binary(t, "./cmd/mcpflow")
+	serve, work := startProc(t, bin, ModeServe, cfg), startProc(t, bin, ModeWorker, cfg)
+
+	code, out := do(t, "POST", base+"/api/threads/k9/tools/demo_echo/call", testUserToken, `{"arguments": {"message": "after the kill", "label": "ap-k9"}}`)
+	require.Equal(t, 200, code, out)
+	id := out["structured_content"].(map[string]any)["task_id"].(string)
+	waitTask := func(status string) map[string]any {
+		var last map[string]any
+		require.Eventually(t, func() bool {
+			_, last = do(t, "GET", base+"/api/threads/k9/mcp-tasks/"+id, testUserToken, "")
+			return last["status"] == status
+		}, 90*time.Second, 100*time.Millisecond, "task never %s: %v", status, last)
+		return last
+	}
+	waitTask("working")
+	// Pending approvals are found in Temporal by the McpApprovers search
+	// attribute (the Web UI's filter).
+	tc, err := client.Dial(client.Options{HostPort: temporal.HostPort, Namespace: "default"})
+	require.NoError(t, err)
+	defer tc.Close()
+	require.Eventually(t, func() bool {
+		resp, err := tc.ListWorkflow(t.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: `McpApprovers = "user:carol,group:ops" AND McpTaskStatus = "working"`})
+		return err == nil && len(resp.Executions) == 1 && resp.Executions[0].Execution.WorkflowId == id
+	}, 30*time.Second, 200*time.Millisecond)
+
+	serve.kill9(t)
+	work.kill9(t)
+	startProc(t, bin, ModeServe, cfg)
+	startProc(t, bin, ModeWorker, cfg)
+
+	code, out = do(t, "POST", base+"/api/approvals/"+id, carolToken, `{"decision": "approve"}`)
+	require.Equal(t, 200, code, out)
+	detail := waitTask("completed")
+	require.Contains(t, fmt.Sprint(detail["result"]), "after the kill")
+	code, out = do(t, "POST", base+"/api/threads/k9/tools/demo_headers/call", testUserToken, `{"arguments": {"history": true}}`)
+	require.Equal(t, 200, code, out)
+	require.Equal(t, 1, strings.Count(fmt.Sprint(out["structured_content"]), `"label":"ap-k9"`), "the approved call ran once: %v", out)
 }

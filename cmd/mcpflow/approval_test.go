@@ -162,6 +162,20 @@ func TestApprovals(t *testing.T) {
 	require.Equal(t, 409, code, out)
 	require.Contains(t, fmt.Sprint(out), "the approval is cancelled, not pending")
 
+	// Over MCP 2026-07-28 with the Tasks extension the call is a task that
+	// waits, with the same status message, and completes once approved.
+	c26 := &rpc2026{url: base + "/mcp/threads/ap", token: testUserToken, ext: true}
+	created := c26.call(t, "tools/call", "demo_echo", map[string]any{"name": "demo_echo",
+		"arguments": map[string]any{"message": "hello ap-mcp", "label": "ap-mcp"}})
+	require.Equal(t, "task", created["resultType"], "%v", created)
+	mcpTask := created["taskId"].(string)
+	got := c26.waitTask(t, mcpTask, "working")
+	require.Contains(t, got["statusMessage"], "waiting for approval by user:carol or group:ops")
+	code, out = do(t, "POST", base+"/api/approvals/"+mcpTask, carolToken, `{"decision": "approve"}`)
+	require.Equal(t, 200, code, out)
+	got = c26.waitTask(t, mcpTask, "completed")
+	require.Contains(t, fmt.Sprint(got), "hello ap-mcp")
+
 	// Past its deadline: denied.
 	detail = e.waitStatus(t, "ap", late, "failed")
 	require.Contains(t, detail["error"], "not approved before its deadline")
@@ -177,7 +191,7 @@ func TestApprovals(t *testing.T) {
 	// carol's decisions.
 	require.Eventually(t, func() bool {
 		code, out := get(t, base+"/api/audit?kind=approval", testAdminToken)
-		return code == 200 && len(out["records"].([]any)) == 2
+		return code == 200 && len(out["records"].([]any)) == 3
 	}, 10*time.Second, 50*time.Millisecond)
 	_, out = get(t, base+"/api/audit?kind=approval", testAdminToken)
 	decisions := map[string]string{}
@@ -186,9 +200,9 @@ func TestApprovals(t *testing.T) {
 		require.Equal(t, "carol", m["user_id"])
 		decisions[m["task_id"].(string)] = m["decision"].(string)
 	}
-	require.Equal(t, map[string]string{id: "approve", denied: "deny"}, decisions)
+	require.Equal(t, map[string]string{id: "approve", denied: "deny", mcpTask: "approve"}, decisions)
 	_, out = get(t, base+"/api/audit?kind=call&decision=approve", testAdminToken)
-	require.Len(t, out["records"], 4) // late, ap-yes, ap-no, ap-cancel
+	require.Len(t, out["records"], 5) // late, ap-yes, ap-no, ap-cancel, ap-mcp
 	for _, rec := range out["records"].([]any) {
 		require.Equal(t, "pending", rec.(map[string]any)["outcome"])
 	}

@@ -31,7 +31,7 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	auth, err := api.NewAuthenticator(api.AuthConfig{})
 	require.NoError(t, err)
-	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: &blockingTools{}, Tasks: db, Events: db,
+	srv := api.New(api.Options{Auth: auth, Threads: db, Tools: &blockingTools{}, Tasks: db, Events: db, Approvals: db,
 		OAuth:  &api.OAuthResource{Verifier: refuseAll{}, PublicURL: "https://mcpflow.example.com"},
 		MCP:    mcpserver.New(mcpserver.Options{Tools: &blockingTools{}, Sessions: db, Events: db}),
 		Config: &config.Admin{Path: filepath.Join(t.TempDir(), "x.json")}, Metrics: http.NotFoundHandler(),
@@ -66,7 +66,7 @@ func TestOpenAPIMatchesTheRoutes(t *testing.T) {
 	slices.Sort(registered)
 	slices.Sort(documented)
 	require.Equal(t, registered, documented)
-	require.Len(t, registered, 46)
+	require.Len(t, registered, 48)
 
 	// The route table of docs/reference/http-api.md names every route too:
 	// a row holds its methods (POST/GET/DELETE for several) and its path,

@@ -8,12 +8,14 @@
 // (args); it is type-checked when the rules are written, so a policy that
 // does not compile is refused with the position of the error.
 //
-// Rules combine deny-over-allow: a call is refused when a matching deny
-// rule holds, allowed when a matching allow rule holds, and otherwise
-// decided by the server's default or the global one. A condition that
+// Rules combine deny over approve over allow: a call is refused when a
+// matching deny rule holds, sent to approval (Decision.Approval: a durable
+// task waits for one of the rule's approvers, mcpflow.Approvals) when a
+// matching approve rule holds, allowed when a matching allow rule holds,
+// and otherwise decided by the server's default or the global one. A condition that
 // fails to evaluate (a missing claim, a wrong type, the cost limit) never
-// allows: a deny rule's refuses the call, an allow rule's does not allow
-// it (write has(user.claims.groups) && ... to test for a claim first).
+// allows: a deny or approve rule's refuses the call, an allow rule's does
+// not allow it (write has(user.claims.groups) && ... to test for a claim first).
 //
 // A tool a caller may not call whatever its arguments is hidden: Guard
 // leaves it out of every listing and answers a call of it as for a tool

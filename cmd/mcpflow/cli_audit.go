@@ -20,7 +20,7 @@ func (c *cli) auditCommand() *cobra.Command {
 		all                                      bool
 	}
 	cmd := &cobra.Command{
-		Use:   "audit [--user U] [--tool T] [--decision allow|deny] [--kind K] [--since TIME] [--until TIME]",
+		Use:   "audit [--user U] [--tool T] [--decision allow|deny|approve] [--kind K] [--since TIME] [--until TIME]",
 		Short: "The audit log, newest first (an admin token)",
 		Long: `Print the audit log (audit.enabled in config.yaml), newest first: who called
 which tool through which surface, what the policies decided and how the call ended;
@@ -28,7 +28,7 @@ task cancels and answers; changes of the servers and the policies. It needs an a
 token (--token or $MCPFLOW_TOKEN). --since and --until are RFC 3339 times; --all pages
 through every record the filters select (default: the first --limit). --json prints
 each record as one JSON object per line.`,
-		Args: exactArgs(0, "[--user U] [--tool T] [--decision allow|deny] [--kind K] [--since TIME] [--until TIME]"),
+		Args: exactArgs(0, "[--user U] [--tool T] [--decision allow|deny|approve] [--kind K] [--since TIME] [--until TIME]"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.limit < 1 || f.limit > 1000 {
 				return usagef("--limit must be from 1 to 1000 (got %d)", f.limit)
@@ -45,8 +45,8 @@ each record as one JSON object per line.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.user, "user", "", "only this user's records")
 	fl.StringVar(&f.tool, "tool", "", "only this tool's records (the name callers see)")
-	fl.StringVar(&f.decision, "decision", "", "only records with this policy decision (allow or deny)")
-	fl.StringVar(&f.kind, "kind", "", "only records of this kind (call, task_cancel, task_answer, config, policies)")
+	fl.StringVar(&f.decision, "decision", "", "only records with this policy decision (allow, deny or approve)")
+	fl.StringVar(&f.kind, "kind", "", "only records of this kind (call, task_cancel, task_answer, approval, config, policies)")
 	fl.StringVar(&f.since, "since", "", "only records at or after this RFC 3339 time")
 	fl.StringVar(&f.until, "until", "", "only records before this RFC 3339 time")
 	fl.IntVar(&f.limit, "limit", 100, "records per request (1-1000)")
@@ -103,6 +103,8 @@ func (c *cli) printAudit(raw json.RawMessage) {
 		}
 	case mcpflow.AuditTaskCancel, mcpflow.AuditTaskAnswer:
 		parts = append(parts, r.TaskID, r.Tool, r.Outcome)
+	case mcpflow.AuditApproval:
+		parts = append(parts, r.TaskID, r.Tool, r.Decision, r.Detail)
 	default:
 		parts = append(parts, r.Detail)
 	}

@@ -133,3 +133,49 @@ func (a *Approval) MayDecide(c *Caller) bool {
 type Approvals interface {
 	SubmitApproval(ctx context.Context, call ToolCall, tool Tool, req ApprovalRequest) (*ToolResult, error)
 }
+
+// DecideApproval records c's decision on the pending approval of taskID:
+// ENotFound when there is none, EForbidden when c may not decide it
+// (MayDecide), EConflict when it is no longer pending or its deadline has
+// passed. It returns the approval as decided.
+func DecideApproval(ctx context.Context, store ApprovalStore, taskID string, c *Caller, approve bool, reason string, now time.Time) (*Approval, error) {
+	a, err := store.GetApproval(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if !a.MayDecide(c) {
+		if c != nil && c.UserID == a.UserID {
+			return nil, Errorf(EForbidden, "the caller of a call cannot approve or deny it")
+		}
+		return nil, Errorf(EForbidden, "you are not an approver of this call (%s)", strings.Join(a.Approvers, ", "))
+	}
+	if a.State == ApprovalPending && !now.Before(a.Deadline) {
+		return nil, Errorf(EConflict, "the approval's deadline (%s) has passed", a.Deadline.UTC().Format(time.RFC3339))
+	}
+	to := ApprovalApproved
+	if !approve {
+		to = ApprovalDenied
+	}
+	d := &ApprovalDecision{Approver: c.UserID, Reason: TruncateChars(strings.TrimSpace(reason), 1000), At: now.UTC()}
+	moved, err := store.MoveApproval(ctx, taskID, ApprovalPending, to, d)
+	if err != nil {
+		return nil, err
+	}
+	if fresh, err := store.GetApproval(ctx, taskID); err == nil {
+		a = fresh
+	}
+	if !moved {
+		return nil, Errorf(EConflict, "the approval is %s, not pending", a.State)
+	}
+	return a, nil
+}
+
+// AuditOfDecision is the audit record of an approver's decision on a.
+func AuditOfDecision(a *Approval) AuditRecord {
+	decision := "approve"
+	if a.State == ApprovalDenied {
+		decision = "deny"
+	}
+	return AuditRecord{Kind: AuditApproval, Tool: a.Tool, Server: a.Server, ThreadID: a.ThreadID, TaskID: a.TaskID,
+		Decision: decision, Rule: a.Rule, Outcome: OutcomeOK, Detail: "the call of " + a.UserID}
+}

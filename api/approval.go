@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -60,50 +59,13 @@ func (s *Server) decideApproval(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	id := c.Param("task_id")
-	a, err := s.opts.Approvals.GetApproval(ctx, id)
+	a, err := mcpflow.DecideApproval(ctx, s.opts.Approvals, c.Param("task_id"), mcpflow.CallerFrom(ctx), in.Decision == "approve", in.Reason, s.now())
 	if err != nil {
 		s.renderError(c, err)
-		return
-	}
-	caller := mcpflow.CallerFrom(ctx)
-	if !a.MayDecide(caller) {
-		msg := "you are not an approver of this call (" + strings.Join(a.Approvers, ", ") + ")"
-		if caller != nil && caller.UserID == a.UserID {
-			msg = "the caller of a call cannot approve or deny it"
-		}
-		s.renderError(c, mcpflow.Errorf(mcpflow.EForbidden, "%s", msg))
-		return
-	}
-	now := s.now().UTC()
-	if a.State == mcpflow.ApprovalPending && !now.Before(a.Deadline) {
-		s.renderError(c, mcpflow.Errorf(mcpflow.EConflict, "the approval's deadline (%s) has passed", a.Deadline.Format("2006-01-02T15:04:05Z")))
-		return
-	}
-	to := mcpflow.ApprovalApproved
-	if in.Decision == "deny" {
-		to = mcpflow.ApprovalDenied
-	}
-	d := &mcpflow.ApprovalDecision{Approver: caller.UserID, Reason: mcpflow.TruncateChars(strings.TrimSpace(in.Reason), 1000), At: now}
-	moved, err := s.opts.Approvals.MoveApproval(ctx, id, mcpflow.ApprovalPending, to, d)
-	if err != nil {
-		s.renderError(c, err)
-		return
-	}
-	if !moved {
-		if fresh, err := s.opts.Approvals.GetApproval(ctx, id); err == nil {
-			a = fresh
-		}
-		s.renderError(c, mcpflow.Errorf(mcpflow.EConflict, "the approval is %s, not pending", a.State))
 		return
 	}
 	if s.opts.RecordAudit != nil {
-		s.opts.RecordAudit(restOrigin(c), mcpflow.AuditRecord{Kind: mcpflow.AuditApproval, Tool: a.Tool, Server: a.Server,
-			ThreadID: a.ThreadID, TaskID: a.TaskID, Decision: map[string]string{mcpflow.ApprovalApproved: "approve", mcpflow.ApprovalDenied: "deny"}[to],
-			Rule: a.Rule, Outcome: mcpflow.OutcomeOK, Detail: "the call of " + a.UserID})
-	}
-	if fresh, err := s.opts.Approvals.GetApproval(ctx, id); err == nil {
-		a = fresh
+		s.opts.RecordAudit(restOrigin(c), mcpflow.AuditOfDecision(a))
 	}
 	c.JSON(http.StatusOK, a)
 }

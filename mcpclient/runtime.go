@@ -168,9 +168,12 @@ type Runtime struct {
 	protocols  map[string]string                // server and configuration → the revision its dials settled on (below 2026-07-28)
 	submitter  Submitter
 	background BackgroundTasks
-	closed     bool
-	gen        uint64 // counts ResetCache calls
-	metrics    *runtimeMetrics
+	// approvals and recordDecision are behind ToolReviewApprovals.
+	approvals      mcpflow.ApprovalStore
+	recordDecision func(context.Context, mcpflow.AuditRecord)
+	closed         bool
+	gen            uint64 // counts ResetCache calls
+	metrics        *runtimeMetrics
 }
 
 var _ mcpflow.ToolRuntime = (*Runtime)(nil)
@@ -279,6 +282,9 @@ func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcp
 	if r.backgroundTasks() != nil {
 		tools = append(tools, builtinTools()...)
 	}
+	if store, _ := r.approvalStore(); store != nil {
+		tools = append(tools, reviewTool())
+	}
 	return tools, nil
 }
 
@@ -292,6 +298,10 @@ func (r *Runtime) LookupTool(ctx context.Context, userID, threadID, name string)
 	r.retryDue(st)
 	if e := st.byName[name]; e != nil {
 		t := e.tool
+		return &t, nil
+	}
+	if store, _ := r.approvalStore(); name == ToolReviewApprovals && store != nil {
+		t := reviewTool()
 		return &t, nil
 	}
 	if isBuiltin(name) && r.backgroundTasks() != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -176,6 +177,38 @@ func TestApprovals(t *testing.T) {
 	got = c26.waitTask(t, mcpTask, "completed")
 	require.Contains(t, fmt.Sprint(got), "hello ap-mcp")
 
+	// Carol decides through MCP elicitation, with the built-in tool
+	// review_approvals: on 2025-11-25 (mcp-go's client, asked on the call's
+	// stream) and on 2026-07-28 (the TypeScript SDK v2 client, asked by the
+	// call's input_required result). Bob has nothing to review.
+	el25 := e.callForApproval(t, "ap-el25")
+	c25, _, asked := legacyClientAs(t, base+"/mcp", carolToken, map[string]any{"decision": "approve"})
+	ctx := t.Context()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "review_approvals"
+	req.Params.Arguments = map[string]any{"task_id": el25}
+	res, err := c25.CallTool(ctx, req)
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "Approved alice's call of demo_echo (task "+el25+").", res.Content[0].(mcp.TextContent).Text)
+	require.Len(t, asked.questions(), 1)
+	require.Contains(t, asked.questions()[0], `alice asks to call demo_echo (server demo) in thread ap with the arguments {"label":"ap-el25","message":"hello ap-el25"}`)
+	e.waitStatus(t, "ap", el25, "completed")
+
+	el26 := e.callForApproval(t, "ap-el26")
+	steps := testenv.RunMCP2026Client(t, base+"/mcp", carolToken, "ordinary",
+		`{"tool": "review_approvals", "arguments": {"task_id": "`+el26+`"}, "answer": {"decision": "deny", "reason": "not via MCP"}}`)
+	require.Contains(t, fmt.Sprint(testenv.Step(steps, "input_request")), "alice asks to call demo_echo", "%v", steps)
+	require.Contains(t, fmt.Sprint(testenv.Step(steps, "result")), "Denied alice's call of demo_echo (task "+el26+")", "%v", steps)
+	detail = e.waitStatus(t, "ap", el26, "failed")
+	require.Equal(t, "denied by carol: not via MCP", detail["error"])
+
+	cb, _, _ := legacyClientAs(t, base+"/mcp", bobToken, map[string]any{"decision": "approve"})
+	req.Params.Arguments = map[string]any{}
+	res, err = cb.CallTool(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, "No calls wait for your approval.", res.Content[0].(mcp.TextContent).Text)
+
 	// Past its deadline: denied.
 	detail = e.waitStatus(t, "ap", late, "failed")
 	require.Contains(t, detail["error"], "not approved before its deadline")
@@ -191,7 +224,7 @@ func TestApprovals(t *testing.T) {
 	// carol's decisions.
 	require.Eventually(t, func() bool {
 		code, out := get(t, base+"/api/audit?kind=approval", testAdminToken)
-		return code == 200 && len(out["records"].([]any)) == 3
+		return code == 200 && len(out["records"].([]any)) == 5
 	}, 10*time.Second, 50*time.Millisecond)
 	_, out = get(t, base+"/api/audit?kind=approval", testAdminToken)
 	decisions := map[string]string{}
@@ -200,9 +233,9 @@ func TestApprovals(t *testing.T) {
 		require.Equal(t, "carol", m["user_id"])
 		decisions[m["task_id"].(string)] = m["decision"].(string)
 	}
-	require.Equal(t, map[string]string{id: "approve", denied: "deny", mcpTask: "approve"}, decisions)
+	require.Equal(t, map[string]string{id: "approve", denied: "deny", mcpTask: "approve", el25: "approve", el26: "deny"}, decisions)
 	_, out = get(t, base+"/api/audit?kind=call&decision=approve", testAdminToken)
-	require.Len(t, out["records"], 5) // late, ap-yes, ap-no, ap-cancel, ap-mcp
+	require.Len(t, out["records"], 7) // late, ap-yes, ap-no, ap-cancel, ap-mcp, ap-el25, ap-el26
 	for _, rec := range out["records"].([]any) {
 		require.Equal(t, "pending", rec.(map[string]any)["outcome"])
 	}

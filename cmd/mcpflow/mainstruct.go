@@ -290,6 +290,9 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	if m.serves() {
 		m.countTasks()
 	}
+	if store := m.approvalStore(); store != nil {
+		m.MCP.SetApprovals(store, m.recordAudit())
+	}
 	var tracer trace.TracerProvider
 	if m.telemetry.spans != nil {
 		tracer = m.telemetry.spans

@@ -59,7 +59,13 @@ func TestRelay2026Client(t *testing.T) {
 // elicitations with content and recording progress notifications.
 func legacyClient(t *testing.T, url string, content map[string]any) (*mcpclient.Client, *progressLog, *elicitLog) {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+	return legacyClientAs(t, url, testUserToken, content)
+}
+
+// legacyClientAs is legacyClient signed in with token.
+func legacyClientAs(t *testing.T, url, token string, content map[string]any) (*mcpclient.Client, *progressLog, *elicitLog) {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	require.NoError(t, err)
 	el := &elicitLog{content: content}
 	c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion("2025-11-25"), mcpclient.WithElicitationHandler(el))

@@ -18,7 +18,8 @@ import (
 // declared elicitation is asked on the call's stream; a 2026-07-28 client
 // gets the question as the call's input_required result and answers it by
 // calling again. A client that cannot answer questions (or REST) gets the
-// list, to decide with the API or the CLI.
+// list, to decide with the API or the CLI. It is listed only to callers an
+// approve rule names as approvers.
 const ToolReviewApprovals = "review_approvals"
 
 // approvalKey is the inputRequests key of the question.
@@ -37,6 +38,21 @@ func (r *Runtime) approvalStore() (mcpflow.ApprovalStore, func(context.Context, 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.approvals, r.recordDecision
+}
+
+// reviews reports whether the caller of ctx sees ToolReviewApprovals: the
+// approval store is installed and an approve rule of the policies in force
+// names the caller, by user id or group, as an approver.
+func (r *Runtime) reviews(ctx context.Context) bool {
+	if store, _ := r.approvalStore(); store == nil {
+		return false
+	}
+	set, err := r.Policies(ctx)
+	if err != nil || set == nil {
+		return false
+	}
+	anyone := mcpflow.Approval{Approvers: set.Approvers()}
+	return anyone.MayDecide(mcpflow.CallerFrom(ctx))
 }
 
 func reviewTool() mcpflow.Tool {

@@ -84,7 +84,7 @@ func Neutralize(s string) string { return neutralizer.Replace(s) }
 
 // callBuiltin runs a built-in task tool; ok is false for other names.
 func (r *Runtime) callBuiltin(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.ToolResult, bool, error) {
-	if store, record := r.approvalStore(); call.Tool == ToolReviewApprovals && store != nil {
+	if store, record := r.approvalStore(); call.Tool == ToolReviewApprovals && r.reviews(ctx) {
 		res, err := r.reviewApprovals(ctx, store, record, call)
 		return res, true, err
 	}

@@ -282,7 +282,7 @@ func (r *Runtime) ListTools(ctx context.Context, userID, threadID string) ([]mcp
 	if r.backgroundTasks() != nil {
 		tools = append(tools, builtinTools()...)
 	}
-	if store, _ := r.approvalStore(); store != nil {
+	if r.reviews(ctx) {
 		tools = append(tools, reviewTool())
 	}
 	return tools, nil
@@ -300,7 +300,7 @@ func (r *Runtime) LookupTool(ctx context.Context, userID, threadID, name string)
 		t := e.tool
 		return &t, nil
 	}
-	if store, _ := r.approvalStore(); name == ToolReviewApprovals && store != nil {
+	if name == ToolReviewApprovals && r.reviews(ctx) {
 		t := reviewTool()
 		return &t, nil
 	}

@@ -366,6 +366,22 @@ func (d Decision) Refusal() error {
 	return mcpflow.Errorf(mcpflow.EForbidden, "the call is refused by policy rule %q", d.Rule)
 }
 
+// Approvers are the approvers every approve rule names, each once.
+func (s *Set) Approvers() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for i := range s.rules {
+		for _, a := range s.rules[i].Approvers {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
 // checkApproval checks an approve rule's approvers and timeout, and that
 // other rules name neither.
 func checkApproval(field string, r Rule) error {

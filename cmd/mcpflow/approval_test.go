@@ -203,11 +203,16 @@ func TestApprovals(t *testing.T) {
 	detail = e.waitStatus(t, "ap", el26, "failed")
 	require.Equal(t, "denied by carol: not via MCP", detail["error"])
 
-	cb, _, _ := legacyClientAs(t, base+"/mcp", bobToken, map[string]any{"decision": "approve"})
-	req.Params.Arguments = map[string]any{}
-	res, err = cb.CallTool(ctx, req)
+	res, err = c25.CallTool(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, "No calls wait for your approval.", res.Content[0].(mcp.TextContent).Text)
+	require.Equal(t, "No calls wait for your approval.", res.Content[0].(mcp.TextContent).Text, "el25 is decided")
+	// The tool is listed to approvers only.
+	require.Contains(t, restToolNamesAs(t, base, carolToken), "review_approvals")
+	require.NotContains(t, restToolNamesAs(t, base, bobToken), "review_approvals")
+	require.NotContains(t, restToolNamesAs(t, base, testUserToken), "review_approvals")
+	cb, _, _ := legacyClientAs(t, base+"/mcp", bobToken, map[string]any{"decision": "approve"})
+	_, err = cb.CallTool(ctx, req)
+	require.ErrorContains(t, err, "review_approvals", "bob: unknown tool")
 
 	// Past its deadline: denied.
 	detail = e.waitStatus(t, "ap", late, "failed")
@@ -288,4 +293,16 @@ func TestApprovalSurvivesKill9(t *testing.T) {
 	code, out = do(t, "POST", base+"/api/threads/k9/tools/demo_headers/call", testUserToken, `{"arguments": {"history": true}}`)
 	require.Equal(t, 200, code, out)
 	require.Equal(t, 1, strings.Count(fmt.Sprint(out["structured_content"]), `"label":"ap-k9"`), "the approved call ran once: %v", out)
+}
+
+// restToolNamesAs lists the tools of thread "ap" as the user of token.
+func restToolNamesAs(t *testing.T, base, token string) []string {
+	t.Helper()
+	code, body := get(t, base+"/api/threads/ap/tools", token)
+	require.Equal(t, 200, code, body)
+	var names []string
+	for _, tl := range body["tools"].([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	return names
 }

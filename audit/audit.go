@@ -270,11 +270,35 @@ func (l *Log) Add(ctx context.Context, r mcpflow.AuditRecord) {
 	l.Record(r)
 }
 
+// clientNames caches ClientName's answers: a process sees few distinct
+// clientInfo values, and each call of a session carries the same one.
+var clientNames struct {
+	sync.Mutex
+	m map[string]string
+}
+
 // ClientName renders an MCP clientInfo as "name/version" ("" for none).
 func ClientName(info json.RawMessage) string {
 	if len(info) == 0 {
 		return ""
 	}
+	clientNames.Lock()
+	name, ok := clientNames.m[string(info)]
+	clientNames.Unlock()
+	if ok {
+		return name
+	}
+	name = clientName(info)
+	clientNames.Lock()
+	if clientNames.m == nil || len(clientNames.m) >= 1024 {
+		clientNames.m = map[string]string{} // bounded: start over
+	}
+	clientNames.m[string(info)] = name
+	clientNames.Unlock()
+	return name
+}
+
+func clientName(info json.RawMessage) string {
 	var ci struct{ Name, Version string }
 	if json.Unmarshal(info, &ci) != nil || ci.Name == "" {
 		return ""

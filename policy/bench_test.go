@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -43,5 +44,30 @@ func BenchmarkVisible20(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Visible(in)
+	}
+}
+
+// BenchmarkGuardCall20: what the Guard adds to one call with 20 rules and
+// an audit hook (the runtime answers at once; the record is dropped).
+func BenchmarkGuardCall20(b *testing.B) {
+	var rules []Rule
+	for i := range 10 {
+		rules = append(rules, Rule{Name: fmt.Sprintf("u%d", i), Effect: Deny, When: fmt.Sprintf("user.id == 'blocked-%d'", i)})
+		rules = append(rules, Rule{Name: fmt.Sprintf("p%d", i), Effect: Deny, When: fmt.Sprintf("has(args.path) && args.path.startsWith('/etc/%d')", i)})
+	}
+	s, err := Compile(Config{Rules: rules})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := &fakeRuntime{tools: []mcpflow.Tool{{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}}
+	g := &Guard{Next: rt, Policies: func(context.Context) (*Set, error) { return s, nil },
+		Audit: func(context.Context, mcpflow.AuditRecord) {}}
+	ctx := mcpflow.WithCaller(context.Background(), &mcpflow.Caller{UserID: "bench"})
+	call := mcpflow.ToolCall{UserID: "bench", ThreadID: "t", Tool: "demo_echo", RawArguments: json.RawMessage(`{"message": "hello"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.CallTool(ctx, call); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

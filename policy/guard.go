@@ -164,13 +164,13 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 	if err == nil && t != nil && set != nil {
 		rec.Server = t.Server
 		in := input(ctx, call.UserID, call.ThreadID, t)
-		var d Decision
-		if d = set.visible(in, nil); d.Hidden {
+		d, base := set.visible(in)
+		if d.Hidden {
 			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
 		} else {
 			var args map[string]any
 			if args, err = policyArgs(call); err == nil {
-				if d = set.decideArgs(in, vars(in, nil), args); !d.Allowed {
+				if d = set.decideArgs(in, base, args); !d.Allowed {
 					err = d.Refusal()
 				}
 			}

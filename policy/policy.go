@@ -14,6 +14,7 @@ import (
 	"github.com/google/cel-go/cel"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/internal/lru"
@@ -101,7 +102,14 @@ type Set struct {
 	// seen caches visible's decisions: a listing decides every tool and
 	// every call decides its tool again, for the same few callers.
 	mu   sync.Mutex
-	seen *lru.Cache[visKey, Decision]
+	seen *lru.Cache[visKey, visEntry]
+}
+
+// visEntry is a visibility decision and the variables it was made with
+// (without "args"), which the call's decision reuses.
+type visEntry struct {
+	d    Decision
+	base interpreter.Activation
 }
 
 // visKey is everything a decision without arguments reads.
@@ -474,12 +482,13 @@ func (s *Set) Visible(in Input) Decision {
 	if s == nil {
 		return Decision{Allowed: true}
 	}
-	return s.visible(in, nil)
+	d, _ := s.visible(in)
+	return d
 }
 
-// visible is Visible, with the variables of in (without "args") when the
-// caller has them already (nil: built when needed).
-func (s *Set) visible(in Input, v map[string]any) Decision {
+// visible is Visible, and the variables of in without "args" (shared:
+// read only).
+func (s *Set) visible(in Input) (Decision, interpreter.Activation) {
 	k := visKey{user: in.UserID, thread: in.ThreadID, tool: in.Tool.Name, original: in.Tool.OriginalName,
 		server: in.Tool.Server, annot: string(in.Tool.Annotations), task: in.Tool.TaskToolset != nil}
 	if c := in.Caller; c != nil {
@@ -493,21 +502,20 @@ func (s *Set) visible(in Input, v map[string]any) Decision {
 	}
 	s.mu.Lock()
 	if s.seen == nil {
-		s.seen = lru.New[visKey, Decision](10_000)
+		s.seen = lru.New[visKey, visEntry](10_000)
 	}
-	d, ok := s.seen.Get(k)
+	e, ok := s.seen.Get(k)
 	s.mu.Unlock()
 	if ok {
-		return d
+		return e.d, e.base
 	}
-	if v == nil {
-		v = vars(in, nil)
-	}
-	d = s.decideVisible(in, v)
+	v := vars(in, nil)
+	e.d = s.decideVisible(in, v)
+	e.base, _ = interpreter.NewActivation(v) // a map never fails
 	s.mu.Lock()
-	s.seen.Add(k, d)
+	s.seen.Add(k, e)
 	s.mu.Unlock()
-	return d
+	return e.d, e.base
 }
 
 func (s *Set) decideVisible(in Input, v map[string]any) Decision {
@@ -550,20 +558,20 @@ func (s *Set) Decide(in Input, args map[string]any) Decision {
 	if s == nil {
 		return Decision{Allowed: true}
 	}
-	if d := s.visible(in, nil); d.Hidden {
+	d, base := s.visible(in)
+	if d.Hidden {
 		return d
 	}
-	return s.decideArgs(in, vars(in, nil), args)
+	return s.decideArgs(in, base, args)
 }
 
 // decideArgs is Decide for a tool visible found visible, with its
-// variables v (to which it adds "args").
-func (s *Set) decideArgs(in Input, v map[string]any, args map[string]any) Decision {
+// variables base (without "args").
+func (s *Set) decideArgs(in Input, base interpreter.Activation, args map[string]any) Decision {
 	if args == nil {
 		args = map[string]any{}
 	}
-	v["args"] = args
-	defer delete(v, "args")
+	v := interpreter.NewHierarchicalActivation(base, argsVars{args})
 	allowedBy, allowed := "", false
 	var approve *rule
 	for i := range s.rules {
@@ -590,6 +598,20 @@ func (s *Set) decideArgs(in Input, v map[string]any, args map[string]any) Decisi
 	}
 	return Decision{Allowed: s.defaultFor(in.Tool.Server) == Allow}
 }
+
+// argsVars is the activation of a call's arguments (the variable "args").
+type argsVars struct{ args map[string]any }
+
+// ResolveName implements interpreter.Activation.
+func (a argsVars) ResolveName(name string) (any, bool) {
+	if name == "args" {
+		return a.args, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (argsVars) Parent() interpreter.Activation { return nil }
 
 // vars are a condition's variables; args nil leaves "args" out (unknown
 // under partial evaluation).

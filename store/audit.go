@@ -145,17 +145,36 @@ func (db *DB) InsertAudit(ctx context.Context, records []mcpflow.AuditRecord) er
 	// Plain multi-row INSERTs of at most auditInsertRows rows through
 	// database/sql: no RETURNING, no reflection (GORM's Create cost half
 	// again), and few rows per statement, as the pure-Go SQLite driver binds
-	// each parameter by scanning the statement's arguments.
+	// each parameter by scanning the statement's arguments. A column that is
+	// empty in every row of a statement is left to its default: fewer
+	// parameters to parse and bind.
+	vals := make([][auditColumnCount]any, 0, auditInsertRows)
 	args := make([]any, 0, auditInsertRows*len(auditColumns))
 	for start := 0; start < len(records); start += auditInsertRows {
 		part := records[start:min(start+auditInsertRows, len(records))]
-		args = args[:0]
+		vals = vals[:0]
+		var used uint32
 		for i := range part {
 			r := db.auditRowOf(&part[i])
-			args = append(args, r.At, r.Kind, r.UserID, r.Admin, r.Provider, r.Client, r.Surface, r.ThreadID, r.Server,
-				r.Tool, r.Decision, r.Rule, r.Outcome, r.LatencyMS, r.TaskID, r.RequestID, r.TraceID, r.Detail, r.Arguments)
+			v := [auditColumnCount]any{r.At, r.Kind, r.UserID, r.Admin, r.Provider, r.Client, r.Surface, r.ThreadID, r.Server,
+				r.Tool, r.Decision, r.Rule, r.Outcome, r.LatencyMS, r.TaskID, r.RequestID, r.TraceID, r.Detail, r.Arguments}
+			for j, x := range v {
+				if !isZeroColumn(x) {
+					used |= 1 << j
+				}
+			}
+			vals = append(vals, v)
 		}
-		if _, err := tx.ExecContext(ctx, db.auditInsertSQL(len(part)), args...); err != nil {
+		used |= 1 // at, which has no default
+		args = args[:0]
+		for _, v := range vals {
+			for j, x := range v {
+				if used&(1<<j) != 0 {
+					args = append(args, x)
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, db.auditInsertSQL(len(part), used), args...); err != nil {
 			return fmt.Errorf("insert %d audit records: %w", len(records), asUnavailable(err))
 		}
 	}
@@ -165,26 +184,56 @@ func (db *DB) InsertAudit(ctx context.Context, records []mcpflow.AuditRecord) er
 	return nil
 }
 
+// auditColumnCount is len(auditColumns).
+const auditColumnCount = 19
+
 // auditColumns are the columns InsertAudit writes, in its arguments' order.
 var auditColumns = []string{"at", "kind", "user_id", "admin", "provider", "client", "surface", "thread_id", "server",
 	"tool", "decision", "rule", "outcome", "latency_ms", "task_id", "request_id", "trace_id", "detail", "arguments"}
 
-// auditInsertSQL is the INSERT of n rows, written once per n and backend:
-// plain SQL through database/sql (no RETURNING, no reflection), which is
-// most of what a record costs.
-func (db *DB) auditInsertSQL(n int) string {
-	if q, ok := db.auditSQL.Load(n); ok {
+// isZeroColumn reports whether x is its column's default (”, false, 0).
+func isZeroColumn(x any) bool {
+	switch v := x.(type) {
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case float64:
+		return v == 0
+	}
+	return false
+}
+
+// auditSQLKey names an INSERT of InsertAudit: its rows and its columns
+// (bit j: auditColumns[j]).
+type auditSQLKey struct {
+	rows int
+	cols uint32
+}
+
+// auditInsertSQL is the INSERT of n rows of the columns in cols, written
+// once per shape and backend: plain SQL through database/sql (no
+// RETURNING, no reflection), which is most of what a record costs.
+func (db *DB) auditInsertSQL(n int, cols uint32) string {
+	key := auditSQLKey{n, cols}
+	if q, ok := db.auditSQL.Load(key); ok {
 		return q.(string)
 	}
+	var names []string
+	for j, c := range auditColumns {
+		if cols&(1<<j) != 0 {
+			names = append(names, c)
+		}
+	}
 	var b strings.Builder
-	b.WriteString("INSERT INTO audit_records (" + strings.Join(auditColumns, ", ") + ") VALUES ")
+	b.WriteString("INSERT INTO audit_records (" + strings.Join(names, ", ") + ") VALUES ")
 	p := 0
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteByte('(')
-		for j := range auditColumns {
+		for j := range names {
 			if j > 0 {
 				b.WriteString(", ")
 			}
@@ -198,7 +247,7 @@ func (db *DB) auditInsertSQL(n int) string {
 		b.WriteByte(')')
 	}
 	q := b.String()
-	db.auditSQL.Store(n, q)
+	db.auditSQL.Store(key, q)
 	return q
 }
 

@@ -427,3 +427,35 @@ func TestAuditDeleteBefore(t *testing.T) {
 		require.Greater(t, left[0].ID, recs[29].ID)
 	})
 }
+
+// Columns empty in every row of an INSERT are left to their defaults
+// (InsertAudit's statements differ by the columns they name): rows with
+// and without each field, in one statement and across statements, read
+// back as written.
+func TestAuditSparseColumns(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		var recs []mcpflow.AuditRecord
+		for i := range 47 {
+			r := mcpflow.AuditRecord{Time: auditBase.Add(time.Duration(i) * time.Millisecond), Kind: mcpflow.AuditCall}
+			if i%2 == 0 {
+				r.UserID, r.Tool, r.Decision, r.Outcome = fmt.Sprint("u", i), "t", "allow", mcpflow.OutcomeOK
+			}
+			if i%7 == 0 {
+				r.Admin, r.Provider, r.Client, r.TraceID, r.Arguments = true, "idp", "c/1", "0af7651916cd43dd8448eb211c80319c", `{"path":"/x"}`
+			}
+			if i < 20 {
+				r.LatencyMS, r.TaskID, r.Detail = 1.5, "mcp-task-x", "d"
+			}
+			recs = append(recs, r)
+		}
+		require.NoError(t, db.InsertAudit(testCtx, recs))
+		got, err := db.ListAudit(testCtx, mcpflow.AuditFilter{Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, got, len(recs))
+		for i, g := range got {
+			want := recs[len(recs)-1-i]
+			want.ID, want.Time = g.ID, want.Time.UTC()
+			require.Equal(t, want, g, "record %d", len(recs)-1-i)
+		}
+	})
+}

@@ -170,7 +170,7 @@ func procTargets(ctx context.Context, e *env) ([]target, error) {
 		return nil, nil
 	}
 	progress("starting %s serve", e.o.mcpflow)
-	dep, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "deployed"), e.ext, e.o.profileDir != "", false)
+	dep, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "deployed"), e.ext, e.o.profileDir != "", false, "")
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func procTargets(ctx context.Context, e *env) ([]target, error) {
 		// The same process with governance on: 20 policy rules evaluated
 		// for every call and the audit log (withGovernance).
 		progress("starting %s serve with 20 policy rules and the audit log", e.o.mcpflow)
-		gov, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "governed"), e.ext, e.o.profileDir != "", true)
+		gov, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "governed"), e.ext, e.o.profileDir != "", true, "")
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +194,23 @@ func procTargets(ctx context.Context, e *env) ([]target, error) {
 				call: callTool(c, srvHTTP25+"_echo"), proc: gov.proc, pprof: gov.pprof},
 			target{name: "mcpflow-gov-http-25", path: "REST → mcpflow (20 rules, audit) → " + upPinned,
 				call: e.viaAPI(gov.base, srvHTTP25), proc: gov.proc, pprof: gov.pprof})
+		if e.o.governedPostgres != "" {
+			// The same with the store (and so the audit log) on PostgreSQL,
+			// as production runs it: the INSERTs run in the database's
+			// process, not mcpflow's.
+			progress("starting %s serve with 20 policy rules and the audit log on PostgreSQL", e.o.mcpflow)
+			pg, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "governed-pg"), e.ext, e.o.profileDir != "", true, e.o.governedPostgres)
+			if err != nil {
+				return nil, err
+			}
+			e.later(pg.stop)
+			c, err := e.viaMCP(ctx, pg.base, rev2025)
+			if err != nil {
+				return nil, fmt.Errorf("the governed mcpflow's MCP endpoint (PostgreSQL): %w", err)
+			}
+			ts = append(ts, target{name: "mcpflow-gov-pg-mcp-http-25", path: "mcp-go " + rev2025 + " → mcpflow MCP (20 rules, audit on PostgreSQL) → " + upPinned,
+				call: callTool(c, srvHTTP25+"_echo"), proc: pg.proc, pprof: pg.pprof})
+		}
 	}
 	add := func(name, path string, call func(context.Context) error) {
 		ts = append(ts, target{name: name, path: path, call: call, proc: dep.proc, pprof: dep.pprof})

@@ -12,15 +12,7 @@ import (
 // BenchmarkDecide20: what deciding one call costs with 20 rules that all
 // apply (the governance figures of make bench).
 func BenchmarkDecide20(b *testing.B) {
-	var rules []Rule
-	for i := range 10 {
-		rules = append(rules, Rule{Name: fmt.Sprintf("u%d", i), Effect: Deny, When: fmt.Sprintf("user.id == 'blocked-%d'", i)})
-		rules = append(rules, Rule{Name: fmt.Sprintf("p%d", i), Effect: Deny, When: fmt.Sprintf("has(args.path) && args.path.startsWith('/etc/%d')", i)})
-	}
-	s, err := Compile(Config{Rules: rules})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := rules20(b)
 	in := Input{Caller: &mcpflow.Caller{UserID: "bench"}, UserID: "bench", ThreadID: "t",
 		Tool: &mcpflow.Tool{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}
 	args := map[string]any{"message": "hello"}
@@ -33,12 +25,7 @@ func BenchmarkDecide20(b *testing.B) {
 }
 
 func BenchmarkVisible20(b *testing.B) {
-	var rules []Rule
-	for i := range 10 {
-		rules = append(rules, Rule{Name: fmt.Sprintf("u%d", i), Effect: Deny, When: fmt.Sprintf("user.id == 'blocked-%d'", i)})
-		rules = append(rules, Rule{Name: fmt.Sprintf("p%d", i), Effect: Deny, When: fmt.Sprintf("has(args.path) && args.path.startsWith('/etc/%d')", i)})
-	}
-	s, _ := Compile(Config{Rules: rules})
+	s := rules20(b)
 	in := Input{Caller: &mcpflow.Caller{UserID: "bench"}, UserID: "bench", ThreadID: "t",
 		Tool: &mcpflow.Tool{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}
 	b.ReportAllocs()
@@ -50,15 +37,7 @@ func BenchmarkVisible20(b *testing.B) {
 // BenchmarkGuardCall20: what the Guard adds to one call with 20 rules and
 // an audit hook (the runtime answers at once; the record is dropped).
 func BenchmarkGuardCall20(b *testing.B) {
-	var rules []Rule
-	for i := range 10 {
-		rules = append(rules, Rule{Name: fmt.Sprintf("u%d", i), Effect: Deny, When: fmt.Sprintf("user.id == 'blocked-%d'", i)})
-		rules = append(rules, Rule{Name: fmt.Sprintf("p%d", i), Effect: Deny, When: fmt.Sprintf("has(args.path) && args.path.startsWith('/etc/%d')", i)})
-	}
-	s, err := Compile(Config{Rules: rules})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := rules20(b)
 	rt := &fakeRuntime{tools: []mcpflow.Tool{{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}}
 	g := &Guard{Next: rt, Policies: func(context.Context) (*Set, error) { return s, nil },
 		Audit: func(context.Context, mcpflow.AuditRecord) {}}
@@ -70,4 +49,19 @@ func BenchmarkGuardCall20(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// rules20 are 20 rules that all apply to every call and refuse none: 10
+// over the caller, 10 over the arguments.
+func rules20(b *testing.B) *Set {
+	var rules []Rule
+	for i := range 10 {
+		rules = append(rules, Rule{Name: fmt.Sprintf("u%d", i), Effect: Deny, When: fmt.Sprintf("user.id == 'blocked-%d'", i)})
+		rules = append(rules, Rule{Name: fmt.Sprintf("p%d", i), Effect: Deny, When: fmt.Sprintf("has(args.path) && args.path.startsWith('/etc/%d')", i)})
+	}
+	s, err := Compile(Config{Rules: rules})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,39 +32,13 @@ const approvalPolicies = `{"default": "allow", "rules": [
    "approvers": ["user:carol"], "approval_timeout_seconds": 60}]}`
 
 // approvalConfig is writeConfig's configuration with three users (alice
-// calls, carol approves, bob may not) and the audit log on.
+// calls, carol approves, bob may not) and the audit log on; tasks adds to
+// mcp_tasks.
 func approvalConfig(t *testing.T, demoURL, tasks string) string {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`server: { addr: %q, worker_addr: %q, shutdown_timeout_seconds: 2 }
-database: { backend: sqlite, dsn: mcpflow.db }
-temporal: { address: %q, namespace: default, task_queue: e2e-%d }
-auth:
-  admin_tokens: [%q]
-  users: [ { id: alice, token: %q }, { id: carol, token: %q }, { id: bob, token: %q } ]
-mcp_tasks: { enabled: true, poll_interval_seconds: 1%s }
-audit: { enabled: true, flush_interval_ms: 20 }
-`, testenv.FreeAddr(t), testenv.FreeAddr(t), temporal.HostPort, time.Now().UnixNano(), testAdminToken, testUserToken, carolToken, bobToken, tasks)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600))
-	ext := fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q, "tool_call_timeout": 10}}, "policies": %s}`, demoURL, approvalPolicies)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "extensions_config.json"), []byte(ext), 0o600))
-	return filepath.Join(dir, "config.yaml")
-}
-
-// do sends a request with token and returns the status and the JSON body.
-func do(t *testing.T, method, url, token, body string) (int, map[string]any) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	_ = json.Unmarshal(b, &out)
-	return resp.StatusCode, out
+	users := fmt.Sprintf("{ id: alice, token: %q }, { id: carol, token: %q }, { id: bob, token: %q }", testUserToken, carolToken, bobToken)
+	return writeConfigUsers(t, users, "mcp_tasks: { enabled: true, poll_interval_seconds: 1"+tasks+" }\naudit: { enabled: true, flush_interval_ms: 20 }\n",
+		fmt.Sprintf(`{"mcpServers": {"demo": {"type": "http", "url": %q, "tool_call_timeout": 10}}, "policies": %s}`, demoURL, approvalPolicies))
 }
 
 // callForApproval calls demo_echo as alice with label and returns the

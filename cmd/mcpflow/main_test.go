@@ -49,14 +49,21 @@ const (
 // not empty) into a fresh directory and returns the config path.
 func writeConfig(t *testing.T, extra string, ext string) string {
 	t.Helper()
+	return writeConfigUsers(t, fmt.Sprintf("{ id: alice, token: %q }", testUserToken), extra, ext)
+}
+
+// writeConfigUsers is writeConfig with the static users given (YAML flow
+// maps, comma-separated) instead of alice alone.
+func writeConfigUsers(t *testing.T, users, extra, ext string) string {
+	t.Helper()
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`server: { addr: %q, worker_addr: %q, shutdown_timeout_seconds: 2 }
 database: { backend: sqlite, dsn: mcpflow.db }
 temporal: { address: %q, namespace: default, task_queue: e2e-%d }
 auth:
   admin_tokens: [%q]
-  users: [ { id: alice, token: %q } ]
-%s`, testenv.FreeAddr(t), testenv.FreeAddr(t), temporal.HostPort, time.Now().UnixNano(), testAdminToken, testUserToken, extra)
+  users: [ %s ]
+%s`, testenv.FreeAddr(t), testenv.FreeAddr(t), temporal.HostPort, time.Now().UnixNano(), testAdminToken, users, extra)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600))
 	if ext != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "extensions_config.json"), []byte(ext), 0o600))

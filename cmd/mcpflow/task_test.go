@@ -56,10 +56,19 @@ func waitReady(t *testing.T, m *Main) *Main {
 
 func (e *taskEnv) post(t *testing.T, path, body string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest("POST", e.m.URL()+path, strings.NewReader(body))
+	return do(t, "POST", e.m.URL()+path, testUserToken, body)
+}
+
+// do sends a request with token and a JSON body (none when "") and returns
+// the status and the JSON answer.
+func do(t *testing.T, method, url, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+testUserToken)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/workflows"
 )
 
 // otherEnv are variables the pods may set that are not config keys.
@@ -171,4 +173,21 @@ func TestDevConfig(t *testing.T) {
 	cfg, err := os.ReadFile("dev/config.yaml")
 	require.NoError(t, err)
 	loadServiceYAML(t, "dev/config.yaml", string(cfg), nil)
+}
+
+// make dev and the compose file register exactly mcpflow's search
+// attributes (workflows.SearchAttributeNames).
+func TestSearchAttributesRegistered(t *testing.T) {
+	t.Parallel()
+	want := slices.Sorted(slices.Values(workflows.SearchAttributeNames))
+	for file, pattern := range map[string]string{
+		"dev/run.sh":                 `SEARCH_ATTRS=\(([^)]*)\)`,
+		"compose/docker-compose.yml": `for a in ([A-Za-z ]+); do`,
+	} {
+		raw, err := os.ReadFile(file)
+		require.NoError(t, err)
+		m := regexp.MustCompile(pattern).FindSubmatch(raw)
+		require.NotNil(t, m, "%s lists the search attributes", file)
+		require.Equal(t, want, slices.Sorted(slices.Values(strings.Fields(string(m[1])))), file)
+	}
 }

@@ -59,7 +59,7 @@ check_ports() {
 }
 check_ports "by another program" 0 1 2 3 || exit 2
 mkdir -p "$DEV"
-SEARCH_ATTRS=(McpTaskStatus McpServer McpTaskName McpUserId McpThreadId)
+SEARCH_ATTRS=(McpTaskStatus McpServer McpTaskName McpUserId McpThreadId McpApprovers)
 TEMPORAL_ADDR=127.0.0.1:$TEMPORAL_PORT
 
 # Demo tokens: generated once, kept in $DEV (git-ignored), printed below.

@@ -327,7 +327,7 @@ func compileWhen(e *cel.Env, src string) (full, partial cel.Program, err error) 
 			break
 		}
 	}
-	if full, err = e.Program(ast, opts...); err != nil {
+	if full, err = e.Program(ast, append(opts, cel.EvalOptions(cel.OptOptimize))...); err != nil {
 		return nil, nil, err
 	}
 	for _, ref := range native.ReferenceMap() {

@@ -39,7 +39,7 @@ const EnvPprofAddr = "MCPFLOW_PPROF_ADDR"
 //   - the access log is on: level info (one line per request), JSON, to a
 //     file (stderr of the process), as a container's log;
 //   - auth has one user token, sent as a bearer token by every target;
-//   - the store is SQLite, a fresh file (PostgreSQL for -governed-postgres);
+//   - the store is SQLite, a fresh file;
 //   - metrics are on (they always are; nothing scrapes them), tracing off
 //     (no OTEL_* variables reach the process).
 type deployed struct {
@@ -51,7 +51,7 @@ type deployed struct {
 // startDeployed writes the configuration under dir and starts bin serve;
 // it returns once the API answers and the demo's echo tool answers over
 // every upstream. With pprof, MCPFLOW_PPROF_ADDR is set to a free port.
-func startDeployed(ctx context.Context, bin, dir, extensions string, pprof, governed bool, postgres string) (*deployed, error) {
+func startDeployed(ctx context.Context, bin, dir, extensions string, pprof, governed bool) (*deployed, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -71,10 +71,6 @@ func startDeployed(ctx context.Context, bin, dir, extensions string, pprof, gove
 	if err != nil {
 		return nil, err
 	}
-	database := fmt.Sprintf("  backend: sqlite\n  dsn: %q", filepath.Join(dir, "mcpflow.db"))
-	if postgres != "" {
-		database = fmt.Sprintf("  backend: postgres\n  dsn: %q", postgres)
-	}
 	extPath := filepath.Join(dir, "extensions_config.json")
 	if err := os.WriteFile(extPath, []byte(extensions), 0o600); err != nil {
 		return nil, err
@@ -83,7 +79,8 @@ func startDeployed(ctx context.Context, bin, dir, extensions string, pprof, gove
 server:
   addr: "127.0.0.1:%d"
 database:
-%s
+  backend: sqlite
+  dsn: %q
 temporal:
   address: "127.0.0.1:%d"   # nothing listens here: plain tool calls never use Temporal
   namespace: default
@@ -97,7 +94,7 @@ auth:
   users:
     - id: bench
       token: %q
-%s`, port, database, noTemporal, extPath, filepath.Join(dir, "workspace"), benchToken, auditOn)
+%s`, port, filepath.Join(dir, "mcpflow.db"), noTemporal, extPath, filepath.Join(dir, "workspace"), benchToken, auditOn)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err

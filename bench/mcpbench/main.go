@@ -76,7 +76,6 @@ type options struct {
 	profileSeconds    int
 	profileCallers    int
 	only              string
-	governedPostgres  string // the DSN of -governed-postgres ("": no such target)
 	workdir           string // "" is a temporary directory, removed at the end
 }
 
@@ -97,7 +96,6 @@ func main() {
 	flag.IntVar(&o.profileCallers, "profile-callers", 16, "concurrent callers while profiling")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this benchmark process (the in-process targets of -floors) to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated targets to run (default: all)")
-	flag.StringVar(&o.governedPostgres, "governed-postgres", "", "also run the governed target with the store on this PostgreSQL database (mcpflow-gov-pg-mcp-http-25: the audit log's INSERTs then run in the database's process)")
 	flag.StringVar(&o.workdir, "workdir", "", "keep the configurations, databases and logs (mcpflow.log: its access log) of the run in this directory (default: a temporary one, removed)")
 	floorAddr := flag.String("serve-floor", "", "internal: serve the floor handler on this address (the floor-proc-* targets' process)")
 	floorUpstream := flag.String("floor-upstream", "", "internal: the demo server's MCP URL for -serve-floor")

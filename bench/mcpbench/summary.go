@@ -58,9 +58,7 @@ func figures() []figure {
 	fs = append(fs,
 		figure{"5", "governance (20 policy rules, audit log) on / off: MCP p50 at 1 caller", "http", "mcpflow-gov-mcp-http-25", "", "mcpflow-proc-mcp-http-25", "", 1, p50, "µs", 1.05, true},
 		figure{"5", "governance (20 policy rules, audit log) on / off: process CPU per call at 1 caller", "http", "mcpflow-gov-mcp-http-25", "", "mcpflow-proc-mcp-http-25", "", 1, cpuPerCall, "µs", 1.05, true},
-		figure{"5", "governance (20 policy rules, audit log) on / off: REST p50 at 1 caller", "http", "mcpflow-gov-http-25", "", "mcpflow-proc-http-25", "", 1, p50, "µs", 1.05, true},
-		figure{"5", "governance on / off, the audit log on PostgreSQL (-governed-postgres): MCP p50 at 1 caller", "http", "mcpflow-gov-pg-mcp-http-25", "", "mcpflow-proc-mcp-http-25", "", 1, p50, "µs", 1.05, true},
-		figure{"5", "governance on / off, the audit log on PostgreSQL (-governed-postgres): mcpflow process CPU per call at 1 caller", "http", "mcpflow-gov-pg-mcp-http-25", "", "mcpflow-proc-mcp-http-25", "", 1, cpuPerCall, "µs", 1.05, true})
+		figure{"5", "governance (20 policy rules, audit log) on / off: REST p50 at 1 caller", "http", "mcpflow-gov-http-25", "", "mcpflow-proc-http-25", "", 1, p50, "µs", 1.05, true})
 	return fs
 }
 

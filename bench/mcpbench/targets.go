@@ -170,7 +170,7 @@ func procTargets(ctx context.Context, e *env) ([]target, error) {
 		return nil, nil
 	}
 	progress("starting %s serve", e.o.mcpflow)
-	dep, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "deployed"), e.ext, e.o.profileDir != "", false, "")
+	dep, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "deployed"), e.ext, e.o.profileDir != "", false)
 	if err != nil {
 		return nil, err
 	}
@@ -180,33 +180,20 @@ func procTargets(ctx context.Context, e *env) ([]target, error) {
 		// The same process with governance on: 20 policy rules evaluated
 		// for every call and the audit log (withGovernance).
 		progress("starting %s serve with 20 policy rules and the audit log", e.o.mcpflow)
-		govs := []struct{ name, dir, path, dsn string }{
-			{"mcpflow-gov-", "governed", "20 rules, audit", ""},
-			// The same with the store (and so the audit log) on PostgreSQL,
-			// as production runs it: the INSERTs run in the database's
-			// process, not mcpflow's.
-			{"mcpflow-gov-pg-", "governed-pg", "20 rules, audit on PostgreSQL", e.o.governedPostgres},
+		gov, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, "governed"), e.ext, e.o.profileDir != "", true)
+		if err != nil {
+			return nil, err
 		}
-		for i, g := range govs {
-			if i > 0 && g.dsn == "" {
-				continue
-			}
-			gov, err := startDeployed(ctx, e.o.mcpflow, filepath.Join(e.dir, g.dir), e.ext, e.o.profileDir != "", true, g.dsn)
-			if err != nil {
-				return nil, err
-			}
-			e.later(gov.stop)
-			c, err := e.viaMCP(ctx, gov.base, rev2025)
-			if err != nil {
-				return nil, fmt.Errorf("the governed mcpflow's MCP endpoint (%s): %w", g.path, err)
-			}
-			ts = append(ts, target{name: g.name + "mcp-http-25", path: "mcp-go " + rev2025 + " → mcpflow MCP (" + g.path + ") → " + upPinned,
-				call: callTool(c, srvHTTP25+"_echo"), proc: gov.proc, pprof: gov.pprof})
-			if g.dsn == "" {
-				ts = append(ts, target{name: g.name + "http-25", path: "REST → mcpflow (" + g.path + ") → " + upPinned,
-					call: e.viaAPI(gov.base, srvHTTP25), proc: gov.proc, pprof: gov.pprof})
-			}
+		e.later(gov.stop)
+		c, err := e.viaMCP(ctx, gov.base, rev2025)
+		if err != nil {
+			return nil, fmt.Errorf("the governed mcpflow's MCP endpoint: %w", err)
 		}
+		ts = append(ts,
+			target{name: "mcpflow-gov-mcp-http-25", path: "mcp-go " + rev2025 + " → mcpflow MCP (20 rules, audit) → " + upPinned,
+				call: callTool(c, srvHTTP25+"_echo"), proc: gov.proc, pprof: gov.pprof},
+			target{name: "mcpflow-gov-http-25", path: "REST → mcpflow (20 rules, audit) → " + upPinned,
+				call: e.viaAPI(gov.base, srvHTTP25), proc: gov.proc, pprof: gov.pprof})
 	}
 	add := func(name, path string, call func(context.Context) error) {
 		ts = append(ts, target{name: name, path: path, call: call, proc: dep.proc, pprof: dep.pprof})

@@ -210,11 +210,22 @@ func TestApprovals(t *testing.T) {
 		decisions[m["task_id"].(string)] = m["decision"].(string)
 	}
 	require.Equal(t, map[string]string{id: "approve", denied: "deny", mcpTask: "approve", el25: "approve", el26: "deny"}, decisions)
+	// The calls (decision approve, outcome pending: late, ap-yes, ap-no,
+	// ap-cancel, ap-mcp, ap-el25, ap-el26) and the approved ones that ran
+	// (surface approval, with their outcome).
 	_, out = get(t, base+"/api/audit?kind=call&decision=approve", testAdminToken)
-	require.Len(t, out["records"], 7) // late, ap-yes, ap-no, ap-cancel, ap-mcp, ap-el25, ap-el26
+	pending, ran := 0, map[string]string{}
 	for _, rec := range out["records"].([]any) {
-		require.Equal(t, "pending", rec.(map[string]any)["outcome"])
+		m := rec.(map[string]any)
+		if m["surface"] == "approval" {
+			ran[m["task_id"].(string)] = m["outcome"].(string) + " " + m["detail"].(string)
+			continue
+		}
+		require.Equal(t, "pending", m["outcome"])
+		pending++
 	}
+	require.Equal(t, 7, pending)
+	require.Equal(t, map[string]string{id: "ok approved by carol", mcpTask: "ok approved by carol", el25: "ok approved by carol"}, ran)
 }
 
 // TestApprovalSurvivesKill9: the API and the worker are killed with

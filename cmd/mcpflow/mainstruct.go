@@ -408,6 +408,21 @@ func (m *Main) recordAudit() func(context.Context, mcpflow.AuditRecord) {
 	return m.auditLog.Add
 }
 
+// approvalDriver runs approved calls in the worker. The worker has no
+// audit log of its own: the one record of each approved call goes straight
+// to the store.
+func (m *Main) approvalDriver() *taskdriver.Approval {
+	d := &taskdriver.Approval{Store: m.DB, Call: m.MCP.CallTool}
+	if m.Config.Audit.Enabled {
+		d.Audit = func(ctx context.Context, r mcpflow.AuditRecord) {
+			if err := m.DB.InsertAudit(ctx, []mcpflow.AuditRecord{r}); err != nil {
+				m.Logger.Warn("the audit record of an approved call was not written", "task_id", r.TaskID, "error", err)
+			}
+		}
+	}
+	return d
+}
+
 // startWorker waits for Temporal in the background, makes sure the search
 // attributes exist, then starts the worker. A worker that cannot start
 // fails the process.
@@ -419,7 +434,7 @@ func (m *Main) startWorker() {
 	drivers := &taskdriver.Drivers{
 		Ordinary: &taskdriver.Ordinary{Call: m.callTaskTool},
 		Native:   &taskdriver.Native{Run: m.runTaskSession, Questions: m.MCP.Questions()},
-		Approval: &taskdriver.Approval{Store: m.DB, Call: m.MCP.CallTool},
+		Approval: m.approvalDriver(),
 	}
 	acts := &activities.Activities{Driver: drivers, Tasks: m.DB, Threads: m.DB, Events: m.DB,
 		Secrets: m.secrets, Webhook: m.webhook(), PinnedQueue: pinnedQueue, Heartbeats: m.Temporal, Reports: m.Temporal}

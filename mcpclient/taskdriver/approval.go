@@ -27,6 +27,9 @@ type Approval struct {
 	// Call calls the tool as the caller (the worker's runtime).
 	Call func(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.ToolResult, error)
 	Now  func() time.Time
+	// Audit, when set, records each approved call that ran, with its
+	// outcome (surface "approval").
+	Audit func(ctx context.Context, r mcpflow.AuditRecord)
 }
 
 var _ mcpflow.Driver = (*Approval)(nil)
@@ -135,13 +138,23 @@ func ended(a *mcpflow.Approval) mcpflow.Snapshot {
 // call calls the approved tool with the approved arguments, once, and
 // keeps the outcome.
 func (d *Approval) call(ctx context.Context, a *mcpflow.Approval) (mcpflow.Snapshot, error) {
+	start := d.now()
 	res, err := d.Call(ctx, mcpflow.ToolCall{UserID: a.UserID, ThreadID: a.ThreadID, Tool: a.Tool, RawArguments: a.Arguments})
 	var snap mcpflow.Snapshot
-	if err != nil {
+	outcome := mcpflow.OutcomeOK
+	switch {
+	case err != nil:
 		msg := fmt.Sprintf("the approved call failed: %s", mcpflow.ErrorMessage(err))
-		snap = mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg}
-	} else {
+		snap, outcome = mcpflow.Snapshot{Status: mcpflow.StatusFailed, Error: &msg}, mcpflow.OutcomeUpstreamError
+	case res.IsError:
+		snap, outcome = resultSnapshot(res), mcpflow.OutcomeToolError
+	default:
 		snap = resultSnapshot(res)
+	}
+	if d.Audit != nil {
+		d.Audit(ctx, mcpflow.AuditRecord{Time: start, Kind: mcpflow.AuditCall, UserID: a.UserID, Surface: "approval", ThreadID: a.ThreadID,
+			Server: a.Server, Tool: a.Tool, Decision: "approve", Rule: a.Rule, Outcome: outcome, TaskID: a.TaskID,
+			LatencyMS: float64(d.now().Sub(start).Microseconds()) / 1000, Detail: "approved by " + a.Approver})
 	}
 	if err := d.Store.FinishApproval(ctx, a.TaskID, snap); err != nil {
 		// The call happened: its outcome is the task's even when it

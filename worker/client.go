@@ -171,6 +171,9 @@ func (c *TaskClient) start(ctx context.Context, call mcpflow.ToolCall, tool mcpf
 	cfg.Pinned = pinned
 	cfg.IdempotentSubmit = c.IdempotentSubmit[srv.Name]
 	cfg.Shape = workflows.ShapeReport
+	if driver == mcpflow.DriverApproval {
+		cfg.Shape = workflows.ShapeApproval // workers without the approval driver refuse it
+	}
 	sealed, err := c.sealSecrets(taskID, &srv, call.Secrets)
 	if err != nil {
 		return nil, err

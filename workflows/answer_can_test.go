@@ -82,7 +82,7 @@ func TestNewerShapeFailsTheWorkflowTask(t *testing.T) {
 	require.Error(t, err)
 	var pe *temporal.PanicError
 	require.ErrorAs(t, err, &pe, "a workflow task failure (panic), not a failed task: %v", err)
-	require.Contains(t, pe.Error(), "this mcpflow worker runs task shapes up to 2, but task "+b.in.TaskID+" was started with shape 3")
+	require.Contains(t, pe.Error(), "this mcpflow worker runs task shapes up to 3, but task "+b.in.TaskID+" was started with shape 4")
 	require.Empty(t, d.submitReqs)
 	b.requireNoRow(t)
 }

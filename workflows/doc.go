@@ -16,10 +16,13 @@
 //   - trackClassic (Shape 0): a workflow timer waits for each poll, the
 //     poll activity returns each change, the workflow writes the row and
 //     upserts the status search attribute after every change;
-//   - trackLean (ShapeLean, and ShapeReport with a webhook): the poll
+//   - trackLean (ShapeLean, and ShapeReport or ShapeApproval with a
+//     webhook): the poll
 //     activity waits out the delay itself (no timer) and, without a
 //     webhook, writes the change it finds to the row (no marker);
-//   - trackReport (ShapeReport without a webhook): one poll activity runs
+//   - trackReport (ShapeReport or ShapeApproval without a webhook; the
+//     latter is ShapeReport under a number older workers refuse, for
+//     calls waiting for approval): one poll activity runs
 //     across changes, writes and signals each one (SignalReport) and polls
 //     on, so a change costs a signal and a workflow task; the run closes
 //     on the terminal report with the poll pending, and reads the row back

@@ -168,3 +168,23 @@ func TestReportShapeWritesProgressMessagesOnly(t *testing.T) {
 	require.Equal(t, []string{"25% done", "50% done", "75% done", "75% done"}, seen, "each new message reached the row")
 	require.Nil(t, b.task(t).StatusMessage, "a finished task keeps no progress message")
 }
+
+// A call waiting for approval runs the report shape under ShapeApproval:
+// the same loop (one poll activity across changes), to its end.
+func TestApprovalShapeRunsTheReportLoop(t *testing.T) {
+	t.Parallel()
+	d := &fakeDriver{submitID: "approval-1", statuses: []statusAnswer{working(), working(), completed()}}
+	b := setup(t, d)
+	b.in.Config.Shape = workflows.ShapeApproval
+	sig := &flakySignaller{envSignaller: envSignaller{b.env}}
+	b.acts.Reports = sig
+	starts := b.recordActivities()
+	_, err := b.run(t)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.StatusCompleted, b.outcome(t).Status)
+	executions := map[string]bool{}
+	for _, p := range only(*starts, "Poll") {
+		executions[p.id] = true
+	}
+	require.Len(t, executions, 1, "one poll activity carried the task to its end")
+}

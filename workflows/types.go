@@ -76,7 +76,7 @@ type TaskConfig struct {
 	// workflow's input.
 	Webhook bool
 	// Shape is the history shape the task runs with: 0 (absent, the
-	// classic shape), ShapeLean or ShapeReport. It is fixed when the task
+	// classic shape), ShapeLean, ShapeReport or ShapeApproval. It is fixed when the task
 	// starts (and kept across continue-as-new), so that a task started by
 	// an older mcpflow replays its recorded commands; the package doc says
 	// what each shape's polling loop emits.
@@ -87,12 +87,17 @@ type TaskConfig struct {
 const (
 	ShapeLean   = 1
 	ShapeReport = 2
+	// ShapeApproval is ShapeReport for a call waiting for approval
+	// (mcpflow.DriverApproval): the same commands, under a number of its
+	// own so that a worker built before the approval driver existed refuses
+	// the task (below) instead of handing it to a driver that cannot run it.
+	ShapeApproval = 3
 	// ShapeNewest is the newest shape this build runs. A task started with
 	// a newer one (by a newer mcpflow, during a rolling upgrade) fails its
 	// workflow task here instead of running as a shape it is not: Temporal
 	// retries the workflow task until a worker that knows the shape takes
 	// it.
-	ShapeNewest = ShapeReport
+	ShapeNewest = ShapeApproval
 )
 
 // TaskInput starts a task workflow. Arguments are the agent's submit

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/ratelimit"
@@ -335,10 +335,9 @@ func duplicateKey(raw []byte) (string, bool) {
 	type level struct {
 		object bool
 		key    bool                // the next string is a key
-		few    [][]byte            // the keys so far, while there are few
-		many   map[string]struct{} // and once there are many
+		seen   map[string]struct{} // the object's keys so far
 	}
-	stack := make([]level, 0, 8)
+	var stack []level
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
 		case '{':
@@ -358,30 +357,19 @@ func duplicateKey(raw []byte) (string, bool) {
 					end++
 				}
 			}
-			if len(stack) > 0 && stack[len(stack)-1].key {
-				top := &stack[len(stack)-1]
-				top.key = false
-				key := raw[i+1 : end]
-				if escaped {
-					var k string
-					_ = json.Unmarshal(raw[i:end+1], &k)
-					key = []byte(k)
+			if top := len(stack) - 1; top >= 0 && stack[top].key {
+				key := string(raw[i+1 : end])
+				if escaped || !utf8.ValidString(key) {
+					_ = json.Unmarshal(raw[i:end+1], &key) // as the decoder reads it: unescaped, invalid bytes as U+FFFD
 				}
-				if _, seen := top.many[string(key)]; seen || slices.ContainsFunc(top.few, func(k []byte) bool { return bytes.Equal(k, key) }) {
-					return string(key), true
+				if _, dup := stack[top].seen[key]; dup {
+					return key, true
 				}
-				switch {
-				case top.many != nil:
-					top.many[string(key)] = struct{}{}
-				case len(top.few) < 16:
-					top.few = append(top.few, key)
-				default:
-					top.many = map[string]struct{}{string(key): {}}
-					for _, k := range top.few {
-						top.many[string(k)] = struct{}{}
-					}
-					top.few = nil
+				if stack[top].seen == nil {
+					stack[top].seen = map[string]struct{}{}
 				}
+				stack[top].seen[key] = struct{}{}
+				stack[top].key = false
 			}
 			i = end
 		}

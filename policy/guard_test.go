@@ -132,6 +132,7 @@ func TestDuplicateKey(t *testing.T) {
 		`{"a\"b": 1, "a\u0022b": 2}`:                   `a"b`,
 		`{"x": [1, {"y": 1, "z": 2, "y": 3}]}`:         "y",
 		many.String():                                  "",
+		"{\"\xee\": 1, \"\x80\": 2}":                   "\ufffd", // invalid UTF-8: both read as U+FFFD
 		many.String()[:many.Len()-1] + `, "k4999": 0}`: "k4999",
 	} {
 		got, dup := duplicateKey([]byte(raw))

@@ -509,7 +509,7 @@ func (s *Set) visible(in Input) (Decision, interpreter.Activation) {
 	if ok {
 		return e.d, e.base
 	}
-	v := vars(in, nil)
+	v := vars(in)
 	e.d = s.decideVisible(in, v)
 	e.base, _ = interpreter.NewActivation(v) // a map never fails
 	s.mu.Lock()
@@ -613,9 +613,9 @@ func (a argsVars) ResolveName(name string) (any, bool) {
 // Parent implements interpreter.Activation.
 func (argsVars) Parent() interpreter.Activation { return nil }
 
-// vars are a condition's variables; args nil leaves "args" out (unknown
-// under partial evaluation).
-func vars(in Input, args map[string]any) map[string]any {
+// vars are a condition's variables without "args" (unknown under partial
+// evaluation; a call's decision adds them, argsVars).
+func vars(in Input) map[string]any {
 	user := map[string]any{"id": in.UserID, "admin": false, "provider": "", "scopes": []string{}, "claims": map[string]any{}}
 	if c := in.Caller; c != nil {
 		if c.UserID != "" {
@@ -641,9 +641,6 @@ func vars(in Input, args map[string]any) map[string]any {
 			"task": t.TaskToolset != nil, "annotations": annotations(t.Annotations)},
 		"server": t.Server,
 		"thread": in.ThreadID,
-	}
-	if args != nil {
-		v["args"] = args
 	}
 	return v
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // DriverApproval drives a call that a policy rule sent for approval
-// (effect "approve"): a durable task that waits for a person of the rule's
-// group to approve or deny the call, and only then calls the tool, once.
+// (effect "approve"): a durable task that waits for one of the rule's
+// approvers to approve or deny the call, and only then calls the tool,
+// once.
 const DriverApproval = "approval"
 
 // Driver data keys of an approval task. DriverDataApprovalTool, the tool
@@ -42,6 +43,9 @@ const (
 	ApprovalCalling   = "calling"
 	ApprovalDone      = "done"
 )
+
+// ApprovalStates are the states an approval can be in.
+var ApprovalStates = []string{ApprovalPending, ApprovalApproved, ApprovalDenied, ApprovalExpired, ApprovalCancelled, ApprovalCalling, ApprovalDone}
 
 // Approval is a call waiting for (or past) a person's decision.
 type Approval struct {
@@ -139,7 +143,14 @@ type Approvals interface {
 // (MayDecide), EConflict when it is no longer pending or its deadline has
 // passed. It returns the approval as decided.
 func DecideApproval(ctx context.Context, store ApprovalStore, taskID string, c *Caller, approve bool, reason string, now time.Time) (*Approval, error) {
-	a, err := store.GetApproval(ctx, taskID)
+	var a *Approval
+	var err error = Errorf(ENotFound, "no such approval") // the id is not echoed
+	if ValidTaskID(taskID) {
+		a, err = store.GetApproval(ctx, taskID)
+	}
+	if ErrorCode(err) == ENotFound {
+		return nil, Errorf(ENotFound, "no such approval")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +179,22 @@ func DecideApproval(ctx context.Context, store ApprovalStore, taskID string, c *
 		return nil, Errorf(EConflict, "the approval is %s, not pending", a.State)
 	}
 	return a, nil
+}
+
+// ApprovalsFor are the approvals in state that c may decide (MayDecide),
+// oldest first, of the first 1000 in that state.
+func ApprovalsFor(ctx context.Context, store ApprovalStore, c *Caller, state string) ([]Approval, error) {
+	list, err := store.ListApprovals(ctx, ApprovalFilter{State: state, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	mine := []Approval{}
+	for i := range list {
+		if list[i].MayDecide(c) {
+			mine = append(mine, list[i])
+		}
+	}
+	return mine, nil
 }
 
 // AuditOfDecision is the audit record of an approver's decision on a.

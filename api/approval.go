@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -15,24 +17,14 @@ import (
 // with their arguments; ?state= selects another state than pending.
 func (s *Server) listApprovals(c *gin.Context) {
 	state := c.DefaultQuery("state", mcpflow.ApprovalPending)
-	switch state {
-	case mcpflow.ApprovalPending, mcpflow.ApprovalApproved, mcpflow.ApprovalDenied, mcpflow.ApprovalExpired,
-		mcpflow.ApprovalCancelled, mcpflow.ApprovalCalling, mcpflow.ApprovalDone:
-	default:
-		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "state must be one of pending, approved, denied, expired, cancelled, calling, done"))
+	if !slices.Contains(mcpflow.ApprovalStates, state) {
+		s.renderError(c, mcpflow.Errorf(mcpflow.EInvalid, "state must be one of %s", strings.Join(mcpflow.ApprovalStates, ", ")))
 		return
 	}
-	list, err := s.opts.Approvals.ListApprovals(c.Request.Context(), mcpflow.ApprovalFilter{State: state, Limit: 1000})
+	mine, err := mcpflow.ApprovalsFor(c.Request.Context(), s.opts.Approvals, mcpflow.CallerFrom(c.Request.Context()), state)
 	if err != nil {
 		s.renderError(c, err)
 		return
-	}
-	caller := mcpflow.CallerFrom(c.Request.Context())
-	mine := []mcpflow.Approval{}
-	for i := range list {
-		if list[i].MayDecide(caller) {
-			mine = append(mine, list[i])
-		}
 	}
 	c.JSON(http.StatusOK, gin.H{"approvals": mine})
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -67,7 +67,7 @@ var approvalSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"reason":{"type":"string","description":"shown to the caller"}},"required":["decision"]}`)
 
 // reviewApprovals runs ToolReviewApprovals for the caller of ctx.
-func (r *Runtime) reviewApprovals(ctx context.Context, store mcpflow.ApprovalStore, record func(context.Context, mcpflow.AuditRecord), call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
+func reviewApprovals(ctx context.Context, store mcpflow.ApprovalStore, record func(context.Context, mcpflow.AuditRecord), call mcpflow.ToolCall) (*mcpflow.ToolResult, error) {
 	caller := mcpflow.CallerFrom(ctx)
 	rel := call.Relay
 	if rel != nil && rel.PassInput && rel.RequestState != "" && len(rel.InputResponses) > 0 {
@@ -76,16 +76,12 @@ func (r *Runtime) reviewApprovals(ctx context.Context, store mcpflow.ApprovalSto
 			return decideReview(ctx, store, record, caller, rel.RequestState, answers[approvalKey])
 		}
 	}
-	list, err := store.ListApprovals(ctx, mcpflow.ApprovalFilter{State: mcpflow.ApprovalPending, Limit: 1000})
+	mine, err := mcpflow.ApprovalsFor(ctx, store, caller, mcpflow.ApprovalPending)
 	if err != nil {
 		return nil, err
 	}
-	only, _ := call.Arguments["task_id"].(string)
-	var mine []mcpflow.Approval
-	for i := range list {
-		if list[i].MayDecide(caller) && (only == "" || list[i].TaskID == only) {
-			mine = append(mine, list[i])
-		}
+	if only, _ := call.Arguments["task_id"].(string); only != "" {
+		mine = slices.DeleteFunc(mine, func(a mcpflow.Approval) bool { return a.TaskID != only })
 	}
 	if len(mine) == 0 {
 		return textResult("No calls wait for your approval.", false), nil
@@ -155,11 +151,5 @@ func decideReview(ctx context.Context, store mcpflow.ApprovalStore, record func(
 	if a.State == mcpflow.ApprovalDenied {
 		verb = "Denied"
 	}
-	return textResult(fmt.Sprintf("%s %s's call of %s (task %s).", verb, a.UserID, a.Tool, strings.TrimSpace(a.TaskID)), false), nil
-}
-
-// textResult is a result with one text block.
-func textResult(text string, isError bool) *mcpflow.ToolResult {
-	b, _ := json.Marshal(mcp.NewTextContent(text))
-	return &mcpflow.ToolResult{Content: []json.RawMessage{b}, IsError: isError}
+	return textResult(fmt.Sprintf("%s %s's call of %s (task %s).", verb, a.UserID, a.Tool, a.TaskID), false), nil
 }

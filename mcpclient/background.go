@@ -85,7 +85,7 @@ func Neutralize(s string) string { return neutralizer.Replace(s) }
 // callBuiltin runs a built-in task tool; ok is false for other names.
 func (r *Runtime) callBuiltin(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.ToolResult, bool, error) {
 	if store, record := r.approvalStore(); call.Tool == ToolReviewApprovals && r.reviews(ctx) {
-		res, err := r.reviewApprovals(ctx, store, record, call)
+		res, err := reviewApprovals(ctx, store, record, call)
 		return res, true, err
 	}
 	if !isBuiltin(call.Tool) {

@@ -513,9 +513,12 @@ func (r *Runtime) workspaceRoot() string {
 
 // ToolError is a tool-level error result with one text block: what a
 // refused call inside the tool layer returns (HTTP 200, is_error true).
-func ToolError(msg string) *mcpflow.ToolResult {
-	b, _ := json.Marshal(mcp.NewTextContent(msg))
-	return &mcpflow.ToolResult{Content: []json.RawMessage{b}, IsError: true}
+func ToolError(msg string) *mcpflow.ToolResult { return textResult(msg, true) }
+
+// textResult is a result with one text block.
+func textResult(text string, isError bool) *mcpflow.ToolResult {
+	b, _ := json.Marshal(mcp.NewTextContent(text))
+	return &mcpflow.ToolResult{Content: []json.RawMessage{b}, IsError: isError}
 }
 
 // ConvertResult turns an mcp-go result into the API's shape: content

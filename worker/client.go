@@ -115,7 +115,7 @@ func (c *TaskClient) Submit(ctx context.Context, call mcpflow.ToolCall, tool mcp
 	// servers (mcp-go's default, server-everything), and their questions
 	// wait in that worker's memory: both run on the worker holding the
 	// session.
-	return c.start(ctx, call, tool, ts, srv, driver, data, srv.Type == config.TransportStdio || ts.Native, nil)
+	return c.start(ctx, call, tool, ts, srv, driver, data, srv.Type == config.TransportStdio || ts.Native)
 }
 
 var _ mcpflow.Approvals = (*TaskClient)(nil)
@@ -141,15 +141,14 @@ func (c *TaskClient) SubmitApproval(ctx context.Context, call mcpflow.ToolCall, 
 	}
 	deadline := time.Now().Add(req.Timeout)
 	data := mcpflow.ApprovalDriverData(tool.Name, req, deadline)
-	approvers := workflows.SearchAttrApprovers.ValueSet(data[mcpflow.DriverDataApprovalApprovers])
-	return c.start(ctx, call, tool, config.TaskToolset{Name: tool.Name}, *srv, mcpflow.DriverApproval, data, false, approvers)
+	return c.start(ctx, call, tool, config.TaskToolset{Name: tool.Name}, *srv, mcpflow.DriverApproval, data, false)
 }
 
 // start starts the durable task of call (driver and its data; pinned to
 // the worker holding the session when pinned) with the submit update, and
-// answers with its handle. extra is one more search attribute (nil: none).
+// answers with its handle.
 func (c *TaskClient) start(ctx context.Context, call mcpflow.ToolCall, tool mcpflow.Tool, ts config.TaskToolset, srv config.Server,
-	driver string, data map[string]string, pinned bool, extra temporal.SearchAttributeUpdate) (*mcpflow.ToolResult, error) {
+	driver string, data map[string]string, pinned bool) (*mcpflow.ToolResult, error) {
 	keyed := call.IdempotencyKey != ""
 	taskID, hash := mcpflow.NewTaskID(), ""
 	if keyed {
@@ -189,9 +188,6 @@ func (c *TaskClient) start(ctx context.Context, call mcpflow.ToolCall, tool mcpf
 		return c.storedHandle(ctx, taskID, ts)
 	}
 	opts := StartOptions(in, c.TaskQueue)
-	if extra != nil {
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(append(searchAttributes(in), extra)...)
-	}
 	if keyed {
 		// A retry joins the task its first attempt started, running or
 		// not yet stored: the start is a no-op and the update (same id)
@@ -461,24 +457,23 @@ func (c *TaskClient) WorkersAvailable(ctx context.Context) (bool, error) {
 // the task id (a second start fails), on taskQueue, with the search
 // attributes, memo and summary the Web UI and `temporal workflow list` show.
 func StartOptions(in workflows.TaskInput, taskQueue string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                       in.TaskID,
-		TaskQueue:                taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(searchAttributes(in)...),
-		Memo:                     map[string]any{"task_name": in.TaskName, "server": in.ServerName},
-		StaticSummary:            fmt.Sprintf("MCP task %s on %s", in.TaskName, in.ServerName),
-	}
-}
-
-// searchAttributes are the search attributes every task workflow starts with.
-func searchAttributes(in workflows.TaskInput) []temporal.SearchAttributeUpdate {
-	return []temporal.SearchAttributeUpdate{
+	attrs := []temporal.SearchAttributeUpdate{
 		workflows.SearchAttrTaskStatus.ValueSet(string(mcpflow.StatusSubmitted)),
 		workflows.SearchAttrServer.ValueSet(in.ServerName),
 		workflows.SearchAttrTaskName.ValueSet(in.TaskName),
 		workflows.SearchAttrUserID.ValueSet(in.UserID),
 		workflows.SearchAttrThreadID.ValueSet(in.ThreadID),
+	}
+	if approvers := in.DriverData[mcpflow.DriverDataApprovalApprovers]; approvers != "" {
+		attrs = append(attrs, workflows.SearchAttrApprovers.ValueSet(approvers)) // a call waiting for approval
+	}
+	return client.StartWorkflowOptions{
+		ID:                       in.TaskID,
+		TaskQueue:                taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
+		Memo:                     map[string]any{"task_name": in.TaskName, "server": in.ServerName},
+		StaticSummary:            fmt.Sprintf("MCP task %s on %s", in.TaskName, in.ServerName),
 	}
 }

@@ -3,14 +3,15 @@
 // cache, per-caller listings, retries of servers that are down, routing
 // hints), routes each call to its session (route.go: the pooled stdio
 // session of a user's thread, or a shared SSE/HTTP session), and holds the
-// built-in task tools.
+// built-in tools: the task tools (background.go) and review_approvals, by
+// which approvers decide calls waiting for approval (approvals.go).
 //
 // Its rooms below it, each with one job: session (a session and its
 // transports, the stdio pool), credential (OAuth, token exchange, the
 // headers of a call), question (the questions of native tasks), workspace
 // (a thread's files and path translation), route (a call's route and a
-// durable task's pin on its session) and taskdriver (the ordinary and
-// native task drivers). They import none of mcpclient; mcpclient imports
+// durable task's pin on its session) and taskdriver (the ordinary,
+// native and approval task drivers). They import none of mcpclient; mcpclient imports
 // the root domain package, config/ and them, and must not import api/,
 // store/, workflows/, activities/ or worker/.
 //

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,19 +56,11 @@ func (db *DB) CreateApproval(ctx context.Context, a *mcpflow.Approval) error {
 	}
 	row := approvalRow{TaskID: a.TaskID, UserID: a.UserID, ThreadID: a.ThreadID, Server: a.Server, Tool: a.Tool,
 		Rule: auditText(a.Rule, 255), Approvers: strings.Join(a.Approvers, ","), State: state, Deadline: dbTime(a.Deadline), Arguments: args,
-		CreatedAt: dbTime(cmpTime(a.CreatedAt, db.now()))}
+		CreatedAt: dbTime(cmp.Or(a.CreatedAt, db.now()))}
 	if err := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 		return fmt.Errorf("create approval %s: %w", a.TaskID, asUnavailable(err))
 	}
 	return nil
-}
-
-// cmpTime is t, or def when t is zero.
-func cmpTime(t, def time.Time) time.Time {
-	if t.IsZero() {
-		return def
-	}
-	return t
 }
 
 // GetApproval implements mcpflow.ApprovalStore (ENotFound when absent).

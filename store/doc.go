@@ -10,7 +10,9 @@
 // consumed by the insert of the task's row), mcpflow.AuditStore (the
 // audit log, audit_records: migration 00011) and mcpflow.RateStore (the
 // rate limits' buckets and daily quotas shared by the API replicas,
-// rate_buckets and rate_quotas: migration 00012). Storage
+// rate_buckets and rate_quotas: migration 00012) and mcpflow.ApprovalStore
+// (calls waiting for approval, mcp_approvals: migration 00013, every state
+// change a compare and set). Storage
 // errors become domain errors here: a missing row is an mcpflow.ENotFound
 // error, a deleted thread an mcpflow.EGone error, and a second task for the
 // same (user, server, remote task id) a *mcpflow.DuplicateRemoteTaskError.

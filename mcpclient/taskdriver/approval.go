@@ -156,15 +156,12 @@ func (d *Approval) call(ctx context.Context, a *mcpflow.Approval) (mcpflow.Snaps
 			Server: a.Server, Tool: a.Tool, Decision: "approve", Rule: a.Rule, Outcome: outcome, TaskID: a.TaskID,
 			LatencyMS: float64(d.now().Sub(start).Microseconds()) / 1000, Detail: "approved by " + a.Approver})
 	}
-	if err := d.Store.FinishApproval(ctx, a.TaskID, snap); err != nil {
-		// The call happened: its outcome is the task's even when it
-		// cannot be kept (a retried poll then reports it as unknown).
-		return snap, errors.Join(err, errOutcomeNotKept)
-	}
+	// The call happened: its outcome is the task's even when the approval
+	// cannot keep it (the poll writes it to the task's row; only a poll
+	// repeated after that write failed too reports it as unknown).
+	_ = d.Store.FinishApproval(ctx, a.TaskID, snap)
 	return snap, nil
 }
-
-var errOutcomeNotKept = errors.New("the approved call's outcome could not be stored")
 
 // resultSnapshot is the snapshot of a tool's result: completed with its
 // structured content (or its content blocks) and its own blocks, or failed

@@ -162,3 +162,23 @@ func TestApprovalCallInterrupted(t *testing.T) {
 	require.True(t, mcpflow.IsProtocolError(err), "%v", err)
 	require.False(t, errors.Is(err, context.Canceled))
 }
+
+// finishFails is a store that cannot keep a call's outcome.
+type finishFails struct{ *store.DB }
+
+func (finishFails) FinishApproval(context.Context, string, mcpflow.Snapshot) error {
+	return errors.New("database is locked")
+}
+
+// A call that ran is the task's outcome even when the approval row cannot
+// keep it: the poll answers it (and writes it to the task's row).
+func TestApprovalOutcomeNotKept(t *testing.T) {
+	r := newApprovalRig(t)
+	r.d.Store = finishFails{r.db}
+	ref := r.submit(t, "mcp-task-nk")
+	r.decide(t, "mcp-task-nk", mcpflow.ApprovalApproved)
+	snap, err := r.d.Status(t.Context(), ref)
+	require.NoError(t, err)
+	require.Equal(t, mcpflow.StatusCompleted, snap.Status)
+	require.EqualValues(t, 1, r.calls.Load())
+}

@@ -96,8 +96,13 @@ func TestApprovals(t *testing.T) {
 	require.Contains(t, fmt.Sprint(out), "the caller of a call cannot approve or deny it")
 	code, out = do(t, "POST", base+"/api/approvals/"+id, carolToken, `{"decision": "maybe"}`)
 	require.Equal(t, 400, code, out)
-	code, _ = do(t, "POST", base+"/api/approvals/mcp-task-00000000000000000000000000000000", carolToken, `{"decision": "approve"}`)
+	code, out = do(t, "POST", base+"/api/approvals/mcp-task-00000000000000000000000000000000", carolToken, `{"decision": "approve"}`)
 	require.Equal(t, 404, code)
+	require.Contains(t, fmt.Sprint(out), "no such approval")
+	require.NotContains(t, fmt.Sprint(out), "mcp-task-0000")
+	code, out = do(t, "GET", base+"/api/approvals?state=waiting", carolToken, "")
+	require.Equal(t, 400, code)
+	require.Contains(t, fmt.Sprint(out), "state must be one of pending, approved, denied, expired, cancelled, calling, done")
 
 	// Carol sees it, with its arguments, and approves it with the CLI.
 	carol := func(args ...string) cliResult {

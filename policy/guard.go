@@ -164,13 +164,14 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 	if err == nil && t != nil && set != nil {
 		rec.Server = t.Server
 		in := input(ctx, call.UserID, call.ThreadID, t)
-		d, base := set.visible(in)
+		e := set.visible(in)
+		d := e.d
 		if d.Hidden {
 			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
 		} else {
 			var args map[string]any
-			if args, err = policyArgs(call); err == nil {
-				if d = set.decideArgs(in, base, args); !d.Allowed {
+			if args, err = policyArgs(call, e.readsArgs); err == nil {
+				if d = set.decideArgs(in, e, args); !d.Allowed {
 					err = d.Refusal()
 				}
 			}
@@ -253,7 +254,7 @@ func auditedArguments(call mcpflow.ToolCall, fields []string) string {
 	if len(fields) == 0 {
 		return ""
 	}
-	args, err := policyArgs(call)
+	args, err := policyArgs(call, true)
 	if err != nil {
 		return ""
 	}
@@ -303,28 +304,36 @@ func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
 	return mcpflow.OutcomeOK
 }
 
-// policyArgs are the call's arguments as CEL reads them. An object that
-// names a key twice is refused: the conditions would see one of its values
-// and the server, which gets the arguments as sent, might read the other.
-func policyArgs(call mcpflow.ToolCall) (map[string]any, error) {
+// policyArgs are the call's arguments as CEL reads them, decoded only when
+// a rule reads them (decode). An object that names a key twice is refused
+// either way: the conditions would see one of its values and the server,
+// which gets the arguments as sent, might read the other.
+func policyArgs(call mcpflow.ToolCall, decode bool) (map[string]any, error) {
 	raw := call.RawArguments
 	if call.Arguments != nil || len(raw) == 0 {
-		if call.Arguments == nil {
-			return map[string]any{}, nil
+		if call.Arguments == nil || !decode {
+			return nil, nil // a map has no duplicate keys; nil reads as {}
 		}
 		var err error
 		if raw, err = json.Marshal(call.Arguments); err != nil {
 			return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var args map[string]any
-	if err := dec.Decode(&args); err != nil || dec.More() {
+	if decode {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&args); err != nil || dec.More() {
+			return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
+		}
+	} else if t := bytes.TrimSpace(raw); !json.Valid(t) || t[0] != '{' && string(t) != "null" {
 		return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
 	}
 	if key, dup := duplicateKey(raw); dup {
 		return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments name the key %q twice in one object", mcpflow.TruncateChars(key, 64))
+	}
+	if !decode {
+		return nil, nil
 	}
 	return exactNumbers(args).(map[string]any), nil
 }

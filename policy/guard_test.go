@@ -53,7 +53,7 @@ func TestGuardRefusesToolsItCannotDecide(t *testing.T) {
 // Argument numbers reach conditions exactly: an integer beyond 2^53
 // compares as sent.
 func TestPolicyArgsExact(t *testing.T) {
-	args, err := policyArgs(mcpflow.ToolCall{RawArguments: []byte(`{"id": 9007199254740993, "x": 1.5, "l": [2]}`)})
+	args, err := policyArgs(mcpflow.ToolCall{RawArguments: []byte(`{"id": 9007199254740993, "x": 1.5, "l": [2]}`)}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,15 +103,17 @@ func TestPolicyArgsRefused(t *testing.T) {
 		`{"a": {"k": 1, "k": 2}, "b": 3}`,
 		`{"` + strings.Repeat(`k`, 100) + `": 1, "` + strings.Repeat(`k`, 100) + `": 2}`,
 	} {
-		_, err := policyArgs(mcpflow.ToolCall{RawArguments: []byte(raw)})
-		if mcpflow.ErrorCode(err) != mcpflow.EInvalid {
-			t.Errorf("%.60s: %v, want EInvalid", raw, err)
-		}
-		if err != nil && strings.Contains(err.Error(), "passwd") {
-			t.Errorf("the refusal echoes a value: %v", err)
+		for _, decode := range []bool{true, false} { // refused whether a rule reads them or not
+			_, err := policyArgs(mcpflow.ToolCall{RawArguments: []byte(raw)}, decode)
+			if mcpflow.ErrorCode(err) != mcpflow.EInvalid {
+				t.Errorf("%.60s (decode %v): %v, want EInvalid", raw, decode, err)
+			}
+			if err != nil && strings.Contains(err.Error(), "passwd") {
+				t.Errorf("the refusal echoes a value: %v", err)
+			}
 		}
 	}
-	args, err := policyArgs(mcpflow.ToolCall{RawArguments: []byte(`{"a": {"x": 1}, "b": {"x": [true, null, "s"]}}`)})
+	args, err := policyArgs(mcpflow.ToolCall{RawArguments: []byte(`{"a": {"x": 1}, "b": {"x": [true, null, "s"]}}`)}, true)
 	if err != nil || args["b"].(map[string]any)["x"].([]any)[2] != "s" || args["a"].(map[string]any)["x"] != int64(1) {
 		t.Fatalf("%#v %v", args, err)
 	}

@@ -105,11 +105,15 @@ type Set struct {
 	seen *lru.Cache[visKey, visEntry]
 }
 
-// visEntry is a visibility decision and the variables it was made with
-// (without "args"), which the call's decision reuses.
+// visEntry is a visibility decision and what the call's decision reuses:
+// the variables it was made with (without "args"), the outcomes of the
+// rules that do not read the arguments (by rule index; complete when the
+// tool is visible) and whether a rule that applies reads them.
 type visEntry struct {
-	d    Decision
-	base interpreter.Activation
+	d         Decision
+	base      interpreter.Activation
+	known     []outcome
+	readsArgs bool
 }
 
 // visKey is everything a decision without arguments reads.
@@ -482,13 +486,12 @@ func (s *Set) Visible(in Input) Decision {
 	if s == nil {
 		return Decision{Allowed: true}
 	}
-	d, _ := s.visible(in)
-	return d
+	return s.visible(in).d
 }
 
-// visible is Visible, and the variables of in without "args" (shared:
-// read only).
-func (s *Set) visible(in Input) (Decision, interpreter.Activation) {
+// visible is Visible with what the call's decision reuses (shared: read
+// only).
+func (s *Set) visible(in Input) visEntry {
 	k := visKey{user: in.UserID, thread: in.ThreadID, tool: in.Tool.Name, original: in.Tool.OriginalName,
 		server: in.Tool.Server, annot: string(in.Tool.Annotations), task: in.Tool.TaskToolset != nil}
 	if c := in.Caller; c != nil {
@@ -507,20 +510,21 @@ func (s *Set) visible(in Input) (Decision, interpreter.Activation) {
 	e, ok := s.seen.Get(k)
 	s.mu.Unlock()
 	if ok {
-		return e.d, e.base
+		return e
 	}
 	v := vars(in)
-	e.d = s.decideVisible(in, v)
+	e = s.decideVisible(in, v)
 	e.base, _ = interpreter.NewActivation(v) // a map never fails
 	s.mu.Lock()
 	s.seen.Add(k, e)
 	s.mu.Unlock()
-	return e.d, e.base
+	return e
 }
 
-func (s *Set) decideVisible(in Input, v map[string]any) Decision {
+func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 	var partial any
 	allowable := false
+	e := visEntry{known: make([]outcome, len(s.rules))}
 	for i := range s.rules {
 		r := &s.rules[i]
 		if !r.matches(in.Tool) {
@@ -529,28 +533,34 @@ func (s *Set) decideVisible(in Input, v map[string]any) Decision {
 		var o outcome
 		if r.partial == nil {
 			o = r.eval(r.prg, v)
+			e.known[i] = o
 		} else {
+			e.readsArgs = true
 			if partial == nil {
 				var err error
 				if partial, err = cel.PartialVars(v, cel.AttributePattern("args")); err != nil {
-					return Decision{Hidden: true, Rule: r.Name, Failed: true}
+					e.d = Decision{Hidden: true, Rule: r.Name, Failed: true}
+					return e
 				}
 			}
 			o = r.eval(r.partial, partial)
 		}
 		switch {
 		case r.Effect == Deny && o == broken:
-			return Decision{Hidden: true, Rule: r.Name, Failed: true}
+			e.d = Decision{Hidden: true, Rule: r.Name, Failed: true}
+			return e
 		case r.Effect == Deny && o == holds:
-			return Decision{Hidden: true, Rule: r.Name}
+			e.d = Decision{Hidden: true, Rule: r.Name}
+			return e
 		case r.Effect != Deny && (o == holds || o == unknown):
 			allowable = true // an approve rule lets a tool be seen
 		}
 	}
+	e.d = Decision{Hidden: true}
 	if allowable || s.defaultFor(in.Tool.Server) == Allow {
-		return Decision{Allowed: true}
+		e.d = Decision{Allowed: true}
 	}
-	return Decision{Hidden: true}
+	return e
 }
 
 // Decide decides a call of in.Tool with args (decoded JSON; nil is {}).
@@ -558,20 +568,20 @@ func (s *Set) Decide(in Input, args map[string]any) Decision {
 	if s == nil {
 		return Decision{Allowed: true}
 	}
-	d, base := s.visible(in)
-	if d.Hidden {
-		return d
+	e := s.visible(in)
+	if e.d.Hidden {
+		return e.d
 	}
-	return s.decideArgs(in, base, args)
+	return s.decideArgs(in, e, args)
 }
 
-// decideArgs is Decide for a tool visible found visible, with its
-// variables base (without "args").
-func (s *Set) decideArgs(in Input, base interpreter.Activation, args map[string]any) Decision {
+// decideArgs is Decide for a tool visible found visible (e): the rules
+// that do not read the arguments decided there already.
+func (s *Set) decideArgs(in Input, e visEntry, args map[string]any) Decision {
 	if args == nil {
 		args = map[string]any{}
 	}
-	v := interpreter.NewHierarchicalActivation(base, argsVars{args})
+	v := interpreter.NewHierarchicalActivation(e.base, argsVars{args})
 	allowedBy, allowed := "", false
 	var approve *rule
 	for i := range s.rules {
@@ -579,7 +589,11 @@ func (s *Set) decideArgs(in Input, base interpreter.Activation, args map[string]
 		if !r.matches(in.Tool) {
 			continue
 		}
-		switch o := r.eval(r.prg, v); {
+		o := e.known[i]
+		if r.partial != nil {
+			o = r.eval(r.prg, v)
+		}
+		switch {
 		case r.Effect != Allow && (o == broken || o == unknown):
 			return Decision{Rule: r.Name, Failed: true} // a deny or approve that cannot be decided refuses
 		case r.Effect == Deny && o == holds:

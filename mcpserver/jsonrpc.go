@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -259,9 +260,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		b, _ = json.Marshal(newResponse(nil, nil, internalError("could not encode the answer")))
 		status = http.StatusInternalServerError
 	}
-	w.Header().Set("Content-Type", "application/json")
+	// With its length, sent at once: the access line and the metrics are
+	// written after the handler returns, and the client has the answer
+	// meanwhile (net/http would only send it after them).
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // writeHTTPError answers a request the transport refuses with an HTTP

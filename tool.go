@@ -140,6 +140,32 @@ type ToolRuntime interface {
 	ResetCache()
 }
 
+// SurfaceRuntime is implemented by a ToolRuntime that relays its servers'
+// prompts and resources: listings of JSON objects as the servers write them
+// (prompts renamed as the runtime lists them), and results as written. An
+// error a server answered is an *RPCError, for the client to hear; an
+// unknown prompt or resource is an *RPCError -32602 (a resource's with
+// its URI in data, SEP-2164).
+type SurfaceRuntime interface {
+	ListPrompts(ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
+	GetPrompt(ctx context.Context, userID, threadID, name string, arguments json.RawMessage) (json.RawMessage, error)
+	ListResources(ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
+	ListResourceTemplates(ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
+	ReadResource(ctx context.Context, userID, threadID, uri string) (json.RawMessage, error)
+}
+
+// UnknownPrompt is the answer to a prompt the caller has none of.
+func UnknownPrompt(name string) *RPCError {
+	return &RPCError{Code: -32602, Message: fmt.Sprintf("unknown prompt '%s'", TruncateChars(name, 200))}
+}
+
+// UnknownResource is the answer to a resource the caller has none of:
+// -32602 with the URI in data (SEP-2164).
+func UnknownResource(uri string) *RPCError {
+	data, _ := json.Marshal(map[string]string{"uri": uri})
+	return &RPCError{Code: -32602, Message: "Resource not found", Data: data}
+}
+
 // ToolLookup is implemented by a ToolRuntime that finds one tool of its
 // listing by name without copying the listing (a call's path): the tool as
 // ListTools lists it, or nil (and no error) when the listing has none.

@@ -19,26 +19,36 @@ type handler func(c *call, ctx context.Context) (any, *rpcError)
 // legacyHandlers are the requests of a 2025-11-25 session (initialize has
 // no session yet: legacy routes it first).
 var legacyHandlers = map[string]handler{
-	string(mcp.MethodPing):        func(*call, context.Context) (any, *rpcError) { return struct{}{}, nil },
-	string(mcp.MethodToolsList):   (*call).listTools,
-	string(mcp.MethodToolsCall):   tracked((*call).callTool),
-	string(mcp.MethodTasksGet):    withTasks((*call).getTask),
-	string(mcp.MethodTasksList):   withTasks((*call).listTasks),
-	string(mcp.MethodTasksCancel): withTasks((*call).cancelTask),
-	string(mcp.MethodTasksResult): withTasks(tracked((*call).taskResult)),
+	string(mcp.MethodPing):                   func(*call, context.Context) (any, *rpcError) { return struct{}{}, nil },
+	string(mcp.MethodToolsList):              (*call).listTools,
+	string(mcp.MethodToolsCall):              tracked((*call).callTool),
+	string(mcp.MethodTasksGet):               withTasks((*call).getTask),
+	string(mcp.MethodTasksList):              withTasks((*call).listTasks),
+	string(mcp.MethodTasksCancel):            withTasks((*call).cancelTask),
+	string(mcp.MethodTasksResult):            withTasks(tracked((*call).taskResult)),
+	string(mcp.MethodPromptsList):            listing("prompts", mcpflow.SurfaceRuntime.ListPrompts),
+	string(mcp.MethodPromptsGet):             (*call).getPrompt,
+	string(mcp.MethodResourcesList):          listing("resources", mcpflow.SurfaceRuntime.ListResources),
+	string(mcp.MethodResourcesTemplatesList): listing("resourceTemplates", mcpflow.SurfaceRuntime.ListResourceTemplates),
+	string(mcp.MethodResourcesRead):          (*call).readResource,
 }
 
 // modernHandlers are the methods a 2026-07-28 request may name; tasks/*
 // need the Tasks extension declared (subscriptions/listen checks it for
 // its task ids).
 var modernHandlers = map[string]handler{
-	"server/discover":             (*call).discover,
-	string(mcp.MethodToolsList):   (*call).listTools,
-	string(mcp.MethodToolsCall):   (*call).callTool,
-	"subscriptions/listen":        (*call).listen,
-	string(mcp.MethodTasksGet):    withTasksExt((*call).getTaskExt),
-	"tasks/update":                withTasksExt((*call).updateTaskExt),
-	string(mcp.MethodTasksCancel): withTasksExt((*call).cancelTaskExt),
+	"server/discover":                        (*call).discover,
+	string(mcp.MethodToolsList):              (*call).listTools,
+	string(mcp.MethodToolsCall):              (*call).callTool,
+	"subscriptions/listen":                   (*call).listen,
+	string(mcp.MethodTasksGet):               withTasksExt((*call).getTaskExt),
+	"tasks/update":                           withTasksExt((*call).updateTaskExt),
+	string(mcp.MethodTasksCancel):            withTasksExt((*call).cancelTaskExt),
+	string(mcp.MethodPromptsList):            listing("prompts", mcpflow.SurfaceRuntime.ListPrompts),
+	string(mcp.MethodPromptsGet):             (*call).getPrompt,
+	string(mcp.MethodResourcesList):          listing("resources", mcpflow.SurfaceRuntime.ListResources),
+	string(mcp.MethodResourcesTemplatesList): listing("resourceTemplates", mcpflow.SurfaceRuntime.ListResourceTemplates),
+	string(mcp.MethodResourcesRead):          (*call).readResource,
 }
 
 // tracked makes a long request cancellable by notifications/cancelled.

@@ -69,8 +69,11 @@ type params struct {
 	RequestState   string          `json:"requestState"`
 	// tasks/*
 	TaskID *string `json:"taskId"`
-	// tools/list, tasks/list
+	// tools/list, tasks/list, prompts/list, resources/list,
+	// resources/templates/list
 	Cursor *string `json:"cursor"`
+	// resources/read (prompts/get reads name and arguments)
+	URI *string `json:"uri"`
 	// subscriptions/listen
 	Notifications *json.RawMessage `json:"notifications"`
 	// initialize

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -181,4 +182,55 @@ func tokenDuplicate(dec *json.Decoder) bool {
 	}
 	_, _ = dec.Token()
 	return dup
+}
+
+// surfaceRuntime is a runtime with one prompt and one resource.
+type surfaceRuntime struct{ mcpflow.ToolRuntime }
+
+func (surfaceRuntime) ListPrompts(context.Context, string, string) ([]json.RawMessage, error) {
+	return []json.RawMessage{json.RawMessage(`{"name":"s_p"}`)}, nil
+}
+func (surfaceRuntime) GetPrompt(context.Context, string, string, string, json.RawMessage) (json.RawMessage, error) {
+	return json.RawMessage(`{"messages":[]}`), nil
+}
+func (surfaceRuntime) ListResources(context.Context, string, string) ([]json.RawMessage, error) {
+	return []json.RawMessage{json.RawMessage(`{"uri":"a://b"}`)}, nil
+}
+func (surfaceRuntime) ListResourceTemplates(context.Context, string, string) ([]json.RawMessage, error) {
+	return []json.RawMessage{json.RawMessage(`{"uriTemplate":"a://{x}"}`)}, nil
+}
+func (surfaceRuntime) ReadResource(context.Context, string, string, string) (json.RawMessage, error) {
+	return json.RawMessage(`{"contents":[{"uri":"a://b","text":"x"}]}`), nil
+}
+
+// Prompts and resources pass through without policies and are closed
+// (none listed, each unknown) while policies are in force.
+func TestGuardSurfaceClosedUnderPolicies(t *testing.T) {
+	ctx := context.Background()
+	var set *Set
+	g := &Guard{Next: surfaceRuntime{}, Policies: func(context.Context) (*Set, error) { return set, nil }}
+	p, err := g.ListPrompts(ctx, "u", "t")
+	if err != nil || len(p) != 1 {
+		t.Fatalf("without policies: %s %v", p, err)
+	}
+	if r, err := g.ReadResource(ctx, "u", "t", "a://b"); err != nil || len(r) == 0 {
+		t.Fatalf("without policies: %s %v", r, err)
+	}
+	set, err = Compile(Config{Default: Allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, list := range map[string]func(context.Context, string, string) ([]json.RawMessage, error){
+		"prompts": g.ListPrompts, "resources": g.ListResources, "templates": g.ListResourceTemplates} {
+		if items, err := list(ctx, "u", "t"); err != nil || len(items) != 0 {
+			t.Errorf("%s under policies: %s %v", name, items, err)
+		}
+	}
+	var rpc *mcpflow.RPCError
+	if _, err := g.GetPrompt(ctx, "u", "t", "s_p", nil); !errors.As(err, &rpc) || rpc.Code != -32602 {
+		t.Errorf("prompt under policies: %v", err)
+	}
+	if _, err := g.ReadResource(ctx, "u", "t", "a://b"); !errors.As(err, &rpc) || rpc.Code != -32602 || string(rpc.Data) != `{"uri":"a://b"}` {
+		t.Errorf("resource under policies: %v", err)
+	}
 }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
+)
+
+// TestPromptsAndResources: the reference server-everything as an upstream
+// over stdio ("ever") and over streamable HTTP ("everh"); mcp-go's client
+// on both revisions lists mcpflow's prompts (named like tools), gets one,
+// lists resources and templates, reads one, and hears unknown ones
+// answered as the spec says.
+func TestPromptsAndResources(t *testing.T) {
+	entry := testenv.EverythingEntry(t)
+	httpURL := testenv.StartEverythingHTTP(t, entry)
+	ext := fmt.Sprintf(`{"mcpServers": {
+  "ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 30},
+  "everh": {"type": "http", "url": %q, "tool_call_timeout": 30}
+}}`, entry, httpURL)
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", ext), nil))
+
+	for _, rev := range []string{mcp.ProtocolVersion20251125, "2026-07-28"} {
+		t.Run(rev, func(t *testing.T) {
+			opts := []mcpclient.ClientOption{}
+			if rev == mcp.ProtocolVersion20251125 {
+				opts = append(opts, mcpclient.WithProtocolVersion(rev))
+			}
+			c, err := mcpclient.NewStreamableHttpClient(m.URL()+"/mcp/threads/surface",
+				transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+			require.NoError(t, err)
+			c = mcpclient.NewClient(c.GetTransport(), opts...)
+			t.Cleanup(func() { _ = c.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			require.NoError(t, c.Start(ctx))
+			init := mcp.InitializeRequest{}
+			init.Params.ClientInfo = mcp.Implementation{Name: "surface-test", Version: "1"}
+			res, err := c.Initialize(ctx, init)
+			require.NoError(t, err)
+			require.Equal(t, rev, c.ProtocolVersion())
+			require.NotNil(t, res.Capabilities.Prompts, "prompts declared")
+			require.NotNil(t, res.Capabilities.Resources, "resources declared")
+
+			prompts, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+			require.NoError(t, err)
+			byName := map[string]mcp.Prompt{}
+			for _, p := range prompts.Prompts {
+				byName[p.Name] = p
+			}
+			var simple string
+			for _, server := range []string{"ever", "everh"} {
+				found := false
+				for name, p := range byName {
+					if strings.HasPrefix(name, server+"_") && !strings.HasPrefix(name, "everh_") == (server == "ever") {
+						found = true
+						if len(p.Arguments) == 0 && simple == "" && server == "everh" {
+							simple = name
+						}
+					}
+				}
+				require.True(t, found, "prompts of %s in %v", server, byName)
+			}
+			require.NotEmpty(t, simple, "a prompt without arguments: %v", byName)
+			got, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: simple}})
+			require.NoError(t, err)
+			require.NotEmpty(t, got.Messages)
+
+			unknown := mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "ever_no-such-prompt"}}
+			_, err = c.GetPrompt(ctx, unknown)
+			require.ErrorContains(t, err, "unknown prompt 'ever_no-such-prompt'")
+
+			resources, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+			require.NoError(t, err)
+			require.NotEmpty(t, resources.Resources)
+			uris := map[string]bool{}
+			for _, r := range resources.Resources {
+				require.False(t, uris[r.URI], "%s listed twice: both servers have it, the first keeps it", r.URI)
+				uris[r.URI] = true
+			}
+			first := resources.Resources[0]
+			read, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: first.URI}})
+			require.NoError(t, err)
+			require.NotEmpty(t, read.Contents)
+			switch rc := read.Contents[0].(type) {
+			case mcp.TextResourceContents:
+				require.Equal(t, first.URI, rc.URI)
+			case mcp.BlobResourceContents:
+				require.Equal(t, first.URI, rc.URI)
+				require.NotEmpty(t, rc.Blob)
+			default:
+				t.Fatalf("contents %T", rc)
+			}
+
+			templates, err := c.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+			require.NoError(t, err)
+			require.NotEmpty(t, templates.ResourceTemplates)
+
+			_, err = c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "demo://no/such/resource"}})
+			require.ErrorContains(t, err, "Resource not found")
+		})
+	}
+
+	// On the wire (2026-07-28): an unknown resource is -32602 with its URI
+	// in data (SEP-2164), an unknown prompt -32602, params checked.
+	raw := &rpc2026{url: m.URL() + "/mcp/threads/surface", token: testUserToken}
+	for _, tc := range []struct {
+		method, name string
+		params       map[string]any
+		code         float64
+		text         string
+	}{
+		{"resources/read", "demo://none", map[string]any{"uri": "demo://none"}, -32602, "Resource not found"},
+		{"prompts/get", "nope", map[string]any{"name": "nope"}, -32602, "unknown prompt 'nope'"},
+		{"prompts/get", "everh_simple-prompt", map[string]any{"name": "everh_simple-prompt", "arguments": []any{1}}, -32602, "arguments must be an object"},
+		{"resources/read", "", map[string]any{}, -32602, "needs params.uri"},
+	} {
+		out, err := raw.trySend(tc.method, tc.name, tc.params)
+		require.NoError(t, err)
+		e, _ := out["error"].(map[string]any)
+		require.NotNil(t, e, "%s %v: %v", tc.method, tc.params, out)
+		require.Equal(t, tc.code, e["code"])
+		require.Contains(t, e["message"], tc.text)
+		if tc.method == "resources/read" && tc.name != "" {
+			require.Equal(t, map[string]any{"uri": "demo://none"}, e["data"])
+		}
+	}
+}

@@ -1,0 +1,266 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/mcpclient/route"
+	"github.com/mcpflow/mcpflow/mcpclient/session"
+)
+
+// The MCP surface beyond tools: the prompts and resources of the servers a
+// caller's tools come from, relayed as the servers write them. Prompts are
+// named like tools ("<server>_<prompt>" unless tool_name_prefix is off);
+// resource URIs are kept as written, and a read goes to the first server,
+// in configuration order, that has the resource (the same order that
+// decides a tool name two servers share).
+
+// surfaceMaxPages bounds the pages of one server's listing mcpflow reads
+// (its nextCursor chain).
+const surfaceMaxPages = 100
+
+// surfaceServers are the servers of userID's tool listing (reached, in
+// configuration order) that offer prompts or resources.
+func (r *Runtime) surfaceServers(ctx context.Context, userID string) ([]*config.Server, map[string]string, error) {
+	st, err := r.toolsFor(ctx, userID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []*config.Server
+	for i := range st.ext.Servers {
+		srv := &st.ext.Servers[i]
+		if _, ok := st.raw[srv.Name]; ok && srv.Enabled {
+			out = append(out, srv)
+		}
+	}
+	return out, st.fps, nil
+}
+
+// eachOffering runs op on the session of every server of userID's thread
+// that offers prompts (or resources), in configuration order. A server
+// that fails is left out of a listing and logged.
+func (r *Runtime) eachOffering(ctx context.Context, userID, threadID string, prompts bool, op func(srv *config.Server, s *session.Session) error) error {
+	servers, fps, err := r.surfaceServers(ctx, userID)
+	if err != nil {
+		return err
+	}
+	for _, srv := range servers {
+		err := r.run(ctx, srv, fps[srv.Name], userID, threadID, func(ctx context.Context, s *session.Session, _ *route.Route) error {
+			p, res := s.Offers()
+			if prompts && !p || !prompts && !res {
+				return nil
+			}
+			return op(srv, s)
+		})
+		var st *stop
+		switch {
+		case errors.As(err, &st):
+			return st.err
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			r.log.Warn("MCP server left out of a prompt or resource listing", "server", srv.Name, "error", err)
+		}
+	}
+	return nil
+}
+
+// listAll reads every page of a listing (key: "prompts", "resources",
+// "resourceTemplates").
+func listAll(ctx context.Context, s *session.Session, method mcp.MCPMethod, key string) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	cursor := ""
+	for range surfaceMaxPages {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, err := s.Request(ctx, method, "", params)
+		if err != nil {
+			return nil, err
+		}
+		var page map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("%s of server '%s': %w", method, s.Server(), err)
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(page[key], &items); err != nil && len(page[key]) > 0 {
+			return nil, fmt.Errorf("%s of server '%s': %s: %w", method, s.Server(), key, err)
+		}
+		all = append(all, items...)
+		var next string
+		_ = json.Unmarshal(page["nextCursor"], &next)
+		if next == "" || next == cursor {
+			return all, nil
+		}
+		cursor = next
+	}
+	return all, nil
+}
+
+// promptName is the name under which srv's prompt name is listed.
+func promptName(srv *config.Server, name string) string {
+	if srv.ToolNamePrefix {
+		return srv.Name + "_" + name
+	}
+	return name
+}
+
+// ListPrompts lists the prompts of the caller's servers, named as listed.
+func (r *Runtime) ListPrompts(ctx context.Context, userID, threadID string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	seen := map[string]bool{}
+	err := r.eachOffering(ctx, userID, threadID, true, func(srv *config.Server, s *session.Session) error {
+		items, err := listAll(ctx, s, mcp.MethodPromptsList, "prompts")
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			var p map[string]json.RawMessage
+			var name string
+			if json.Unmarshal(it, &p) != nil || json.Unmarshal(p["name"], &name) != nil || name == "" {
+				continue
+			}
+			visible := promptName(srv, name)
+			if seen[visible] {
+				continue // the first server in configuration order keeps a name
+			}
+			seen[visible] = true
+			p["name"], _ = json.Marshal(visible)
+			b, err := json.Marshal(p)
+			if err != nil {
+				continue
+			}
+			out = append(out, b)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// GetPrompt gets the prompt listed as name with arguments (a JSON object
+// or nil), answered as its server wrote it.
+func (r *Runtime) GetPrompt(ctx context.Context, userID, threadID, name string, arguments json.RawMessage) (json.RawMessage, error) {
+	var out json.RawMessage
+	found := false
+	err := r.eachOffering(ctx, userID, threadID, true, func(srv *config.Server, s *session.Session) error {
+		if found {
+			return nil
+		}
+		orig := name
+		if srv.ToolNamePrefix {
+			var ok bool
+			if orig, ok = strings.CutPrefix(name, srv.Name+"_"); !ok {
+				return nil
+			}
+		}
+		items, err := listAll(ctx, s, mcp.MethodPromptsList, "prompts")
+		if err != nil {
+			return err
+		}
+		if !hasName(items, orig) {
+			return nil
+		}
+		found = true
+		params := map[string]any{"name": orig}
+		if len(arguments) > 0 && string(arguments) != "null" {
+			params["arguments"] = arguments
+		}
+		if out, err = s.Request(ctx, mcp.MethodPromptsGet, orig, params); err != nil {
+			return &stop{err}
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, mcpflow.UnknownPrompt(name)
+	}
+	return out, nil
+}
+
+// hasName reports whether one of the listed items is named name.
+func hasName(items []json.RawMessage, name string) bool {
+	for _, it := range items {
+		var p struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(it, &p) == nil && p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// stop ends eachOffering with err: an answer of the server's (its to
+// tell the caller), or the failure of the server a request is for.
+type stop struct{ err error }
+
+func (s *stop) Error() string { return s.err.Error() }
+
+// ListResources lists the resources of the caller's servers, as written;
+// a URI two servers list is the first's (the one a read reaches).
+func (r *Runtime) ListResources(ctx context.Context, userID, threadID string) ([]json.RawMessage, error) {
+	return r.listResources(ctx, userID, threadID, mcp.MethodResourcesList, "resources", "uri")
+}
+
+// ListResourceTemplates lists the resource templates of the caller's
+// servers, as written, each URI template once.
+func (r *Runtime) ListResourceTemplates(ctx context.Context, userID, threadID string) ([]json.RawMessage, error) {
+	return r.listResources(ctx, userID, threadID, mcp.MethodResourcesTemplatesList, "resourceTemplates", "uriTemplate")
+}
+
+func (r *Runtime) listResources(ctx context.Context, userID, threadID string, method mcp.MCPMethod, key, id string) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	seen := map[string]bool{}
+	err := r.eachOffering(ctx, userID, threadID, false, func(_ *config.Server, s *session.Session) error {
+		items, err := listAll(ctx, s, method, key)
+		for _, it := range items {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(it, &m) != nil || seen[string(m[id])] {
+				continue
+			}
+			seen[string(m[id])] = true
+			out = append(out, it)
+		}
+		return err
+	})
+	return out, err
+}
+
+// ReadResource reads uri from the first server, in configuration order,
+// that does not answer it unknown; none: -32602 with the URI in its data
+// (SEP-2164).
+func (r *Runtime) ReadResource(ctx context.Context, userID, threadID, uri string) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := r.eachOffering(ctx, userID, threadID, false, func(srv *config.Server, s *session.Session) error {
+		if out != nil {
+			return nil
+		}
+		raw, err := s.Request(ctx, mcp.MethodResourcesRead, uri, map[string]any{"uri": uri})
+		var rpc *mcpflow.RPCError
+		if errors.As(err, &rpc) && (rpc.Code == mcp.INVALID_PARAMS || rpc.Code == mcp.RESOURCE_NOT_FOUND) {
+			return nil // not this server's
+		}
+		if err != nil {
+			return &stop{err}
+		}
+		out = raw
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case out == nil:
+		return nil, mcpflow.UnknownResource(uri)
+	}
+	return out, nil
+}

@@ -1,0 +1,112 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/mcpflow/mcpflow"
+)
+
+// Prompts and resources of the thread's servers, through the runtime when
+// it relays them (mcpflow.SurfaceRuntime): listings in one page, results
+// as the servers wrote them, a server's error as it said it.
+
+// surface is the runtime's prompts and resources, nil when it has none.
+func (s *Server) surface() mcpflow.SurfaceRuntime {
+	sr, _ := s.opts.Tools.(mcpflow.SurfaceRuntime)
+	return sr
+}
+
+// surfaceCaps are the prompts and resources capabilities mcpflow declares
+// (no list_changed, no subscriptions).
+func (s *Server) surfaceCaps() (prompts, resources *struct{}) {
+	if s.surface() == nil {
+		return nil, nil
+	}
+	return &struct{}{}, &struct{}{}
+}
+
+type surfaceList func(sr mcpflow.SurfaceRuntime, ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
+
+// listing answers a list method with the items under key, in one page.
+func listing(key string, list surfaceList) handler {
+	return func(c *call, ctx context.Context) (any, *rpcError) {
+		sr := c.s.surface()
+		switch {
+		case sr == nil:
+			return nil, methodNotFound("Method not found: %s", c.msg.Method)
+		case c.msg.paramsErr != nil:
+			return nil, c.msg.paramsErr
+		case c.msg.Params.Cursor != nil && *c.msg.Params.Cursor != "":
+			return nil, invalidParams("invalid cursor: %s answers in one page", c.msg.Method)
+		}
+		items, err := list(sr, ctx, c.req.UserID, c.req.ThreadID)
+		if err != nil {
+			return nil, c.surfaceError(err)
+		}
+		if items == nil {
+			items = []json.RawMessage{}
+		}
+		res := map[string]any{key: items}
+		if c.modern {
+			// Per user and thread (private); not cached, as the
+			// configuration may change at any time.
+			res["ttlMs"], res["cacheScope"] = 0, cacheScopePrivate
+		}
+		return res, nil
+	}
+}
+
+// getPrompt answers prompts/get.
+func (c *call) getPrompt(ctx context.Context) (any, *rpcError) {
+	sr := c.s.surface()
+	p := c.msg.Params
+	switch {
+	case sr == nil:
+		return nil, methodNotFound("Method not found: %s", c.msg.Method)
+	case c.msg.paramsErr != nil:
+		return nil, c.msg.paramsErr
+	case p.Name == nil || *p.Name == "":
+		return nil, invalidParams("prompts/get needs params.name")
+	case len(p.Arguments) > 0 && string(p.Arguments) != "null" && p.Arguments[0] != '{':
+		return nil, invalidParams("params.arguments must be an object")
+	}
+	res, err := sr.GetPrompt(ctx, c.req.UserID, c.req.ThreadID, *p.Name, p.Arguments)
+	if err != nil {
+		return nil, c.surfaceError(err)
+	}
+	return res, nil
+}
+
+// readResource answers resources/read.
+func (c *call) readResource(ctx context.Context) (any, *rpcError) {
+	sr := c.s.surface()
+	switch {
+	case sr == nil:
+		return nil, methodNotFound("Method not found: %s", c.msg.Method)
+	case c.msg.paramsErr != nil:
+		return nil, c.msg.paramsErr
+	case c.msg.Params.URI == nil || *c.msg.Params.URI == "":
+		return nil, invalidParams("resources/read needs params.uri")
+	}
+	res, err := sr.ReadResource(ctx, c.req.UserID, c.req.ThreadID, *c.msg.Params.URI)
+	if err != nil {
+		return nil, c.surfaceError(err)
+	}
+	return res, nil
+}
+
+// surfaceError is a server's answered error as it said it, or mcpflow's
+// own failure.
+func (c *call) surfaceError(err error) *rpcError {
+	var rpc *mcpflow.RPCError
+	if errors.As(err, &rpc) {
+		e := &rpcError{Code: rpc.Code, Message: rpc.Message}
+		if len(rpc.Data) > 0 {
+			e.Data = rpc.Data
+		}
+		return e
+	}
+	return c.domainError(c.msg.Method, err)
+}

@@ -148,10 +148,15 @@ type ToolRuntime interface {
 // its URI in data, SEP-2164).
 type SurfaceRuntime interface {
 	ListPrompts(ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
-	GetPrompt(ctx context.Context, userID, threadID, name string, arguments json.RawMessage) (json.RawMessage, error)
+	// GetPrompt sends params (arguments; a 2026-07-28 retry's
+	// inputResponses and requestState) with the prompt's own name.
+	GetPrompt(ctx context.Context, userID, threadID, name string, params map[string]any) (json.RawMessage, error)
 	ListResources(ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
 	ListResourceTemplates(ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
 	ReadResource(ctx context.Context, userID, threadID, uri string) (json.RawMessage, error)
+	// Complete answers completion/complete for a prompt's argument or a
+	// resource template's variable (params as the client sent them).
+	Complete(ctx context.Context, userID, threadID string, params map[string]any) (json.RawMessage, error)
 }
 
 // UnknownPrompt is the answer to a prompt the caller has none of.

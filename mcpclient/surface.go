@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -145,10 +146,29 @@ func (r *Runtime) ListPrompts(ctx context.Context, userID, threadID string) ([]j
 	return out, err
 }
 
-// GetPrompt gets the prompt listed as name with arguments (a JSON object
-// or nil), answered as its server wrote it.
-func (r *Runtime) GetPrompt(ctx context.Context, userID, threadID, name string, arguments json.RawMessage) (json.RawMessage, error) {
+// GetPrompt gets the prompt listed as name, sending params (arguments,
+// and a 2026-07-28 retry's inputResponses and requestState) as they are;
+// answered as its server wrote it.
+func (r *Runtime) GetPrompt(ctx context.Context, userID, threadID, name string, params map[string]any) (json.RawMessage, error) {
 	var out json.RawMessage
+	err := r.onPrompt(ctx, userID, threadID, name, func(s *session.Session, orig string) error {
+		p := map[string]any{"name": orig}
+		for k, v := range params {
+			if k != "name" && k != "_meta" {
+				p[k] = v
+			}
+		}
+		var err error
+		out, err = s.Request(ctx, mcp.MethodPromptsGet, orig, p)
+		return err
+	})
+	return out, err
+}
+
+// onPrompt runs op on the session of the server whose prompt is listed as
+// name (the first in configuration order), with the prompt's own name; an
+// unknown prompt is mcpflow.UnknownPrompt.
+func (r *Runtime) onPrompt(ctx context.Context, userID, threadID, name string, op func(s *session.Session, orig string) error) error {
 	found := false
 	err := r.eachOffering(ctx, userID, threadID, true, func(srv *config.Server, s *session.Session) error {
 		if found {
@@ -169,31 +189,83 @@ func (r *Runtime) GetPrompt(ctx context.Context, userID, threadID, name string, 
 			return nil
 		}
 		found = true
-		params := map[string]any{"name": orig}
-		if len(arguments) > 0 && string(arguments) != "null" {
-			params["arguments"] = arguments
-		}
-		if out, err = s.Request(ctx, mcp.MethodPromptsGet, orig, params); err != nil {
+		if err := op(s, orig); err != nil {
 			return &stop{err}
 		}
 		return nil
 	})
-	switch {
-	case err != nil:
-		return nil, err
-	case !found:
-		return nil, mcpflow.UnknownPrompt(name)
+	if err == nil && !found {
+		return mcpflow.UnknownPrompt(name)
 	}
-	return out, nil
+	return err
+}
+
+// Complete answers completion/complete (params as the client sent them):
+// for a prompt's argument from the prompt's server, for a resource
+// template's variable from the first server that lists the template. A
+// server without completions offers none.
+func (r *Runtime) Complete(ctx context.Context, userID, threadID string, params map[string]any) (json.RawMessage, error) {
+	var ref struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	b, _ := json.Marshal(params["ref"])
+	if err := json.Unmarshal(b, &ref); err != nil {
+		return nil, &mcpflow.RPCError{Code: -32602, Message: "params.ref must be an object"}
+	}
+	var out json.RawMessage
+	complete := func(s *session.Session, p map[string]any) error {
+		if !s.OffersCompletions() {
+			out = json.RawMessage(`{"completion":{"values":[]}}`)
+			return nil
+		}
+		var err error
+		out, err = s.Request(ctx, mcp.MethodCompletionComplete, "", p)
+		return err
+	}
+	switch ref.Type {
+	case "ref/prompt":
+		err := r.onPrompt(ctx, userID, threadID, ref.Name, func(s *session.Session, orig string) error {
+			p := maps.Clone(params)
+			p["ref"] = map[string]any{"type": ref.Type, "name": orig}
+			return complete(s, p)
+		})
+		return out, err
+	case "ref/resource":
+		found := false
+		err := r.eachOffering(ctx, userID, threadID, false, func(_ *config.Server, s *session.Session) error {
+			if found {
+				return nil
+			}
+			items, err := listAll(ctx, s, mcp.MethodResourcesTemplatesList, "resourceTemplates")
+			if err != nil || !hasField(items, "uriTemplate", ref.URI) {
+				return err
+			}
+			found = true
+			if err := complete(s, params); err != nil {
+				return &stop{err}
+			}
+			return nil
+		})
+		if err == nil && !found {
+			err = mcpflow.UnknownResource(ref.URI)
+		}
+		return out, err
+	}
+	return nil, &mcpflow.RPCError{Code: -32602, Message: `params.ref.type must be "ref/prompt" or "ref/resource"`}
 }
 
 // hasName reports whether one of the listed items is named name.
-func hasName(items []json.RawMessage, name string) bool {
+func hasName(items []json.RawMessage, name string) bool { return hasField(items, "name", name) }
+
+// hasField reports whether one of the listed items has value as its string
+// field key.
+func hasField(items []json.RawMessage, key, value string) bool {
 	for _, it := range items {
-		var p struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(it, &p) == nil && p.Name == name {
+		var m map[string]json.RawMessage
+		var v string
+		if json.Unmarshal(it, &m) == nil && json.Unmarshal(m[key], &v) == nil && v == value {
 			return true
 		}
 	}

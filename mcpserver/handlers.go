@@ -31,6 +31,7 @@ var legacyHandlers = map[string]handler{
 	string(mcp.MethodResourcesList):          listing("resources", mcpflow.SurfaceRuntime.ListResources),
 	string(mcp.MethodResourcesTemplatesList): listing("resourceTemplates", mcpflow.SurfaceRuntime.ListResourceTemplates),
 	string(mcp.MethodResourcesRead):          (*call).readResource,
+	string(mcp.MethodCompletionComplete):     (*call).complete,
 }
 
 // modernHandlers are the methods a 2026-07-28 request may name; tasks/*
@@ -49,6 +50,7 @@ var modernHandlers = map[string]handler{
 	string(mcp.MethodResourcesList):          listing("resources", mcpflow.SurfaceRuntime.ListResources),
 	string(mcp.MethodResourcesTemplatesList): listing("resourceTemplates", mcpflow.SurfaceRuntime.ListResourceTemplates),
 	string(mcp.MethodResourcesRead):          (*call).readResource,
+	string(mcp.MethodCompletionComplete):     (*call).complete,
 }
 
 // tracked makes a long request cancellable by notifications/cancelled.

@@ -74,6 +74,10 @@ type params struct {
 	Cursor *string `json:"cursor"`
 	// resources/read (prompts/get reads name and arguments)
 	URI *string `json:"uri"`
+	// completion/complete
+	Ref      json.RawMessage `json:"ref"`
+	Argument json.RawMessage `json:"argument"`
+	Context  json.RawMessage `json:"context"`
 	// subscriptions/listen
 	Notifications *json.RawMessage `json:"notifications"`
 	// initialize

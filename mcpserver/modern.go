@@ -247,8 +247,8 @@ func (c *call) discover(ctx context.Context) (any, *rpcError) {
 	if s.tasksEnabled() {
 		caps["extensions"] = map[string]any{ExtTasks: map[string]any{}}
 	}
-	if p, r := s.surfaceCaps(); p != nil {
-		caps["prompts"], caps["resources"] = p, r
+	if p, r, c := s.surfaceCaps(); p != nil {
+		caps["prompts"], caps["resources"], caps["completions"] = p, r, c
 	}
 	res := map[string]any{"supportedVersions": allProtocolVersions, "capabilities": caps, "ttlMs": 0, "cacheScope": cacheScopePrivate}
 	if tools, err := s.opts.Tools.ListTools(ctx, req.UserID, req.ThreadID); err == nil {

@@ -18,13 +18,13 @@ func (s *Server) surface() mcpflow.SurfaceRuntime {
 	return sr
 }
 
-// surfaceCaps are the prompts and resources capabilities mcpflow declares
-// (no list_changed, no subscriptions).
-func (s *Server) surfaceCaps() (prompts, resources *struct{}) {
+// surfaceCaps are the prompts, resources and completions capabilities
+// mcpflow declares (no list_changed, no subscriptions).
+func (s *Server) surfaceCaps() (prompts, resources, completions *struct{}) {
 	if s.surface() == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return &struct{}{}, &struct{}{}
+	return &struct{}{}, &struct{}{}, &struct{}{}
 }
 
 type surfaceList func(sr mcpflow.SurfaceRuntime, ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
@@ -72,7 +72,45 @@ func (c *call) getPrompt(ctx context.Context) (any, *rpcError) {
 	case len(p.Arguments) > 0 && string(p.Arguments) != "null" && p.Arguments[0] != '{':
 		return nil, invalidParams("params.arguments must be an object")
 	}
-	res, err := sr.GetPrompt(ctx, c.req.UserID, c.req.ThreadID, *p.Name, p.Arguments)
+	res, err := sr.GetPrompt(ctx, c.req.UserID, c.req.ThreadID, *p.Name, rawParams(map[string]json.RawMessage{
+		"arguments": p.Arguments, "inputResponses": p.InputResponses}, p.RequestState))
+	if err != nil {
+		return nil, c.surfaceError(err)
+	}
+	return res, nil
+}
+
+// rawParams are the params given (not empty), and a requestState, to
+// send on as they are.
+func rawParams(raw map[string]json.RawMessage, requestState string) map[string]any {
+	out := map[string]any{}
+	for k, v := range raw {
+		if len(v) > 0 {
+			out[k] = v
+		}
+	}
+	if requestState != "" {
+		out["requestState"] = requestState
+	}
+	return out
+}
+
+// complete answers completion/complete.
+func (c *call) complete(ctx context.Context) (any, *rpcError) {
+	sr := c.s.surface()
+	p := c.msg.Params
+	switch {
+	case sr == nil:
+		return nil, methodNotFound("Method not found: %s", c.msg.Method)
+	case c.msg.paramsErr != nil:
+		return nil, c.msg.paramsErr
+	case !isJSONObject(p.Ref) || !isJSONObject(p.Argument):
+		return nil, invalidParams("completion/complete needs params.ref and params.argument objects")
+	case len(p.Context) > 0 && string(p.Context) != "null" && !isJSONObject(p.Context):
+		return nil, invalidParams("params.context must be an object")
+	}
+	res, err := sr.Complete(ctx, c.req.UserID, c.req.ThreadID, rawParams(map[string]json.RawMessage{
+		"ref": p.Ref, "argument": p.Argument, "context": p.Context}, ""))
 	if err != nil {
 		return nil, c.surfaceError(err)
 	}

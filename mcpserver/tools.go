@@ -39,9 +39,10 @@ type capabilities struct {
 	Tools struct {
 		ListChanged bool `json:"listChanged"`
 	} `json:"tools"`
-	Tasks     *mcp.TasksCapability `json:"tasks,omitempty"`
-	Prompts   *struct{}            `json:"prompts,omitempty"`
-	Resources *struct{}            `json:"resources,omitempty"`
+	Tasks       *mcp.TasksCapability `json:"tasks,omitempty"`
+	Prompts     *struct{}            `json:"prompts,omitempty"`
+	Resources   *struct{}            `json:"resources,omitempty"`
+	Completions *struct{}            `json:"completions,omitempty"`
 }
 
 type initializeResult struct {
@@ -91,7 +92,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow
 	if s.tasksEnabled() {
 		res.Capabilities.Tasks = mcp.NewTasksCapability()
 	}
-	res.Capabilities.Prompts, res.Capabilities.Resources = s.surfaceCaps()
+	res.Capabilities.Prompts, res.Capabilities.Resources, res.Capabilities.Completions = s.surfaceCaps()
 	// The routing hints of the thread's tools are the server's
 	// instructions; a listing that fails now fails again at tools/list,
 	// where the client sees why.

@@ -190,7 +190,7 @@ type surfaceRuntime struct{ mcpflow.ToolRuntime }
 func (surfaceRuntime) ListPrompts(context.Context, string, string) ([]json.RawMessage, error) {
 	return []json.RawMessage{json.RawMessage(`{"name":"s_p"}`)}, nil
 }
-func (surfaceRuntime) GetPrompt(context.Context, string, string, string, json.RawMessage) (json.RawMessage, error) {
+func (surfaceRuntime) GetPrompt(context.Context, string, string, string, map[string]any) (json.RawMessage, error) {
 	return json.RawMessage(`{"messages":[]}`), nil
 }
 func (surfaceRuntime) ListResources(context.Context, string, string) ([]json.RawMessage, error) {
@@ -198,6 +198,9 @@ func (surfaceRuntime) ListResources(context.Context, string, string) ([]json.Raw
 }
 func (surfaceRuntime) ListResourceTemplates(context.Context, string, string) ([]json.RawMessage, error) {
 	return []json.RawMessage{json.RawMessage(`{"uriTemplate":"a://{x}"}`)}, nil
+}
+func (surfaceRuntime) Complete(context.Context, string, string, map[string]any) (json.RawMessage, error) {
+	return json.RawMessage(`{"completion":{"values":["x"]}}`), nil
 }
 func (surfaceRuntime) ReadResource(context.Context, string, string, string) (json.RawMessage, error) {
 	return json.RawMessage(`{"contents":[{"uri":"a://b","text":"x"}]}`), nil

@@ -39,7 +39,7 @@ func (g *Guard) ListPrompts(ctx context.Context, userID, threadID string) ([]jso
 }
 
 // GetPrompt implements mcpflow.SurfaceRuntime.
-func (g *Guard) GetPrompt(ctx context.Context, userID, threadID, name string, arguments json.RawMessage) (json.RawMessage, error) {
+func (g *Guard) GetPrompt(ctx context.Context, userID, threadID, name string, params map[string]any) (json.RawMessage, error) {
 	s, err := g.surface(ctx)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func (g *Guard) GetPrompt(ctx context.Context, userID, threadID, name string, ar
 	if s == nil {
 		return nil, mcpflow.UnknownPrompt(name)
 	}
-	return s.GetPrompt(ctx, userID, threadID, name, arguments)
+	return s.GetPrompt(ctx, userID, threadID, name, params)
 }
 
 // ListResources implements mcpflow.SurfaceRuntime.
@@ -78,4 +78,17 @@ func (g *Guard) ReadResource(ctx context.Context, userID, threadID, uri string) 
 		return nil, mcpflow.UnknownResource(uri)
 	}
 	return s.ReadResource(ctx, userID, threadID, uri)
+}
+
+// Complete implements mcpflow.SurfaceRuntime: nothing to complete for a
+// caller whose prompts and resources are closed.
+func (g *Guard) Complete(ctx context.Context, userID, threadID string, params map[string]any) (json.RawMessage, error) {
+	s, err := g.surface(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return json.RawMessage(`{"completion":{"values":[]}}`), nil
+	}
+	return s.Complete(ctx, userID, threadID, params)
 }

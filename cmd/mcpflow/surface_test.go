@@ -75,6 +75,20 @@ func TestPromptsAndResources(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, got.Messages)
 
+			// Arguments, and completion of a prompt's argument with the
+			// context of another (the server narrows by it).
+			args := map[string]string{"department": "Sales", "name": "Eve"}
+			got, err = c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "ever_completable-prompt", Arguments: args}})
+			require.NoError(t, err)
+			require.Equal(t, "Please promote Eve to the head of the Sales team.", got.Messages[0].Content.(mcp.TextContent).Text)
+			comp, err := c.Complete(ctx, mcp.CompleteRequest{Params: mcp.CompleteParams{
+				Ref:      mcp.PromptReference{Type: "ref/prompt", Name: "everh_completable-prompt"},
+				Argument: mcp.CompleteArgument{Name: "name", Value: "E"},
+				Context:  mcp.CompleteContext{Arguments: map[string]string{"department": "Sales"}},
+			}})
+			require.NoError(t, err)
+			require.Equal(t, []string{"Eve"}, comp.Completion.Values)
+
 			unknown := mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "ever_no-such-prompt"}}
 			_, err = c.GetPrompt(ctx, unknown)
 			require.ErrorContains(t, err, "unknown prompt 'ever_no-such-prompt'")

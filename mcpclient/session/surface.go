@@ -16,6 +16,9 @@ func (s *Session) Offers() (prompts, resources bool) {
 	return s.caps.Prompts != nil, s.caps.Resources != nil
 }
 
+// OffersCompletions reports whether the server declared completions.
+func (s *Session) OffersCompletions() bool { return s.caps.Completions != nil }
+
 // Request sends one request of the MCP surface beyond tools (prompts,
 // resources) with params and returns its result as the server wrote it.
 // name is what the request names (a prompt's name, a resource's URI; the

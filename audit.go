@@ -14,6 +14,8 @@ const (
 	AuditConfig     = "config"      // the MCP servers changed through the admin API
 	AuditPolicies   = "policies"    // the tool policies changed through the admin API
 	AuditApproval   = "approval"    // a call waiting for approval approved or denied by an approver
+	AuditPrompt     = "prompt"      // a prompts/get (Tool: the prompt's name as listed)
+	AuditResource   = "resource"    // a resources/read (Tool: the resource's URI)
 )
 
 // Audit outcomes of a call.

@@ -159,6 +159,21 @@ type SurfaceRuntime interface {
 	Complete(ctx context.Context, userID, threadID string, params map[string]any) (json.RawMessage, error)
 }
 
+type serverFilterKey struct{}
+
+// WithServerFilter limits a SurfaceRuntime's prompts and resources in ctx
+// to the servers allow admits (the policies' decision for the caller).
+func WithServerFilter(ctx context.Context, allow func(server string) bool) context.Context {
+	return context.WithValue(ctx, serverFilterKey{}, allow)
+}
+
+// ServerAllowed reports whether WithServerFilter's filter in ctx, if any,
+// admits server.
+func ServerAllowed(ctx context.Context, server string) bool {
+	allow, _ := ctx.Value(serverFilterKey{}).(func(string) bool)
+	return allow == nil || allow(server)
+}
+
 // UnknownPrompt is the answer to a prompt the caller has none of.
 func UnknownPrompt(name string) *RPCError {
 	return &RPCError{Code: -32602, Message: fmt.Sprintf("unknown prompt '%s'", TruncateChars(name, 200))}

@@ -28,7 +28,7 @@ import (
 const surfaceMaxPages = 100
 
 // surfaceServers are the servers of userID's tool listing (reached, in
-// configuration order) that offer prompts or resources.
+// configuration order) that ctx's server filter admits.
 func (r *Runtime) surfaceServers(ctx context.Context, userID string) ([]*config.Server, map[string]string, error) {
 	st, err := r.toolsFor(ctx, userID)
 	if err != nil {
@@ -37,7 +37,7 @@ func (r *Runtime) surfaceServers(ctx context.Context, userID string) ([]*config.
 	var out []*config.Server
 	for i := range st.ext.Servers {
 		srv := &st.ext.Servers[i]
-		if _, ok := st.raw[srv.Name]; ok && srv.Enabled {
+		if _, ok := st.raw[srv.Name]; ok && srv.Enabled && mcpflow.ServerAllowed(ctx, srv.Name) {
 			out = append(out, srv)
 		}
 	}

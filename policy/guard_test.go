@@ -207,11 +207,16 @@ func (surfaceRuntime) ReadResource(context.Context, string, string, string) (jso
 }
 
 // Prompts and resources pass through without policies and are closed
-// (none listed, each unknown) while policies are in force.
-func TestGuardSurfaceClosedUnderPolicies(t *testing.T) {
+// (none listed, each unknown, audited as refused) through a virtual
+// server, which publishes tools only.
+func TestGuardSurfaceClosedInView(t *testing.T) {
 	ctx := context.Background()
-	var set *Set
-	g := &Guard{Next: surfaceRuntime{}, Policies: func(context.Context) (*Set, error) { return set, nil }}
+	var recs []mcpflow.AuditRecord
+	g := &Guard{Next: surfaceRuntime{}, Policies: func(context.Context) (*Set, error) { return nil, nil },
+		Views: func(context.Context) (map[string]*VirtualServer, error) {
+			return map[string]*VirtualServer{"v": {}}, nil
+		},
+		Audit: func(_ context.Context, r mcpflow.AuditRecord) { recs = append(recs, r) }}
 	p, err := g.ListPrompts(ctx, "u", "t")
 	if err != nil || len(p) != 1 {
 		t.Fatalf("without policies: %s %v", p, err)
@@ -219,21 +224,61 @@ func TestGuardSurfaceClosedUnderPolicies(t *testing.T) {
 	if r, err := g.ReadResource(ctx, "u", "t", "a://b"); err != nil || len(r) == 0 {
 		t.Fatalf("without policies: %s %v", r, err)
 	}
-	set, err = Compile(Config{Default: Allow})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx = mcpflow.WithToolView(ctx, "v")
 	for name, list := range map[string]func(context.Context, string, string) ([]json.RawMessage, error){
 		"prompts": g.ListPrompts, "resources": g.ListResources, "templates": g.ListResourceTemplates} {
 		if items, err := list(ctx, "u", "t"); err != nil || len(items) != 0 {
-			t.Errorf("%s under policies: %s %v", name, items, err)
+			t.Errorf("%s in a virtual server: %s %v", name, items, err)
 		}
 	}
 	var rpc *mcpflow.RPCError
 	if _, err := g.GetPrompt(ctx, "u", "t", "s_p", nil); !errors.As(err, &rpc) || rpc.Code != -32602 {
-		t.Errorf("prompt under policies: %v", err)
+		t.Errorf("prompt in a virtual server: %v", err)
 	}
 	if _, err := g.ReadResource(ctx, "u", "t", "a://b"); !errors.As(err, &rpc) || rpc.Code != -32602 || string(rpc.Data) != `{"uri":"a://b"}` {
-		t.Errorf("resource under policies: %v", err)
+		t.Errorf("resource in a virtual server: %v", err)
+	}
+	want := []string{"resource a://b ok", "prompt s_p refused", "resource a://b refused"}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Kind+" "+r.Tool+" "+r.Outcome)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("audit: %v, want %v", got, want)
+	}
+}
+
+// filterRuntime records the servers a SurfaceRuntime call may reach.
+type filterRuntime struct {
+	surfaceRuntime
+	allowed *[]string
+}
+
+func (f filterRuntime) ListPrompts(ctx context.Context, _, _ string) ([]json.RawMessage, error) {
+	*f.allowed = (*f.allowed)[:0]
+	for _, s := range []string{"open", "closed"} {
+		if mcpflow.ServerAllowed(ctx, s) {
+			*f.allowed = append(*f.allowed, s)
+		}
+	}
+	return nil, nil
+}
+
+// Under policies, prompts and resources reach the servers the caller may
+// see a tool of: a server-wide deny closes a server.
+func TestGuardSurfaceByServer(t *testing.T) {
+	ctx := context.Background()
+	set, err := Compile(Config{Default: Allow, Rules: []Rule{{Name: "no-closed", Effect: Deny, Servers: []string{"closed"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var allowed []string
+	g := &Guard{Next: filterRuntime{allowed: &allowed}, Policies: func(context.Context) (*Set, error) { return set, nil }}
+	if _, err := g.ListPrompts(ctx, "u", "t"); err != nil || fmt.Sprint(allowed) != "[open]" {
+		t.Fatalf("servers reached: %v %v", allowed, err)
+	}
+	g.Policies = func(context.Context) (*Set, error) { return nil, nil }
+	if _, err := g.ListPrompts(ctx, "u", "t"); err != nil || fmt.Sprint(allowed) != "[open closed]" {
+		t.Fatalf("without policies: %v %v", allowed, err)
 	}
 }

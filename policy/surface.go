@@ -3,35 +3,45 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"time"
 
 	"github.com/mcpflow/mcpflow"
 )
 
-// Prompts and resources pass through the Guard as Next relays them while
-// no policy is in force and the request is not to a virtual server. Rules
-// decide over tools only so far: with policies in force (or through a
-// virtual server, which publishes tools) prompts and resources are closed,
-// listed as none and answered as unknown, never passed on undecided.
+// Prompts and resources are governed by server: a caller sees a server's
+// prompts and resources when the policies would name the server to them
+// (a tool of it that no rule names by its tool name would be visible, as
+// for UnavailableServers), so a server-wide deny, or a deny default with
+// allows by tool name only, closes them. A virtual server publishes tools
+// only: through one, prompts and resources are closed. Closed means none
+// listed and each answered as unknown. Each prompts/get and resources/read
+// is audited (kind prompt or resource).
 
 var _ mcpflow.SurfaceRuntime = (*Guard)(nil)
 
-// surface is Next's prompts and resources when the request may reach
-// them, else nil.
-func (g *Guard) surface(ctx context.Context) (mcpflow.SurfaceRuntime, error) {
+// surface is Next's prompts and resources with ctx limited to the servers
+// the caller may use, or nil when the request may reach none.
+func (g *Guard) surface(ctx context.Context, userID, threadID string) (mcpflow.SurfaceRuntime, context.Context, error) {
 	s, ok := g.Next.(mcpflow.SurfaceRuntime)
 	if !ok {
-		return nil, nil
+		return nil, ctx, nil
 	}
 	set, v, err := g.scope(ctx)
-	if err != nil || set != nil || v != nil {
-		return nil, err
+	switch {
+	case err != nil || v != nil:
+		return nil, ctx, err
+	case set != nil:
+		ctx = mcpflow.WithServerFilter(ctx, func(server string) bool {
+			return set.Visible(input(ctx, userID, threadID, &mcpflow.Tool{Server: server})).Allowed
+		})
 	}
-	return s, nil
+	return s, ctx, nil
 }
 
 // ListPrompts implements mcpflow.SurfaceRuntime.
 func (g *Guard) ListPrompts(ctx context.Context, userID, threadID string) ([]json.RawMessage, error) {
-	s, err := g.surface(ctx)
+	s, ctx, err := g.surface(ctx, userID, threadID)
 	if s == nil || err != nil {
 		return nil, err
 	}
@@ -40,19 +50,23 @@ func (g *Guard) ListPrompts(ctx context.Context, userID, threadID string) ([]jso
 
 // GetPrompt implements mcpflow.SurfaceRuntime.
 func (g *Guard) GetPrompt(ctx context.Context, userID, threadID, name string, params map[string]any) (json.RawMessage, error) {
-	s, err := g.surface(ctx)
-	if err != nil {
-		return nil, err
+	start := time.Now()
+	s, sctx, err := g.surface(ctx, userID, threadID)
+	var res json.RawMessage
+	switch {
+	case err != nil:
+	case s == nil:
+		err = mcpflow.UnknownPrompt(name)
+	default:
+		res, err = s.GetPrompt(sctx, userID, threadID, name, params)
 	}
-	if s == nil {
-		return nil, mcpflow.UnknownPrompt(name)
-	}
-	return s.GetPrompt(ctx, userID, threadID, name, params)
+	g.auditSurface(ctx, mcpflow.AuditPrompt, userID, threadID, name, start, err)
+	return res, err
 }
 
 // ListResources implements mcpflow.SurfaceRuntime.
 func (g *Guard) ListResources(ctx context.Context, userID, threadID string) ([]json.RawMessage, error) {
-	s, err := g.surface(ctx)
+	s, ctx, err := g.surface(ctx, userID, threadID)
 	if s == nil || err != nil {
 		return nil, err
 	}
@@ -61,7 +75,7 @@ func (g *Guard) ListResources(ctx context.Context, userID, threadID string) ([]j
 
 // ListResourceTemplates implements mcpflow.SurfaceRuntime.
 func (g *Guard) ListResourceTemplates(ctx context.Context, userID, threadID string) ([]json.RawMessage, error) {
-	s, err := g.surface(ctx)
+	s, ctx, err := g.surface(ctx, userID, threadID)
 	if s == nil || err != nil {
 		return nil, err
 	}
@@ -70,20 +84,24 @@ func (g *Guard) ListResourceTemplates(ctx context.Context, userID, threadID stri
 
 // ReadResource implements mcpflow.SurfaceRuntime.
 func (g *Guard) ReadResource(ctx context.Context, userID, threadID, uri string) (json.RawMessage, error) {
-	s, err := g.surface(ctx)
-	if err != nil {
-		return nil, err
+	start := time.Now()
+	s, sctx, err := g.surface(ctx, userID, threadID)
+	var res json.RawMessage
+	switch {
+	case err != nil:
+	case s == nil:
+		err = mcpflow.UnknownResource(uri)
+	default:
+		res, err = s.ReadResource(sctx, userID, threadID, uri)
 	}
-	if s == nil {
-		return nil, mcpflow.UnknownResource(uri)
-	}
-	return s.ReadResource(ctx, userID, threadID, uri)
+	g.auditSurface(ctx, mcpflow.AuditResource, userID, threadID, uri, start, err)
+	return res, err
 }
 
 // Complete implements mcpflow.SurfaceRuntime: nothing to complete for a
 // caller whose prompts and resources are closed.
 func (g *Guard) Complete(ctx context.Context, userID, threadID string, params map[string]any) (json.RawMessage, error) {
-	s, err := g.surface(ctx)
+	s, ctx, err := g.surface(ctx, userID, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -91,4 +109,23 @@ func (g *Guard) Complete(ctx context.Context, userID, threadID string, params ma
 		return json.RawMessage(`{"completion":{"values":[]}}`), nil
 	}
 	return s.Complete(ctx, userID, threadID, params)
+}
+
+// auditSurface records a prompts/get or resources/read: what was asked
+// for (the prompt's name, the resource's URI) and how it ended; an
+// unknown one (-32602) as refused.
+func (g *Guard) auditSurface(ctx context.Context, kind, userID, threadID, what string, start time.Time, err error) {
+	if g.Audit == nil {
+		return
+	}
+	rec := mcpflow.AuditRecord{Time: start, Kind: kind, UserID: userID, ThreadID: threadID, Tool: mcpflow.TruncateChars(what, 255),
+		Outcome: mcpflow.OutcomeOK, LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
+	var rpc *mcpflow.RPCError
+	switch {
+	case errors.As(err, &rpc) && rpc.Code == -32602:
+		rec.Outcome = mcpflow.OutcomeRefused
+	case err != nil:
+		rec.Outcome = mcpflow.OutcomeUpstreamError
+	}
+	g.Audit(ctx, rec)
 }

@@ -105,6 +105,8 @@ func (c *cli) printAudit(raw json.RawMessage) {
 		parts = append(parts, r.TaskID, r.Tool, r.Outcome)
 	case mcpflow.AuditApproval:
 		parts = append(parts, r.TaskID, r.Tool, r.Decision, r.Detail)
+	case mcpflow.AuditPrompt, mcpflow.AuditResource:
+		parts = append(parts, r.Tool, r.Outcome, fmt.Sprintf("%.1f ms", r.LatencyMS))
 	default:
 		parts = append(parts, r.Detail)
 	}

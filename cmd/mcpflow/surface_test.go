@@ -148,4 +148,23 @@ func TestPromptsAndResources(t *testing.T) {
 			require.Equal(t, map[string]any{"uri": "demo://none"}, e["data"])
 		}
 	}
+
+	// Under policies by server: a server-wide deny closes everh's prompts
+	// and resources; ever's stay.
+	gov := strings.Replace(ext, `"mcpServers"`, `"policies": {"default": "allow", "rules": [{"name": "no-everh", "effect": "deny", "servers": ["everh"]}]}, "mcpServers"`, 1)
+	g := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", gov), nil))
+	graw := &rpc2026{url: g.URL() + "/mcp/threads/surface", token: testUserToken}
+	out, err := graw.trySend("prompts/list", "", map[string]any{})
+	require.NoError(t, err)
+	res, _ := out["result"].(map[string]any)
+	require.NotNil(t, res, "%v", out)
+	var names []string
+	for _, p := range res["prompts"].([]any) {
+		names = append(names, p.(map[string]any)["name"].(string))
+	}
+	require.Contains(t, names, "ever_simple-prompt")
+	require.NotContains(t, names, "everh_simple-prompt")
+	out, err = graw.trySend("prompts/get", "everh_simple-prompt", map[string]any{"name": "everh_simple-prompt"})
+	require.NoError(t, err)
+	require.Equal(t, "unknown prompt 'everh_simple-prompt'", out["error"].(map[string]any)["message"])
 }

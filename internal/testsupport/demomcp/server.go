@@ -98,12 +98,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("open job state: %w", err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, jobs: jobs}
-	opts := []server.ServerOption{server.WithToolCapabilities(false), server.WithRecovery()}
+	opts := []server.ServerOption{server.WithToolCapabilities(false), server.WithPromptCapabilities(false),
+		server.WithResourceCapabilities(false, false), server.WithRecovery()}
 	if cfg.RecordCalls {
 		opts = append(opts, server.WithToolHandlerMiddleware(s.recordCall))
 	}
 	s.mcp = server.NewMCPServer(Name, Version, opts...)
 	s.registerTools()
+	s.registerPromptsAndResources()
 	return s, nil
 }
 

@@ -1,20 +1,30 @@
-// conformance_fixture_server.mjs: the tool fixtures the server scenarios of
-// the MCP conformance runner (@modelcontextprotocol/conformance 0.2.0-alpha.12
-// and 0.1.16) call, served to 2026-07-28 AND 2025-11-25 clients on one
-// endpoint, built on @modelcontextprotocol/server 2.4.0. mcpflow's
-// `make conformance` runs the runner through mcpflow in front of this
-// server; run directly, it shows which scenarios a tools-only server can pass
-// at all (see CONFORMANCE.md).
+// conformance_fixture_server.mjs: the fixtures (tools, resources, prompts,
+// completions, logging) the server scenarios of the MCP conformance runner
+// (@modelcontextprotocol/conformance 0.2.0-alpha.12 and 0.1.16) call, served
+// to 2026-07-28 AND 2025-11-25 clients on one endpoint, built on
+// @modelcontextprotocol/server 2.4.0. mcpflow's `make conformance` runs the
+// runner through mcpflow in front of this server; run directly
+// (scripts/conformance.sh --fixture), it shows what the scenarios expect of
+// a server that implements all of them (see CONFORMANCE.md).
 //
 //   node conformance_fixture_server.mjs [--port N | N] [--token T]
 //
 // Streamable HTTP on 127.0.0.1; the first stdout line is the endpoint URL.
 //
-// Tools only: mcpflow hosts tools, not resources, prompts, logging or
-// completions, so the fixture offers none of those. The reference server of
-// the conformance repository (examples/servers/typescript/everything-server.ts)
-// is not used: it is TypeScript on SDK v1 (it needs tsx, express and zod), has
-// no Tasks-extension fixtures, and serves resources and prompts.
+// Served: the tools of the tools-*, elicitation-*, input-required-result-*,
+// server-stateless and tasks-* scenarios (TOOLS); resources (text, binary,
+// the template test://template/{id}/data; resources/subscribe and
+// unsubscribe on 2025-11-25 only, as 2026-07-28 removed them; an unknown URI
+// answers -32602 with data.uri, SEP-2164); prompts (PROMPTS, one of them
+// answering prompts/get with input_required); completion/complete for prompt
+// arguments and the template's id; logging/setLevel (2025-11-25) and
+// test_tool_with_logging. On 2026-07-28 the SDK puts the caching hints
+// ttlMs and cacheScope (SEP-2549) on list and resources/read results: its
+// defaults (0, private) on tools/list, whose list changes, STATIC_CACHE on
+// the others. The reference server of the conformance repository
+// (examples/servers/typescript/everything-server.ts) is not used: it is
+// TypeScript on SDK v1 (it needs tsx, express and zod) and has no
+// Tasks-extension fixtures.
 //
 // Eras: a request carrying the 2026 _meta envelope claim goes to a stateless
 // createMcpHandler (legacy: 'reject'); the rest (initialize and its session)
@@ -283,6 +293,16 @@ const TOOLS = {
       return text('logging tool ran');
     },
   },
+  test_tool_with_logging: {
+    def: { description: 'Logs three info messages (notifications/message), 50 ms apart', inputSchema: noArgs },
+    run: async (_args, io) => {
+      for (const [i, data] of ['Tool execution started', 'Tool processing data', 'Tool execution completed'].entries()) {
+        if (i) await sleep(50, io.signal);
+        await io.log('info', data);
+      }
+      return text('Logging test completed');
+    },
+  },
   test_trigger_tool_change: {
     def: { description: 'Announces notifications/tools/list_changed to subscriptions/listen streams', inputSchema: noArgs },
     run: async () => {
@@ -475,6 +495,9 @@ async function callTool(era, server, request, ctx) {
     requestState: ctx.mcpReq.requestState?.(),
     progressToken: ctx.mcpReq._meta?.progressToken,
     notify: (n) => ctx.mcpReq.notify(n),
+    // notifications/message at or above the level the client set (2025:
+    // logging/setLevel; 2026: the request's logLevel, none without it).
+    log: (level, data) => ctx.mcpReq.log(level, data),
     signal: ctx.mcpReq.signal,
   };
   if (tool.run) return era === 'modern' ? tool.run(args, io) : legacyRounds(tool, args, io, ctx);
@@ -483,11 +506,124 @@ async function callTool(era, server, request, ctx) {
   return tool.work(args, { signal: io.signal, ask: () => Promise.reject(new ProtocolError(-32603, 'this tool asks questions only as a task')) });
 }
 
+// Each prompt: def (prompts/list entry without the name), get(args, io)
+// (the GetPromptResult, or an input_required result; io.inputResponses
+// holds the answers; for a 2025 client the SDK asks them on the session)
+// and complete (completion/complete values per argument).
+const userText = (t) => ({ role: 'user', content: { type: 'text', text: t } });
+const PROMPTS = {
+  test_simple_prompt: {
+    def: { description: 'A simple prompt without arguments' },
+    get: () => ({ messages: [userText('This is a simple prompt for testing.')] }),
+  },
+  test_prompt_with_arguments: {
+    def: {
+      description: 'A prompt with two required arguments',
+      arguments: [
+        { name: 'arg1', description: 'First test argument', required: true },
+        { name: 'arg2', description: 'Second test argument', required: true },
+      ],
+    },
+    get: ({ arg1, arg2 }) => ({ messages: [userText(`Prompt with arguments: arg1='${arg1}', arg2='${arg2}'`)] }),
+    complete: { arg1: ['paris', 'park', 'party', 'test', 'testing'], arg2: ['hello', 'world'] },
+  },
+  test_prompt_with_embedded_resource: {
+    def: { description: 'A prompt embedding the resource resourceUri', arguments: [{ name: 'resourceUri', description: 'URI of the resource to embed', required: true }] },
+    get: ({ resourceUri }) => ({
+      messages: [
+        { role: 'user', content: { type: 'resource', resource: { uri: resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' } } },
+        userText('Please process the embedded resource above.'),
+      ],
+    }),
+  },
+  test_prompt_with_image: {
+    def: { description: 'A prompt with an image (a 1x1 PNG)' },
+    get: () => ({
+      messages: [{ role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } }, userText('Please analyze the image above.')],
+    }),
+  },
+  test_input_required_result_prompt: {
+    def: { description: 'MRTR on prompts/get: asks for a context (key user_context), then returns the prompt' },
+    get: (_args, io) => {
+      const c = accepted(io.inputResponses?.user_context);
+      if (typeof c?.context !== 'string') return inputRequired({ user_context: elicit('What context should the prompt use?', { context: { type: 'string' } }) });
+      return { messages: [userText(`Prompt with context: ${c.context}`)] };
+    },
+  },
+};
+
+function getPrompt({ name, arguments: args = {} }, ctx) {
+  const prompt = PROMPTS[name];
+  if (!prompt) throw new ProtocolError(-32602, `Unknown prompt: ${name}`);
+  for (const a of prompt.def.arguments ?? [])
+    if (a.required && typeof args[a.name] !== 'string') throw new ProtocolError(-32602, `Missing required argument: ${a.name}`);
+  return prompt.get(args, { inputResponses: ctx.mcpReq.inputResponses });
+}
+
+// The direct resources, in resources/list order (the caching scenario
+// reads the first), and the one resource template.
+const RESOURCES = [
+  { uri: 'test://static-text', name: 'static-text', description: 'A static text resource', mimeType: 'text/plain', text: 'This is the content of the static text resource.' },
+  { uri: 'test://static-binary', name: 'static-binary', description: 'A static binary resource (a 1x1 PNG)', mimeType: 'image/png', blob: PNG },
+  { uri: 'test://watched-resource', name: 'watched-resource', description: 'A resource to subscribe to (it never changes)', mimeType: 'text/plain', text: 'This is the content of the watched resource.' },
+];
+const TEMPLATE = {
+  uriTemplate: 'test://template/{id}/data',
+  name: 'template-data',
+  description: 'JSON data for the id substituted into the URI',
+  mimeType: 'application/json',
+  match: (uri) => /^test:\/\/template\/([^/]+)\/data$/.exec(uri)?.[1],
+  ids: ['1', '2', '123'],
+};
+const STATIC_CACHE = { ttlMs: 60_000, cacheScope: 'public' };
+
+function readResource(uri) {
+  const r = RESOURCES.find((x) => x.uri === uri);
+  if (r) {
+    const { name, description, ...content } = r;
+    return { contents: [content] };
+  }
+  const id = TEMPLATE.match(uri ?? '');
+  if (id !== undefined)
+    return { contents: [{ uri, mimeType: TEMPLATE.mimeType, text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` }) }] };
+  throw new ProtocolError(-32602, 'Resource not found', { uri });
+}
+
+/** complete answers completion/complete for a prompt argument or the template's id. */
+function complete({ ref, argument }) {
+  let pool;
+  if (ref?.type === 'ref/prompt' && PROMPTS[ref.name]) pool = PROMPTS[ref.name].complete?.[argument?.name] ?? [];
+  else if (ref?.type === 'ref/resource' && ref.uri === TEMPLATE.uriTemplate) pool = argument?.name === 'id' ? TEMPLATE.ids : [];
+  else throw new ProtocolError(-32602, `Unknown reference: ${JSON.stringify(ref)}`);
+  const values = pool.filter((v) => v.startsWith(argument?.value ?? ''));
+  return { completion: { values, total: values.length, hasMore: false } };
+}
+
 function buildServer(era) {
+  const capabilities = { tools: { listChanged: true }, prompts: {}, completions: {}, logging: {} };
   const server = new Server(SERVER_INFO, {
-    capabilities: era === 'modern' ? { tools: { listChanged: true }, extensions: { [TASKS_EXT]: {} } } : { tools: { listChanged: true } },
+    capabilities: era === 'modern'
+      ? { ...capabilities, resources: {}, extensions: { [TASKS_EXT]: {} } }
+      : { ...capabilities, resources: { subscribe: true } },
+    cacheHints: { 'prompts/list': STATIC_CACHE, 'resources/list': STATIC_CACHE, 'resources/templates/list': STATIC_CACHE, 'resources/read': STATIC_CACHE },
   });
   server.setRequestHandler('tools/list', async () => ({ tools: Object.entries(TOOLS).map(([name, t]) => ({ name, ...t.def })) }));
+  server.setRequestHandler('prompts/list', async () => ({ prompts: Object.entries(PROMPTS).map(([name, p]) => ({ name, ...p.def })) }));
+  server.setRequestHandler('prompts/get', async (request, ctx) => getPrompt(request.params, ctx));
+  server.setRequestHandler('completion/complete', async (request) => complete(request.params));
+  server.setRequestHandler('resources/list', async () => ({ resources: RESOURCES.map(({ uri, name, description, mimeType }) => ({ uri, name, description, mimeType })) }));
+  server.setRequestHandler('resources/templates/list', async () => {
+    const { match, ids, ...template } = TEMPLATE;
+    return { resourceTemplates: [template] };
+  });
+  server.setRequestHandler('resources/read', async (request) => readResource(request.params.uri));
+  if (era === 'legacy') {
+    // 2025 only (2026-07-28 removed them): accepted for a known URI; the
+    // resources never change, so no notifications/resources/updated follows.
+    const known = (uri) => { readResource(uri); return {}; };
+    server.setRequestHandler('resources/subscribe', async (request) => known(request.params.uri));
+    server.setRequestHandler('resources/unsubscribe', async (request) => known(request.params.uri));
+  }
   server.fallbackRequestHandler = async (request, ctx) => {
     if (request.method === 'tools/call') return callTool(era, server, request, ctx);
     throw new ProtocolError(-32601, `Method not found: ${request.method}`);

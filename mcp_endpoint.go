@@ -44,6 +44,7 @@ type MCPSession struct {
 	ProtocolVersion    string          // negotiated at initialize
 	ClientInfo         json.RawMessage // as the client sent it (name, version, ...)
 	ClientCapabilities json.RawMessage // as the client sent them
+	LogLevel           string          // asked by logging/setLevel; "" for none
 	CreatedAt          time.Time
 	LastUsedAt         time.Time
 }
@@ -63,4 +64,7 @@ type MCPSessionStore interface {
 	DeleteMCPSession(ctx context.Context, id string) error
 	DeleteIdleMCPSessions(ctx context.Context, before time.Time) (int64, error)
 	EvictMCPSessions(ctx context.Context, userID string, keep int) ([]string, error)
+	// SetMCPSessionLogLevel records the level of log messages the session
+	// asked for (ENotFound for an unknown session).
+	SetMCPSessionLogLevel(ctx context.Context, id, level string) error
 }

@@ -86,6 +86,11 @@ type CallRelay struct {
 	// Progress, when set, receives the server's progress notifications of
 	// the call (their params, without the server's progressToken).
 	Progress func(params map[string]any)
+	// Log, when set, receives the server's log messages of the call (the
+	// params of notifications/message, logger naming the server), and
+	// LogLevel is the level asked of a 2026-07-28 server for it.
+	Log      func(params map[string]any)
+	LogLevel string
 }
 
 // RPCError is a JSON-RPC error an MCP server answered a relayed call with

@@ -26,6 +26,7 @@ var legacyHandlers = map[string]handler{
 	string(mcp.MethodTasksList):              withTasks((*call).listTasks),
 	string(mcp.MethodTasksCancel):            withTasks((*call).cancelTask),
 	string(mcp.MethodTasksResult):            withTasks(tracked((*call).taskResult)),
+	string(mcp.MethodSetLogLevel):            (*call).setLevel,
 	string(mcp.MethodPromptsList):            listing("prompts", mcpflow.SurfaceRuntime.ListPrompts),
 	string(mcp.MethodPromptsGet):             (*call).getPrompt,
 	string(mcp.MethodResourcesList):          listing("resources", mcpflow.SurfaceRuntime.ListResources),
@@ -144,7 +145,7 @@ func (s *Server) legacy(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 		}
 	}
 	c := &call{s: s, w: w, r: r, req: req, msg: msg, capsRaw: sess.ClientCapabilities, capsInfo: sess.caps, session: sess.ID,
-		surface: "mcp " + sess.ProtocolVersion, clientInfo: sess.ClientInfo}
+		logLevel: sess.LogLevel, surface: "mcp " + sess.ProtocolVersion, clientInfo: sess.ClientInfo}
 	c.serve(r.Context(), h)
 }
 

@@ -74,6 +74,8 @@ type params struct {
 	Cursor *string `json:"cursor"`
 	// resources/read (prompts/get reads name and arguments)
 	URI *string `json:"uri"`
+	// logging/setLevel
+	Level string `json:"level"`
 	// completion/complete
 	Ref      json.RawMessage `json:"ref"`
 	Argument json.RawMessage `json:"argument"`

@@ -243,7 +243,7 @@ type modernCallResult struct {
 // thread, so private; not cached, as the configuration may change).
 func (c *call) discover(ctx context.Context) (any, *rpcError) {
 	s, req := c.s, c.req
-	caps := map[string]any{"tools": map[string]any{}}
+	caps := map[string]any{"tools": map[string]any{}, "logging": map[string]any{}}
 	if s.tasksEnabled() {
 		caps["extensions"] = map[string]any{ExtTasks: map[string]any{}}
 	}

@@ -220,7 +220,7 @@ func TestModernDiscoverAndList(t *testing.T) {
 	res := out["result"].(map[string]any)
 	require.Equal(t, "complete", res["resultType"])
 	require.Equal(t, []any{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, res["supportedVersions"])
-	require.Equal(t, map[string]any{"tools": map[string]any{}, "extensions": map[string]any{ExtTasks: map[string]any{}}}, res["capabilities"])
+	require.Equal(t, map[string]any{"tools": map[string]any{}, "logging": map[string]any{}, "extensions": map[string]any{ExtTasks: map[string]any{}}}, res["capabilities"])
 	require.Equal(t, 0.0, res["ttlMs"])
 	require.Equal(t, "private", res["cacheScope"])
 	require.Equal(t, map[string]any{"name": "mcpflow", "version": "9.9.9"}, res["_meta"].(map[string]any)["io.modelcontextprotocol/serverInfo"])

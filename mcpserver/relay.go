@@ -99,6 +99,9 @@ func (c *call) relay() *mcpflow.CallRelay {
 			r.Ask = c.ask
 		}
 	}
+	if level := c.callLogLevel(); level != "" && acceptsSSE(c.r) {
+		r.Log, r.LogLevel = c.logRelay(level), level
+	}
 	if token := p.Meta["progressToken"]; !isNull(token) && acceptsSSE(c.r) {
 		r.Progress = func(params map[string]any) {
 			params["progressToken"] = token

@@ -376,8 +376,10 @@ type call struct {
 	capsInfo *clientCaps
 	// modern is set for a 2026-07-28 request (stateless; see modern.go).
 	modern bool
-	// session is the 2025-11-25 session's id ("" in 2026-07-28).
-	session string
+	// session is the 2025-11-25 session's id ("" in 2026-07-28), and
+	// logLevel the level of log messages it asked for.
+	session  string
+	logLevel string
 	// surface and clientInfo say where the call came from, for the audit
 	// log: "mcp " and the revision, the client's clientInfo (the
 	// session's, or the request's _meta).

@@ -43,6 +43,7 @@ type capabilities struct {
 	Prompts     *struct{}            `json:"prompts,omitempty"`
 	Resources   *struct{}            `json:"resources,omitempty"`
 	Completions *struct{}            `json:"completions,omitempty"`
+	Logging     struct{}             `json:"logging"`
 }
 
 type initializeResult struct {

@@ -20,6 +20,7 @@ type mcpSessionRow struct {
 	ProtocolVersion    string    `gorm:"column:protocol_version"`
 	ClientInfo         string    `gorm:"column:client_info"`
 	ClientCapabilities string    `gorm:"column:client_capabilities"`
+	LogLevel           string    `gorm:"column:log_level"`
 	CreatedAt          time.Time `gorm:"column:created_at;autoCreateTime:false"`
 	LastUsedAt         time.Time `gorm:"column:last_used_at"`
 }
@@ -85,7 +86,20 @@ func (db *DB) GetMCPSession(ctx context.Context, id string) (*mcpflow.MCPSession
 	}
 	return &mcpflow.MCPSession{ID: row.ID, UserID: row.UserID, ThreadID: row.ThreadID, ProtocolVersion: row.ProtocolVersion,
 		ClientInfo: json.RawMessage(row.ClientInfo), ClientCapabilities: json.RawMessage(row.ClientCapabilities),
-		CreatedAt: row.CreatedAt.UTC(), LastUsedAt: row.LastUsedAt.UTC()}, nil
+		LogLevel: row.LogLevel, CreatedAt: row.CreatedAt.UTC(), LastUsedAt: row.LastUsedAt.UTC()}, nil
+}
+
+// SetMCPSessionLogLevel records the level of log messages the session
+// asked for; an unknown session is ENotFound.
+func (db *DB) SetMCPSessionLogLevel(ctx context.Context, id, level string) error {
+	res := db.gorm.WithContext(ctx).Model(&mcpSessionRow{}).Where("id = ?", id).Update("log_level", level)
+	if res.Error != nil {
+		return fmt.Errorf("set MCP session log level: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFound("MCP session not found")
+	}
+	return nil
 }
 
 // TouchMCPSession records a use of the session at at. The last use only

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,4 +168,69 @@ func TestPromptsAndResources(t *testing.T) {
 	out, err = graw.trySend("prompts/get", "everh_simple-prompt", map[string]any{"name": "everh_simple-prompt"})
 	require.NoError(t, err)
 	require.Equal(t, "unknown prompt 'everh_simple-prompt'", out["error"].(map[string]any)["message"])
+}
+
+// TestLogRelay: a stdio upstream's log messages (server-everything's
+// simulated logging, every 5 s at a random level) reach a 2025-11-25
+// caller during its call once it set a level, named by the server in
+// logger; a caller without a level hears none.
+func TestLogRelay(t *testing.T) {
+	entry := testenv.EverythingEntry(t)
+	ext := fmt.Sprintf(`{"mcpServers": {"ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 60}}}`, entry)
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", ext), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	connect := func(thread string) (*mcpclient.Client, *[]mcp.JSONRPCNotification, *sync.Mutex) {
+		c, err := mcpclient.NewStreamableHttpClient(m.URL()+"/mcp/threads/"+thread,
+			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+		require.NoError(t, err)
+		c = mcpclient.NewClient(c.GetTransport(), mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
+		t.Cleanup(func() { _ = c.Close() })
+		var mu sync.Mutex
+		var got []mcp.JSONRPCNotification
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == "notifications/message" {
+				mu.Lock()
+				got = append(got, n)
+				mu.Unlock()
+			}
+		})
+		require.NoError(t, c.Start(ctx))
+		init := mcp.InitializeRequest{}
+		init.Params.ClientInfo = mcp.Implementation{Name: "log-test", Version: "1"}
+		res, err := c.Initialize(ctx, init)
+		require.NoError(t, err)
+		require.NotNil(t, res.Capabilities.Logging, "logging declared")
+		return c, &got, &mu
+	}
+	call := func(c *mcpclient.Client, name string, args map[string]any) {
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
+	}
+
+	quiet, quietGot, quietMu := connect("logs")
+	loud, got, mu := connect("logs")
+	require.NoError(t, loud.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}))
+	_, err := loud.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ever_toggle-simulated-logging"}})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); call(quiet, "ever_trigger-long-running-operation", map[string]any{"duration": 11, "steps": 11}) }()
+	call(loud, "ever_trigger-long-running-operation", map[string]any{"duration": 11, "steps": 11})
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, *got, "log messages during the call")
+	for _, n := range *got {
+		require.Equal(t, "ever", n.Params.AdditionalFields["logger"], "%v", n.Params.AdditionalFields)
+		require.Contains(t, fmt.Sprint(n.Params.AdditionalFields["data"]), "message")
+	}
+	quietMu.Lock()
+	defer quietMu.Unlock()
+	require.Empty(t, *quietGot, "no level, no log messages")
+
+	err = quiet.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: "loud"}})
+	require.ErrorContains(t, err, "params.level must be one of debug, info")
 }

@@ -108,6 +108,8 @@ type Session struct {
 	progress    sync.Map            // progress token → func(params map[string]any)
 	asksMu      sync.Mutex
 	asks        map[*mcpflow.CallRelay]int // calls in flight that can ask their caller
+	logsMu      sync.Mutex
+	logs        map[*mcpflow.CallRelay]int // calls in flight whose caller hears log messages
 
 	done      chan struct{}
 	lostOnce  sync.Once
@@ -305,6 +307,17 @@ func (s *Session) initialize(initCtx context.Context, protocol string) error {
 
 // onNotification hands notifications/progress to the call of its token.
 func (s *Session) onNotification(n mcp.JSONRPCNotification) {
+	if n.Method == string(mcp.MethodNotificationMessage) && s.proc != nil {
+		// A stdio server's log message: its session is one user's thread,
+		// so the calls in flight on it hear it.
+		s.logsMu.Lock()
+		calls := slices.Collect(maps.Keys(s.logs))
+		s.logsMu.Unlock()
+		for _, r := range calls {
+			s.relayLog(r, n)
+		}
+		return
+	}
 	if n.Method != string(mcp.MethodNotificationProgress) {
 		return
 	}
@@ -320,6 +333,48 @@ func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 		}
 	}
 	fn.(func(map[string]any))(params)
+}
+
+// hearLogs sends the server's log messages during a call to its relay: a
+// stdio server's as they come (onNotification), an HTTP server's from the
+// call's own stream (ctx's request notifications).
+func (s *Session) hearLogs(ctx context.Context, r *mcpflow.CallRelay) context.Context {
+	s.logsMu.Lock()
+	if s.logs == nil {
+		s.logs = map[*mcpflow.CallRelay]int{}
+	}
+	s.logs[r]++
+	s.logsMu.Unlock()
+	return streamhttp.WithRequestNotifications(ctx, func(n mcp.JSONRPCNotification) bool {
+		if n.Method != string(mcp.MethodNotificationMessage) {
+			return false
+		}
+		s.relayLog(r, n)
+		return true
+	})
+}
+
+func (s *Session) dropLogs(r *mcpflow.CallRelay) {
+	s.logsMu.Lock()
+	defer s.logsMu.Unlock()
+	if s.logs[r]--; s.logs[r] <= 0 {
+		delete(s.logs, r)
+	}
+}
+
+// relayLog hands a log message to r with the server named in logger
+// ("<server>", or "<server>/<its logger>").
+func (s *Session) relayLog(r *mcpflow.CallRelay, n mcp.JSONRPCNotification) {
+	params := maps.Clone(n.Params.AdditionalFields)
+	if params == nil {
+		params = map[string]any{}
+	}
+	logger := s.server
+	if l, ok := params["logger"].(string); ok && l != "" {
+		logger += "/" + l
+	}
+	params["logger"] = logger
+	r.Log(params)
 }
 
 // Protocol returns the revision the session speaks.
@@ -506,6 +561,19 @@ func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta m
 	if relay != nil && relay.Ask != nil {
 		s.holdAsk(relay)
 		defer s.dropAsk(relay)
+	}
+	if relay != nil && relay.Log != nil {
+		callCtx = s.hearLogs(callCtx, relay)
+		defer s.dropLogs(relay)
+		if s.Modern() && relay.LogLevel != "" {
+			if params.Meta == nil {
+				params.Meta = &mcp.Meta{}
+			}
+			if params.Meta.AdditionalFields == nil {
+				params.Meta.AdditionalFields = map[string]any{}
+			}
+			params.Meta.AdditionalFields[mcp.MetaKeyLogLevel] = relay.LogLevel
+		}
 	}
 	for rounds := 0; ; rounds++ {
 		params.MultiRoundTripParams = round

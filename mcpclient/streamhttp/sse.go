@@ -49,7 +49,7 @@ func (t *Transport) readStream(ctx context.Context, body io.Reader) (json.RawMes
 		}
 		switch {
 		case !msg.hasID:
-			t.notify(data)
+			t.notify(ctx, data)
 		case msg.method != "":
 			t.serve(ctx, data)
 		default:
@@ -105,12 +105,14 @@ func (t *Transport) resume(ctx context.Context, cur *sseCursor, dispatch func([]
 	return ended, nil
 }
 
-// notify hands a notification to the handler.
-func (t *Transport) notify(data []byte) {
+// notify hands a notification on a request's stream to the request's sink
+// (WithRequestNotifications) when it takes it, else to the handler.
+func (t *Transport) notify(ctx context.Context, data []byte) {
 	t.handlerMu.RLock()
 	h := t.onNotify
 	t.handlerMu.RUnlock()
-	if h == nil {
+	sink, _ := ctx.Value(sinkKey{}).(func(mcp.JSONRPCNotification) bool)
+	if h == nil && sink == nil {
 		return
 	}
 	var n mcp.JSONRPCNotification
@@ -118,7 +120,20 @@ func (t *Transport) notify(data []byte) {
 		t.log.Error("failed to unmarshal notification", "err", err)
 		return
 	}
+	if sink != nil && sink(n) || h == nil {
+		return
+	}
 	h(n)
+}
+
+type sinkKey struct{}
+
+// WithRequestNotifications makes the notifications a server sends on the
+// stream of a request sent with ctx go to sink first: those it takes
+// (true) do not reach the transport's handler. A request's notifications
+// are that request's (its log messages, say), unlike the session's.
+func WithRequestNotifications(ctx context.Context, sink func(mcp.JSONRPCNotification) bool) context.Context {
+	return context.WithValue(ctx, sinkKey{}, sink)
 }
 
 // serve runs the request handler on its own goroutine (it may wait for a

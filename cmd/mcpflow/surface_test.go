@@ -234,3 +234,39 @@ func TestLogRelay(t *testing.T) {
 	err = quiet.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: "loud"}})
 	require.ErrorContains(t, err, "params.level must be one of debug, info")
 }
+
+// sampler answers sampling/createMessage as a host's model would.
+type sampler struct{ asked chan string }
+
+func (s sampler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	s.asked <- req.Messages[0].Content.(mcp.TextContent).Text
+	return &mcp.CreateMessageResult{SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("a sampled answer")},
+		Model: "test-model", StopReason: "endTurn"}, nil
+}
+
+// TestSamplingRelay: a 2025-11-25 upstream (server-everything over stdio,
+// which offers its sampling tool to a client that declares sampling) asks
+// for sampling during an ordinary call; mcpflow asks its 2025-11-25 caller
+// on the call's stream, and the caller's answer reaches the server.
+func TestSamplingRelay(t *testing.T) {
+	entry := testenv.EverythingEntry(t)
+	ext := fmt.Sprintf(`{"mcpServers": {"ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 60}}}`, entry)
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", ext), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/sampling",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}), transport.WithContinuousListening())
+	require.NoError(t, err)
+	s := sampler{asked: make(chan string, 1)}
+	c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125), mcpclient.WithSamplingHandler(s))
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "sampler", Version: "1"}}})
+	require.NoError(t, err)
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ever_trigger-sampling-request",
+		Arguments: map[string]any{"prompt": "What is 2+2?"}}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Contains(t, <-s.asked, "What is 2+2?")
+	require.Contains(t, res.Content[0].(mcp.TextContent).Text, "a sampled answer")
+}

@@ -18,7 +18,9 @@ import (
 )
 
 // serverRequests installs the handler of server requests (after Start,
-// which installs mcp-go's): ping, and elicitation/create through q. On
+// which installs mcp-go's): ping, elicitation/create through q, and
+// sampling/createMessage, which only the caller of an ordinary call can
+// answer (a 2025-11-25 session's is declared once for every caller). On
 // streamable HTTP the handler's context lasts 30 s, so post sends the
 // answer and the handler returns none.
 func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, post func(context.Context, *transport.JSONRPCResponse) error) {
@@ -31,6 +33,17 @@ func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, 
 		case string(mcp.MethodPing):
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
 		case string(mcp.MethodElicitationCreate):
+		case string(mcp.MethodSamplingCreateMessage):
+			a := s.askerOf(ctx)
+			if a == nil {
+				return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "mcpflow answers sampling/createMessage during a call whose caller can answer it, only", nil), nil
+			}
+			resp := askCaller(context.WithoutCancel(ctx), a, req)
+			if post == nil {
+				return resp, nil
+			}
+			_ = post(context.WithoutCancel(ctx), resp)
+			return nil, nil
 		default:
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not supported by mcpflow: "+req.Method, nil), nil
 		}
@@ -95,11 +108,16 @@ func httpResponder(url string, tr transport.Interface, headers func(context.Cont
 	}
 }
 
-// sessNoElicit makes mcp-go declare elicitation; serverRequests answers.
+// sessNoElicit makes mcp-go declare elicitation and sampling;
+// serverRequests answers.
 type sessNoElicit struct{}
 
 func (sessNoElicit) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 	return nil, errors.New("elicitation is answered by mcpflow's request handler")
+}
+
+func (sessNoElicit) CreateMessage(context.Context, mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	return nil, errors.New("sampling is answered by mcpflow's request handler")
 }
 
 // askCaller relays a server's question to the caller and returns its

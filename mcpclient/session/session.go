@@ -214,7 +214,7 @@ func (s *Session) clientOptions(srv *config.Server, o DialOptions) (string, []cl
 	s.clientCaps = map[string]any{"extensions": map[string]any{ExtTasks: map[string]any{}}}
 	if o.Questions != nil && srv.Type != config.TransportSSE {
 		s.clientCaps["elicitation"] = map[string]any{"form": map[string]any{}}
-		opts = append(opts, client.WithElicitationHandler(sessNoElicit{}))
+		opts = append(opts, client.WithElicitationHandler(sessNoElicit{}), client.WithSamplingHandler(sessNoElicit{}))
 	}
 	return protocol, opts
 }

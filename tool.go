@@ -162,6 +162,9 @@ type SurfaceRuntime interface {
 	// Complete answers completion/complete for a prompt's argument or a
 	// resource template's variable (params as the client sent them).
 	Complete(ctx context.Context, userID, threadID string, params map[string]any) (json.RawMessage, error)
+	// SubscribeResource subscribes to uri at its server and calls updated
+	// at each update the server announces, until unsubscribe.
+	SubscribeResource(ctx context.Context, userID, threadID, uri string, updated func()) (unsubscribe func(), err error)
 }
 
 type serverFilterKey struct{}

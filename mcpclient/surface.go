@@ -336,3 +336,34 @@ func (r *Runtime) ReadResource(ctx context.Context, userID, threadID, uri string
 	}
 	return out, nil
 }
+
+// SubscribeResource subscribes to uri at the first server, in
+// configuration order, that offers subscriptions and does not answer it
+// unknown, and calls updated at each of its updates until unsubscribe. A
+// subscription lasts as long as mcpflow's session to that server (a
+// reconnect, a configuration change or an idle stdio process ends it).
+func (r *Runtime) SubscribeResource(ctx context.Context, userID, threadID, uri string, updated func()) (func(), error) {
+	var unsubscribe func()
+	err := r.eachOffering(ctx, userID, threadID, false, func(_ *config.Server, s *session.Session) error {
+		if unsubscribe != nil || !s.OffersSubscriptions() {
+			return nil
+		}
+		u, err := s.Subscribe(ctx, uri, updated)
+		var rpc *mcpflow.RPCError
+		if errors.As(err, &rpc) && (rpc.Code == mcp.INVALID_PARAMS || rpc.Code == mcp.RESOURCE_NOT_FOUND) {
+			return nil // not this server's
+		}
+		if err != nil {
+			return &stop{err}
+		}
+		unsubscribe = u
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case unsubscribe == nil:
+		return nil, mcpflow.UnknownResource(uri)
+	}
+	return unsubscribe, nil
+}

@@ -27,6 +27,8 @@ var legacyHandlers = map[string]handler{
 	string(mcp.MethodTasksCancel):            withTasks((*call).cancelTask),
 	string(mcp.MethodTasksResult):            withTasks(tracked((*call).taskResult)),
 	string(mcp.MethodSetLogLevel):            (*call).setLevel,
+	string(mcp.MethodResourcesSubscribe):     (*call).subscribe,
+	string(mcp.MethodResourcesUnsubscribe):   (*call).unsubscribe,
 	string(mcp.MethodPromptsList):            listing("prompts", mcpflow.SurfaceRuntime.ListPrompts),
 	string(mcp.MethodPromptsGet):             (*call).getPrompt,
 	string(mcp.MethodResourcesList):          listing("resources", mcpflow.SurfaceRuntime.ListResources),

@@ -247,8 +247,8 @@ func (c *call) discover(ctx context.Context) (any, *rpcError) {
 	if s.tasksEnabled() {
 		caps["extensions"] = map[string]any{ExtTasks: map[string]any{}}
 	}
-	if p, r, c := s.surfaceCaps(); p != nil {
-		caps["prompts"], caps["resources"], caps["completions"] = p, r, c
+	if s.hasSurface() {
+		caps["prompts"], caps["resources"], caps["completions"] = map[string]any{}, map[string]any{}, map[string]any{}
 	}
 	res := map[string]any{"supportedVersions": allProtocolVersions, "capabilities": caps, "ttlMs": 0, "cacheScope": cacheScopePrivate}
 	if tools, err := s.opts.Tools.ListTools(ctx, req.UserID, req.ThreadID); err == nil {

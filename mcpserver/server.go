@@ -87,8 +87,11 @@ type Server struct {
 	inflight sync.Map // inflightKey → *inflightCall
 	relays   relayed  // requests relayed to 2025-11-25 clients during their calls
 
-	mu       sync.Mutex
-	streams  map[string]*openStream // session id → its open GET stream here
+	mu      sync.Mutex
+	streams map[string]*openStream // session id → its open GET stream here
+	// subs are the sessions' resource subscriptions taken here: session
+	// id → URI → unsubscribe (subscribe.go).
+	subs     map[string]map[string]func()
 	stopping chan struct{}
 
 	pruneMu   sync.Mutex
@@ -297,12 +300,20 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 // their open GET streams here.
 func (s *Server) forgetSessions(ids ...string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var unsubscribe []func()
 	for _, id := range ids {
 		s.sessions.forget(id)
 		if st, ok := s.streams[id]; ok {
 			st.end()
 		}
+		for _, u := range s.subs[id] {
+			unsubscribe = append(unsubscribe, u)
+		}
+		delete(s.subs, id)
+	}
+	s.mu.Unlock()
+	for _, u := range unsubscribe {
+		go u()
 	}
 }
 

@@ -85,6 +85,9 @@ type openStream struct {
 	// release frees the user's stream slot the stream holds; a stream that
 	// replaces it takes it over (Server.mu guards it).
 	release func()
+	// notes are notifications for the session that are not in the thread
+	// inbox (resource updates, subscribe.go), written as they come.
+	notes chan notification
 
 	mu       sync.Mutex
 	finished bool // the handler is returning: its connection is no longer ours
@@ -173,7 +176,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	me := &openStream{cancel: cancel, rc: http.NewResponseController(w)}
+	me := &openStream{cancel: cancel, rc: http.NewResponseController(w), notes: make(chan notification, streamNotes)}
 	// A stream outlives write_timeout_seconds. (Lifted before the stream
 	// is registered: from then on a newer stream may cut it short.)
 	_ = me.rc.SetWriteDeadline(time.Time{})
@@ -217,6 +220,10 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 		}
 		select {
 		case <-changed:
+		case n := <-me.notes:
+			if err := out.event("", n); err != nil {
+				return
+			}
 		case <-keep.C:
 			// The session may have been ended through another replica.
 			if _, err := s.session(ctx, sess.ID, req); mcpflow.ErrorCode(err) == mcpflow.ENotFound {

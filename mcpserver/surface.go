@@ -18,14 +18,15 @@ func (s *Server) surface() mcpflow.SurfaceRuntime {
 	return sr
 }
 
-// surfaceCaps are the prompts, resources and completions capabilities
-// mcpflow declares (no list_changed, no subscriptions).
-func (s *Server) surfaceCaps() (prompts, resources, completions *struct{}) {
-	if s.surface() == nil {
-		return nil, nil, nil
-	}
-	return &struct{}{}, &struct{}{}, &struct{}{}
+// resourcesCap is the resources capability: subscriptions on 2025-11-25
+// sessions (2026-07-28 has no resources/subscribe).
+type resourcesCap struct {
+	Subscribe bool `json:"subscribe,omitempty"`
 }
+
+// hasSurface reports whether mcpflow relays prompts, resources and
+// completions (declared without list_changed).
+func (s *Server) hasSurface() bool { return s.surface() != nil }
 
 type surfaceList func(sr mcpflow.SurfaceRuntime, ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
 

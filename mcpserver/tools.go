@@ -41,7 +41,7 @@ type capabilities struct {
 	} `json:"tools"`
 	Tasks       *mcp.TasksCapability `json:"tasks,omitempty"`
 	Prompts     *struct{}            `json:"prompts,omitempty"`
-	Resources   *struct{}            `json:"resources,omitempty"`
+	Resources   *resourcesCap        `json:"resources,omitempty"`
 	Completions *struct{}            `json:"completions,omitempty"`
 	Logging     struct{}             `json:"logging"`
 }
@@ -93,7 +93,10 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow
 	if s.tasksEnabled() {
 		res.Capabilities.Tasks = mcp.NewTasksCapability()
 	}
-	res.Capabilities.Prompts, res.Capabilities.Resources, res.Capabilities.Completions = s.surfaceCaps()
+	if s.hasSurface() {
+		res.Capabilities.Prompts, res.Capabilities.Completions = &struct{}{}, &struct{}{}
+		res.Capabilities.Resources = &resourcesCap{Subscribe: true}
+	}
 	// The routing hints of the thread's tools are the server's
 	// instructions; a listing that fails now fails again at tools/list,
 	// where the client sees why.

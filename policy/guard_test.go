@@ -202,6 +202,9 @@ func (surfaceRuntime) ListResourceTemplates(context.Context, string, string) ([]
 func (surfaceRuntime) Complete(context.Context, string, string, map[string]any) (json.RawMessage, error) {
 	return json.RawMessage(`{"completion":{"values":["x"]}}`), nil
 }
+func (surfaceRuntime) SubscribeResource(context.Context, string, string, string, func()) (func(), error) {
+	return func() {}, nil
+}
 func (surfaceRuntime) ReadResource(context.Context, string, string, string) (json.RawMessage, error) {
 	return json.RawMessage(`{"contents":[{"uri":"a://b","text":"x"}]}`), nil
 }

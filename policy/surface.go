@@ -129,3 +129,15 @@ func (g *Guard) auditSurface(ctx context.Context, kind, userID, threadID, what s
 	}
 	g.Audit(ctx, rec)
 }
+
+// SubscribeResource implements mcpflow.SurfaceRuntime.
+func (g *Guard) SubscribeResource(ctx context.Context, userID, threadID, uri string, updated func()) (func(), error) {
+	s, sctx, err := g.surface(ctx, userID, threadID)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, mcpflow.UnknownResource(uri)
+	}
+	return s.SubscribeResource(sctx, userID, threadID, uri, updated)
+}

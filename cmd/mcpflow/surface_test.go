@@ -270,3 +270,60 @@ func TestSamplingRelay(t *testing.T) {
 	require.Contains(t, <-s.asked, "What is 2+2?")
 	require.Contains(t, res.Content[0].(mcp.TextContent).Text, "a sampled answer")
 }
+
+// TestResourceSubscriptions: a 2025-11-25 session subscribes to a resource
+// of server-everything, over stdio and over streamable HTTP; the server's
+// updates (its toggle-subscriber-updates tool: one at once, then every
+// 5 s) reach the session's GET stream as notifications/resources/updated,
+// and none after it unsubscribed.
+func TestResourceSubscriptions(t *testing.T) {
+	entry := testenv.EverythingEntry(t)
+	httpURL := testenv.StartEverythingHTTP(t, entry)
+	for _, tc := range []struct{ name, server string }{
+		{"stdio", fmt.Sprintf(`"ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 60}`, entry)},
+		{"http", fmt.Sprintf(`"ever": {"type": "http", "url": %q, "tool_call_timeout": 60}`, httpURL)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", `{"mcpServers": {`+tc.server+`}}`), nil))
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/subs",
+				transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}), transport.WithContinuousListening())
+			require.NoError(t, err)
+			c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
+			t.Cleanup(func() { _ = c.Close() })
+			updates := make(chan string, 16)
+			c.OnNotification(func(n mcp.JSONRPCNotification) {
+				if n.Method == "notifications/resources/updated" {
+					updates <- fmt.Sprint(n.Params.AdditionalFields["uri"])
+				}
+			})
+			require.NoError(t, c.Start(ctx))
+			res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "subs", Version: "1"}}})
+			require.NoError(t, err)
+			require.True(t, res.Capabilities.Resources.Subscribe)
+			list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
+			require.NoError(t, err)
+			uri := list.Resources[0].URI
+			require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}))
+			time.Sleep(500 * time.Millisecond) // the GET stream is open
+			_, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ever_toggle-subscriber-updates"}})
+			require.NoError(t, err)
+			select {
+			case got := <-updates:
+				require.Equal(t, uri, got)
+			case <-time.After(15 * time.Second):
+				t.Fatal("no notifications/resources/updated")
+			}
+			require.NoError(t, c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: uri}}))
+			for len(updates) > 0 {
+				<-updates
+			}
+			select {
+			case got := <-updates:
+				t.Fatalf("an update after unsubscribing: %s", got)
+			case <-time.After(6 * time.Second):
+			}
+		})
+	}
+}

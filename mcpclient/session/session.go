@@ -110,6 +110,7 @@ type Session struct {
 	asks        map[*mcpflow.CallRelay]int // calls in flight that can ask their caller
 	logsMu      sync.Mutex
 	logs        map[*mcpflow.CallRelay]int // calls in flight whose caller hears log messages
+	subs        resourceSubs               // callers subscribed to resources (surface.go)
 
 	done      chan struct{}
 	lostOnce  sync.Once
@@ -315,6 +316,12 @@ func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 		s.logsMu.Unlock()
 		for _, r := range calls {
 			s.relayLog(r, n)
+		}
+		return
+	}
+	if n.Method == string(mcp.MethodNotificationResourceUpdated) {
+		if uri, ok := n.Params.AdditionalFields["uri"].(string); ok {
+			s.resourceUpdated(uri)
 		}
 		return
 	}

@@ -18,7 +18,8 @@
 // Last-Event-ID (before 2026-07-28), 404 ending the session
 // (transport.ErrSessionTerminated), transport.ErrLegacySSEServer for a 4xx
 // to initialize, *transport.AuthorizationRequiredError for 401, and DELETE
-// on Close. It opens no standalone GET stream and has no OAuth handler.
+// on Close. It opens the standalone GET stream only when asked (Listen: a
+// subscription's updates come on it) and has no OAuth handler.
 //
 // It imports mcp-go and the standard library only; it must not import any
 // mcpflow package.

@@ -42,6 +42,8 @@ type Transport struct {
 	session string   // Mcp-Session-Id, "" before initialize or after a 404
 	sessHdr []string // {session}, the header value of every request
 	ended   bool     // the server lost the session: only initialize goes out
+	// listening is set once the standalone GET stream runs (Listen).
+	listening bool
 
 	handlerMu sync.RWMutex
 	onNotify  func(mcp.JSONRPCNotification)

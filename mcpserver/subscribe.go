@@ -1,0 +1,88 @@
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Resource subscriptions (2025-11-25): resources/subscribe subscribes the
+// session at the resource's server through the runtime, and each update
+// the server announces is written as notifications/resources/updated on
+// the session's GET stream when it is open on this replica (the one that
+// took the subscribe: route a session's requests to one replica to hear
+// every update). Unsubscribing, or the session ending here, ends it.
+
+// streamNotes bounds the notifications waiting for a GET stream; beyond
+// it an update is dropped (the client reads the resource again anyway).
+const streamNotes = 64
+
+// subscribe answers resources/subscribe.
+func (c *call) subscribe(ctx context.Context) (any, *rpcError) {
+	sr := c.s.surface()
+	switch {
+	case sr == nil:
+		return nil, methodNotFound("Method not found: %s", c.msg.Method)
+	case c.msg.paramsErr != nil:
+		return nil, c.msg.paramsErr
+	case c.msg.Params.URI == nil || *c.msg.Params.URI == "":
+		return nil, invalidParams("resources/subscribe needs params.uri")
+	}
+	uri, sid := *c.msg.Params.URI, c.session
+	s := c.s
+	unsubscribe, err := sr.SubscribeResource(ctx, c.req.UserID, c.req.ThreadID, uri, func() {
+		s.pushNote(sid, notification{JSONRPC: mcp.JSONRPC_VERSION, Method: mcp.MethodNotificationResourceUpdated,
+			Params: map[string]any{"uri": uri}})
+	})
+	if err != nil {
+		return nil, c.surfaceError(err)
+	}
+	s.mu.Lock()
+	if s.subs == nil {
+		s.subs = map[string]map[string]func(){}
+	}
+	if s.subs[sid] == nil {
+		s.subs[sid] = map[string]func(){}
+	}
+	old := s.subs[sid][uri]
+	s.subs[sid][uri] = unsubscribe
+	s.mu.Unlock()
+	if old != nil {
+		old() // subscribed again: one subscription per session and URI
+	}
+	return struct{}{}, nil
+}
+
+// unsubscribe answers resources/unsubscribe ({} also for a URI the session
+// did not subscribe to here).
+func (c *call) unsubscribe(context.Context) (any, *rpcError) {
+	switch {
+	case c.msg.paramsErr != nil:
+		return nil, c.msg.paramsErr
+	case c.msg.Params.URI == nil || *c.msg.Params.URI == "":
+		return nil, invalidParams("resources/unsubscribe needs params.uri")
+	}
+	s, uri := c.s, *c.msg.Params.URI
+	s.mu.Lock()
+	u := s.subs[c.session][uri]
+	delete(s.subs[c.session], uri)
+	s.mu.Unlock()
+	if u != nil {
+		u()
+	}
+	return struct{}{}, nil
+}
+
+// pushNote writes n on the session's GET stream when it is open here.
+func (s *Server) pushNote(sid string, n notification) {
+	s.mu.Lock()
+	st := s.streams[sid]
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	select {
+	case st.notes <- n:
+	default:
+	}
+}

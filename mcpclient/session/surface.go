@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,29 +51,40 @@ func (s *Session) Request(ctx context.Context, method mcp.MCPMethod, name string
 	return raw, nil
 }
 
-// OffersSubscriptions reports whether the server declared
-// resources.subscribe.
+// OffersSubscriptions reports whether the server offers resource
+// subscriptions: resources.subscribe before 2026-07-28; from then on the
+// resources capability, subscriptions being part of subscriptions/listen.
 func (s *Session) OffersSubscriptions() bool {
-	return s.caps.Resources != nil && s.caps.Resources.Subscribe
+	return s.caps.Resources != nil && (s.caps.Resources.Subscribe || s.Modern())
 }
 
 // resourceSubs are a session's subscriptions to its server's resources:
-// URI → the callers' callbacks (by a key of their own).
+// URI → the callers' callbacks (by a key of their own), and on 2026-07-28
+// the subscriptions/listen stream that asks for them.
 type resourceSubs struct {
-	mu    sync.Mutex
-	byURI map[string]map[*func()]bool
+	mu     sync.Mutex
+	byURI  map[string]map[*func()]bool
+	listen func() // stops the stream (2026-07-28)
 }
 
-// Subscribe asks the server for updates of uri (resources/subscribe, sent
-// once per URI however many callers subscribe) and calls updated at each
-// notifications/resources/updated of it, until unsubscribe, which sends
-// resources/unsubscribe after the last. A subscription lasts as long as
-// this session.
+// Subscribe asks the server for updates of uri and calls updated at each
+// notifications/resources/updated of it, until unsubscribe. Before
+// 2026-07-28 that is resources/subscribe, sent once per URI however many
+// callers subscribe (resources/unsubscribe after the last), with the
+// session's GET stream open for the updates; from 2026-07-28 on, one
+// subscriptions/listen stream naming every subscribed URI, reopened as
+// they change, after a resources/read that the resource exists. A
+// subscription lasts as long as this session.
 func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (unsubscribe func(), err error) {
 	s.subs.mu.Lock()
 	first := len(s.subs.byURI[uri]) == 0
 	s.subs.mu.Unlock()
-	if first {
+	switch {
+	case first && s.Modern():
+		if _, err := s.Request(ctx, mcp.MethodResourcesRead, uri, map[string]any{"uri": uri}); err != nil {
+			return nil, err
+		}
+	case first:
 		if _, err := s.Request(ctx, mcp.MethodResourcesSubscribe, uri, map[string]any{"uri": uri}); err != nil {
 			return nil, err
 		}
@@ -88,6 +101,9 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 		s.subs.byURI[uri] = map[*func()]bool{}
 	}
 	s.subs.byURI[uri][key] = true
+	if first && s.Modern() {
+		s.relistenLocked()
+	}
 	s.subs.mu.Unlock()
 	var once sync.Once
 	return func() {
@@ -97,15 +113,39 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 			last := len(s.subs.byURI[uri]) == 0
 			if last {
 				delete(s.subs.byURI, uri)
+				if s.Modern() {
+					s.relistenLocked()
+				}
 			}
 			s.subs.mu.Unlock()
-			if last {
+			if last && !s.Modern() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				_, _ = s.Request(ctx, mcp.MethodResourcesUnsubscribe, uri, map[string]any{"uri": uri})
 			}
 		})
 	}, nil
+}
+
+// relistenLocked replaces the subscriptions/listen stream with one naming
+// the URIs subscribed now (none: no stream). s.subs.mu is held.
+func (s *Session) relistenLocked() {
+	if s.subs.listen != nil {
+		s.subs.listen()
+		s.subs.listen = nil
+	}
+	if len(s.subs.byURI) == 0 {
+		return
+	}
+	uris := slices.Sorted(maps.Keys(s.subs.byURI))
+	stop, err := s.client.ListenAsync(context.Background(), mcp.SubscriptionFilter{ResourceSubscriptions: uris}, func(err error) {
+		s.log.Warn("MCP server ended the subscriptions/listen stream of resource subscriptions", "server", s.server, "error", err)
+	})
+	if err != nil {
+		s.log.Warn("could not listen for resource updates", "server", s.server, "error", err)
+		return
+	}
+	s.subs.listen = stop
 }
 
 // resourceUpdated calls the callbacks subscribed to uri.

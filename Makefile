@@ -169,11 +169,11 @@ soak: build tools ## Scale-out soak (not in make test): 2 serve + 2 worker on Po
 # with the tasks-* extension scenarios) against mcpflow and prints the report
 # table (scripts/conformance.sh; internal/testdata/npm/CONFORMANCE.md explains
 # it). By default it runs TestConformanceThroughMCPFlow: mcpflow (dev mode, its
-# own Temporal dev server) with the runner's tool fixtures
+# own Temporal dev server) with the runner's fixtures
 # (internal/testdata/npm/conformance_fixture_server.mjs) as its upstream,
 # tested at its /mcp; make test runs the same test. CONFORMANCE_URL tests
 # another endpoint instead (CONFORMANCE_TOKEN: a bearer token for it), and
-# CONFORMANCE_URL=fixture the tool fixtures directly.
+# CONFORMANCE_URL=fixture the fixtures directly.
 CONFORMANCE_URL    ?=
 CONFORMANCE_TOKEN  ?=
 CONFORMANCE_REPORT ?= $(CURDIR)/.conformance/report.md

@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # conformance.sh: runs the official MCP conformance runner's server scenarios
 # against an MCP endpoint for both protocol revisions and writes a Markdown
-# report (scenario, revision, result, checks, note; scenarios that need
-# resources, prompts, logging or completions, which mcpflow does not host,
-# read "not applicable: <reason>").
+# report (scenario, revision, result, checks, note).
 #
 #   scripts/conformance.sh (--url URL | --fixture) [--token T] [--header 'Name: value']...
 #                          [--out FILE] [--results DIR] [--scenario NAME]
@@ -31,7 +29,7 @@
 # dispatcher, used by both the runner's fetch and its undici request(), the
 # extra headers for requests to the endpoint's origin.
 #
-# It exits 1 when an applicable scenario failed, 2 on a usage or setup error.
+# It exits 1 when a scenario failed, 2 on a usage or setup error.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

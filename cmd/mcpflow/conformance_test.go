@@ -20,10 +20,9 @@ const conformanceReport = "MCPFLOW_CONFORMANCE_REPORT"
 // TestConformanceThroughMCPFlow runs the official MCP conformance runner's
 // server scenarios (0.1.16 for 2025-11-25; 0.2.0-alpha.12 for 2026-07-28
 // with the Tasks extension's tasks-* scenarios) against mcpflow's /mcp,
-// with the runner's tool fixtures as mcpflow's upstream (names unprefixed,
-// durable tasks on): every scenario a tools-only server can pass must
-// pass; those that need resources, prompts, logging or completions, which
-// mcpflow does not host, are reported as not applicable.
+// with the runner's fixtures (tools, resources, prompts, completions,
+// logging) as mcpflow's upstream (names unprefixed, durable tasks on):
+// every scenario must pass (the runner's own skips aside).
 func TestConformanceThroughMCPFlow(t *testing.T) {
 	testenv.Node2026(t)
 	fixture := testenv.StartConformanceFixture(t)
@@ -49,5 +48,5 @@ func TestConformanceThroughMCPFlow(t *testing.T) {
 	output, err := cmd.CombinedOutput()
 	report, _ := os.ReadFile(out)
 	t.Logf("conformance runner (%s):\n%s", time.Since(start).Round(time.Second), report)
-	require.NoError(t, err, "a scenario a tools-only server can pass failed:\n%s", output)
+	require.NoError(t, err, "a scenario failed:\n%s", output)
 }

@@ -1,8 +1,7 @@
 // conformance_report.mjs: turns the result directories of MCP conformance
 // runner runs (-o DIR: one server-<scenario>-<timestamp>/checks.json per
 // scenario) into a Markdown table: scenario, revision, result, checks, note.
-// scripts/conformance.sh runs it; it exits 1 when an applicable scenario
-// failed.
+// scripts/conformance.sh runs it; it exits 1 when a scenario failed.
 //
 //   node conformance_report.mjs --endpoint URL --out FILE \
 //     --run 2025-11-25=DIR --label '2025-11-25=conformance 0.1.16 …' \
@@ -12,36 +11,10 @@
 // in the "Not scored" list of --requirements runs, and every scenario of a
 // run logged to pending.log (the 0.1.16 --suite pending run).
 //
-// mcpflow hosts tools: scenarios (or checks) that need resources, prompts,
-// logging or completions are "not applicable" when they fail, with the
-// reason; when they pass they read "pass".
+// Every scenario that runs must pass: mcpflow relays tools, prompts,
+// resources, completions and logging, and the fixture serves them all.
 import { readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-
-const NOT_APPLICABLE = {
-  'resources-list': 'needs resources (resources/list)',
-  'resources-read-text': 'needs resources (resources/read)',
-  'resources-read-binary': 'needs resources (resources/read)',
-  'resources-templates-read': 'needs resource templates',
-  'resources-subscribe': 'needs resources (resources/subscribe)',
-  'resources-unsubscribe': 'needs resources (resources/unsubscribe)',
-  'prompts-list': 'needs prompts (prompts/list)',
-  'prompts-get-simple': 'needs prompts (prompts/get)',
-  'prompts-get-with-args': 'needs prompts (prompts/get)',
-  'prompts-get-embedded-resource': 'needs prompts (prompts/get)',
-  'prompts-get-with-image': 'needs prompts (prompts/get)',
-  'completion-complete': 'needs completions on a prompt argument (completion/complete)',
-  'logging-set-level': 'needs logging (logging/setLevel)',
-  'tools-call-with-logging': 'needs logging (logging/setLevel, then notifications/message from test_tool_with_logging)',
-  'input-required-result-non-tool-request': 'needs prompts (an input_required answer to prompts/get)',
-};
-// Scenarios of which only some checks need what a tools-only server lacks.
-const PARTLY_NOT_APPLICABLE = {
-  caching: {
-    checks: ['sep-2549-prompts-list-caching-hints', 'sep-2549-resources-list-caching-hints', 'sep-2549-resources-templates-list-caching-hints', 'sep-2549-resources-read-caching-hints'],
-    reason: 'its prompts/list, resources/list, resources/templates/list and resources/read checks need prompts and resources',
-  },
-};
 
 const args = process.argv.slice(2);
 const runs = [];
@@ -70,7 +43,7 @@ function tiers(dir) {
 }
 
 const rows = [];
-const totals = { pass: 0, fail: 0, na: 0, skipped: 0 };
+const totals = { pass: 0, fail: 0, skipped: 0 };
 for (const { rev, dir } of runs) {
   if (!existsSync(dir)) continue;
   const tier = tiers(dir);
@@ -81,8 +54,7 @@ for (const { rev, dir } of runs) {
     seen.set(m[1], JSON.parse(readFileSync(join(dir, d, 'checks.json'), 'utf8'))); // the newest run of a scenario wins
   }
   for (const [scenario, checks] of seen) {
-    const partly = PARTLY_NOT_APPLICABLE[scenario];
-    const counted = partly ? checks.filter((c) => !partly.checks.includes(c.id)) : checks;
+    const counted = checks;
     const failed = counted.filter((c) => c.status === 'FAILURE');
     const warned = counted.filter((c) => c.status === 'WARNING');
     const ran = counted.filter((c) => c.status !== 'SKIPPED' && c.status !== 'INFO');
@@ -94,9 +66,6 @@ for (const { rev, dir } of runs) {
       const why = counted.find((c) => c.errorMessage)?.errorMessage;
       if (why) notes.push(why);
       totals.skipped++;
-    } else if (failed.length && NOT_APPLICABLE[scenario]) {
-      result = `not applicable: ${NOT_APPLICABLE[scenario]}`;
-      totals.na++;
     } else if (failed.length) {
       result = '**FAIL**';
       notes.push(...failed.slice(0, 3).map((c) => `${c.id}: ${(c.errorMessage ?? '').slice(0, 160)}`));
@@ -106,7 +75,6 @@ for (const { rev, dir } of runs) {
       result = warned.length ? 'pass, with warnings' : 'pass';
       totals.pass++;
     }
-    if (partly && checks.some((c) => partly.checks.includes(c.id) && c.status === 'FAILURE')) notes.push(`not applicable in part: ${partly.reason}`);
     if (warned.length) notes.push(`${warned.length} warning(s): ${warned.map((c) => c.id).join(', ')}`);
     const passed = counted.filter((c) => c.status === 'SUCCESS').length;
     rows.push({ scenario, rev, result, checks: `${passed}/${ran.length}`, note: notes.join('; ') });
@@ -121,7 +89,7 @@ const lines = [
   '',
   ...runs.map(({ rev }) => `- ${rev}: ${labels[rev] ?? ''}`),
   '',
-  `${totals.pass} pass, ${totals.fail} fail, ${totals.na} not applicable, ${totals.skipped} skipped.`,
+  `${totals.pass} pass, ${totals.fail} fail, ${totals.skipped} skipped.`,
   '',
   '| Scenario | Revision | Result | Checks passed | Note |',
   '|---|---|---|---|---|',

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/mcpclient/route"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
+	"github.com/mcpflow/mcpflow/mcpclient/workspace"
 )
 
 // The MCP surface beyond tools: the prompts and resources of the servers a
@@ -308,13 +309,24 @@ func (r *Runtime) listResources(ctx context.Context, userID, threadID string, me
 	return out, err
 }
 
+// foreign reports whether uri names files of another user's or thread's
+// workspace, which a stdio server (running in the caller's) is not asked
+// for: the resource is unknown to the caller.
+func (r *Runtime) foreign(srv *config.Server, userID, threadID, uri string) bool {
+	if srv.Type != config.TransportStdio {
+		return false
+	}
+	ws, err := workspace.Prepare(r.workspaceRoot(), userID, threadID)
+	return err != nil || ws.Foreign(uri)
+}
+
 // ReadResource reads uri from the first server, in configuration order,
 // that does not answer it unknown; none: -32602 with the URI in its data
 // (SEP-2164).
 func (r *Runtime) ReadResource(ctx context.Context, userID, threadID, uri string) (json.RawMessage, error) {
 	var out json.RawMessage
 	err := r.eachOffering(ctx, userID, threadID, false, func(srv *config.Server, s *session.Session) error {
-		if out != nil {
+		if out != nil || r.foreign(srv, userID, threadID, uri) {
 			return nil
 		}
 		raw, err := s.Request(ctx, mcp.MethodResourcesRead, uri, map[string]any{"uri": uri})
@@ -344,8 +356,8 @@ func (r *Runtime) ReadResource(ctx context.Context, userID, threadID, uri string
 // reconnect, a configuration change or an idle stdio process ends it).
 func (r *Runtime) SubscribeResource(ctx context.Context, userID, threadID, uri string, updated func()) (func(), error) {
 	var unsubscribe func()
-	err := r.eachOffering(ctx, userID, threadID, false, func(_ *config.Server, s *session.Session) error {
-		if unsubscribe != nil || !s.OffersSubscriptions() {
+	err := r.eachOffering(ctx, userID, threadID, false, func(srv *config.Server, s *session.Session) error {
+		if unsubscribe != nil || !s.OffersSubscriptions() || r.foreign(srv, userID, threadID, uri) {
 			return nil
 		}
 		u, err := s.Subscribe(ctx, uri, updated)

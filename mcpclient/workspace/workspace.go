@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -314,4 +315,29 @@ func (c *wsWatchCache) get(dir string) *wsWatch {
 	w := newWSWatch(dir)
 	c.m[dir] = &wsWatchEntry{w: w, used: c.tick}
 	return w
+}
+
+// Foreign reports whether uri is a file: URI naming a path under the
+// workspace root that is not this thread's user-data: another user's or
+// thread's files, which a stdio server running here must not be asked for
+// (however the path is spelled: ".." segments, escapes, symbolic links).
+func (w *Workspace) Foreign(uri string) bool {
+	u, err := url.Parse(uri)
+	if err != nil || !strings.EqualFold(u.Scheme, "file") {
+		return false
+	}
+	p := filepath.Clean("/" + u.Path)
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	roots := []string{w.Root}
+	if real, err := filepath.EvalSymlinks(w.Root); err == nil && real != w.Root {
+		roots = append(roots, real)
+	}
+	for _, root := range roots {
+		if wsWithin(root, p) && !wsWithin(w.UserData, p) {
+			return true
+		}
+	}
+	return false
 }

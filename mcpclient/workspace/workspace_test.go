@@ -221,3 +221,33 @@ func TestWorkspaceSnapshotChanged(t *testing.T) {
 	require.Empty(t, ws.ChangedSince(time.Now().Add(2*time.Hour)))
 	require.Len(t, ws.ChangedSince(time.Time{}), 4)
 }
+
+// Foreign tells another user's or thread's files under the workspace root
+// from the thread's own and from paths outside the root, however spelled.
+func TestWorkspaceForeign(t *testing.T) {
+	root := t.TempDir()
+	alice, err := workspace.Prepare(root, "alice", "t1")
+	require.NoError(t, err)
+	bob, err := workspace.Prepare(root, "bob", "t1")
+	require.NoError(t, err)
+	other, err := workspace.Prepare(root, "alice", "t2")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(bob.Dir, "secret.txt"), []byte("x"), 0o600))
+	require.NoError(t, os.Symlink(filepath.Join(bob.Dir, "secret.txt"), filepath.Join(alice.Dir, "link.txt")))
+	for uri, foreign := range map[string]bool{
+		"file://" + filepath.Join(alice.Dir, "notes.md"):                        false,
+		"file://" + alice.Dir:                                                   false,
+		"file:///mnt/user-data/workspace/notes.md":                              false,
+		"file:///etc/hosts":                                                     false,
+		"demo://resource/1":                                                     false,
+		"file://" + filepath.Join(bob.Dir, "secret.txt"):                        true,
+		"file://" + filepath.Join(other.Dir, "notes.md"):                        true,
+		"file://" + alice.Dir + "/../../../../../bob/threads/t1/user-data/x":    true,
+		"file://" + strings.ReplaceAll(filepath.Join(bob.Dir, "s"), "/", "%2F"): false, // escaped slashes after file:// make a host, not a path
+		"FILE://" + filepath.Join(bob.Dir, "secret.txt"):                        true,
+		"file://" + filepath.Join(alice.Dir, "link.txt"):                        true, // a link to bob's file
+		"file://" + root + "/users":                                             true,
+	} {
+		require.Equal(t, foreign, alice.Foreign(uri), uri)
+	}
+}

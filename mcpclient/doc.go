@@ -4,7 +4,10 @@
 // hints), routes each call to its session (route.go: the pooled stdio
 // session of a user's thread, or a shared SSE/HTTP session), and holds the
 // built-in tools: the task tools (background.go) and review_approvals, by
-// which approvers decide calls waiting for approval (approvals.go).
+// which approvers decide calls waiting for approval (approvals.go). It
+// relays the rest of the servers' surface (surface.go): prompts named like
+// tools, resources and templates with reads routed by URI, completions,
+// and resource subscriptions.
 //
 // Its rooms below it, each with one job: session (a session and its
 // transports, the stdio pool), credential (OAuth, token exchange, the

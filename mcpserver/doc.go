@@ -15,8 +15,11 @@
 //
 // Both revisions serve a thread's tools as the REST listing shows them and
 // run calls through the same runtime (mcpflow.ToolRuntime), relaying an
-// ordinary call's progress and questions (relay.go). A durable task is one
-// row and one workflow with two faces.
+// ordinary call's progress, questions and log messages (relay.go,
+// logging.go). The thread's prompts, resources and completions come through
+// the runtime too when it relays them (mcpflow.SurfaceRuntime; surface.go),
+// with resource subscriptions on 2025-11-25 sessions (subscribe.go). A
+// durable task is one row and one workflow with two faces.
 //
 // No process memory matters: sessions live in the database, tasks in the
 // task store and Temporal, stream positions are inbox sequence numbers (the

@@ -20,10 +20,12 @@ const (
 )
 
 // listenFilter is subscriptions/listen's params.notifications. mcpflow
-// honors taskIds (the Tasks extension) only: it emits no list-changed
-// notifications and hosts no resources.
+// honors taskIds (the Tasks extension) and resourceSubscriptions (through
+// the runtime, subscribe.go's upstream side); it emits no list-changed
+// notifications.
 type listenFilter struct {
-	TaskIDs []string `json:"taskIds"`
+	TaskIDs               []string `json:"taskIds"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions"`
 }
 
 // listen serves subscriptions/listen: an SSE stream whose first message
@@ -43,13 +45,13 @@ func (c *call) listen(ctx context.Context) (any, *rpcError) {
 	}
 	var f listenFilter
 	if err := json.Unmarshal(*n, &f); err != nil {
-		return nil, invalidParams("params.notifications.taskIds must be an array of task ids")
+		return nil, invalidParams("params.notifications.taskIds and resourceSubscriptions must be arrays of strings")
 	}
 	if len(f.TaskIDs) > 0 && !c.caps().tasksExt {
 		return c.refuse(needTasksExt("subscriptions/listen with taskIds"))
 	}
-	if len(f.TaskIDs) > maxListenTasks {
-		return nil, invalidParams("params.notifications.taskIds: at most %d tasks per subscription", maxListenTasks)
+	if len(f.TaskIDs) > maxListenTasks || len(f.ResourceSubscriptions) > maxListenTasks {
+		return nil, invalidParams("params.notifications: at most %d task ids and %d resources per subscription", maxListenTasks, maxListenTasks)
 	}
 	honored := []string{}
 	if c.s.tasksEnabled() {
@@ -61,8 +63,14 @@ func (c *call) listen(ctx context.Context) (any, *rpcError) {
 	}
 	subID := c.msg.ID
 	subMeta := map[string]any{metaSubscription: subID}
+	acked := map[string]any{"taskIds": honored}
+	notes, uris, unsubscribe := c.subscribeResources(ctx, f.ResourceSubscriptions, subMeta)
+	defer unsubscribe()
+	if f.ResourceSubscriptions != nil {
+		acked["resourceSubscriptions"] = uris
+	}
 	ack := notification{JSONRPC: mcp.JSONRPC_VERSION, Method: methodSubscriptionsAcked,
-		Params: map[string]any{"notifications": map[string]any{"taskIds": honored}, "_meta": subMeta}}
+		Params: map[string]any{"notifications": acked, "_meta": subMeta}}
 	end := newResponse(c.msg.ID, c.s.modernResult(map[string]any{"_meta": subMeta}), nil)
 
 	release, ok := slot(c.req.AcquireStream)
@@ -79,17 +87,18 @@ func (c *call) listen(ctx context.Context) (any, *rpcError) {
 	if out.event("", ack) != nil {
 		return nil, nil
 	}
-	if len(honored) > 0 {
-		c.s.followTasks(ctx, c, honored, subMeta, out)
+	if len(honored) > 0 || notes != nil {
+		c.s.followTasks(ctx, c, honored, notes, subMeta, out)
 	}
 	_ = out.event("", end)
 	return nil, nil
 }
 
 // followTasks sends notifications/tasks for the tasks ids (of the call's
-// thread) as their rows change, until all ended, ctx ends or the server
+// thread) as their rows change, and the resource updates of notes as they
+// come, until all tasks ended (with no notes), ctx ends or the server
 // stops.
-func (s *Server) followTasks(ctx context.Context, c *call, ids []string, subMeta map[string]any, out *sseWriter) {
+func (s *Server) followTasks(ctx context.Context, c *call, ids []string, notes <-chan notification, subMeta map[string]any, out *sseWriter) {
 	thread := mcpflow.ThreadRef{UserID: c.req.UserID, ThreadID: c.req.ThreadID}
 	release := s.watch.hold(thread)
 	defer release()
@@ -98,7 +107,7 @@ func (s *Server) followTasks(ctx context.Context, c *call, ids []string, subMeta
 	recheck := time.NewTicker(taskRecheck)
 	defer recheck.Stop()
 	sent := map[string]string{} // task id → the version of it last sent
-	for len(ids) > 0 {
+	for len(ids) > 0 || notes != nil {
 		changed := s.watch.next(thread)
 		live := ids[:0]
 		for _, id := range ids {
@@ -123,10 +132,14 @@ func (s *Server) followTasks(ctx context.Context, c *call, ids []string, subMeta
 			}
 		}
 		ids = live
-		if len(ids) == 0 {
+		if len(ids) == 0 && notes == nil {
 			return
 		}
 		select {
+		case n := <-notes:
+			if out.event("", n) != nil {
+				return
+			}
 		case <-changed:
 		case <-recheck.C:
 		case <-keep.C:
@@ -135,6 +148,47 @@ func (s *Server) followTasks(ctx context.Context, c *call, ids []string, subMeta
 			return
 		case <-s.stopping:
 			return
+		}
+	}
+}
+
+// subscribeResources subscribes, for a subscriptions/listen stream, to
+// the resources uris at their servers: their updates come on notes
+// (notifications/resources/updated with the subscription's _meta; nil when
+// none was honored), uris is those honored (unknown ones are left out),
+// and unsubscribe ends them all.
+func (c *call) subscribeResources(ctx context.Context, uris []string, subMeta map[string]any) (<-chan notification, []string, func()) {
+	honored := []string{}
+	sr := c.s.surface()
+	if sr == nil || len(uris) == 0 {
+		return nil, honored, func() {}
+	}
+	notes := make(chan notification, streamNotes)
+	var ends []func()
+	for _, uri := range uris {
+		if slices.Contains(honored, uri) {
+			continue
+		}
+		n := notification{JSONRPC: mcp.JSONRPC_VERSION, Method: mcp.MethodNotificationResourceUpdated,
+			Params: map[string]any{"uri": uri, "_meta": subMeta}}
+		end, err := sr.SubscribeResource(ctx, c.req.UserID, c.req.ThreadID, uri, func() {
+			select {
+			case notes <- n:
+			default: // a slow reader misses an update: it reads the resource again anyway
+			}
+		})
+		if err != nil {
+			continue
+		}
+		honored = append(honored, uri)
+		ends = append(ends, end)
+	}
+	if len(ends) == 0 {
+		return nil, honored, func() {}
+	}
+	return notes, honored, func() {
+		for _, end := range ends {
+			go end()
 		}
 	}
 }

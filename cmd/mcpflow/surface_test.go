@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -326,4 +329,56 @@ func TestResourceSubscriptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResourceSubscriptions2026: a 2026-07-28 client's subscriptions/listen
+// names a resource of server-everything (stdio) in resourceSubscriptions;
+// the acknowledgement names it, and the
+// server's updates come on the listen stream with the subscription's id.
+func TestResourceSubscriptions2026(t *testing.T) {
+	entry := testenv.EverythingEntry(t)
+	ext := fmt.Sprintf(`{"mcpServers": {"ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 60}}}`, entry)
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", ext), nil))
+	raw := &rpc2026{url: m.URL() + "/mcp/threads/subs26", token: testUserToken}
+	list := raw.call(t, "resources/list", "", map[string]any{})
+	uri := list["resources"].([]any)[0].(map[string]any)["uri"].(string)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp := raw.request(t, ctx, "subscriptions/listen", "", map[string]any{
+		"notifications": map[string]any{"resourceSubscriptions": []any{uri}}})
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(data), &m) == nil {
+					events <- m
+				}
+			}
+		}
+		close(events)
+	}()
+	next := func() map[string]any {
+		select {
+		case e, ok := <-events:
+			require.True(t, ok, "the stream ended")
+			return e
+		case <-time.After(20 * time.Second):
+			t.Fatal("no event on the listen stream")
+		}
+		return nil
+	}
+	ack := next()
+	require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
+	require.Equal(t, []any{uri}, ack["params"].(map[string]any)["notifications"].(map[string]any)["resourceSubscriptions"])
+	raw.call(t, "tools/call", "ever_toggle-subscriber-updates", map[string]any{"name": "ever_toggle-subscriber-updates", "arguments": map[string]any{}})
+	upd := next()
+	require.Equal(t, "notifications/resources/updated", upd["method"], "%v", upd)
+	params := upd["params"].(map[string]any)
+	require.Equal(t, uri, params["uri"])
+	require.NotNil(t, params["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"], "%v", params)
 }

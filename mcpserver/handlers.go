@@ -27,14 +27,14 @@ var legacyHandlers = map[string]handler{
 	string(mcp.MethodTasksCancel):            withTasks((*call).cancelTask),
 	string(mcp.MethodTasksResult):            withTasks(tracked((*call).taskResult)),
 	string(mcp.MethodSetLogLevel):            (*call).setLevel,
-	string(mcp.MethodResourcesSubscribe):     (*call).subscribe,
-	string(mcp.MethodResourcesUnsubscribe):   (*call).unsubscribe,
+	string(mcp.MethodResourcesSubscribe):     surfaced(subscribe),
+	string(mcp.MethodResourcesUnsubscribe):   surfaced(unsubscribe),
 	string(mcp.MethodPromptsList):            listing("prompts", mcpflow.SurfaceRuntime.ListPrompts),
-	string(mcp.MethodPromptsGet):             (*call).getPrompt,
+	string(mcp.MethodPromptsGet):             surfaced(getPrompt),
 	string(mcp.MethodResourcesList):          listing("resources", mcpflow.SurfaceRuntime.ListResources),
 	string(mcp.MethodResourcesTemplatesList): listing("resourceTemplates", mcpflow.SurfaceRuntime.ListResourceTemplates),
-	string(mcp.MethodResourcesRead):          (*call).readResource,
-	string(mcp.MethodCompletionComplete):     (*call).complete,
+	string(mcp.MethodResourcesRead):          surfaced(readResource),
+	string(mcp.MethodCompletionComplete):     surfaced(complete),
 }
 
 // modernHandlers are the methods a 2026-07-28 request may name; tasks/*
@@ -49,11 +49,11 @@ var modernHandlers = map[string]handler{
 	"tasks/update":                           withTasksExt((*call).updateTaskExt),
 	string(mcp.MethodTasksCancel):            withTasksExt((*call).cancelTaskExt),
 	string(mcp.MethodPromptsList):            listing("prompts", mcpflow.SurfaceRuntime.ListPrompts),
-	string(mcp.MethodPromptsGet):             (*call).getPrompt,
+	string(mcp.MethodPromptsGet):             surfaced(getPrompt),
 	string(mcp.MethodResourcesList):          listing("resources", mcpflow.SurfaceRuntime.ListResources),
 	string(mcp.MethodResourcesTemplatesList): listing("resourceTemplates", mcpflow.SurfaceRuntime.ListResourceTemplates),
-	string(mcp.MethodResourcesRead):          (*call).readResource,
-	string(mcp.MethodCompletionComplete):     (*call).complete,
+	string(mcp.MethodResourcesRead):          surfaced(readResource),
+	string(mcp.MethodCompletionComplete):     surfaced(complete),
 }
 
 // tracked makes a long request cancellable by notifications/cancelled.

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // Resource subscriptions (2025-11-25): resources/subscribe subscribes the
@@ -18,18 +20,12 @@ import (
 const streamNotes = 64
 
 // subscribe answers resources/subscribe.
-func (c *call) subscribe(ctx context.Context) (any, *rpcError) {
-	sr := c.s.surface()
-	switch {
-	case sr == nil:
-		return nil, methodNotFound("Method not found: %s", c.msg.Method)
-	case c.msg.paramsErr != nil:
-		return nil, c.msg.paramsErr
-	case c.msg.Params.URI == nil || *c.msg.Params.URI == "":
-		return nil, invalidParams("resources/subscribe needs params.uri")
+func subscribe(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *rpcError) {
+	uri, rerr := c.uri()
+	if rerr != nil {
+		return nil, rerr
 	}
-	uri, sid := *c.msg.Params.URI, c.session
-	s := c.s
+	s, sid := c.s, c.session
 	unsubscribe, err := sr.SubscribeResource(ctx, c.req.UserID, c.req.ThreadID, uri, func() {
 		s.pushNote(sid, notification{JSONRPC: mcp.JSONRPC_VERSION, Method: mcp.MethodNotificationResourceUpdated,
 			Params: map[string]any{"uri": uri}})
@@ -55,14 +51,12 @@ func (c *call) subscribe(ctx context.Context) (any, *rpcError) {
 
 // unsubscribe answers resources/unsubscribe ({} also for a URI the session
 // did not subscribe to here).
-func (c *call) unsubscribe(context.Context) (any, *rpcError) {
-	switch {
-	case c.msg.paramsErr != nil:
-		return nil, c.msg.paramsErr
-	case c.msg.Params.URI == nil || *c.msg.Params.URI == "":
-		return nil, invalidParams("resources/unsubscribe needs params.uri")
+func unsubscribe(c *call, _ context.Context, _ mcpflow.SurfaceRuntime) (any, *rpcError) {
+	uri, rerr := c.uri()
+	if rerr != nil {
+		return nil, rerr
 	}
-	s, uri := c.s, *c.msg.Params.URI
+	s := c.s
 	s.mu.Lock()
 	u := s.subs[c.session][uri]
 	delete(s.subs[c.session], uri)

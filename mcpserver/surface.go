@@ -28,10 +28,9 @@ type resourcesCap struct {
 // completions (declared without list_changed).
 func (s *Server) hasSurface() bool { return s.surface() != nil }
 
-type surfaceList func(sr mcpflow.SurfaceRuntime, ctx context.Context, userID, threadID string) ([]json.RawMessage, error)
-
-// listing answers a list method with the items under key, in one page.
-func listing(key string, list surfaceList) handler {
+// surfaced is a handler of the runtime's prompts and resources: -32601
+// when the runtime has none, the params' decoding error before the rest.
+func surfaced(h func(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *rpcError)) handler {
 	return func(c *call, ctx context.Context) (any, *rpcError) {
 		sr := c.s.surface()
 		switch {
@@ -39,7 +38,15 @@ func listing(key string, list surfaceList) handler {
 			return nil, methodNotFound("Method not found: %s", c.msg.Method)
 		case c.msg.paramsErr != nil:
 			return nil, c.msg.paramsErr
-		case c.msg.Params.Cursor != nil && *c.msg.Params.Cursor != "":
+		}
+		return h(c, ctx, sr)
+	}
+}
+
+// listing answers a list method with the items under key, in one page.
+func listing(key string, list func(sr mcpflow.SurfaceRuntime, ctx context.Context, userID, threadID string) ([]json.RawMessage, error)) handler {
+	return surfaced(func(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *rpcError) {
+		if c.msg.Params.Cursor != nil && *c.msg.Params.Cursor != "" {
 			return nil, invalidParams("invalid cursor: %s answers in one page", c.msg.Method)
 		}
 		items, err := list(sr, ctx, c.req.UserID, c.req.ThreadID)
@@ -56,29 +63,20 @@ func listing(key string, list surfaceList) handler {
 			res["ttlMs"], res["cacheScope"] = 0, cacheScopePrivate
 		}
 		return res, nil
-	}
+	})
 }
 
 // getPrompt answers prompts/get.
-func (c *call) getPrompt(ctx context.Context) (any, *rpcError) {
-	sr := c.s.surface()
+func getPrompt(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *rpcError) {
 	p := c.msg.Params
 	switch {
-	case sr == nil:
-		return nil, methodNotFound("Method not found: %s", c.msg.Method)
-	case c.msg.paramsErr != nil:
-		return nil, c.msg.paramsErr
 	case p.Name == nil || *p.Name == "":
 		return nil, invalidParams("prompts/get needs params.name")
 	case len(p.Arguments) > 0 && string(p.Arguments) != "null" && p.Arguments[0] != '{':
 		return nil, invalidParams("params.arguments must be an object")
 	}
-	res, err := sr.GetPrompt(ctx, c.req.UserID, c.req.ThreadID, *p.Name, rawParams(map[string]json.RawMessage{
-		"arguments": p.Arguments, "inputResponses": p.InputResponses}, p.RequestState))
-	if err != nil {
-		return nil, c.surfaceError(err)
-	}
-	return res, nil
+	return c.surfaceAnswer(sr.GetPrompt(ctx, c.req.UserID, c.req.ThreadID, *p.Name, rawParams(map[string]json.RawMessage{
+		"arguments": p.Arguments, "inputResponses": p.InputResponses}, p.RequestState)))
 }
 
 // rawParams are the params given (not empty), and a requestState, to
@@ -97,39 +95,37 @@ func rawParams(raw map[string]json.RawMessage, requestState string) map[string]a
 }
 
 // complete answers completion/complete.
-func (c *call) complete(ctx context.Context) (any, *rpcError) {
-	sr := c.s.surface()
+func complete(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *rpcError) {
 	p := c.msg.Params
 	switch {
-	case sr == nil:
-		return nil, methodNotFound("Method not found: %s", c.msg.Method)
-	case c.msg.paramsErr != nil:
-		return nil, c.msg.paramsErr
 	case !isJSONObject(p.Ref) || !isJSONObject(p.Argument):
 		return nil, invalidParams("completion/complete needs params.ref and params.argument objects")
 	case len(p.Context) > 0 && string(p.Context) != "null" && !isJSONObject(p.Context):
 		return nil, invalidParams("params.context must be an object")
 	}
-	res, err := sr.Complete(ctx, c.req.UserID, c.req.ThreadID, rawParams(map[string]json.RawMessage{
-		"ref": p.Ref, "argument": p.Argument, "context": p.Context}, ""))
-	if err != nil {
-		return nil, c.surfaceError(err)
-	}
-	return res, nil
+	return c.surfaceAnswer(sr.Complete(ctx, c.req.UserID, c.req.ThreadID, rawParams(map[string]json.RawMessage{
+		"ref": p.Ref, "argument": p.Argument, "context": p.Context}, "")))
 }
 
 // readResource answers resources/read.
-func (c *call) readResource(ctx context.Context) (any, *rpcError) {
-	sr := c.s.surface()
-	switch {
-	case sr == nil:
-		return nil, methodNotFound("Method not found: %s", c.msg.Method)
-	case c.msg.paramsErr != nil:
-		return nil, c.msg.paramsErr
-	case c.msg.Params.URI == nil || *c.msg.Params.URI == "":
-		return nil, invalidParams("resources/read needs params.uri")
+func readResource(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *rpcError) {
+	uri, rerr := c.uri()
+	if rerr != nil {
+		return nil, rerr
 	}
-	res, err := sr.ReadResource(ctx, c.req.UserID, c.req.ThreadID, *c.msg.Params.URI)
+	return c.surfaceAnswer(sr.ReadResource(ctx, c.req.UserID, c.req.ThreadID, uri))
+}
+
+// uri is params.uri, which the method needs.
+func (c *call) uri() (string, *rpcError) {
+	if c.msg.Params.URI == nil || *c.msg.Params.URI == "" {
+		return "", invalidParams("%s needs params.uri", c.msg.Method)
+	}
+	return *c.msg.Params.URI, nil
+}
+
+// surfaceAnswer is a runtime's answer as the handler's.
+func (c *call) surfaceAnswer(res json.RawMessage, err error) (any, *rpcError) {
 	if err != nil {
 		return nil, c.surfaceError(err)
 	}

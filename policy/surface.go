@@ -50,18 +50,10 @@ func (g *Guard) ListPrompts(ctx context.Context, userID, threadID string) ([]jso
 
 // GetPrompt implements mcpflow.SurfaceRuntime.
 func (g *Guard) GetPrompt(ctx context.Context, userID, threadID, name string, params map[string]any) (json.RawMessage, error) {
-	start := time.Now()
-	s, sctx, err := g.surface(ctx, userID, threadID)
-	var res json.RawMessage
-	switch {
-	case err != nil:
-	case s == nil:
-		err = mcpflow.UnknownPrompt(name)
-	default:
-		res, err = s.GetPrompt(sctx, userID, threadID, name, params)
-	}
-	g.auditSurface(ctx, mcpflow.AuditPrompt, userID, threadID, name, start, err)
-	return res, err
+	return g.audited(ctx, mcpflow.AuditPrompt, userID, threadID, name, mcpflow.UnknownPrompt(name),
+		func(s mcpflow.SurfaceRuntime, ctx context.Context) (json.RawMessage, error) {
+			return s.GetPrompt(ctx, userID, threadID, name, params)
+		})
 }
 
 // ListResources implements mcpflow.SurfaceRuntime.
@@ -84,18 +76,10 @@ func (g *Guard) ListResourceTemplates(ctx context.Context, userID, threadID stri
 
 // ReadResource implements mcpflow.SurfaceRuntime.
 func (g *Guard) ReadResource(ctx context.Context, userID, threadID, uri string) (json.RawMessage, error) {
-	start := time.Now()
-	s, sctx, err := g.surface(ctx, userID, threadID)
-	var res json.RawMessage
-	switch {
-	case err != nil:
-	case s == nil:
-		err = mcpflow.UnknownResource(uri)
-	default:
-		res, err = s.ReadResource(sctx, userID, threadID, uri)
-	}
-	g.auditSurface(ctx, mcpflow.AuditResource, userID, threadID, uri, start, err)
-	return res, err
+	return g.audited(ctx, mcpflow.AuditResource, userID, threadID, uri, mcpflow.UnknownResource(uri),
+		func(s mcpflow.SurfaceRuntime, ctx context.Context) (json.RawMessage, error) {
+			return s.ReadResource(ctx, userID, threadID, uri)
+		})
 }
 
 // Complete implements mcpflow.SurfaceRuntime: nothing to complete for a
@@ -111,12 +95,24 @@ func (g *Guard) Complete(ctx context.Context, userID, threadID string, params ma
 	return s.Complete(ctx, userID, threadID, params)
 }
 
-// auditSurface records a prompts/get or resources/read: what was asked
-// for (the prompt's name, the resource's URI) and how it ended; an
-// unknown one (-32602) as refused.
-func (g *Guard) auditSurface(ctx context.Context, kind, userID, threadID, what string, start time.Time, err error) {
+// audited runs a prompts/get or resources/read (do) when the caller may
+// reach Next's prompts and resources (else it answers unknown), and
+// records it: what was asked for (the prompt's name, the resource's URI)
+// and how it ended; an unknown one (-32602) as refused.
+func (g *Guard) audited(ctx context.Context, kind, userID, threadID, what string, unknown error,
+	do func(s mcpflow.SurfaceRuntime, ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	start := time.Now()
+	s, sctx, err := g.surface(ctx, userID, threadID)
+	var res json.RawMessage
+	switch {
+	case err != nil:
+	case s == nil:
+		err = unknown
+	default:
+		res, err = do(s, sctx)
+	}
 	if g.Audit == nil {
-		return
+		return res, err
 	}
 	rec := mcpflow.AuditRecord{Time: start, Kind: kind, UserID: userID, ThreadID: threadID, Tool: mcpflow.TruncateChars(what, 255),
 		Outcome: mcpflow.OutcomeOK, LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
@@ -128,6 +124,7 @@ func (g *Guard) auditSurface(ctx context.Context, kind, userID, threadID, what s
 		rec.Outcome = mcpflow.OutcomeUpstreamError
 	}
 	g.Audit(ctx, rec)
+	return res, err
 }
 
 // SubscribeResource implements mcpflow.SurfaceRuntime.

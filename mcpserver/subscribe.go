@@ -19,6 +19,9 @@ import (
 // it an update is dropped (the client reads the resource again anyway).
 const streamNotes = 64
 
+// maxSessionSubscriptions bounds a session's resource subscriptions.
+const maxSessionSubscriptions = 100
+
 // subscribe answers resources/subscribe.
 func subscribe(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *rpcError) {
 	uri, rerr := c.uri()
@@ -26,6 +29,13 @@ func subscribe(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *r
 		return nil, rerr
 	}
 	s, sid := c.s, c.session
+	s.mu.Lock()
+	n := len(s.subs[sid])
+	_, again := s.subs[sid][uri]
+	s.mu.Unlock()
+	if n >= maxSessionSubscriptions && !again {
+		return nil, invalidParams("a session subscribes to at most %d resources: unsubscribe from one first", maxSessionSubscriptions)
+	}
 	unsubscribe, err := sr.SubscribeResource(ctx, c.req.UserID, c.req.ThreadID, uri, func() {
 		s.pushNote(sid, notification{JSONRPC: mcp.JSONRPC_VERSION, Method: mcp.MethodNotificationResourceUpdated,
 			Params: map[string]any{"uri": uri}})

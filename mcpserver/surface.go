@@ -113,7 +113,23 @@ func readResource(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any,
 	if rerr != nil {
 		return nil, rerr
 	}
-	return c.surfaceAnswer(sr.ReadResource(ctx, c.req.UserID, c.req.ThreadID, uri))
+	res, err := sr.ReadResource(ctx, c.req.UserID, c.req.ThreadID, uri)
+	if err != nil || !c.modern {
+		return c.surfaceAnswer(res, err)
+	}
+	// A cacheable result on 2026-07-28: the server's hints, or mcpflow's
+	// own (private, not cached) from a server that gives none.
+	var m map[string]json.RawMessage
+	if json.Unmarshal(res, &m) != nil || m == nil {
+		return c.surfaceAnswer(res, err)
+	}
+	if _, ok := m["ttlMs"]; !ok {
+		m["ttlMs"] = json.RawMessage(`0`)
+	}
+	if _, ok := m["cacheScope"]; !ok {
+		m["cacheScope"] = json.RawMessage(`"` + cacheScopePrivate + `"`)
+	}
+	return m, nil
 }
 
 // uri is params.uri, which the method needs.

@@ -165,6 +165,10 @@ type SurfaceRuntime interface {
 	// SubscribeResource subscribes to uri at its server and calls updated
 	// at each update the server announces, until unsubscribe.
 	SubscribeResource(ctx context.Context, userID, threadID, uri string, updated func()) (unsubscribe func(), err error)
+	// WatchLists calls changed with the method of each
+	// notifications/prompts/list_changed and resources/list_changed of
+	// the thread's servers, until stop.
+	WatchLists(ctx context.Context, userID, threadID string, changed func(method string)) (stop func(), err error)
 }
 
 type serverFilterKey struct{}

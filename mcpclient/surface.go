@@ -379,3 +379,32 @@ func (r *Runtime) SubscribeResource(ctx context.Context, userID, threadID, uri s
 	}
 	return unsubscribe, nil
 }
+
+// WatchLists calls changed with notifications/prompts/list_changed or
+// notifications/resources/list_changed each time a server of userID's
+// thread (one ctx's server filter admits, offering prompts or resources)
+// says its list changed, until stop. A watch lasts as long as mcpflow's
+// session to each server.
+func (r *Runtime) WatchLists(ctx context.Context, userID, threadID string, changed func(method string)) (func(), error) {
+	servers, fps, err := r.surfaceServers(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	var stops []func()
+	for _, srv := range servers {
+		err := r.run(ctx, srv, fps[srv.Name], userID, threadID, func(_ context.Context, s *session.Session, _ *route.Route) error {
+			if p, res := s.Offers(); p || res {
+				stops = append(stops, s.WatchLists(changed))
+			}
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("MCP server's list changes not watched", "server", srv.Name, "error", err)
+		}
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}, nil
+}

@@ -26,6 +26,8 @@ const (
 type listenFilter struct {
 	TaskIDs               []string `json:"taskIds"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions"`
+	PromptsListChanged    bool     `json:"promptsListChanged"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged"`
 }
 
 // listen serves subscriptions/listen: an SSE stream whose first message
@@ -64,10 +66,13 @@ func (c *call) listen(ctx context.Context) (any, *rpcError) {
 	subID := c.msg.ID
 	subMeta := map[string]any{metaSubscription: subID}
 	acked := map[string]any{"taskIds": honored}
-	notes, uris, unsubscribe := c.subscribeResources(ctx, f.ResourceSubscriptions, subMeta)
+	notes, uris, unsubscribe := c.subscribeResources(ctx, f, subMeta)
 	defer unsubscribe()
 	if f.ResourceSubscriptions != nil {
 		acked["resourceSubscriptions"] = uris
+	}
+	if notes != nil || c.s.surface() != nil {
+		acked["promptsListChanged"], acked["resourcesListChanged"] = f.PromptsListChanged, f.ResourcesListChanged
 	}
 	ack := notification{JSONRPC: mcp.JSONRPC_VERSION, Method: methodSubscriptionsAcked,
 		Params: map[string]any{"notifications": acked, "_meta": subMeta}}
@@ -153,19 +158,35 @@ func (s *Server) followTasks(ctx context.Context, c *call, ids []string, notes <
 }
 
 // subscribeResources subscribes, for a subscriptions/listen stream, to
-// the resources uris at their servers: their updates come on notes
-// (notifications/resources/updated with the subscription's _meta; nil when
-// none was honored), uris is those honored (unknown ones are left out),
-// and unsubscribe ends them all.
-func (c *call) subscribeResources(ctx context.Context, uris []string, subMeta map[string]any) (<-chan notification, []string, func()) {
+// the resources f names at their servers, and to their servers' list
+// changes when f asks: the notifications come on notes (with the
+// subscription's _meta; nil when nothing was honored), uris are the
+// resources honored (unknown ones are left out), and unsubscribe ends it
+// all.
+func (c *call) subscribeResources(ctx context.Context, f listenFilter, subMeta map[string]any) (<-chan notification, []string, func()) {
 	honored := []string{}
 	sr := c.s.surface()
-	if sr == nil || len(uris) == 0 {
+	if sr == nil || len(f.ResourceSubscriptions) == 0 && !f.PromptsListChanged && !f.ResourcesListChanged {
 		return nil, honored, func() {}
 	}
 	notes := make(chan notification, streamNotes)
 	var ends []func()
-	for _, uri := range uris {
+	if f.PromptsListChanged || f.ResourcesListChanged {
+		stop, err := sr.WatchLists(ctx, c.req.UserID, c.req.ThreadID, func(method string) {
+			if method == mcp.MethodNotificationPromptsListChanged && !f.PromptsListChanged ||
+				method == mcp.MethodNotificationResourcesListChanged && !f.ResourcesListChanged {
+				return
+			}
+			select {
+			case notes <- notification{JSONRPC: mcp.JSONRPC_VERSION, Method: method, Params: map[string]any{"_meta": subMeta}}:
+			default:
+			}
+		})
+		if err == nil {
+			ends = append(ends, stop)
+		}
+	}
+	for _, uri := range f.ResourceSubscriptions {
 		if slices.Contains(honored, uri) {
 			continue
 		}

@@ -248,7 +248,8 @@ func (c *call) discover(ctx context.Context) (any, *rpcError) {
 		caps["extensions"] = map[string]any{ExtTasks: map[string]any{}}
 	}
 	if s.hasSurface() {
-		caps["prompts"], caps["resources"], caps["completions"] = map[string]any{}, map[string]any{}, map[string]any{}
+		changes := map[string]any{"listChanged": true} // through subscriptions/listen
+		caps["prompts"], caps["resources"], caps["completions"] = changes, changes, map[string]any{}
 	}
 	res := map[string]any{"supportedVersions": allProtocolVersions, "capabilities": caps, "ttlMs": 0, "cacheScope": cacheScopePrivate}
 	if tools, err := s.opts.Tools.ListTools(ctx, req.UserID, req.ThreadID); err == nil {

@@ -194,6 +194,17 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 	}
 	release := s.watch.hold(sessThread(sess.MCPSession))
 	defer release()
+	if sr := s.surface(); sr != nil {
+		// The servers' list changes reach the stream while it is open.
+		if stop, err := sr.WatchLists(ctx, sess.UserID, sess.ThreadID, func(method string) {
+			select {
+			case me.notes <- notification{JSONRPC: mcp.JSONRPC_VERSION, Method: method}:
+			default:
+			}
+		}); err == nil {
+			defer stop()
+		}
+	}
 	keep := time.NewTicker(s.opts.KeepAlive)
 	defer keep.Stop()
 	for {

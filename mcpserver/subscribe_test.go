@@ -66,6 +66,9 @@ func (*subsRuntime) ListResourceTemplates(context.Context, string, string) ([]js
 func (*subsRuntime) ReadResource(context.Context, string, string, string) (json.RawMessage, error) {
 	return nil, nil
 }
+func (*subsRuntime) WatchLists(context.Context, string, string, func(string)) (func(), error) {
+	return func() {}, nil
+}
 func (*subsRuntime) Complete(context.Context, string, string, map[string]any) (json.RawMessage, error) {
 	return nil, nil
 }
@@ -101,7 +104,8 @@ func TestSessionSubscriptions(t *testing.T) {
 	}
 	init := post("POST", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 	caps := init["result"].(map[string]any)["capabilities"].(map[string]any)
-	require.Equal(t, map[string]any{"subscribe": true}, caps["resources"])
+	require.Equal(t, map[string]any{"subscribe": true, "listChanged": true}, caps["resources"])
+	require.Equal(t, map[string]any{"listChanged": true}, caps["prompts"])
 	sid := init["session"].(string)
 	sub := func(uri string) map[string]any {
 		return post("POST", sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":%q}}`, uri))

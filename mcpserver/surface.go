@@ -18,10 +18,12 @@ func (s *Server) surface() mcpflow.SurfaceRuntime {
 	return sr
 }
 
-// resourcesCap is the resources capability: subscriptions on 2025-11-25
-// sessions (2026-07-28 has no resources/subscribe).
+// resourcesCap is the resources capability (prompts': listChanged only):
+// subscriptions on 2025-11-25 sessions (2026-07-28 has no
+// resources/subscribe), list changes on the GET stream.
 type resourcesCap struct {
-	Subscribe bool `json:"subscribe,omitempty"`
+	Subscribe   bool `json:"subscribe,omitempty"`
+	ListChanged bool `json:"listChanged,omitempty"`
 }
 
 // hasSurface reports whether mcpflow relays prompts, resources and

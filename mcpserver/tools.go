@@ -40,7 +40,7 @@ type capabilities struct {
 		ListChanged bool `json:"listChanged"`
 	} `json:"tools"`
 	Tasks       *mcp.TasksCapability `json:"tasks,omitempty"`
-	Prompts     *struct{}            `json:"prompts,omitempty"`
+	Prompts     *resourcesCap        `json:"prompts,omitempty"`
 	Resources   *resourcesCap        `json:"resources,omitempty"`
 	Completions *struct{}            `json:"completions,omitempty"`
 	Logging     struct{}             `json:"logging"`
@@ -94,8 +94,8 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, req *mcpflow
 		res.Capabilities.Tasks = mcp.NewTasksCapability()
 	}
 	if s.hasSurface() {
-		res.Capabilities.Prompts, res.Capabilities.Completions = &struct{}{}, &struct{}{}
-		res.Capabilities.Resources = &resourcesCap{Subscribe: true}
+		res.Capabilities.Prompts, res.Capabilities.Completions = &resourcesCap{ListChanged: true}, &struct{}{}
+		res.Capabilities.Resources = &resourcesCap{Subscribe: true, ListChanged: true}
 	}
 	// The routing hints of the thread's tools are the server's
 	// instructions; a listing that fails now fails again at tools/list,

@@ -205,6 +205,9 @@ func (surfaceRuntime) Complete(context.Context, string, string, map[string]any) 
 func (surfaceRuntime) SubscribeResource(context.Context, string, string, string, func()) (func(), error) {
 	return func() {}, nil
 }
+func (surfaceRuntime) WatchLists(context.Context, string, string, func(string)) (func(), error) {
+	return func() {}, nil
+}
 func (surfaceRuntime) ReadResource(context.Context, string, string, string) (json.RawMessage, error) {
 	return json.RawMessage(`{"contents":[{"uri":"a://b","text":"x"}]}`), nil
 }

@@ -138,3 +138,13 @@ func (g *Guard) SubscribeResource(ctx context.Context, userID, threadID, uri str
 	}
 	return s.SubscribeResource(sctx, userID, threadID, uri, updated)
 }
+
+// WatchLists implements mcpflow.SurfaceRuntime: the servers the caller may
+// reach only.
+func (g *Guard) WatchLists(ctx context.Context, userID, threadID string, changed func(method string)) (func(), error) {
+	s, sctx, err := g.surface(ctx, userID, threadID)
+	if err != nil || s == nil {
+		return func() {}, err
+	}
+	return s.WatchLists(sctx, userID, threadID, changed)
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
@@ -219,7 +222,10 @@ func TestLogRelay(t *testing.T) {
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); call(quiet, "ever_trigger-long-running-operation", map[string]any{"duration": 11, "steps": 11}) }()
+	go func() {
+		defer wg.Done()
+		call(quiet, "ever_trigger-long-running-operation", map[string]any{"duration": 11, "steps": 11})
+	}()
 	call(loud, "ever_trigger-long-running-operation", map[string]any{"duration": 11, "steps": 11})
 	wg.Wait()
 
@@ -381,4 +387,110 @@ func TestResourceSubscriptions2026(t *testing.T) {
 	params := upd["params"].(map[string]any)
 	require.Equal(t, uri, params["uri"])
 	require.NotNil(t, params["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"], "%v", params)
+}
+
+// TestListChanged: an upstream's notifications/prompts/list_changed (an
+// mcp-go server adding a prompt, over streamable HTTP, pinned to
+// 2025-11-25 and speaking 2026-07-28) reaches a 2025-11-25 session's GET
+// stream and a 2026-07-28 client's subscriptions/listen that asked for it.
+func TestListChanged(t *testing.T) {
+	var ups []*mcpserver.MCPServer
+	var urls []string
+	for range 2 {
+		up := mcpserver.NewMCPServer("up", "1", mcpserver.WithPromptCapabilities(true))
+		up.AddPrompt(mcp.NewPrompt("first"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return mcp.NewGetPromptResult("first", nil), nil
+		})
+		h := mcpserver.NewStreamableHTTPServer(up)
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		ups, urls = append(ups, up), append(urls, srv.URL+"/mcp")
+	}
+	ext := fmt.Sprintf(`{"mcpServers": {
+  "up25": {"type": "http", "url": %q, "protocol_version": "2025-11-25"},
+  "up26": {"type": "http", "url": %q}
+}}`, urls[0], urls[1])
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "", ext), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addPrompt := func(i int, name string) {
+		ups[i].AddPrompt(mcp.NewPrompt(name), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return mcp.NewGetPromptResult(name, nil), nil
+		})
+	}
+
+	// 2025-11-25: the session's GET stream.
+	tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/lists",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}), transport.WithContinuousListening())
+	require.NoError(t, err)
+	c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() { _ = c.Close() })
+	changed := make(chan string, 16)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if strings.HasSuffix(n.Method, "/list_changed") {
+			changed <- n.Method
+		}
+	})
+	require.NoError(t, c.Start(ctx))
+	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "lists", Version: "1"}}})
+	require.NoError(t, err)
+	require.True(t, res.Capabilities.Prompts.ListChanged)
+	wait := func(what string) string {
+		select {
+		case got := <-changed:
+			return got
+		case <-time.After(15 * time.Second):
+			t.Fatalf("no list_changed %s", what)
+		}
+		return ""
+	}
+	for i, name := range []string{"from-25", "from-26"} {
+		require.Eventually(t, func() bool { // the GET stream and the watches are up
+			addPrompt(i, name+"-probe")
+			select {
+			case <-changed:
+				return true
+			case <-time.After(300 * time.Millisecond):
+				return false
+			}
+		}, 10*time.Second, 10*time.Millisecond, "server %d", i)
+		for len(changed) > 0 {
+			<-changed
+		}
+		addPrompt(i, name)
+		require.Equal(t, "notifications/prompts/list_changed", wait(name))
+		list, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		require.NoError(t, err)
+		require.True(t, slices.ContainsFunc(list.Prompts, func(p mcp.Prompt) bool { return strings.HasSuffix(p.Name, "_"+name) }), "%v", list.Prompts)
+	}
+
+	// 2026-07-28: subscriptions/listen with promptsListChanged.
+	raw := &rpc2026{url: m.URL() + "/mcp/threads/lists26", token: testUserToken}
+	resp := raw.request(t, ctx, "subscriptions/listen", "", map[string]any{"notifications": map[string]any{"promptsListChanged": true}})
+	defer resp.Body.Close()
+	events := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(data), &m) == nil {
+					events <- m
+				}
+			}
+		}
+	}()
+	ack := <-events
+	require.Equal(t, true, ack["params"].(map[string]any)["notifications"].(map[string]any)["promptsListChanged"], "%v", ack)
+	for i := range 2 {
+		require.Eventually(t, func() bool {
+			addPrompt(i, fmt.Sprintf("listen-%d", i))
+			select {
+			case e := <-events:
+				return e["method"] == "notifications/prompts/list_changed"
+			case <-time.After(300 * time.Millisecond):
+				return false
+			}
+		}, 10*time.Second, 10*time.Millisecond, "server %d on the listen stream", i)
+	}
 }

@@ -319,6 +319,10 @@ func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 		}
 		return
 	}
+	if n.Method == string(mcp.MethodNotificationPromptsListChanged) || n.Method == string(mcp.MethodNotificationResourcesListChanged) {
+		s.listChanged(n.Method)
+		return
+	}
 	if n.Method == string(mcp.MethodNotificationResourceUpdated) {
 		if uri, ok := n.Params.AdditionalFields["uri"].(string); ok {
 			s.resourceUpdated(uri)
@@ -414,7 +418,8 @@ func (s *Session) PID() int {
 // Done is closed when the transport is lost or the session closed.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// ListTools lists all the server's tools, every page, bounded by ctx only.
+// ListTools lists all the server's tools, every page, bounded by ctx only;
+// none for a server that declares no tools and refuses tools/list.
 // Schemas stay as written (RawInputSchema, RawOutputSchema); in 2026-07-28
 // a tool with invalid x-mcp-header annotations is dropped with a warning.
 func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
@@ -430,7 +435,11 @@ func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 			err = rpc.AsError()
 		}
 		if err != nil {
-			return nil, s.classify(ctx, ctx, s.listingRequest(), err)
+			err = s.classify(ctx, ctx, s.listingRequest(), err)
+			if s.caps.Tools == nil && page == 0 && mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+				return nil, nil // a server of prompts or resources only: no tools, and reached
+			}
+			return nil, err
 		}
 		var res struct {
 			Tools      []json.RawMessage `json:"tools"`

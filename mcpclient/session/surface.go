@@ -64,7 +64,8 @@ func (s *Session) OffersSubscriptions() bool {
 type resourceSubs struct {
 	mu     sync.Mutex
 	byURI  map[string]map[*func()]bool
-	listen func() // stops the stream (2026-07-28)
+	lists  map[*func(method string)]bool // WatchLists' callbacks
+	listen func()                        // stops the stream (2026-07-28)
 }
 
 // Subscribe asks the server for updates of uri and calls updated at each
@@ -134,11 +135,15 @@ func (s *Session) relistenLocked() {
 		s.subs.listen()
 		s.subs.listen = nil
 	}
-	if len(s.subs.byURI) == 0 {
+	if len(s.subs.byURI) == 0 && len(s.subs.lists) == 0 {
 		return
 	}
-	uris := slices.Sorted(maps.Keys(s.subs.byURI))
-	stop, err := s.client.ListenAsync(context.Background(), mcp.SubscriptionFilter{ResourceSubscriptions: uris}, func(err error) {
+	filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
+	if len(s.subs.lists) > 0 {
+		p, r := s.Offers()
+		filter.PromptsListChanged, filter.ResourcesListChanged = p, r
+	}
+	stop, err := s.client.ListenAsync(context.Background(), filter, func(err error) {
 		s.log.Warn("MCP server ended the subscriptions/listen stream of resource subscriptions", "server", s.server, "error", err)
 	})
 	if err != nil {
@@ -158,5 +163,53 @@ func (s *Session) resourceUpdated(uri string) {
 	s.subs.mu.Unlock()
 	for _, fn := range fns {
 		fn()
+	}
+}
+
+// WatchLists calls changed with the method of each
+// notifications/prompts/list_changed and notifications/resources/list_changed
+// the server sends, until stop: on the session's GET stream (HTTP, before
+// 2026-07-28, opened for it), its stdio, or a subscriptions/listen stream
+// asking for them (2026-07-28). It lasts as long as this session.
+func (s *Session) WatchLists(changed func(method string)) (stop func()) {
+	key := &changed
+	s.subs.mu.Lock()
+	if s.subs.lists == nil {
+		s.subs.lists = map[*func(string)]bool{}
+	}
+	first := len(s.subs.lists) == 0
+	s.subs.lists[key] = true
+	if first && s.Modern() {
+		s.relistenLocked()
+	}
+	s.subs.mu.Unlock()
+	if first && !s.Modern() {
+		if l, ok := s.client.GetTransport().(interface{ Listen() }); ok {
+			l.Listen()
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.subs.mu.Lock()
+			delete(s.subs.lists, key)
+			if len(s.subs.lists) == 0 && s.Modern() {
+				s.relistenLocked()
+			}
+			s.subs.mu.Unlock()
+		})
+	}
+}
+
+// listChanged calls the WatchLists callbacks with method.
+func (s *Session) listChanged(method string) {
+	s.subs.mu.Lock()
+	var fns []func(string)
+	for k := range s.subs.lists {
+		fns = append(fns, *k)
+	}
+	s.subs.mu.Unlock()
+	for _, fn := range fns {
+		fn(method)
 	}
 }

@@ -331,7 +331,9 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, accept [
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode == http.StatusNotFound {
+	if resp.StatusCode == http.StatusNotFound && (p == nil || !p.modern) {
+		// 404 ends a session; in 2026-07-28, which has none, it is a
+		// JSON-RPC error of its own (an unknown method), read as such.
 		_ = resp.Body.Close()
 		if method != http.MethodGet && session != "" {
 			t.mu.Lock()

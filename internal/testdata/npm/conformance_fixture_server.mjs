@@ -310,6 +310,13 @@ const TOOLS = {
       return text('tools list change announced');
     },
   },
+  test_trigger_prompt_change: {
+    def: { description: 'Announces notifications/prompts/list_changed to subscriptions/listen streams', inputSchema: noArgs },
+    run: async () => {
+      mcp.notify.promptsChanged();
+      return text('prompts list change announced');
+    },
+  },
   test_input_required_result_elicitation: {
     def: { description: 'MRTR: asks for a name (key user_name), then greets', inputSchema: noArgs },
     run: async (_args, io) => {
@@ -600,7 +607,7 @@ function complete({ ref, argument }) {
 }
 
 function buildServer(era) {
-  const capabilities = { tools: { listChanged: true }, prompts: {}, completions: {}, logging: {} };
+  const capabilities = { tools: { listChanged: true }, prompts: { listChanged: true }, completions: {}, logging: {} };
   const server = new Server(SERVER_INFO, {
     capabilities: era === 'modern'
       ? { ...capabilities, resources: {}, extensions: { [TASKS_EXT]: {} } }

@@ -173,6 +173,23 @@ type SurfaceRuntime interface {
 
 type serverFilterKey struct{}
 
+type serverCheckKey struct{}
+
+// WithServerCheck makes a SurfaceRuntime ask check before it answers a
+// prompts/get or resources/read with the server it picked (the policies'
+// rate limits); an error of check is the answer.
+func WithServerCheck(ctx context.Context, check func(server string) error) context.Context {
+	return context.WithValue(ctx, serverCheckKey{}, check)
+}
+
+// CheckServer runs WithServerCheck's check in ctx, if any, for server.
+func CheckServer(ctx context.Context, server string) error {
+	if check, _ := ctx.Value(serverCheckKey{}).(func(string) error); check != nil {
+		return check(server)
+	}
+	return nil
+}
+
 // WithServerFilter limits a SurfaceRuntime's prompts and resources in ctx
 // to the servers allow admits (the policies' decision for the caller).
 func WithServerFilter(ctx context.Context, allow func(server string) bool) context.Context {

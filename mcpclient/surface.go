@@ -159,6 +159,9 @@ func (r *Runtime) GetPrompt(ctx context.Context, userID, threadID, name string, 
 				p[k] = v
 			}
 		}
+		if err := mcpflow.CheckServer(ctx, s.Server()); err != nil {
+			return err
+		}
 		var err error
 		out, err = s.Request(ctx, mcp.MethodPromptsGet, orig, p)
 		return err
@@ -333,6 +336,9 @@ func (r *Runtime) ReadResource(ctx context.Context, userID, threadID, uri string
 		var rpc *mcpflow.RPCError
 		if errors.As(err, &rpc) && (rpc.Code == mcp.INVALID_PARAMS || rpc.Code == mcp.RESOURCE_NOT_FOUND) {
 			return nil // not this server's
+		}
+		if err == nil {
+			err = mcpflow.CheckServer(ctx, srv.Name) // counted once it is the server's
 		}
 		if err != nil {
 			return &stop{err}

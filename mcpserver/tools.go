@@ -307,6 +307,21 @@ func (c *call) refuseTool(e *modernError) (*mcpflow.Tool, *rpcError) {
 	return nil, nil
 }
 
+// tooMany answers a refusal over a per-user cap (running durable tasks,
+// pinned sessions) or a rate limit of the policies: 429 like the cap on
+// calls in flight, with its message, and when to retry.
+func (c *call) tooMany(err error) (any, *rpcError) {
+	re := &rpcError{Code: codeTooMany, Message: mcpflow.ErrorMessage(err)}
+	if d := mcpflow.RetryAfterOf(err); d > 0 {
+		secs := int(math.Ceil(d.Seconds()))
+		c.w.Header().Set("Retry-After", strconv.Itoa(secs))
+		re.Data = map[string]int{"retryAfterSeconds": secs}
+	} else {
+		c.w.Header().Set("Retry-After", retryAfterCap)
+	}
+	return c.refuse(&modernError{status: http.StatusTooManyRequests, err: re})
+}
+
 // callFailed answers a call the runtime failed: cancelled, an unknown
 // tool, a per-user cap (429), the MCP server's own JSON-RPC error for the
 // client (as it is), else the failure as the tool's error result (a
@@ -320,18 +335,7 @@ func (c *call) callFailed(ctx context.Context, err error, name string, tool *mcp
 	case mcpflow.ENotFound:
 		return nil, invalidParams("Unknown tool: %s", truncate(name, 200))
 	case mcpflow.ETooMany:
-		// A per-user cap (running durable tasks, pinned sessions): 429
-		// like the cap on calls in flight, with the cap's message.
-		re := &rpcError{Code: codeTooMany, Message: mcpflow.ErrorMessage(err)}
-		if d := mcpflow.RetryAfterOf(err); d > 0 {
-			// A rate limit of the policies: when to retry.
-			secs := int(math.Ceil(d.Seconds()))
-			c.w.Header().Set("Retry-After", strconv.Itoa(secs))
-			re.Data = map[string]int{"retryAfterSeconds": secs}
-		} else {
-			c.w.Header().Set("Retry-After", retryAfterCap)
-		}
-		return c.refuse(&modernError{status: http.StatusTooManyRequests, err: re})
+		return c.tooMany(err)
 	}
 	var relayed *mcpflow.RPCError
 	if errors.As(err, &relayed) {

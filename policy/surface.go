@@ -9,7 +9,9 @@ import (
 	"github.com/mcpflow/mcpflow"
 )
 
-// Prompts and resources are governed by server: a caller sees a server's
+// Prompts and resources are governed by server: a prompts/get or
+// resources/read spends from the rate limits that name no tool, of the
+// server that answers it (a read once the server has it). A caller sees a server's
 // prompts and resources when the policies would name the server to them
 // (a tool of it that no rule names by its tool name would be visible, as
 // for UnavailableServers), so a server-wide deny, or a deny default with
@@ -103,6 +105,21 @@ func (g *Guard) audited(ctx context.Context, kind, userID, threadID, what string
 	do func(s mcpflow.SurfaceRuntime, ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
 	start := time.Now()
 	s, sctx, err := g.surface(ctx, userID, threadID)
+	limited := "" // the rate limit that refused it
+	if s != nil && err == nil && g.Limiter != nil {
+		set, perr := g.Policies(ctx)
+		if perr != nil {
+			return nil, perr
+		}
+		// The limits that name no tool, of the server the runtime picks.
+		sctx = mcpflow.WithServerCheck(sctx, func(server string) error {
+			name, err := g.limit(ctx, userID, set.Limits(&mcpflow.Tool{Server: server}))
+			if err != nil {
+				limited = name
+			}
+			return err
+		})
+	}
 	var res json.RawMessage
 	switch {
 	case err != nil:
@@ -118,6 +135,8 @@ func (g *Guard) audited(ctx context.Context, kind, userID, threadID, what string
 		Outcome: mcpflow.OutcomeOK, LatencyMS: float64(time.Since(start).Microseconds()) / 1000}
 	var rpc *mcpflow.RPCError
 	switch {
+	case limited != "":
+		rec.Outcome, rec.Decision, rec.Rule = mcpflow.OutcomeRefused, Deny, limited
 	case errors.As(err, &rpc) && rpc.Code == -32602:
 		rec.Outcome = mcpflow.OutcomeRefused
 	case err != nil:

@@ -158,7 +158,8 @@ func TestPromptsAndResources(t *testing.T) {
 
 	// Under policies by server: a server-wide deny closes everh's prompts
 	// and resources; ever's stay.
-	gov := strings.Replace(ext, `"mcpServers"`, `"policies": {"default": "allow", "rules": [{"name": "no-everh", "effect": "deny", "servers": ["everh"]}]}, "mcpServers"`, 1)
+	gov := strings.Replace(ext, `"mcpServers"`, `"policies": {"default": "allow", "rules": [{"name": "no-everh", "effect": "deny", "servers": ["everh"]}],
+  "limits": [{"name": "ever-reads", "servers": ["ever"], "per_minute": 1, "burst": 1}, {"name": "add-only", "tools": ["ever_get-sum"], "per_minute": 1, "burst": 1}]}, "mcpServers"`, 1)
 	g := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", gov), nil))
 	graw := &rpc2026{url: g.URL() + "/mcp/threads/surface", token: testUserToken}
 	out, err := graw.trySend("prompts/list", "", map[string]any{})
@@ -174,6 +175,17 @@ func TestPromptsAndResources(t *testing.T) {
 	out, err = graw.trySend("prompts/get", "everh_simple-prompt", map[string]any{"name": "everh_simple-prompt"})
 	require.NoError(t, err)
 	require.Equal(t, "unknown prompt 'everh_simple-prompt'", out["error"].(map[string]any)["message"])
+
+	// The server's limit that names no tool counts prompts/get and
+	// resources/read (one a minute): the second is refused with when to
+	// retry; the limit of one tool does not count them.
+	out, err = graw.trySend("prompts/get", "ever_simple-prompt", map[string]any{"name": "ever_simple-prompt"})
+	require.NoError(t, err)
+	require.NotNil(t, out["result"], "%v", out)
+	_, err = graw.trySend("resources/read", "demo://x", map[string]any{"uri": "demo://resource/static/document/architecture.md"})
+	require.ErrorContains(t, err, "HTTP 429")
+	require.ErrorContains(t, err, `rate limit "ever-reads" reached; retry in 60 s`)
+	require.ErrorContains(t, err, "retryAfterSeconds:60")
 }
 
 // TestLogRelay: a stdio upstream's log messages (server-everything's

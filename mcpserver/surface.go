@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -77,8 +80,20 @@ func getPrompt(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *r
 	case len(p.Arguments) > 0 && string(p.Arguments) != "null" && p.Arguments[0] != '{':
 		return nil, invalidParams("params.arguments must be an object")
 	}
-	return c.surfaceAnswer(sr.GetPrompt(ctx, c.req.UserID, c.req.ThreadID, *p.Name, rawParams(map[string]json.RawMessage{
-		"arguments": p.Arguments, "inputResponses": p.InputResponses}, p.RequestState)))
+	res, err := sr.GetPrompt(ctx, c.req.UserID, c.req.ThreadID, *p.Name, rawParams(map[string]json.RawMessage{
+		"arguments": p.Arguments, "inputResponses": p.InputResponses}, p.RequestState))
+	if err == nil && !c.modern {
+		var r struct {
+			ResultType string `json:"resultType"`
+		}
+		if json.Unmarshal(res, &r) == nil && r.ResultType == string(mcp.ResultTypeInputRequired) {
+			// A 2026-07-28 server asks the caller for input, which only a
+			// 2026-07-28 client can give it on prompts/get.
+			return nil, &rpcError{Code: mcp.INTERNAL_ERROR, Message: fmt.Sprintf(
+				"prompt '%s' asks for input (input_required), which mcpflow relays on prompts/get to %s clients only", truncate(*p.Name, 200), ProtocolVersion2026)}
+		}
+	}
+	return c.surfaceAnswer(res, err)
 }
 
 // rawParams are the params given (not empty), and a requestState, to

@@ -506,3 +506,34 @@ func TestListChanged(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond, "server %d on the listen stream", i)
 	}
 }
+
+// TestPromptInputRequired2025: a prompt whose 2026-07-28 server answers
+// input_required (the conformance fixture's) is refused with a clear error
+// to a 2025-11-25 client, which cannot be asked for it on prompts/get; a
+// 2026-07-28 client gets the input_required as the server wrote it.
+func TestPromptInputRequired2025(t *testing.T) {
+	testenv.Node2026(t)
+	fixture := testenv.StartConformanceFixture(t)
+	ext := fmt.Sprintf(`{"mcpServers": {"conformance": {"type": "http", "url": %q, "tool_name_prefix": false}}}`, fixture)
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "", ext), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := mcpclient.NewStreamableHttpClient(m.URL()+"/mcp/threads/ir",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+	require.NoError(t, err)
+	c = mcpclient.NewClient(c.GetTransport(), mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "ir", Version: "1"}}})
+	require.NoError(t, err)
+	_, err = c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "test_input_required_result_prompt"}})
+	require.ErrorContains(t, err, "prompt 'test_input_required_result_prompt' asks for input (input_required), which mcpflow relays on prompts/get to 2026-07-28 clients only")
+	got, err := c.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "test_simple_prompt"}})
+	require.NoError(t, err)
+	require.NotEmpty(t, got.Messages)
+
+	raw := &rpc2026{url: m.URL() + "/mcp/threads/ir26", token: testUserToken}
+	res := raw.call(t, "prompts/get", "test_input_required_result_prompt", map[string]any{"name": "test_input_required_result_prompt"})
+	require.Equal(t, "input_required", res["resultType"], "%v", res)
+	require.NotEmpty(t, res["inputRequests"])
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -58,6 +59,25 @@ func TestMCPEndpointMCPGoDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, out.IsError)
 	require.Equal(t, "5", out.Content[0].(mcp.TextContent).Text)
+}
+
+// sseFrames reads the JSON messages of an SSE stream, in order, until it
+// ends (then the channel closes).
+func sseFrames(body io.Reader) <-chan map[string]any {
+	frames := make(chan map[string]any, 16)
+	go func() {
+		defer close(frames)
+		sc := bufio.NewScanner(body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(data), &m) == nil {
+					frames <- m
+				}
+			}
+		}
+	}()
+	return frames
 }
 
 // rpc2026 posts 2026-07-28 requests to one MCP URL (raw HTTP: the wire is
@@ -196,19 +216,7 @@ func TestMCPEndpointTasksExtension(t *testing.T) {
 	resp := c.request(t, ctx, "subscriptions/listen", "", map[string]any{"notifications": map[string]any{"taskIds": []any{lid}}})
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	frames := make(chan map[string]any, 16)
-	go func() {
-		defer close(frames)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(data), &m) == nil {
-					frames <- m
-				}
-			}
-		}
-	}()
+	frames := sseFrames(resp.Body)
 	first := <-frames
 	require.Equal(t, "notifications/subscriptions/acknowledged", first["method"], "%v", first)
 	ack = c.call(t, "tasks/cancel", lid, map[string]any{"taskId": lid})

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -367,19 +365,7 @@ func TestResourceSubscriptions2026(t *testing.T) {
 		"notifications": map[string]any{"resourceSubscriptions": []any{uri}}})
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	events := make(chan map[string]any, 16)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(data), &m) == nil {
-					events <- m
-				}
-			}
-		}
-		close(events)
-	}()
+	events := sseFrames(resp.Body)
 	next := func() map[string]any {
 		select {
 		case e, ok := <-events:
@@ -480,18 +466,7 @@ func TestListChanged(t *testing.T) {
 	raw := &rpc2026{url: m.URL() + "/mcp/threads/lists26", token: testUserToken}
 	resp := raw.request(t, ctx, "subscriptions/listen", "", map[string]any{"notifications": map[string]any{"promptsListChanged": true}})
 	defer resp.Body.Close()
-	events := make(chan map[string]any, 16)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(data), &m) == nil {
-					events <- m
-				}
-			}
-		}
-	}()
+	events := sseFrames(resp.Body)
 	ack := <-events
 	require.Equal(t, true, ack["params"].(map[string]any)["notifications"].(map[string]any)["promptsListChanged"], "%v", ack)
 	for i := range 2 {

@@ -123,7 +123,8 @@ func (r *Runtime) run(ctx context.Context, srv *config.Server, fp, userID, threa
 		rt := route.New(meta, ws, cmp.Or(srv.Cwd, ws.Dir))
 		key := session.PoolKey{Server: srv.Name, Scope: userID + ":" + threadID}
 		dial := func(dctx context.Context) (*session.Session, error) {
-			return r.dial(dctx, srv, fp, session.DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions})
+			return r.dial(dctx, srv, fp, session.DialOptions{Dir: ws.Dir, Env: ws.Env(), Logger: r.log, Questions: r.questions,
+				Lists: func(method string) { r.listsChanged(srv.Name, key.Scope, method) }})
 		}
 		if tp := route.PinFrom(ctx); tp != nil {
 			if err := r.checkPinned(tp, key, userID); err != nil {

@@ -174,6 +174,9 @@ type Runtime struct {
 	closed         bool
 	gen            uint64 // counts ResetCache calls
 	metrics        *runtimeMetrics
+
+	listMu       sync.Mutex
+	listWatchers map[*listWatcher]struct{} // WatchLists' (surface.go)
 }
 
 var _ mcpflow.ToolRuntime = (*Runtime)(nil)

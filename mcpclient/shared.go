@@ -170,7 +170,12 @@ func (r *Runtime) dialSharedLocked(srv *config.Server, config string, key shared
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		sess, err := r.dial(dctx, srv, s.config, session.DialOptions{Headers: headers, Logger: r.log, Questions: r.questions})
+		scope := "" // a shared session's list changes are every caller's
+		if key.perUser {
+			scope = key.user + ":"
+		}
+		sess, err := r.dial(dctx, srv, s.config, session.DialOptions{Headers: headers, Logger: r.log, Questions: r.questions,
+			Lists: func(method string) { r.listsChanged(srv.Name, scope, method) }})
 		cancel()
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -386,21 +386,41 @@ func (r *Runtime) SubscribeResource(ctx context.Context, userID, threadID, uri s
 	return unsubscribe, nil
 }
 
+// listWatcher is one WatchLists: a user's thread, the servers its ctx
+// admits, and where the changes go.
+type listWatcher struct {
+	scope   string // "<user>:<thread>"
+	allowed func(server string) bool
+	changed func(method string)
+}
+
 // WatchLists calls changed with notifications/prompts/list_changed or
 // notifications/resources/list_changed each time a server of userID's
-// thread (one ctx's server filter admits, offering prompts or resources)
-// says its list changed, until stop. A watch lasts as long as mcpflow's
-// session to each server.
+// thread (one ctx's server filter admits) says its list changed, until
+// stop: a stdio server's process of the thread, and the shared sessions
+// of the HTTP servers, which are asked for their list changes (once per
+// session). It dials no stdio server: one that is not running has no list
+// to change.
 func (r *Runtime) WatchLists(ctx context.Context, userID, threadID string, changed func(method string)) (func(), error) {
 	servers, fps, err := r.surfaceServers(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	var stops []func()
+	w := &listWatcher{scope: userID + ":" + threadID, changed: changed,
+		allowed: func(server string) bool { return mcpflow.ServerAllowed(ctx, server) }}
+	r.listMu.Lock()
+	if r.listWatchers == nil {
+		r.listWatchers = map[*listWatcher]struct{}{}
+	}
+	r.listWatchers[w] = struct{}{}
+	r.listMu.Unlock()
 	for _, srv := range servers {
+		if srv.Type == config.TransportStdio {
+			continue
+		}
 		err := r.run(ctx, srv, fps[srv.Name], userID, threadID, func(_ context.Context, s *session.Session, _ *route.Route) error {
 			if p, res := s.Offers(); p || res {
-				stops = append(stops, s.WatchLists(changed))
+				s.HearLists()
 			}
 			return nil
 		})
@@ -409,8 +429,27 @@ func (r *Runtime) WatchLists(ctx context.Context, userID, threadID string, chang
 		}
 	}
 	return func() {
-		for _, stop := range stops {
-			stop()
-		}
+		r.listMu.Lock()
+		delete(r.listWatchers, w)
+		r.listMu.Unlock()
 	}, nil
+}
+
+// listsChanged hands a server's list change to the watchers of scope (a
+// stdio process's "<user>:<thread>", a user's session's "<user>:", or ""
+// for a shared session) that may reach the server.
+func (r *Runtime) listsChanged(server, scope, method string) {
+	r.listMu.Lock()
+	var ws []*listWatcher
+	for w := range r.listWatchers {
+		if strings.HasPrefix(w.scope, scope) {
+			ws = append(ws, w)
+		}
+	}
+	r.listMu.Unlock()
+	for _, w := range ws {
+		if w.allowed(server) {
+			w.changed(method)
+		}
+	}
 }

@@ -86,6 +86,9 @@ type DialOptions struct {
 	// and take the questions servers ask about native tasks.
 	Questions *question.Questions
 	Protocol  string // pinned revision; "" negotiates
+	// Lists, when set, hears the server's notifications/prompts/list_changed
+	// and resources/list_changed (their method) for the session's life.
+	Lists func(method string)
 }
 
 // Session is one initialized MCP client session to one server. It is safe
@@ -111,6 +114,7 @@ type Session struct {
 	logsMu      sync.Mutex
 	logs        map[*mcpflow.CallRelay]int // calls in flight whose caller hears log messages
 	subs        resourceSubs               // callers subscribed to resources (surface.go)
+	onLists     func(method string)        // DialOptions.Lists
 
 	done      chan struct{}
 	lostOnce  sync.Once
@@ -137,7 +141,7 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("server", srv.Name, "transport", srv.Type)
-	s := &Session{server: srv.Name, log: log, done: make(chan struct{})}
+	s := &Session{server: srv.Name, log: log, done: make(chan struct{}), onLists: o.Lists}
 	if d, ok := srv.ToolCallTimeoutDuration(); ok && d > 0 {
 		s.callTimeout = d
 	}

@@ -64,8 +64,8 @@ func (s *Session) OffersSubscriptions() bool {
 type resourceSubs struct {
 	mu     sync.Mutex
 	byURI  map[string]map[*func()]bool
-	lists  map[*func(method string)]bool // WatchLists' callbacks
-	listen func()                        // stops the stream (2026-07-28)
+	lists  bool   // HearLists was called: the stream asks for list changes
+	listen func() // stops the stream (2026-07-28)
 }
 
 // Subscribe asks the server for updates of uri and calls updated at each
@@ -135,11 +135,11 @@ func (s *Session) relistenLocked() {
 		s.subs.listen()
 		s.subs.listen = nil
 	}
-	if len(s.subs.byURI) == 0 && len(s.subs.lists) == 0 {
+	if len(s.subs.byURI) == 0 && !s.subs.lists {
 		return
 	}
 	filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
-	if len(s.subs.lists) > 0 {
+	if s.subs.lists {
 		p, r := s.Offers()
 		filter.PromptsListChanged, filter.ResourcesListChanged = p, r
 	}
@@ -166,19 +166,15 @@ func (s *Session) resourceUpdated(uri string) {
 	}
 }
 
-// WatchLists calls changed with the method of each
-// notifications/prompts/list_changed and notifications/resources/list_changed
-// the server sends, until stop: on the session's GET stream (HTTP, before
-// 2026-07-28, opened for it), its stdio, or a subscriptions/listen stream
-// asking for them (2026-07-28). It lasts as long as this session.
-func (s *Session) WatchLists(changed func(method string)) (stop func()) {
-	key := &changed
+// HearLists makes the server's notifications/prompts/list_changed and
+// resources/list_changed reach DialOptions.Lists for the rest of the
+// session: a stdio server's come anyway; an HTTP server's need the
+// session's GET stream (before 2026-07-28) or a subscriptions/listen
+// asking for them, which it opens once.
+func (s *Session) HearLists() {
 	s.subs.mu.Lock()
-	if s.subs.lists == nil {
-		s.subs.lists = map[*func(string)]bool{}
-	}
-	first := len(s.subs.lists) == 0
-	s.subs.lists[key] = true
+	first := !s.subs.lists
+	s.subs.lists = true
 	if first && s.Modern() {
 		s.relistenLocked()
 	}
@@ -188,28 +184,11 @@ func (s *Session) WatchLists(changed func(method string)) (stop func()) {
 			l.Listen()
 		}
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.subs.mu.Lock()
-			delete(s.subs.lists, key)
-			if len(s.subs.lists) == 0 && s.Modern() {
-				s.relistenLocked()
-			}
-			s.subs.mu.Unlock()
-		})
-	}
 }
 
-// listChanged calls the WatchLists callbacks with method.
+// listChanged hands a list change to DialOptions.Lists.
 func (s *Session) listChanged(method string) {
-	s.subs.mu.Lock()
-	var fns []func(string)
-	for k := range s.subs.lists {
-		fns = append(fns, *k)
-	}
-	s.subs.mu.Unlock()
-	for _, fn := range fns {
-		fn(method)
+	if s.onLists != nil {
+		s.onLists(method)
 	}
 }

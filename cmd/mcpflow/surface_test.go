@@ -263,13 +263,18 @@ func (s sampler) CreateMessage(_ context.Context, req mcp.CreateMessageRequest) 
 		Model: "test-model", StopReason: "endTurn"}, nil
 }
 
-// TestSamplingRelay: a 2025-11-25 upstream (server-everything over stdio,
-// which offers its sampling tool to a client that declares sampling) asks
-// for sampling during an ordinary call; mcpflow asks its 2025-11-25 caller
-// on the call's stream, and the caller's answer reaches the server.
+// TestSamplingRelay: a 2025-11-25 upstream (server-everything over stdio
+// and over streamable HTTP, which offers its sampling tool to a client that
+// declares sampling) asks for sampling during an ordinary call; mcpflow
+// asks its 2025-11-25 caller on the call's stream, and the caller's answer
+// reaches the server.
 func TestSamplingRelay(t *testing.T) {
 	entry := testenv.EverythingEntry(t)
-	ext := fmt.Sprintf(`{"mcpServers": {"ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 60}}}`, entry)
+	httpURL := testenv.StartEverythingHTTP(t, entry)
+	ext := fmt.Sprintf(`{"mcpServers": {
+  "ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 60},
+  "everh": {"type": "http", "url": %q, "tool_call_timeout": 60}
+}}`, entry, httpURL)
 	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", ext), nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -282,12 +287,14 @@ func TestSamplingRelay(t *testing.T) {
 	require.NoError(t, c.Start(ctx))
 	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "sampler", Version: "1"}}})
 	require.NoError(t, err)
-	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ever_trigger-sampling-request",
-		Arguments: map[string]any{"prompt": "What is 2+2?"}}})
-	require.NoError(t, err)
-	require.False(t, res.IsError, "%v", res.Content)
-	require.Contains(t, <-s.asked, "What is 2+2?")
-	require.Contains(t, res.Content[0].(mcp.TextContent).Text, "a sampled answer")
+	for _, server := range []string{"ever", "everh"} {
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: server + "_trigger-sampling-request",
+			Arguments: map[string]any{"prompt": "What is 2+2 on " + server + "?"}}})
+		require.NoError(t, err, server)
+		require.False(t, res.IsError, "%s: %v", server, res.Content)
+		require.Contains(t, <-s.asked, "What is 2+2 on "+server+"?")
+		require.Contains(t, res.Content[0].(mcp.TextContent).Text, "a sampled answer", server)
+	}
 }
 
 // TestResourceSubscriptions: a 2025-11-25 session subscribes to a resource

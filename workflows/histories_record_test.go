@@ -70,14 +70,19 @@ func (p recPath) shapeList() []int {
 	return p.shapes
 }
 
+// withApproval are the shapes of the paths a call waiting for approval
+// goes (ShapeApproval runs the report shape's commands: its own histories
+// keep them so).
+var withApproval = []int{workflows.ShapeReport, workflows.ShapeLean, 0, workflows.ShapeApproval}
+
 // recPaths are the recorded paths. TestReplayRecordedHistories requires a
 // history of each (in each of its shapes).
 var recPaths = []recPath{
-	{name: "completed", run: recordCompleted},
-	{name: "failed", run: recordFailed},
+	{name: "completed", shapes: withApproval, run: recordCompleted},
+	{name: "failed", shapes: withApproval, run: recordFailed},
 	{name: "submit_failed", run: recordSubmitFailed},
 	{name: "poll_errors", run: recordPollErrors},
-	{name: "cancel_signal", run: recordCancel(false)},
+	{name: "cancel_signal", shapes: withApproval, run: recordCancel(false)},
 	{name: "cancel_temporal", run: recordCancel(true)},
 	{name: "compensation", run: recordCompensation},
 	{name: "duplicate", run: recordDuplicate},

@@ -32,7 +32,7 @@ import (
 var historiesDir = filepath.Join("testdata", "histories")
 
 // shapeNames name the history shapes (TaskConfig.Shape) in file names.
-var shapeNames = map[int]string{workflows.ShapeReport: "report", workflows.ShapeLean: "lean", 0: "classic"}
+var shapeNames = map[int]string{workflows.ShapeApproval: "approval", workflows.ShapeReport: "report", workflows.ShapeLean: "lean", 0: "classic"}
 
 // Every stored history replays on the current TaskWorkflow without a
 // non-determinism error: a change to the workflow's commands that running

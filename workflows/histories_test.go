@@ -110,7 +110,17 @@ func TestReplayEarlierBuildHistories(t *testing.T) {
 			perShape[build.Shape]++
 		}
 	}
-	for name := range shapes {
+	newestEarlier := 0
+	for _, build := range m.Builds {
+		newestEarlier = max(newestEarlier, shapes[build.Shape])
+	}
+	for name, shape := range shapes {
+		if shape > newestEarlier {
+			// No earlier build has run it with other workflow code yet
+			// (ShapeApproval: the code is unchanged since it was added);
+			// its recorded histories replay in TestReplayRecordedHistories.
+			continue
+		}
 		require.GreaterOrEqual(t, perShape[name], 2, "at least two histories of the %s shape from an earlier build", name)
 	}
 	files, err := filepath.Glob(filepath.Join(earlierDir, "*.json"))
@@ -140,7 +150,7 @@ func TestReplayEarlierBuildHistories(t *testing.T) {
 }
 
 // shapeConst finds the shape constants in workflows/types.go.
-var shapeConst = regexp.MustCompile(`\bShape(?:Lean|Report)\s*=\s*(\d+)`)
+var shapeConst = regexp.MustCompile(`\bShape(?:Lean|Report|Approval)\s*=\s*(\d+)`)
 
 // requireEarlierBuild checks, from the repository's history, that shape
 // is the newest history shape of commit's workflows/types.go and that the

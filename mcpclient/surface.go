@@ -435,6 +435,13 @@ func (r *Runtime) WatchLists(ctx context.Context, userID, threadID string, chang
 	}, nil
 }
 
+// watchingLists reports whether a stream listens for list changes.
+func (r *Runtime) watchingLists() bool {
+	r.listMu.Lock()
+	defer r.listMu.Unlock()
+	return len(r.listWatchers) > 0
+}
+
 // listsChanged hands a server's list change to the watchers of scope (a
 // stdio process's "<user>:<thread>", a user's session's "<user>:", or ""
 // for a shared session) that may reach the server.
@@ -442,7 +449,8 @@ func (r *Runtime) listsChanged(server, scope, method string) {
 	r.listMu.Lock()
 	var ws []*listWatcher
 	for w := range r.listWatchers {
-		if strings.HasPrefix(w.scope, scope) {
+		// "" and "<user>:" are prefixes; "<user>:<thread>" is exact.
+		if w.scope == scope || (scope == "" || strings.HasSuffix(scope, ":")) && strings.HasPrefix(w.scope, scope) {
 			ws = append(ws, w)
 		}
 	}

@@ -19,12 +19,13 @@ func TestListsChangedScopes(t *testing.T) {
 	r.listWatchers = map[*listWatcher]struct{}{}
 	watch("alice:t1", "files", "docs")
 	watch("alice:t2", "files", "docs")
+	watch("alice:t10", "files")
 	watch("bob:t1", "files")
 	for _, c := range []struct{ server, scope, want string }{
-		{"files", "alice:t1", "[alice:t1 m]"},             // a stdio process of one thread
-		{"docs", "alice:", "[alice:t1 m alice:t2 m]"},     // a user's own session
-		{"files", "", "[alice:t1 m alice:t2 m bob:t1 m]"}, // a shared session
-		{"docs", "", "[alice:t1 m alice:t2 m]"},           // bob may not reach docs
+		{"files", "alice:t1", "[alice:t1 m]"},                         // a stdio process of one thread (not t10's)
+		{"docs", "alice:", "[alice:t1 m alice:t2 m]"},                 // a user's own session
+		{"files", "", "[alice:t1 m alice:t10 m alice:t2 m bob:t1 m]"}, // a shared session
+		{"docs", "", "[alice:t1 m alice:t2 m]"},                       // bob may not reach docs
 		{"files", "carol:t1", "[]"},
 	} {
 		got = nil

@@ -62,6 +62,10 @@ func (s *Session) OffersSubscriptions() bool {
 // URI → the callers' callbacks (by a key of their own), and on 2026-07-28
 // the subscriptions/listen stream that asks for them.
 type resourceSubs struct {
+	// req serializes the upstream requests that start and end a URI's
+	// subscription, so that a last unsubscribe and a first subscribe of
+	// the same URI reach the server in order.
+	req    sync.Mutex
 	mu     sync.Mutex
 	byURI  map[string]map[*func()]bool
 	lists  bool   // HearLists was called: the stream asks for list changes
@@ -74,66 +78,76 @@ type resourceSubs struct {
 // callers subscribe (resources/unsubscribe after the last), with the
 // session's GET stream open for the updates; from 2026-07-28 on, one
 // subscriptions/listen stream naming every subscribed URI, reopened as
-// they change, after a resources/read that the resource exists. A
-// subscription lasts as long as this session.
+// they change, after a resources/read that the resource exists. The
+// callback is registered before the server is asked, so no update sent
+// meanwhile is lost. A subscription lasts as long as this session.
 func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (unsubscribe func(), err error) {
-	s.subs.mu.Lock()
-	first := len(s.subs.byURI[uri]) == 0
-	s.subs.mu.Unlock()
-	switch {
-	case first && s.Modern():
-		if _, err := s.Request(ctx, mcp.MethodResourcesRead, uri, map[string]any{"uri": uri}); err != nil {
-			return nil, err
-		}
-	case first:
-		if _, err := s.Request(ctx, mcp.MethodResourcesSubscribe, uri, map[string]any{"uri": uri}); err != nil {
-			return nil, err
-		}
-		if l, ok := s.client.GetTransport().(interface{ Listen() }); ok {
-			l.Listen() // an HTTP server's updates come on the session's GET stream
-		}
-	}
+	s.subs.req.Lock()
+	defer s.subs.req.Unlock()
 	key := &updated
 	s.subs.mu.Lock()
+	first := len(s.subs.byURI[uri]) == 0
 	if s.subs.byURI == nil {
 		s.subs.byURI = map[string]map[*func()]bool{}
 	}
-	if s.subs.byURI[uri] == nil {
+	if first {
 		s.subs.byURI[uri] = map[*func()]bool{}
 	}
 	s.subs.byURI[uri][key] = true
-	if first && s.Modern() {
-		s.relistenLocked()
+	s.subs.mu.Unlock()
+	if first {
+		method := mcp.MethodResourcesSubscribe
+		if s.Modern() {
+			method = mcp.MethodResourcesRead // the stream below subscribes
+		}
+		if _, err := s.Request(ctx, method, uri, map[string]any{"uri": uri}); err != nil {
+			s.subs.mu.Lock()
+			delete(s.subs.byURI, uri)
+			s.subs.mu.Unlock()
+			return nil, err
+		}
+		if s.Modern() {
+			s.subs.mu.Lock()
+			s.relistenLocked()
+			s.subs.mu.Unlock()
+		} else if l, ok := s.client.GetTransport().(interface{ Listen() }); ok {
+			l.Listen() // an HTTP server's updates come on the session's GET stream
+		}
+	}
+	var once sync.Once
+	return func() { once.Do(func() { s.unsubscribe(uri, key) }) }, nil
+}
+
+// unsubscribe ends one caller's subscription to uri; the last one's ends
+// it at the server.
+func (s *Session) unsubscribe(uri string, key *func()) {
+	s.subs.req.Lock()
+	defer s.subs.req.Unlock()
+	s.subs.mu.Lock()
+	delete(s.subs.byURI[uri], key)
+	last := len(s.subs.byURI[uri]) == 0
+	if last {
+		delete(s.subs.byURI, uri)
+		if s.Modern() {
+			s.relistenLocked()
+		}
 	}
 	s.subs.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.subs.mu.Lock()
-			delete(s.subs.byURI[uri], key)
-			last := len(s.subs.byURI[uri]) == 0
-			if last {
-				delete(s.subs.byURI, uri)
-				if s.Modern() {
-					s.relistenLocked()
-				}
-			}
-			s.subs.mu.Unlock()
-			if last && !s.Modern() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				_, _ = s.Request(ctx, mcp.MethodResourcesUnsubscribe, uri, map[string]any{"uri": uri})
-			}
-		})
-	}, nil
+	if last && !s.Modern() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = s.Request(ctx, mcp.MethodResourcesUnsubscribe, uri, map[string]any{"uri": uri})
+	}
 }
 
 // relistenLocked replaces the subscriptions/listen stream with one naming
-// the URIs subscribed now (none: no stream). s.subs.mu is held.
+// the URIs subscribed now (none: no stream). s.subs.mu is held, so the old
+// stream is stopped on its own goroutine: stopping waits for the stream's
+// reader, which may be delivering an update that needs s.subs.mu.
 func (s *Session) relistenLocked() {
-	if s.subs.listen != nil {
-		s.subs.listen()
+	if old := s.subs.listen; old != nil {
 		s.subs.listen = nil
+		go old()
 	}
 	if len(s.subs.byURI) == 0 && !s.subs.lists {
 		return
@@ -151,19 +165,6 @@ func (s *Session) relistenLocked() {
 		return
 	}
 	s.subs.listen = stop
-}
-
-// resourceUpdated calls the callbacks subscribed to uri.
-func (s *Session) resourceUpdated(uri string) {
-	s.subs.mu.Lock()
-	var fns []func()
-	for k := range s.subs.byURI[uri] {
-		fns = append(fns, *k)
-	}
-	s.subs.mu.Unlock()
-	for _, fn := range fns {
-		fn()
-	}
 }
 
 // HearLists makes the server's notifications/prompts/list_changed and
@@ -190,5 +191,18 @@ func (s *Session) HearLists() {
 func (s *Session) listChanged(method string) {
 	if s.onLists != nil {
 		s.onLists(method)
+	}
+}
+
+// resourceUpdated calls the callbacks subscribed to uri.
+func (s *Session) resourceUpdated(uri string) {
+	s.subs.mu.Lock()
+	var fns []func()
+	for k := range s.subs.byURI[uri] {
+		fns = append(fns, *k)
+	}
+	s.subs.mu.Unlock()
+	for _, fn := range fns {
+		fn()
 	}
 }

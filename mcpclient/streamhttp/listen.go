@@ -1,17 +1,20 @@
 package streamhttp
 
 import (
+	"errors"
 	"net/http"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // Listen opens the session's standalone GET stream (before 2026-07-28)
 // once, in the background until Close: the server's notifications and
 // requests that belong to no request (resource updates, say) come on it.
 // A stream that ends is reopened after its retry delay (at least a
-// second); a server that answers the GET with 405 has none, and Listen
-// stops. Without a session (2026-07-28, or before initialize) it does
-// nothing.
+// second); it stops when the server has none (405) or the session ended
+// (404, or lost: a redialed session listens anew). Without a session
+// (2026-07-28, or before initialize) it does nothing.
 func (t *Transport) Listen() {
 	t.mu.Lock()
 	start := !t.listening && t.session != "" && !t.modern()
@@ -37,13 +40,15 @@ func (t *Transport) listen() {
 		}
 		return false
 	}
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && t.GetSessionId() != "" {
 		header := http.Header{}
 		if cur.lastID != "" {
 			header["Last-Event-Id"] = []string{cur.lastID}
 		}
 		resp, err := t.do(ctx, http.MethodGet, nil, hdrAcceptSSE, header, false)
 		switch {
+		case errors.Is(err, transport.ErrSessionTerminated):
+			return
 		case err != nil:
 			t.log.Debug("GET stream failed", "err", err)
 		case resp.StatusCode == http.StatusMethodNotAllowed:

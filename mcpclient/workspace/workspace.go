@@ -322,9 +322,12 @@ func (c *wsWatchCache) get(dir string) *wsWatch {
 // thread's files, which a stdio server running here must not be asked for
 // (however the path is spelled: ".." segments, escapes, symbolic links).
 func (w *Workspace) Foreign(uri string) bool {
-	u, err := url.Parse(uri)
-	if err != nil || !strings.EqualFold(u.Scheme, "file") {
+	if len(uri) < 5 || !strings.EqualFold(uri[:5], "file:") {
 		return false
+	}
+	u, err := url.Parse(uri)
+	if err != nil || u.Opaque != "" {
+		return true // a file: URI this reads no path of: not to be sent on
 	}
 	p := filepath.Clean("/" + u.Path)
 	if real, err := filepath.EvalSymlinks(p); err == nil {

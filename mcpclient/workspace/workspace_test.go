@@ -243,10 +243,12 @@ func TestWorkspaceForeign(t *testing.T) {
 		"file://" + filepath.Join(bob.Dir, "secret.txt"):                        true,
 		"file://" + filepath.Join(other.Dir, "notes.md"):                        true,
 		"file://" + alice.Dir + "/../../../../../bob/threads/t1/user-data/x":    true,
-		"file://" + strings.ReplaceAll(filepath.Join(bob.Dir, "s"), "/", "%2F"): false, // escaped slashes after file:// make a host, not a path
+		"file://" + strings.ReplaceAll(filepath.Join(bob.Dir, "s"), "/", "%2F"): true, // escaped slashes: unparsable here, not sent on
 		"FILE://" + filepath.Join(bob.Dir, "secret.txt"):                        true,
 		"file://" + filepath.Join(alice.Dir, "link.txt"):                        true, // a link to bob's file
 		"file://" + root + "/users":                                             true,
+		"file://" + filepath.Join(bob.Dir, "secret.txt") + "#%zz":               true, // unparsable here, read by others
+		"file:../../bob/threads/t1/user-data/workspace/secret.txt":              true, // opaque
 	} {
 		require.Equal(t, foreign, alice.Foreign(uri), uri)
 	}

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,6 +313,13 @@ func (r *Runtime) listResources(ctx context.Context, userID, threadID string, me
 	return out, err
 }
 
+// notFound reports whether a server's error says it has no such resource:
+// -32602, or -32002 (earlier revisions) unless it carries a retry delay,
+// as a rate limit's -32002 does (another mcpflow's, say).
+func notFound(rpc *mcpflow.RPCError) bool {
+	return rpc.Code == mcp.INVALID_PARAMS || rpc.Code == mcp.RESOURCE_NOT_FOUND && !bytes.Contains(rpc.Data, []byte(`"retryAfterSeconds"`))
+}
+
 // foreign reports whether uri names files of another user's or thread's
 // workspace, which a stdio server (running in the caller's) is not asked
 // for: the resource is unknown to the caller.
@@ -334,7 +342,7 @@ func (r *Runtime) ReadResource(ctx context.Context, userID, threadID, uri string
 		}
 		raw, err := s.Request(ctx, mcp.MethodResourcesRead, uri, map[string]any{"uri": uri})
 		var rpc *mcpflow.RPCError
-		if errors.As(err, &rpc) && (rpc.Code == mcp.INVALID_PARAMS || rpc.Code == mcp.RESOURCE_NOT_FOUND) {
+		if errors.As(err, &rpc) && notFound(rpc) {
 			return nil // not this server's
 		}
 		if err == nil {
@@ -368,7 +376,7 @@ func (r *Runtime) SubscribeResource(ctx context.Context, userID, threadID, uri s
 		}
 		u, err := s.Subscribe(ctx, uri, updated)
 		var rpc *mcpflow.RPCError
-		if errors.As(err, &rpc) && (rpc.Code == mcp.INVALID_PARAMS || rpc.Code == mcp.RESOURCE_NOT_FOUND) {
+		if errors.As(err, &rpc) && notFound(rpc) {
 			return nil // not this server's
 		}
 		if err != nil {

@@ -21,9 +21,13 @@
 // with resource subscriptions on 2025-11-25 sessions (subscribe.go). A
 // durable task is one row and one workflow with two faces.
 //
-// No process memory matters: sessions live in the database, tasks in the
-// task store and Temporal, stream positions are inbox sequence numbers (the
-// SSE event ids), so any replica answers any request.
+// Little process memory matters: sessions live in the database, tasks in
+// the task store and Temporal, stream positions are inbox sequence numbers
+// (the SSE event ids), so any replica answers any request. The exceptions
+// are what needs a live connection: a 2025-11-25 session's resource
+// subscriptions are held by the replica that took them (their updates
+// reach its GET stream there), as a relayed question waits on the replica
+// of its call.
 //
 // The transport and JSON-RPC dispatch are our own, on mcp-go's protocol
 // types: a message is decoded once (jsonrpc.go), Server.post routes, and

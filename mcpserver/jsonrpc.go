@@ -137,9 +137,29 @@ func paramsProblem(method string, raw json.RawMessage) *rpcError {
 			Meta         map[string]any  `json:"_meta"`
 			RequestState string          `json:"requestState"`
 		}{}
-	case string(mcp.MethodToolsList), string(mcp.MethodTasksList):
+	case string(mcp.MethodToolsList), string(mcp.MethodTasksList), string(mcp.MethodPromptsList),
+		string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList):
 		v = &struct {
 			Cursor *string `json:"cursor"`
+		}{}
+	case string(mcp.MethodPromptsGet):
+		v = &struct {
+			Name      string            `json:"name"`
+			Arguments map[string]string `json:"arguments"`
+		}{}
+	case string(mcp.MethodResourcesRead), string(mcp.MethodResourcesSubscribe), string(mcp.MethodResourcesUnsubscribe):
+		v = &struct {
+			URI string `json:"uri"`
+		}{}
+	case string(mcp.MethodCompletionComplete):
+		v = &struct {
+			Ref      map[string]any `json:"ref"`
+			Argument map[string]any `json:"argument"`
+			Context  map[string]any `json:"context"`
+		}{}
+	case string(mcp.MethodSetLogLevel):
+		v = &struct {
+			Level string `json:"level"`
 		}{}
 	case string(mcp.MethodTasksGet), string(mcp.MethodTasksCancel), string(mcp.MethodTasksResult):
 		v = &struct {

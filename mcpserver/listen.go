@@ -20,9 +20,9 @@ const (
 )
 
 // listenFilter is subscriptions/listen's params.notifications. mcpflow
-// honors taskIds (the Tasks extension) and resourceSubscriptions (through
-// the runtime, subscribe.go's upstream side); it emits no list-changed
-// notifications.
+// honors taskIds (the Tasks extension), and resourceSubscriptions and the
+// prompts' and resources' list changes through the runtime; not
+// toolsListChanged.
 type listenFilter struct {
 	TaskIDs               []string `json:"taskIds"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions"`
@@ -47,7 +47,7 @@ func (c *call) listen(ctx context.Context) (any, *rpcError) {
 	}
 	var f listenFilter
 	if err := json.Unmarshal(*n, &f); err != nil {
-		return nil, invalidParams("params.notifications.taskIds and resourceSubscriptions must be arrays of strings")
+		return nil, invalidParams("params.notifications: taskIds and resourceSubscriptions must be arrays of strings, promptsListChanged and resourcesListChanged booleans")
 	}
 	if len(f.TaskIDs) > 0 && !c.caps().tasksExt {
 		return c.refuse(needTasksExt("subscriptions/listen with taskIds"))
@@ -65,19 +65,7 @@ func (c *call) listen(ctx context.Context) (any, *rpcError) {
 	}
 	subID := c.msg.ID
 	subMeta := map[string]any{metaSubscription: subID}
-	acked := map[string]any{"taskIds": honored}
-	notes, uris, unsubscribe := c.subscribeResources(ctx, f, subMeta)
-	defer unsubscribe()
-	if f.ResourceSubscriptions != nil {
-		acked["resourceSubscriptions"] = uris
-	}
-	if notes != nil || c.s.surface() != nil {
-		acked["promptsListChanged"], acked["resourcesListChanged"] = f.PromptsListChanged, f.ResourcesListChanged
-	}
-	ack := notification{JSONRPC: mcp.JSONRPC_VERSION, Method: methodSubscriptionsAcked,
-		Params: map[string]any{"notifications": acked, "_meta": subMeta}}
-	end := newResponse(c.msg.ID, c.s.modernResult(map[string]any{"_meta": subMeta}), nil)
-
+	// The stream's slot first: nothing is subscribed for a stream refused.
 	release, ok := slot(c.req.AcquireStream)
 	if !ok {
 		c.answered = true
@@ -85,6 +73,18 @@ func (c *call) listen(ctx context.Context) (any, *rpcError) {
 		return nil, nil
 	}
 	defer release()
+	acked := map[string]any{"taskIds": honored}
+	notes, uris, lists, unsubscribe := c.subscribeResources(ctx, f, subMeta)
+	defer unsubscribe()
+	if f.ResourceSubscriptions != nil {
+		acked["resourceSubscriptions"] = uris
+	}
+	if f.PromptsListChanged || f.ResourcesListChanged {
+		acked["promptsListChanged"], acked["resourcesListChanged"] = lists && f.PromptsListChanged, lists && f.ResourcesListChanged
+	}
+	ack := notification{JSONRPC: mcp.JSONRPC_VERSION, Method: methodSubscriptionsAcked,
+		Params: map[string]any{"notifications": acked, "_meta": subMeta}}
+	end := newResponse(c.msg.ID, c.s.modernResult(map[string]any{"_meta": subMeta}), nil)
 	c.answered = true
 	_ = http.NewResponseController(c.w).SetWriteDeadline(time.Time{}) // a stream outlives write_timeout_seconds
 	out := newSSEWriter(c.w)
@@ -162,15 +162,16 @@ func (s *Server) followTasks(ctx context.Context, c *call, ids []string, notes <
 // changes when f asks: the notifications come on notes (with the
 // subscription's _meta; nil when nothing was honored), uris are the
 // resources honored (unknown ones are left out), and unsubscribe ends it
-// all.
-func (c *call) subscribeResources(ctx context.Context, f listenFilter, subMeta map[string]any) (<-chan notification, []string, func()) {
+// all; lists reports whether the list changes are watched.
+func (c *call) subscribeResources(ctx context.Context, f listenFilter, subMeta map[string]any) (<-chan notification, []string, bool, func()) {
 	honored := []string{}
 	sr := c.s.surface()
 	if sr == nil || len(f.ResourceSubscriptions) == 0 && !f.PromptsListChanged && !f.ResourcesListChanged {
-		return nil, honored, func() {}
+		return nil, honored, false, func() {}
 	}
 	notes := make(chan notification, streamNotes)
 	var ends []func()
+	lists := false
 	if f.PromptsListChanged || f.ResourcesListChanged {
 		stop, err := sr.WatchLists(ctx, c.req.UserID, c.req.ThreadID, func(method string) {
 			if method == mcp.MethodNotificationPromptsListChanged && !f.PromptsListChanged ||
@@ -183,7 +184,7 @@ func (c *call) subscribeResources(ctx context.Context, f listenFilter, subMeta m
 			}
 		})
 		if err == nil {
-			ends = append(ends, stop)
+			ends, lists = append(ends, stop), true
 		}
 	}
 	for _, uri := range f.ResourceSubscriptions {
@@ -205,9 +206,9 @@ func (c *call) subscribeResources(ctx context.Context, f listenFilter, subMeta m
 		ends = append(ends, end)
 	}
 	if len(ends) == 0 {
-		return nil, honored, func() {}
+		return nil, honored, false, func() {}
 	}
-	return notes, honored, func() {
+	return notes, honored, lists, func() {
 		for _, end := range ends {
 			go end()
 		}

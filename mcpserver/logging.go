@@ -11,7 +11,8 @@ import (
 
 // Logging: a caller hears an upstream's log messages during its call at or
 // above its level, which a 2025-11-25 session sets with logging/setLevel
-// (stored with the session, so every replica reads it) and a 2026-07-28
+// (stored with the session, so every replica reads it, within its few
+// seconds of session cache) and a 2026-07-28
 // request names in _meta (io.modelcontextprotocol/logLevel); without a
 // level none is relayed (relay.go).
 

@@ -213,5 +213,6 @@ func (s *Server) pruneSessions() {
 		case n > 0:
 			s.log.Info("removed idle MCP sessions", "count", n, "idle_for", s.opts.SessionIdleTTL.String())
 		}
+		s.dropEndedSubscriptions(ctx)
 	}()
 }

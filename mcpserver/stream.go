@@ -238,6 +238,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 		case <-keep.C:
 			// The session may have been ended through another replica.
 			if _, err := s.session(ctx, sess.ID, req); mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+				s.forgetSessions(sess.ID) // its subscriptions end with it
 				return
 			}
 			out.comment()

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -50,13 +52,36 @@ func subscribe(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *r
 	if s.subs[sid] == nil {
 		s.subs[sid] = map[string]func(){}
 	}
-	old := s.subs[sid][uri]
-	s.subs[sid][uri] = unsubscribe
+	old, again := s.subs[sid][uri]
+	over := !again && len(s.subs[sid]) >= maxSessionSubscriptions // a concurrent subscribe took the last
+	if !over {
+		s.subs[sid][uri] = unsubscribe
+	}
 	s.mu.Unlock()
-	if old != nil {
+	switch {
+	case over:
+		unsubscribe()
+		return nil, invalidParams("a session subscribes to at most %d resources: unsubscribe from one first", maxSessionSubscriptions)
+	case old != nil:
 		old() // subscribed again: one subscription per session and URI
 	}
+	if _, err := s.session(ctx, sid, c.req); mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+		s.forgetSessions(sid) // ended meanwhile (a DELETE): its subscriptions with it
+	}
 	return struct{}{}, nil
+}
+
+// dropEndedSubscriptions ends the subscriptions of the sessions that have
+// ended since (idle, or through another replica).
+func (s *Server) dropEndedSubscriptions(ctx context.Context) {
+	s.mu.Lock()
+	sids := slices.Collect(maps.Keys(s.subs))
+	s.mu.Unlock()
+	for _, sid := range sids {
+		if _, err := s.opts.Sessions.GetMCPSession(ctx, sid); mcpflow.ErrorCode(err) == mcpflow.ENotFound {
+			s.forgetSessions(sid)
+		}
+	}
 }
 
 // unsubscribe answers resources/unsubscribe ({} also for a URI the session

@@ -113,7 +113,11 @@ func TestSessionSubscriptions(t *testing.T) {
 	require.Equal(t, map[string]any{}, sub("a://1")["result"])
 	require.Equal(t, map[string]any{}, sub("a://1")["result"])
 	require.Equal(t, 1, rt.held(), "subscribing again replaces the subscription")
-	e := sub("unknown:x")["error"].(map[string]any)
+	e := post("POST", sid, `{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":5}}`)["error"].(map[string]any)
+	require.Equal(t, float64(-32602), e["code"], "a uri that is not a string")
+	e = post("POST", sid, `{"jsonrpc":"2.0","id":6,"method":"prompts/list","params":{"cursor":5}}`)["error"].(map[string]any)
+	require.Equal(t, float64(-32602), e["code"], "a cursor that is not a string")
+	e = sub("unknown:x")["error"].(map[string]any)
 	require.Equal(t, float64(-32602), e["code"])
 	require.Equal(t, map[string]any{"uri": "unknown:x"}, e["data"])
 	for i := 2; i <= maxSessionSubscriptions; i++ {

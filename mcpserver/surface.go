@@ -30,7 +30,7 @@ type resourcesCap struct {
 }
 
 // hasSurface reports whether mcpflow relays prompts, resources and
-// completions (declared without list_changed).
+// completions (declared with listChanged).
 func (s *Server) hasSurface() bool { return s.surface() != nil }
 
 // surfaced is a handler of the runtime's prompts and resources: -32601
@@ -77,7 +77,7 @@ func getPrompt(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *r
 	switch {
 	case p.Name == nil || *p.Name == "":
 		return nil, invalidParams("prompts/get needs params.name")
-	case len(p.Arguments) > 0 && string(p.Arguments) != "null" && p.Arguments[0] != '{':
+	case !isNull(p.Arguments) && !isJSONObject(p.Arguments):
 		return nil, invalidParams("params.arguments must be an object")
 	}
 	res, err := sr.GetPrompt(ctx, c.req.UserID, c.req.ThreadID, *p.Name, rawParams(map[string]json.RawMessage{
@@ -96,12 +96,12 @@ func getPrompt(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *r
 	return c.surfaceAnswer(res, err)
 }
 
-// rawParams are the params given (not empty), and a requestState, to
-// send on as they are.
+// rawParams are the params given (neither absent nor null), and a
+// requestState, to send on as they are.
 func rawParams(raw map[string]json.RawMessage, requestState string) map[string]any {
 	out := map[string]any{}
 	for k, v := range raw {
-		if len(v) > 0 {
+		if !isNull(v) {
 			out[k] = v
 		}
 	}
@@ -117,7 +117,7 @@ func complete(c *call, ctx context.Context, sr mcpflow.SurfaceRuntime) (any, *rp
 	switch {
 	case !isJSONObject(p.Ref) || !isJSONObject(p.Argument):
 		return nil, invalidParams("completion/complete needs params.ref and params.argument objects")
-	case len(p.Context) > 0 && string(p.Context) != "null" && !isJSONObject(p.Context):
+	case !isNull(p.Context) && !isJSONObject(p.Context):
 		return nil, invalidParams("params.context must be an object")
 	}
 	return c.surfaceAnswer(sr.Complete(ctx, c.req.UserID, c.req.ThreadID, rawParams(map[string]json.RawMessage{

@@ -147,7 +147,7 @@ func TestPromptsAndResources(t *testing.T) {
 		require.NoError(t, err)
 		e, _ := out["error"].(map[string]any)
 		require.NotNil(t, e, "%s %v: %v", tc.method, tc.params, out)
-		require.Equal(t, tc.code, e["code"])
+		require.Equal(t, tc.code, e["code"], "%v", e)
 		require.Contains(t, e["message"], tc.text)
 		if tc.method == "resources/read" && tc.name != "" {
 			require.Equal(t, map[string]any{"uri": "demo://none"}, e["data"])

@@ -310,7 +310,10 @@ func (s *Session) initialize(initCtx context.Context, protocol string) error {
 	return nil
 }
 
-// onNotification hands notifications/progress to the call of its token.
+// onNotification hands a server's notifications on: a stdio server's log
+// messages to its calls that hear them, list changes to DialOptions.Lists,
+// resource updates to their subscribers, and notifications/progress to
+// the call of its token.
 func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 	if n.Method == string(mcp.MethodNotificationMessage) && s.proc != nil {
 		// A stdio server's log message: its session is one user's thread,

@@ -158,7 +158,8 @@ func DecideApproval(ctx context.Context, store ApprovalStore, taskID string, c *
 		if c != nil && c.UserID == a.UserID {
 			return nil, Errorf(EForbidden, "the caller of a call cannot approve or deny it")
 		}
-		return nil, Errorf(EForbidden, "you are not an approver of this call (%s)", strings.Join(a.Approvers, ", "))
+		// Another user's call: not there for them (nor who may decide it).
+		return nil, Errorf(ENotFound, "no such approval")
 	}
 	if a.State == ApprovalPending && !now.Before(a.Deadline) {
 		return nil, Errorf(EConflict, "the approval's deadline (%s) has passed", a.Deadline.UTC().Format(time.RFC3339))
@@ -174,6 +175,9 @@ func DecideApproval(ctx context.Context, store ApprovalStore, taskID string, c *
 	}
 	if fresh, err := store.GetApproval(ctx, taskID); err == nil {
 		a = fresh
+	} else if moved {
+		// What the move wrote, when it cannot be read back.
+		a.State, a.Approver, a.Reason, a.DecidedAt = to, d.Approver, d.Reason, &d.At
 	}
 	if !moved {
 		return nil, Errorf(EConflict, "the approval is %s, not pending", a.State)

@@ -81,7 +81,7 @@ func TestDecideApproval(t *testing.T) {
 		{"<script>", carol, ENotFound, "no such approval"},
 		{"mcp-task-00000000000000000000000000000000", carol, ENotFound, "no such approval"},
 		{id, &Caller{UserID: "alice"}, EForbidden, "the caller of a call cannot approve or deny it"},
-		{id, &Caller{UserID: "bob"}, EForbidden, "you are not an approver of this call (user:carol)"},
+		{id, &Caller{UserID: "bob"}, ENotFound, "no such approval"}, // not who may decide it either
 		{late, carol, EConflict, "the approval's deadline (2026-12-05T09:59:59Z) has passed"},
 	} {
 		_, err := DecideApproval(ctx, st, tc.id, tc.c, true, "", now)

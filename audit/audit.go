@@ -289,6 +289,9 @@ func ClientName(info json.RawMessage) string {
 		return name
 	}
 	name = clientName(info)
+	if len(info) > 512 {
+		return name // a clientInfo this large is nobody's: not kept
+	}
 	clientNames.Lock()
 	if clientNames.m == nil || len(clientNames.m) >= 1024 {
 		clientNames.m = map[string]string{} // bounded: start over

@@ -121,6 +121,9 @@ func approvalQuestion(a *mcpflow.Approval, more int) string {
 // decideReview applies an approver's answer to the question about the
 // approval of taskID.
 func decideReview(ctx context.Context, store mcpflow.ApprovalStore, record func(context.Context, mcpflow.AuditRecord), caller *mcpflow.Caller, taskID string, answer json.RawMessage) (*mcpflow.ToolResult, error) {
+	if !mcpflow.ValidTaskID(taskID) { // a requestState the client wrote: never echoed
+		return textResult("No such approval.", true), nil
+	}
 	var ans struct {
 		Action  string `json:"action"`
 		Content struct {

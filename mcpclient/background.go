@@ -184,5 +184,5 @@ func cancelBackground(ctx context.Context, bt BackgroundTasks, call mcpflow.Tool
 
 // isBuiltin reports whether tool is one of the built-in task tools.
 func isBuiltin(tool string) bool {
-	return tool == ToolListBackgroundTasks || tool == ToolCancelBackgroundTask
+	return tool == ToolListBackgroundTasks || tool == ToolCancelBackgroundTask || tool == ToolReviewApprovals
 }

@@ -575,7 +575,7 @@ func (s *Set) Decide(in Input, args map[string]any) Decision {
 	return s.decideArgs(in, e, args)
 }
 
-// decideArgs is Decide for a tool visible found visible (e): the rules
+// decideArgs is Decide for a tool visible() found visible (e): the rules
 // that do not read the arguments decided there already.
 func (s *Set) decideArgs(in Input, e visEntry, args map[string]any) Decision {
 	if args == nil {

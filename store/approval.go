@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,7 +55,10 @@ func (db *DB) CreateApproval(ctx context.Context, a *mcpflow.Approval) error {
 	}
 	row := approvalRow{TaskID: a.TaskID, UserID: a.UserID, ThreadID: a.ThreadID, Server: a.Server, Tool: a.Tool,
 		Rule: auditText(a.Rule, 255), Approvers: strings.Join(a.Approvers, ","), State: state, Deadline: dbTime(a.Deadline), Arguments: args,
-		CreatedAt: dbTime(cmp.Or(a.CreatedAt, db.now()))}
+		CreatedAt: dbTime(a.CreatedAt)}
+	if a.CreatedAt.IsZero() {
+		row.CreatedAt = dbTime(db.now())
+	}
 	if err := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 		return fmt.Errorf("create approval %s: %w", a.TaskID, asUnavailable(err))
 	}

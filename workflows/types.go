@@ -83,7 +83,8 @@ type TaskConfig struct {
 	Shape int `json:",omitempty"`
 }
 
-// History shapes (TaskConfig.Shape); ShapeReport is the current one.
+// History shapes (TaskConfig.Shape): the task client starts ordinary tasks
+// with ShapeReport, calls waiting for approval with ShapeApproval.
 const (
 	ShapeLean   = 1
 	ShapeReport = 2

@@ -412,7 +412,7 @@ func (m *Main) recordAudit() func(context.Context, mcpflow.AuditRecord) {
 // audit log of its own: the one record of each approved call goes straight
 // to the store.
 func (m *Main) approvalDriver() *taskdriver.Approval {
-	d := &taskdriver.Approval{Store: m.DB, Call: m.MCP.CallTool}
+	d := &taskdriver.Approval{Store: m.DB, Call: m.MCP.CallTool, Logger: m.Logger}
 	if m.Config.Audit.Enabled {
 		d.Audit = func(ctx context.Context, r mcpflow.AuditRecord) {
 			if err := m.DB.InsertAudit(ctx, []mcpflow.AuditRecord{r}); err != nil {

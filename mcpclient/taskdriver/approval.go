@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -30,6 +31,8 @@ type Approval struct {
 	// Audit, when set, records each approved call that ran, with its
 	// outcome (surface "approval").
 	Audit func(ctx context.Context, r mcpflow.AuditRecord)
+	// Logger hears an outcome the approval could not keep; nil discards.
+	Logger *slog.Logger
 }
 
 var _ mcpflow.Driver = (*Approval)(nil)
@@ -151,15 +154,23 @@ func (d *Approval) call(ctx context.Context, a *mcpflow.Approval) (mcpflow.Snaps
 	default:
 		snap = resultSnapshot(res)
 	}
+	latency := d.now().Sub(start)
+	// The call happened: the approval keeps its outcome first, on a
+	// context a cancel of the poll does not end (a row left calling would
+	// refuse every cancel). Its outcome is the task's even when the
+	// approval cannot keep it (the poll writes it to the task's row; only a
+	// poll repeated after that write failed too reports it as unknown).
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	ferr := d.Store.FinishApproval(fctx, a.TaskID, snap)
 	if d.Audit != nil {
-		d.Audit(ctx, mcpflow.AuditRecord{Time: start, Kind: mcpflow.AuditCall, UserID: a.UserID, Surface: "approval", ThreadID: a.ThreadID,
+		d.Audit(fctx, mcpflow.AuditRecord{Time: start, Kind: mcpflow.AuditCall, UserID: a.UserID, Surface: "approval", ThreadID: a.ThreadID,
 			Server: a.Server, Tool: a.Tool, Decision: "approve", Rule: a.Rule, Outcome: outcome, TaskID: a.TaskID,
-			LatencyMS: float64(d.now().Sub(start).Microseconds()) / 1000, Detail: "approved by " + a.Approver})
+			LatencyMS: float64(latency.Microseconds()) / 1000, Detail: "approved by " + a.Approver})
 	}
-	// The call happened: its outcome is the task's even when the approval
-	// cannot keep it (the poll writes it to the task's row; only a poll
-	// repeated after that write failed too reports it as unknown).
-	_ = d.Store.FinishApproval(ctx, a.TaskID, snap)
+	if ferr != nil && d.Logger != nil {
+		d.Logger.Warn("the approval did not keep the outcome of its call; the task's row has it", "task_id", a.TaskID, "error", ferr)
+	}
 	return snap, nil
 }
 

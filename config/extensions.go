@@ -148,6 +148,14 @@ type Server struct {
 	// "" (the key absent or null, the default) speaks the newest revision
 	// the server offers.
 	ProtocolVersion string
+	// ForwardRoots (key "forward_roots", an mcpflow extension; default
+	// false; type http only) declares roots to the server on 2025-11-25,
+	// and a roots/list it asks during an ordinary call goes to that call's
+	// caller. Off by default: a 2025-11-25 session's roots belong to the
+	// session, and mcpflow's session to the server serves every caller, so
+	// a server that keeps the roots it was given would show one caller's
+	// to the next.
+	ForwardRoots bool
 	// Extra holds unknown keys in order, including a raw "transport".
 	Extra *Object
 }

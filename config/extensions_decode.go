@@ -391,6 +391,9 @@ func (d *extDecoder) server(name string, v any, path string) Server {
 	s.Cwd = r.str("cwd", "", true)
 	s.TaskToolsets = d.taskToolsets(r)
 	s.NativeTasks = r.boolean("native_tasks", false)
+	if s.ForwardRoots = r.boolean("forward_roots", false); s.ForwardRoots && s.Type != TransportHTTP {
+		d.errorf(r.p("forward_roots"), "applies to type \"http\" servers only: a stdio server runs on mcpflow's host, where a caller's roots would name this host's files, and the sse transport cannot ask the caller")
+	}
 	if v, _ := r.get("protocol_version"); v != nil {
 		s.ProtocolVersion = r.enum("protocol_version", "", ProtocolVersion20260728, ProtocolVersion20251125)
 		if s.Type == TransportSSE && s.ProtocolVersion == ProtocolVersion20260728 {

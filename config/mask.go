@@ -14,7 +14,7 @@ const Masked = "***"
 // with defaults filled in, then the extras as written.
 var apiServerFields = []string{"enabled", "type", "command", "args", "env", "url", "headers", "oauth",
 	"user_auth", "headers_from_context", "description", "routing", "tools", "tool_name_prefix",
-	"tool_call_timeout", "session_init_timeout", "task_toolsets", "native_tasks", "protocol_version"}
+	"tool_call_timeout", "session_init_timeout", "task_toolsets", "native_tasks", "protocol_version", "forward_roots"}
 
 var (
 	apiOAuthFields       = []string{"enabled", "token_url", "grant_type", "client_id", "client_secret", "refresh_token", "scope", "audience", "token_field", "token_type_field", "expires_in_field", "default_token_type", "refresh_skew_seconds", "extra_token_params"}
@@ -33,7 +33,7 @@ func apiServer(raw *Object) *Object {
 	out := withDefaults(raw, apiServerFields, map[string]any{
 		"enabled": true, "args": []any{}, "env": NewObject(), "headers": NewObject(), "description": "",
 		"routing": NewObject(), "tools": NewObject(), "tool_name_prefix": true, "session_init_timeout": json.Number("60"),
-		"task_toolsets": []any{}, "native_tasks": false}).(*Object)
+		"task_toolsets": []any{}, "native_tasks": false, "forward_roots": false}).(*Object)
 	sub := func(k string, fields []string, defs map[string]any) {
 		v, _ := out.Get(k)
 		out.Set(k, withDefaults(v, fields, defs))
@@ -181,7 +181,7 @@ func mergeErr(format string, args ...any) error {
 // (nil for a new server) for a bulk write (spec §4.4): "***" restores the
 // stored secret and is refused for a key that has none; OAuth secrets sent
 // as null keep the stored value and "" clears it; omitted routing, tools,
-// user_auth, headers_from_context, native_tasks and protocol_version (mcpflow
+// user_auth, headers_from_context, native_tasks, protocol_version and forward_roots (mcpflow
 // keys a DeerFlow client does not know to send back) and extras (and omitted OAuth
 // extra_token_params and extras) are kept from disk; a partial user_auth
 // inherits what it leaves out, while its users map, when given, replaces the
@@ -196,7 +196,7 @@ func mergeServer(in, stored *Object) (*Object, error) {
 	if err := restoreValues(in, stored, "headers", "Cannot set header '%s' to masked value '***'; provide a real value."); err != nil {
 		return nil, err
 	}
-	for _, k := range []string{"routing", "tools", "user_auth", "headers_from_context", "native_tasks", "protocol_version"} {
+	for _, k := range []string{"routing", "tools", "user_auth", "headers_from_context", "native_tasks", "protocol_version", "forward_roots"} {
 		if !in.Has(k) {
 			if v, ok := stored.Get(k); ok {
 				in.Set(k, cloneValue(v))

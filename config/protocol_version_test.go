@@ -69,3 +69,39 @@ func TestAdminProtocolVersion(t *testing.T) {
 	err = put(t, a, map[string]any{"old": map[string]any{"type": "http", "url": "http://b", "protocol_version": "2024-11-05"}})
 	require.ErrorContains(t, err, `mcpServers.old.protocol_version: must be "2026-07-28" or "2025-11-25" (got "2024-11-05")`)
 }
+
+// forward_roots: an mcpflow key for http servers only (false by default),
+// shown by the admin API and kept by a write that leaves it out.
+func TestForwardRootsKey(t *testing.T) {
+	t.Parallel()
+	ext, _, err := loadJSON(t, `{"mcpServers": {
+		"off": {"type": "http", "url": "http://a"},
+		"on": {"type": "http", "url": "http://b", "forward_roots": true}}}`, noEnv)
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, s := range ext.Servers {
+		got[s.Name] = s.ForwardRoots
+		require.Nil(t, s.Extra.Keys(), "%s: forward_roots is a declared key", s.Name)
+	}
+	require.Equal(t, map[string]bool{"off": false, "on": true}, got)
+	for _, bad := range []struct{ server, want string }{
+		{`{"command": "x", "forward_roots": true}`, `mcpServers.demo.forward_roots: applies to type "http" servers only: a stdio server runs on mcpflow's host, where a caller's roots would name this host's files, and the sse transport cannot ask the caller`},
+		{`{"type": "sse", "url": "http://a", "forward_roots": true}`, `mcpServers.demo.forward_roots: applies to type "http" servers only: a stdio server runs on mcpflow's host, where a caller's roots would name this host's files, and the sse transport cannot ask the caller`},
+		{`{"type": "http", "url": "http://a", "forward_roots": "yes"}`, `mcpServers.demo.forward_roots: must be a boolean (got "yes")`},
+	} {
+		_, path, err := loadJSON(t, serverJSON(bad.server), noEnv)
+		require.EqualError(t, err, path+": "+bad.want)
+	}
+	_, _, err = loadJSON(t, serverJSON(`{"command": "x", "forward_roots": false}`), noEnv)
+	require.NoError(t, err, "false is the default on any transport")
+
+	a, path := newAdmin(t, `{"mcpServers": {"on": {"type": "http", "url": "http://b", "forward_roots": true}, "off": {"type": "http", "url": "http://a"}}}`)
+	v := getView(t, a)
+	require.Equal(t, true, v["on"].(map[string]any)["forward_roots"])
+	require.Equal(t, false, v["off"].(map[string]any)["forward_roots"], "the default is shown")
+	require.NoError(t, put(t, a, map[string]any{
+		"on":  map[string]any{"type": "http", "url": "http://b2"},
+		"off": map[string]any{"type": "http", "url": "http://a"},
+	}))
+	require.Equal(t, true, storedServer(t, path, "on")["forward_roots"], "left out: kept")
+}

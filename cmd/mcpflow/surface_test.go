@@ -273,7 +273,7 @@ func TestSamplingRelay(t *testing.T) {
 	httpURL := testenv.StartEverythingHTTP(t, entry)
 	ext := fmt.Sprintf(`{"mcpServers": {
   "ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 60},
-  "everh": {"type": "http", "url": %q, "tool_call_timeout": 60}
+  "everh": {"type": "http", "url": %q, "tool_call_timeout": 60, "forward_roots": true}
 }}`, entry, httpURL)
 	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", ext), nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -295,6 +295,17 @@ func TestSamplingRelay(t *testing.T) {
 		require.Contains(t, <-s.asked, "What is 2+2 on "+server+"?")
 		require.Contains(t, res.Content[0].(mcp.TextContent).Text, "a sampled answer", server)
 	}
+	// server-everything offers get-roots-list to a client that declared
+	// roots: mcpflow declares them to the HTTP server with forward_roots,
+	// never to a stdio one, which runs on this host.
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, tool := range tools.Tools {
+		names[tool.Name] = true
+	}
+	require.True(t, names["everh_get-roots-list"], "%v", names)
+	require.False(t, names["ever_get-roots-list"], "%v", names)
 }
 
 // TestResourceSubscriptions: a 2025-11-25 session subscribes to a resource
@@ -518,4 +529,69 @@ func TestPromptInputRequired2025(t *testing.T) {
 	res := raw.call(t, "prompts/get", "test_input_required_result_prompt", map[string]any{"name": "test_input_required_result_prompt"})
 	require.Equal(t, "input_required", res["resultType"], "%v", res)
 	require.NotEmpty(t, res["inputRequests"])
+}
+
+// rooter answers roots/list with one root and counts the requests.
+type rooter struct{ asked chan struct{} }
+
+func (r rooter) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	r.asked <- struct{}{}
+	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///home/caller/project", Name: "project"}}}, nil
+}
+
+// TestRootsRelay: a server over streamable HTTP pinned to 2025-11-25 with
+// forward_roots (the conformance fixture, which asks roots/list on the
+// call's stream) asks for the caller's roots during an ordinary call;
+// mcpflow asks its 2025-11-25 caller, which declared roots, and the answer
+// reaches the server. The same server without forward_roots is told of no
+// roots, and the caller is not asked. A caller that did not declare roots is not asked, and the call
+// fails. A stdio server is never told of
+// roots (it runs on mcpflow's host): a 2026-07-28 stdio call's declared
+// capabilities lose them (TestWithoutRoots).
+func TestRootsRelay(t *testing.T) {
+	testenv.Node2026(t)
+	fixture := testenv.StartConformanceFixture(t)
+	ext := fmt.Sprintf(`{"mcpServers": {
+  "conformance": {"type": "http", "url": %q, "tool_name_prefix": false, "protocol_version": "2025-11-25", "forward_roots": true},
+  "plain": {"type": "http", "url": %[1]q, "protocol_version": "2025-11-25"}}}`, fixture)
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "", ext), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dial := func(thread string, opts ...mcpclient.ClientOption) *mcpclient.Client {
+		tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/"+thread,
+			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+		require.NoError(t, err)
+		c := mcpclient.NewClient(tr, append(opts, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))...)
+		t.Cleanup(func() { _ = c.Close() })
+		require.NoError(t, c.Start(ctx))
+		_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "roots", Version: "1"}}})
+		require.NoError(t, err)
+		return c
+	}
+	r := rooter{asked: make(chan struct{}, 4)}
+	c := dial("roots", mcpclient.WithRootsHandler(r))
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "test_input_required_result_list_roots"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	require.Equal(t, "Client roots: file:///home/caller/project", res.Content[0].(mcp.TextContent).Text)
+	require.Len(t, r.asked, 1, "the caller was asked once")
+	<-r.asked
+
+	// Without forward_roots (the default) mcpflow declares no roots to the
+	// server, and does not ask the caller.
+	res, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "plain_test_input_required_result_list_roots"}})
+	if err == nil {
+		require.True(t, res.IsError, "the call cannot succeed without roots: %v", res.Content)
+	}
+	require.Empty(t, r.asked, "the caller was not asked for a server without forward_roots")
+
+	plain := dial("noroots")
+	res, err = plain.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "test_input_required_result_list_roots"}})
+	// mcpflow answers the server's roots/list -32601, as a client without
+	// roots does; the fixture raises it as its call's error, which
+	// mcpflow reads as it reads any -32601 answer to tools/call.
+	if err == nil {
+		require.True(t, res.IsError, "the call cannot succeed without roots: %v", res.Content)
+	}
+	require.Empty(t, r.asked, "the other caller was not asked")
 }

@@ -69,3 +69,13 @@ func TestWithEnvelope(t *testing.T) {
 	_, err = s.withEnvelope([]int{1}, s.clientCaps, nil)
 	require.ErrorContains(t, err, "[]int")
 }
+
+// TestWithoutRoots: a caller's capabilities reach a stdio server without
+// roots, and unchanged when they have none.
+func TestWithoutRoots(t *testing.T) {
+	require.JSONEq(t, `{"sampling":{},"elicitation":{"form":{}}}`,
+		string(withoutRoots(json.RawMessage(`{"roots":{"listChanged":true},"sampling":{},"elicitation":{"form":{}}}`))))
+	in := json.RawMessage(`{"sampling":{}}`)
+	require.Equal(t, string(in), string(withoutRoots(in)))
+	require.Equal(t, `{}`, string(withoutRoots(json.RawMessage(`"roots"`))), "not an object: nothing declared")
+}

@@ -19,8 +19,9 @@ import (
 
 // serverRequests installs the handler of server requests (after Start,
 // which installs mcp-go's): ping, elicitation/create through q, and
-// sampling/createMessage, which only the caller of an ordinary call can
-// answer (a 2025-11-25 session's is declared once for every caller). On
+// sampling/createMessage and roots/list (declared to streamable HTTP
+// servers only), which only the caller of an ordinary call can answer (a
+// 2025-11-25 session's capabilities are declared once for every caller). On
 // streamable HTTP the handler's context lasts 30 s, so post sends the
 // answer and the handler returns none.
 func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, post func(context.Context, *transport.JSONRPCResponse) error) {
@@ -33,10 +34,10 @@ func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, 
 		case string(mcp.MethodPing):
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
 		case string(mcp.MethodElicitationCreate):
-		case string(mcp.MethodSamplingCreateMessage):
+		case string(mcp.MethodSamplingCreateMessage), string(mcp.MethodListRoots):
 			a := s.askerOf(ctx)
-			if a == nil {
-				return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "mcpflow answers sampling/createMessage during a call whose caller can answer it, only", nil), nil
+			if a == nil || (req.Method == string(mcp.MethodListRoots) && !s.roots) {
+				return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "mcpflow answers "+req.Method+" during a call whose caller can answer it, only", nil), nil
 			}
 			resp := askCaller(context.WithoutCancel(ctx), a, req)
 			if post == nil {

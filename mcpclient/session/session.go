@@ -104,6 +104,7 @@ type Session struct {
 	caps        mcp.ServerCapabilities // the server's capabilities
 	info        mcp.Implementation     // mcpflow's clientInfo
 	clientCaps  map[string]any         // mcpflow's capabilities in a 2026 request's _meta
+	roots       bool                   // roots declared at initialize (forward_roots)
 	envOnce     sync.Once
 	envMeta     []byte // the _meta of a 2026 request with clientCaps (sessionMeta)
 	toolsMu     sync.Mutex
@@ -220,6 +221,10 @@ func (s *Session) clientOptions(srv *config.Server, o DialOptions) (string, []cl
 	if o.Questions != nil && srv.Type != config.TransportSSE {
 		s.clientCaps["elicitation"] = map[string]any{"form": map[string]any{}}
 		opts = append(opts, client.WithElicitationHandler(sessNoElicit{}), client.WithSamplingHandler(sessNoElicit{}))
+		// A caller's roots (forward_roots: HTTP servers only, since a
+		// stdio server runs here, where they would name this host's files)
+		// are asked during the caller's call.
+		s.roots = srv.Type == config.TransportHTTP && srv.ForwardRoots
 	}
 	return protocol, opts
 }
@@ -299,6 +304,11 @@ func (s *Session) initialize(initCtx context.Context, protocol string) error {
 	s.info = mcp.Implementation{Name: "mcpflow", Version: sessClientVersion()}
 	req.Params.ClientInfo = s.info
 	req.Params.Capabilities.Extensions = map[string]any{ExtTasks: map[string]any{}}
+	if s.roots {
+		req.Params.Capabilities.Roots = &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}
+	}
 	res, err := s.client.Initialize(initCtx, req)
 	if err != nil {
 		return err

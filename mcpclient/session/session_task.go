@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -205,6 +206,8 @@ func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.C
 		m[mcp.MetaKeyProtocolVersion] = s.version
 		if caps != nil {
 			m[mcp.MetaKeyClientCapabilities] = caps
+		} else if s.proc != nil {
+			m[mcp.MetaKeyClientCapabilities] = withoutRoots(relay.ClientCapabilities)
 		} else {
 			m[mcp.MetaKeyClientCapabilities] = relay.ClientCapabilities
 		}
@@ -223,6 +226,25 @@ func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.C
 	out = append(out, `"_meta":`...)
 	out = append(out, meta...)
 	return append(out, '}'), nil
+}
+
+// withoutRoots returns a caller's capabilities without roots, as a stdio
+// server is given them: it runs on this host, where the caller's roots
+// would name this host's files (see clientOptions).
+func withoutRoots(caps json.RawMessage) json.RawMessage {
+	if !bytes.Contains(caps, []byte(`"roots"`)) {
+		return caps
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(caps, &m) != nil {
+		return json.RawMessage(`{}`)
+	}
+	delete(m, "roots")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
 }
 
 // sessionMeta is the session's 2026-07-28 _meta, encoded once.

@@ -69,6 +69,13 @@ type ServerSection struct {
 	// MaxBodyBytes caps a request body, 1024..67108864 (64 MiB). Default
 	// 1048576 (1 MiB); a larger body is answered 413.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// MaxContentBytes bounds what an ordinary tool call's result and a
+	// resources/read pass to their caller (REST and MCP), 1024..268435456
+	// (256 MiB). Default 8388608 (8 MiB). A larger answer is cut where the
+	// caller sees it (mcpflow.ToolResult.Bound, mcpflow.BoundResourceRead);
+	// a larger prompts/get fails. Durable task results have their own
+	// bound (mcp_tasks.max_result_bytes).
+	MaxContentBytes int `yaml:"max_content_bytes"`
 	// MaxConcurrentCallsPerUser caps one user's tool calls in flight in this
 	// process, 1..10000. Default 32; more are answered 429 with Retry-After.
 	MaxConcurrentCallsPerUser int `yaml:"max_concurrent_calls_per_user"`
@@ -418,7 +425,7 @@ func (s ServerSection) ShutdownTimeout() time.Duration {
 // DefaultService returns the built-in defaults.
 func DefaultService() Service {
 	return Service{
-		Server: ServerSection{Addr: "127.0.0.1:8080", WorkerAddr: "127.0.0.1:9090", ShutdownTimeoutSeconds: 20, MaxBodyBytes: 1 << 20,
+		Server: ServerSection{Addr: "127.0.0.1:8080", WorkerAddr: "127.0.0.1:9090", ShutdownTimeoutSeconds: 20, MaxBodyBytes: 1 << 20, MaxContentBytes: 8 << 20,
 			MaxConcurrentCallsPerUser: 32, MaxWaitsPerUser: 32, MaxMCPStreamsPerUser: 32, MaxMCPSessionsPerUser: 100,
 			ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 60,
 			WriteTimeoutSeconds: 900, IdleTimeoutSeconds: 120},
@@ -909,6 +916,7 @@ func (s *Service) validate(origins map[string]string) error {
 	}{
 		{"shutdown_timeout_seconds", s.Server.ShutdownTimeoutSeconds, 1, 600},
 		{"max_body_bytes", s.Server.MaxBodyBytes, 1024, 64 << 20},
+		{"max_content_bytes", s.Server.MaxContentBytes, 1024, 256 << 20},
 		{"max_concurrent_calls_per_user", s.Server.MaxConcurrentCallsPerUser, 1, 10000},
 		{"max_waits_per_user", s.Server.MaxWaitsPerUser, 1, 10000},
 		{"max_mcp_streams_per_user", s.Server.MaxMCPStreamsPerUser, 1, 10000},

@@ -67,15 +67,21 @@ func (r *Runtime) callResult(ctx context.Context, srv *config.Server, fp, tool, 
 	if err != nil {
 		return nil, err
 	}
+	var res *mcpflow.ToolResult
 	if !rt.NeedsTranslation(raw) {
-		return readResult(raw, func(err error) error { return sess.Unreadable(tool, err) })
+		res, err = readResult(raw, func(err error) error { return sess.Unreadable(tool, err) })
+	} else {
+		parsed, perr := mcp.ParseCallToolResult(&raw)
+		if perr != nil {
+			return nil, sess.Unreadable(tool, perr)
+		}
+		rt.Translate(parsed, rt.Started())
+		res, err = ConvertResult(parsed)
 	}
-	res, err := mcp.ParseCallToolResult(&raw)
-	if err != nil {
-		return nil, sess.Unreadable(tool, err)
+	if err == nil {
+		res.Bound(len(raw), r.opts.MaxContentBytes)
 	}
-	rt.Translate(res, rt.Started())
-	return ConvertResult(res)
+	return res, err
 }
 
 // readResult reads a tools/call result in one decode, its content blocks

@@ -57,6 +57,10 @@ type Options struct {
 	// fails with ETooMany before it reaches the server, so one user cannot
 	// fill the pool. 0: no cap.
 	MaxPinnedPerUser int
+	// MaxContentBytes bounds an ordinary call's result and a resource
+	// read (server.max_content_bytes): larger ones are cut where the
+	// caller sees it, a larger prompt fails. 0: no bound.
+	MaxContentBytes int
 	// DiscoveryRetry is the delay before a server whose tool discovery
 	// failed is tried again (default 1 s); it doubles after each failure up
 	// to DiscoveryRetryMax (default 1 minute). A retry runs in the

@@ -165,6 +165,9 @@ func (r *Runtime) GetPrompt(ctx context.Context, userID, threadID, name string, 
 		}
 		var err error
 		out, err = s.Request(ctx, mcp.MethodPromptsGet, orig, p)
+		if limit := r.opts.MaxContentBytes; err == nil && limit > 0 && len(out) > limit {
+			return mcpflow.Errorf(mcpflow.EUpstream, "prompt '%s' of MCP server '%s' is %d bytes, over server.max_content_bytes (%d)", orig, s.Server(), len(out), limit)
+		}
 		return err
 	})
 	return out, err
@@ -351,7 +354,7 @@ func (r *Runtime) ReadResource(ctx context.Context, userID, threadID, uri string
 		if err != nil {
 			return &stop{err}
 		}
-		out = raw
+		out = mcpflow.BoundResourceRead(raw, uri, r.opts.MaxContentBytes)
 		return nil
 	})
 	switch {

@@ -222,13 +222,14 @@ func (m *Main) Open(ctx context.Context) error {
 		runtimePath = m.defaultExtensionsPath()
 	}
 	ro := mcpclient.Options{
-		ExtensionsPath: runtimePath,
-		Initial:        m.Extensions,
-		Env:            m.Env,
-		WorkspaceRoot:  cfg.Workspace.Root,
-		Logger:         log,
-		Meter:          tel.meter(),
-		Tracer:         tel.tracer.Tracer("github.com/mcpflow/mcpflow/mcpclient"),
+		ExtensionsPath:  runtimePath,
+		Initial:         m.Extensions,
+		Env:             m.Env,
+		WorkspaceRoot:   cfg.Workspace.Root,
+		MaxContentBytes: cfg.Server.MaxContentBytes,
+		Logger:          log,
+		Meter:           tel.meter(),
+		Tracer:          tel.tracer.Tracer("github.com/mcpflow/mcpflow/mcpclient"),
 	}
 	if cfg.MCPTasks.Enabled {
 		ro.MaxPinnedPerUser = cfg.MCPTasks.MaxPinnedSessionsPerUser

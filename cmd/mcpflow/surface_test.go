@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -594,4 +596,59 @@ func TestRootsRelay(t *testing.T) {
 		require.True(t, res.IsError, "the call cannot succeed without roots: %v", res.Content)
 	}
 	require.Empty(t, r.asked, "the other caller was not asked")
+}
+
+// TestContentBound: with server.max_content_bytes at 2048, server-everything's
+// 9.9 kB features.md read through mcpflow (MCP) comes cut, with a notice item
+// and _meta saying how large it was; its echo of a 5000-character message
+// comes cut with a notice block, over MCP and REST; a small read is whole.
+func TestContentBound(t *testing.T) {
+	entry := testenv.EverythingEntry(t)
+	ext := fmt.Sprintf(`{"mcpServers": {"ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 30}}}`, entry)
+	path := writeConfig(t, "workspace: { root: ws }\n", ext)
+	cfg, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, bytes.Replace(cfg, []byte("shutdown_timeout_seconds: 2 }"), []byte("shutdown_timeout_seconds: 2, max_content_bytes: 2048 }"), 1), 0o600))
+	m := waitReady(t, startMain(t, ModeDev, path, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := mcpclient.NewStreamableHttpClient(m.URL()+"/mcp/threads/bound",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "bound", Version: "1"}}})
+	require.NoError(t, err)
+
+	const uri = "demo://resource/static/document/features.md"
+	read, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	require.NoError(t, err)
+	require.Len(t, read.Contents, 2, "the cut document and the notice")
+	doc := read.Contents[0].(mcp.TextResourceContents)
+	require.Equal(t, uri, doc.URI)
+	require.NotEmpty(t, doc.Text)
+	require.Less(t, len(doc.Text), 2048)
+	notice := read.Contents[1].(mcp.TextResourceContents)
+	require.Equal(t, uri, notice.URI)
+	require.Contains(t, notice.Text, "was cut to fit server.max_content_bytes (2048): 0 of 1 contents kept whole")
+	require.NotNil(t, read.Meta)
+	require.Equal(t, float64(2048), read.Meta.AdditionalFields["io.mcpflow/truncated"].(map[string]any)["limitBytes"])
+
+	small, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "demo://resource/static/document/extension.md"}})
+	require.NoError(t, err)
+	require.Len(t, small.Contents, 1, "965 bytes: whole")
+
+	long := strings.Repeat("x", 5000)
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ever_echo", Arguments: map[string]any{"message": long}}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Len(t, res.Content, 2)
+	require.Contains(t, res.Content[1].(mcp.TextContent).Text, "was cut to fit server.max_content_bytes (2048): 0 of 1 content blocks kept whole")
+
+	code, body, err := callAs(ctx, t, m.URL(), "bound", "ever_echo", `{"message": "`+long+`"}`)
+	require.NoError(t, err)
+	require.Equal(t, 200, code, "%v", body)
+	content := body["content"].([]any)
+	require.Len(t, content, 2)
+	require.Contains(t, content[1].(map[string]any)["text"], "server.max_content_bytes (2048)")
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcpflow/mcpflow/internal/testsupport/testenv"
+	"github.com/mcpflow/mcpflow/mcpclient/workspace"
 )
 
 // TestPromptsAndResources: the reference server-everything as an upstream
@@ -651,4 +654,130 @@ func TestContentBound(t *testing.T) {
 	content := body["content"].([]any)
 	require.Len(t, content, 2)
 	require.Contains(t, content[1].(map[string]any)["text"], "server.max_content_bytes (2048)")
+}
+
+// TestLogLevelThreshold: the conformance fixture pinned to 2025-11-25 logs
+// three info messages during test_tool_with_logging; a 2025-11-25 caller
+// at level info hears all three, named by the server in logger, one at
+// warning hears none (mcpflow drops what is below the caller's level: the
+// shared upstream session has one level for every caller); a 2026-07-28
+// request through a 2026 upstream with _meta logLevel "info" hears them
+// too, and one at error none.
+func TestLogLevelThreshold(t *testing.T) {
+	testenv.Node2026(t)
+	fixture := testenv.StartConformanceFixture(t)
+	ext := fmt.Sprintf(`{"mcpServers": {
+  "old": {"type": "http", "url": %q, "protocol_version": "2025-11-25"},
+  "new": {"type": "http", "url": %[1]q}}}`, fixture)
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "", ext), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hear := func(level mcp.LoggingLevel) []mcp.JSONRPCNotification {
+		tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/levels",
+			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+		require.NoError(t, err)
+		c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
+		t.Cleanup(func() { _ = c.Close() })
+		var mu sync.Mutex
+		var got []mcp.JSONRPCNotification
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			if n.Method == "notifications/message" {
+				mu.Lock()
+				got = append(got, n)
+				mu.Unlock()
+			}
+		})
+		require.NoError(t, c.Start(ctx))
+		_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "levels", Version: "1"}}})
+		require.NoError(t, err)
+		require.NoError(t, c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: level}}))
+		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "old_test_tool_with_logging"}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, "%v", res.Content)
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+	info := hear(mcp.LoggingLevelInfo)
+	require.Len(t, info, 3, "every info message at level info")
+	for _, n := range info {
+		require.Equal(t, "info", n.Params.AdditionalFields["level"])
+		require.True(t, strings.HasPrefix(fmt.Sprint(n.Params.AdditionalFields["logger"]), "old"), "%v", n.Params.AdditionalFields)
+	}
+	require.Empty(t, hear(mcp.LoggingLevelWarning), "info is below warning")
+
+	for _, tc := range []struct {
+		level string
+		want  int
+	}{{"info", 3}, {"error", 0}} {
+		raw := &rpc2026{url: m.URL() + "/mcp/threads/levels26", token: testUserToken, extra: map[string]any{"io.modelcontextprotocol/logLevel": tc.level}}
+		resp := raw.request(t, ctx, "tools/call", "new_test_tool_with_logging", map[string]any{"name": "new_test_tool_with_logging"})
+		logs, answered := 0, false
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			// Nothing relayed: no stream, the answer alone.
+			var out map[string]any
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+			answered = out["result"] != nil
+		}
+		for f := range sseFrames(resp.Body) {
+			if f["method"] == "notifications/message" {
+				logs++
+			}
+			answered = answered || f["result"] != nil
+		}
+		_ = resp.Body.Close()
+		require.True(t, answered, "level %s: the call answered", tc.level)
+		require.Equal(t, tc.want, logs, "level %s", tc.level)
+	}
+}
+
+// TestForeignFileURIs: a stdio server that reads any file: URI (a test
+// server) serves alice's own workspace files through mcpflow, while a URI
+// of another user's workspace, of another of alice's threads, or one that
+// climbs out of her workspace with ".." (escaped or not) answers as an
+// unknown resource (SEP-2164) without reaching the server.
+func TestForeignFileURIs(t *testing.T) {
+	entry := filepath.Join(testenv.RepoRoot(), "internal", "testdata", "npm", "file_resources_server.mjs")
+	testenv.EverythingEntry(t) // skips without node and the npm packages
+	ext := fmt.Sprintf(`{"mcpServers": {"files": {"type": "stdio", "command": "node", "args": [%q]}}}`, entry)
+	path := writeConfig(t, "workspace: { root: ws }\n", ext)
+	m := waitReady(t, startMain(t, ModeDev, path, nil))
+	root := filepath.Join(filepath.Dir(path), "ws")
+	alice, err := workspace.Prepare(root, "alice", "files")
+	require.NoError(t, err)
+	bob, err := workspace.Prepare(root, "bob", "files")
+	require.NoError(t, err)
+	other, err := workspace.Prepare(root, "alice", "other")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(alice.UserData, "mine.txt"), []byte("alice's notes"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(bob.UserData, "secret.txt"), []byte("bob's secret"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(other.UserData, "elsewhere.txt"), []byte("another thread"), 0o600))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := mcpclient.NewStreamableHttpClient(m.URL()+"/mcp/threads/files",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	require.NoError(t, c.Start(ctx))
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "files", Version: "1"}}})
+	require.NoError(t, err)
+
+	own, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "file://" + filepath.Join(alice.UserData, "mine.txt")}})
+	require.NoError(t, err)
+	require.Equal(t, "alice's notes", own.Contents[0].(mcp.TextResourceContents).Text)
+
+	require.Equal(t, filepath.Join(bob.UserData, "secret.txt"), filepath.Clean(alice.UserData+"/../../../../bob/threads/files/user-data/secret.txt"),
+		"the climbing URIs below name bob's file")
+	for _, uri := range []string{
+		"file://" + filepath.Join(bob.UserData, "secret.txt"),
+		"file://" + filepath.Join(other.UserData, "elsewhere.txt"),
+		"file://" + alice.UserData + "/../../../../bob/threads/files/user-data/secret.txt",
+		"file://" + alice.UserData + "/%2e%2e/%2e%2e/%2e%2e/%2e%2e/bob/threads/files/user-data/secret.txt",
+	} {
+		_, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+		require.Error(t, err, uri)
+		require.NotContains(t, err.Error(), "secret", uri)
+		require.Contains(t, err.Error(), "Resource not found", uri)
+	}
 }

@@ -219,17 +219,23 @@ func TestApprovals(t *testing.T) {
 	// The calls (decision approve, outcome pending: late, ap-yes, ap-no,
 	// ap-cancel, ap-mcp, ap-el25, ap-el26) and the approved ones that ran
 	// (surface approval, with their outcome).
-	_, out = get(t, base+"/api/audit?kind=call&decision=approve", testAdminToken)
+	// The approved calls' records come from the worker's audit log, in
+	// its next batch.
 	pending, ran := 0, map[string]string{}
-	for _, rec := range out["records"].([]any) {
-		m := rec.(map[string]any)
-		if m["surface"] == "approval" {
-			ran[m["task_id"].(string)] = m["outcome"].(string) + " " + m["detail"].(string)
-			continue
+	require.Eventually(t, func() bool {
+		_, out = get(t, base+"/api/audit?kind=call&decision=approve", testAdminToken)
+		pending, ran = 0, map[string]string{}
+		for _, rec := range out["records"].([]any) {
+			m := rec.(map[string]any)
+			if m["surface"] == "approval" {
+				ran[m["task_id"].(string)] = m["outcome"].(string) + " " + m["detail"].(string)
+				continue
+			}
+			require.Equal(t, "pending", m["outcome"])
+			pending++
 		}
-		require.Equal(t, "pending", m["outcome"])
-		pending++
-	}
+		return len(ran) == 3
+	}, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, 7, pending)
 	require.Equal(t, map[string]string{id: "ok approved by carol", mcpTask: "ok approved by carol", el25: "ok approved by carol"}, ran)
 }
@@ -281,6 +287,16 @@ func TestApprovalSurvivesKill9(t *testing.T) {
 	code, out = do(t, "POST", base+"/api/threads/k9/tools/demo_headers/call", testUserToken, `{"arguments": {"history": true}}`)
 	require.Equal(t, 200, code, out)
 	require.Equal(t, 1, strings.Count(fmt.Sprint(out["structured_content"]), `"label":"ap-k9"`), "the approved call ran once: %v", out)
+	// The worker process's audit log wrote the approved call's record.
+	require.Eventually(t, func() bool {
+		_, out = get(t, base+"/api/audit?kind=call&decision=approve", testAdminToken)
+		for _, rec := range out["records"].([]any) {
+			if m := rec.(map[string]any); m["surface"] == "approval" && m["task_id"] == id {
+				return m["outcome"] == "ok"
+			}
+		}
+		return false
+	}, 10*time.Second, 50*time.Millisecond, "%v", out)
 }
 
 // restToolNamesAs lists the tools of thread "ap" as the user of token.

@@ -277,11 +277,19 @@ func (m *Main) startHTTP(auth *api.Authenticator) error {
 	if m.Tasks != nil {
 		tools.Approvals = m.Tasks
 	}
-	if a := cfg.Audit; a.Enabled && m.serves() {
+	if a := cfg.Audit; a.Enabled {
+		// A worker's log holds the records of the approved calls it makes;
+		// the API's also sweeps old records.
+		retention := time.Duration(a.RetentionDays) * 24 * time.Hour
+		if !m.serves() {
+			retention = 0
+		}
 		m.auditLog = audit.New(audit.Options{Store: m.DB, QueueSize: a.QueueSize,
 			FlushEvery: time.Duration(a.FlushIntervalMS) * time.Millisecond,
-			Retention:  time.Duration(a.RetentionDays) * 24 * time.Hour, Logger: m.Logger, Meter: m.telemetry.meter(),
+			Retention:  retention, Logger: m.Logger, Meter: m.telemetry.meter(),
 			Export: m.telemetry.auditLogger()})
+	}
+	if m.auditLog != nil && m.serves() {
 		tools.Audit = m.auditLog.Add
 		admin.Audit = func(ctx context.Context, kind, detail string) {
 			m.auditLog.Add(ctx, mcpflow.AuditRecord{Kind: kind, Detail: detail})
@@ -409,17 +417,20 @@ func (m *Main) recordAudit() func(context.Context, mcpflow.AuditRecord) {
 	return m.auditLog.Add
 }
 
-// approvalDriver runs approved calls in the worker. The worker has no
-// audit log of its own: the one record of each approved call goes straight
-// to the store.
+// closeAudit writes the audit records still queued, within ctx.
+func (m *Main) closeAudit(ctx context.Context) {
+	if err := m.auditLog.Close(ctx); err != nil {
+		m.Logger.Warn("audit records still queued at shutdown were not all written", "error", err)
+	}
+}
+
+// approvalDriver runs approved calls in the worker; the one record of each
+// goes to this process's audit log (written in batches, and exported to a
+// collector like the API's), as the driver wrote it.
 func (m *Main) approvalDriver() *taskdriver.Approval {
 	d := &taskdriver.Approval{Store: m.DB, Call: m.MCP.CallTool, Logger: m.Logger}
-	if m.Config.Audit.Enabled {
-		d.Audit = func(ctx context.Context, r mcpflow.AuditRecord) {
-			if err := m.DB.InsertAudit(ctx, []mcpflow.AuditRecord{r}); err != nil {
-				m.Logger.Warn("the audit record of an approved call was not written", "task_id", r.TaskID, "error", err)
-			}
-		}
+	if m.auditLog != nil {
+		d.Audit = func(_ context.Context, r mcpflow.AuditRecord) { m.auditLog.Record(r) }
 	}
 	return d
 }
@@ -526,12 +537,9 @@ func (m *Main) Close(ctx context.Context) error {
 			}
 			m.baseCancel()
 		}
-		if m.auditLog != nil {
-			// After the API stopped (every call it answered is queued),
-			// before the worker's stop can use up the budget.
-			if err := m.auditLog.Close(ctx); err != nil {
-				m.Logger.Warn("audit records still queued at shutdown were not all written", "error", err)
-			}
+		if m.auditLog != nil && !m.works() {
+			// After the API stopped: every call it answered is queued.
+			m.closeAudit(ctx)
 		}
 		if m.workerCtx != nil {
 			m.workerCtx()
@@ -542,6 +550,10 @@ func (m *Main) Close(ctx context.Context) error {
 			if m.pinned != nil {
 				m.pinned.Stop()
 			}
+		}
+		if m.auditLog != nil && m.works() {
+			// After the worker stopped too: its approved calls are queued.
+			m.closeAudit(ctx)
 		}
 		if m.MCP != nil {
 			if err := m.MCP.Close(); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -76,12 +75,9 @@ func reviewApprovals(ctx context.Context, store mcpflow.ApprovalStore, record fu
 			return decideReview(ctx, store, record, caller, rel.RequestState, answers[approvalKey])
 		}
 	}
-	mine, err := mcpflow.ApprovalsFor(ctx, store, caller, mcpflow.ApprovalPending)
+	mine, err := pendingFor(ctx, store, caller, call)
 	if err != nil {
 		return nil, err
-	}
-	if only, _ := call.Arguments["task_id"].(string); only != "" {
-		mine = slices.DeleteFunc(mine, func(a mcpflow.Approval) bool { return a.TaskID != only })
 	}
 	if len(mine) == 0 {
 		return textResult("No calls wait for your approval.", false), nil
@@ -106,6 +102,29 @@ func reviewApprovals(ctx context.Context, store mcpflow.ApprovalStore, record fu
 	res := textResult(string(b), false)
 	_ = json.Unmarshal(b, &res.StructuredContent)
 	return res, nil
+}
+
+// pendingFor is the approvals waiting for caller, oldest first: the one
+// call.Arguments["task_id"] names when it does (read by its id, however
+// many others wait), else every one (mcpflow.ApprovalsFor).
+func pendingFor(ctx context.Context, store mcpflow.ApprovalStore, caller *mcpflow.Caller, call mcpflow.ToolCall) ([]mcpflow.Approval, error) {
+	only, _ := call.Arguments["task_id"].(string)
+	if only == "" {
+		return mcpflow.ApprovalsFor(ctx, store, caller, mcpflow.ApprovalPending)
+	}
+	if !mcpflow.ValidTaskID(only) {
+		return nil, nil
+	}
+	a, err := store.GetApproval(ctx, only)
+	switch {
+	case mcpflow.ErrorCode(err) == mcpflow.ENotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case a == nil || a.State != mcpflow.ApprovalPending || !a.MayDecide(caller):
+		return nil, nil
+	}
+	return []mcpflow.Approval{*a}, nil
 }
 
 // approvalQuestion is what the approver is asked about a.

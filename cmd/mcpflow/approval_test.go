@@ -183,6 +183,14 @@ func TestApprovals(t *testing.T) {
 	res, err = c25.CallTool(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, "No calls wait for your approval.", res.Content[0].(mcp.TextContent).Text, "el25 is decided")
+	// A task_id is read by its id; one that names no approval is answered alike.
+	for _, id := range []string{"no-such-task", "../x"} {
+		other := mcp.CallToolRequest{}
+		other.Params.Name, other.Params.Arguments = "review_approvals", map[string]any{"task_id": id}
+		res, err = c25.CallTool(ctx, other)
+		require.NoError(t, err)
+		require.Equal(t, "No calls wait for your approval.", res.Content[0].(mcp.TextContent).Text, id)
+	}
 	// The tool is listed to approvers only.
 	require.Contains(t, restToolNamesAs(t, base, carolToken), "review_approvals")
 	require.NotContains(t, restToolNamesAs(t, base, bobToken), "review_approvals")

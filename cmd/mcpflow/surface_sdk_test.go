@@ -27,12 +27,17 @@ import (
 // ("everh"). Each client gets <server>_completable-prompt with arguments,
 // completes its "name" argument in the context of "department", lists the
 // resources and reads the first; over stdio it also hears the server's log
-// messages during a call (an HTTP server's log messages outside a request
-// are not relayed, by design).
+// messages during a call. server-everything over HTTP sends its simulated
+// log messages outside any request, which mcpflow does not relay (by
+// design: an HTTP server's log messages reach the caller of the call they
+// belong to), so over HTTP the client hears those of the conformance
+// fixture server ("conf"), whose test_tool_with_logging logs three info
+// messages during the call, at the level the client asked for.
 //
-// A resource URI both servers have is read from the first in configuration
-// order (ever), so a client reads over the HTTP upstream in a thread named
-// h-*, where a policy hides ever: there everh is the only server.
+// A resource URI both server-everythings have is read from the first in
+// configuration order (ever), so a client reads over the HTTP upstream in a
+// thread named h-*, where a policy hides ever: there everh is the only
+// server-everything.
 
 // surfaceSDKPrompt is what server-everything's completable-prompt answers
 // for department Sales and name Eve.
@@ -41,41 +46,60 @@ const surfaceSDKPrompt = "Please promote Eve to the head of the Sales team."
 // surfaceSDKLevels are the levels of MCP log messages.
 var surfaceSDKLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
+// surfaceSDKToolLogs are the info messages the conformance fixture's
+// test_tool_with_logging logs during a call, in order.
+var surfaceSDKToolLogs = []string{"Tool execution started", "Tool processing data", "Tool execution completed"}
+
 // startSurfaceSDK starts mcpflow with server-everything over stdio ("ever",
-// first) and over streamable HTTP ("everh"), and a policy that hides ever
-// from the threads named h-*.
+// first) and over streamable HTTP ("everh"), the conformance fixture server
+// over streamable HTTP ("conf"), and a policy that hides ever from the
+// threads named h-*.
 func startSurfaceSDK(t *testing.T) *Main {
 	t.Helper()
+	testenv.Node2026(t) // the fixture server: skips without the SDK v2 packages
 	entry := testenv.EverythingEntry(t)
 	httpURL := testenv.StartEverythingHTTP(t, entry)
+	confURL := testenv.StartConformanceFixture(t)
 	ext := fmt.Sprintf(`{
   "policies": {"default": "allow", "rules": [
     {"name": "h-threads-reach-everh-only", "effect": "deny", "servers": ["ever"], "when": "thread.startsWith('h-')"}]},
   "mcpServers": {
     "ever": {"type": "stdio", "command": "node", "args": [%q, "stdio"], "tool_call_timeout": 60},
-    "everh": {"type": "http", "url": %q, "tool_call_timeout": 60}
-}}`, entry, httpURL)
+    "everh": {"type": "http", "url": %q, "tool_call_timeout": 60},
+    "conf": {"type": "http", "url": %q}
+}}`, entry, httpURL, confURL)
 	return waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", ext), nil))
 }
 
 // surfaceSDKCase is one client run: the upstream it gets the prompt of and
-// reads the resource from, in which thread, and whether it checks log
-// messages (stdio only).
+// reads the resource from, in which thread, and the log messages it checks:
+// log, server-everything's simulated logging (stdio only); logServer, the
+// conformance fixture upstream whose test_tool_with_logging it calls ("" for
+// none); level, the level it asks for log messages at.
 type surfaceSDKCase struct {
 	name, server, thread string
 	log                  bool
+	logServer, level     string
 }
 
 func surfaceSDKCases(client string) []surfaceSDKCase {
 	return []surfaceSDKCase{
-		{"stdio", "ever", "sdk-" + client, true},
-		{"http", "everh", "h-sdk-" + client, false},
+		{name: "stdio", server: "ever", thread: "sdk-" + client, log: true, level: "debug"},
+		{name: "http", server: "everh", thread: "h-sdk-" + client, logServer: "conf", level: "info"},
 	}
+}
+
+// logTool is the tool whose log messages tc checks over HTTP, "" for none.
+func (tc surfaceSDKCase) logTool() string {
+	if tc.logServer == "" {
+		return ""
+	}
+	return tc.logServer + "_test_tool_with_logging"
 }
 
 // TestSurfaceSDKTypeScript: the TypeScript SDK v1 (2025-11-25, with
 // logging/setLevel) and v2 (pinned to 2026-07-28, with the logLevel _meta
-// on its calls), each over the stdio and the HTTP upstream.
+// on its calls), each over the stdio and the HTTP upstreams.
 func TestSurfaceSDKTypeScript(t *testing.T) {
 	testenv.Node2026(t) // skips without node or the SDK v2 packages
 	m := startSurfaceSDK(t)
@@ -86,6 +110,12 @@ func TestSurfaceSDKTypeScript(t *testing.T) {
 				args := []string{"--server", tc.server}
 				if tc.log {
 					args = append(args, "--log")
+				}
+				if tc.logServer != "" {
+					args = append(args, "--log-server", tc.logServer)
+				}
+				if tc.level != "" {
+					args = append(args, "--log-level", tc.level)
 				}
 				steps := testenv.RunSurfaceClient(t, sdk.name, m.URL()+"/mcp/threads/"+tc.thread, testUserToken, args...)
 				checkSurfaceTSSteps(t, steps, sdk.rev, tc)
@@ -170,34 +200,50 @@ func checkSurfaceTSSteps(t *testing.T, steps []map[string]any, rev string, tc su
 		}
 	}
 
-	if !tc.log {
+	if !tc.log && tc.logServer == "" {
 		require.Nil(t, testenv.Step(steps, "notifications/message"), "no log messages asked for: %v", steps)
 		return
 	}
+	if rev == "2025-11-25" {
+		s := step("logging/setLevel")
+		require.NotNil(t, s, "%v", steps)
+		require.Equal(t, tc.level, s["level"])
+	}
 	toggle, long := tc.server+"_toggle-simulated-logging", tc.server+"_trigger-long-running-operation"
-	var calls []string
-	var during []surfaceLog
-	var toggled string
+	var want, calls []string
+	if tc.log {
+		want = append(want, toggle, long)
+	}
+	if tc.logServer != "" {
+		want = append(want, tc.logTool())
+	}
+	during := map[string][]surfaceLog{} // by the call in flight
+	texts := map[string]string{}        // the first text of each call's result
 	for _, s := range steps {
 		switch s["step"] {
 		case "tools/call":
 			calls = append(calls, s["name"].(string))
 			res, _ := s["result"].(map[string]any)
 			require.NotEqual(t, true, res["isError"], "%v", s)
-			if s["name"] == toggle && res != nil {
-				toggled, _ = res["content"].([]any)[0].(map[string]any)["text"].(string)
+			if content, _ := res["content"].([]any); len(content) > 0 {
+				texts[s["name"].(string)], _ = content[0].(map[string]any)["text"].(string)
 			}
 		case "notifications/message":
 			p := s["params"].(map[string]any)
 			l := surfaceLog{level: fmt.Sprint(p["level"]), logger: fmt.Sprint(p["logger"]), data: fmt.Sprint(p["data"])}
-			if s["during"] == long {
-				during = append(during, l)
-			}
+			call, _ := s["during"].(string)
+			during[call] = append(during[call], l)
 		}
 	}
-	require.Equal(t, []string{toggle, long}, calls)
-	require.True(t, strings.HasPrefix(toggled, "Started simulated"), "the thread's own stdio session starts logging: %q", toggled)
-	checkSurfaceLogs(t, tc.server, during)
+	require.Equal(t, want, calls)
+	if tc.log {
+		require.True(t, strings.HasPrefix(texts[toggle], "Started simulated"), "the thread's own stdio session starts logging: %q", texts[toggle])
+		checkSurfaceLogs(t, tc.server, during[long])
+	}
+	if tc.logServer != "" {
+		require.Equal(t, "Logging test completed", texts[tc.logTool()])
+		checkSurfaceToolLogs(t, tc.logServer, during[tc.logTool()])
+	}
 }
 
 // surfaceLog is one notifications/message a client heard.
@@ -215,6 +261,21 @@ func checkSurfaceLogs(t *testing.T, server string, during []surfaceLog) {
 		require.Contains(t, surfaceSDKLevels, l.level, "%+v", l)
 		require.Contains(t, l.data, "message", "%+v", l)
 	}
+}
+
+// checkSurfaceToolLogs checks the log messages heard during the call of
+// the conformance fixture's test_tool_with_logging over HTTP: its three
+// info messages, in order, named by mcpflow after the server.
+func checkSurfaceToolLogs(t *testing.T, server string, during []surfaceLog) {
+	t.Helper()
+	t.Logf("%d log messages during the %s_test_tool_with_logging call: %+v", len(during), server, during)
+	var data []string
+	for _, l := range during {
+		require.Equal(t, "info", l.level, "%+v", l)
+		require.True(t, strings.HasPrefix(l.logger, server), "logger %q names the server %s: %+v", l.logger, server, l)
+		data = append(data, l.data)
+	}
+	require.Equal(t, surfaceSDKToolLogs, data, "the three info messages during the call")
 }
 
 // checkSurfaceServers checks that the prompts listed are those of the
@@ -245,7 +306,7 @@ func checkSurfaceURIs(t *testing.T, uris []string) {
 
 // TestSurfaceSDKGo: the Go SDK pinned to 2025-11-25 (a session, with
 // SetLoggingLevel) and negotiating 2026-07-28 (stateless, with the logLevel
-// _meta on its calls), each over the stdio and the HTTP upstream; log
+// _meta on its calls), each over the stdio and the HTTP upstreams; log
 // messages reach its LoggingMessageHandler.
 func TestSurfaceSDKGo(t *testing.T) {
 	m := startSurfaceSDK(t)
@@ -263,15 +324,19 @@ func testSurfaceGoSDK(t *testing.T, url, rev string, tc surfaceSDKCase) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var mu sync.Mutex
-	var inFlight string
-	var during []surfaceLog
+	// The SDK hands the notifications it reads to the handler on a goroutine
+	// of their own, in order, and a call's result to its caller at once: the
+	// last log messages relayed on a call's stream, read before its result,
+	// can reach the handler just after the call returned. So a message is
+	// counted for the call last started (each call here starts after the
+	// one before returned), and a check waits for those that are late.
+	var lastCall string
+	during := map[string][]surfaceLog{} // by the call last started
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpflow-surface-go-sdk", Version: "1"}, &mcp.ClientOptions{
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			mu.Lock()
 			defer mu.Unlock()
-			if inFlight == tc.server+"_trigger-long-running-operation" {
-				during = append(during, surfaceLog{level: string(req.Params.Level), logger: req.Params.Logger, data: fmt.Sprint(req.Params.Data)})
-			}
+			during[lastCall] = append(during[lastCall], surfaceLog{level: string(req.Params.Level), logger: req.Params.Logger, data: fmt.Sprint(req.Params.Data)})
 		},
 	})
 	var opts *mcp.ClientSessionOptions
@@ -340,40 +405,51 @@ func testSurfaceGoSDK(t *testing.T, url, rev string, tc surfaceSDKCase) {
 		assert.Contains(t, []string{"public", "private"}, read.CacheScope, "cacheScope of the resources/read result")
 	}
 
-	if !tc.log {
+	if !tc.log && tc.logServer == "" {
 		return
 	}
 	modern := rev == "2026-07-28"
 	if !modern {
-		require.NoError(t, session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}))
+		require.NoError(t, session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(tc.level)}))
 	}
 	call := func(name string, args map[string]any) *mcp.CallToolResult {
 		mu.Lock()
-		inFlight = name
+		lastCall = name
 		mu.Unlock()
-		defer func() {
-			mu.Lock()
-			inFlight = ""
-			mu.Unlock()
-		}()
 		params := &mcp.CallToolParams{Name: name, Arguments: args}
 		if modern {
 			// 2026-07-28 has no logging/setLevel: a request names its
 			// level in _meta, beside the keys the SDK adds.
-			params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: "debug"}
+			params.Meta = mcp.Meta{mcp.MetaKeyLogLevel: tc.level}
 		}
 		res, err := session.CallTool(ctx, params)
 		require.NoError(t, err)
 		require.False(t, res.IsError, "%v", res.Content)
 		return res
 	}
-	toggled := call(tc.server+"_toggle-simulated-logging", map[string]any{})
-	require.NotEmpty(t, toggled.Content)
-	tx, _ := toggled.Content[0].(*mcp.TextContent)
-	require.NotNil(t, tx, "%v", toggled.Content)
-	require.True(t, strings.HasPrefix(tx.Text, "Started simulated"), "the thread's own stdio session starts logging: %q", tx.Text)
-	call(tc.server+"_trigger-long-running-operation", map[string]any{"duration": 11, "steps": 11})
-	mu.Lock()
-	defer mu.Unlock()
-	checkSurfaceLogs(t, tc.server, during)
+	heard := func(name string) []surfaceLog { // the log messages heard since call name started
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(during[name])
+	}
+	firstText := func(res *mcp.CallToolResult) string {
+		require.NotEmpty(t, res.Content)
+		tx, _ := res.Content[0].(*mcp.TextContent)
+		require.NotNil(t, tx, "%v", res.Content)
+		return tx.Text
+	}
+	if tc.log {
+		toggled := firstText(call(tc.server+"_toggle-simulated-logging", map[string]any{}))
+		require.True(t, strings.HasPrefix(toggled, "Started simulated"), "the thread's own stdio session starts logging: %q", toggled)
+		long := tc.server + "_trigger-long-running-operation"
+		call(long, map[string]any{"duration": 11, "steps": 11})
+		checkSurfaceLogs(t, tc.server, heard(long))
+	}
+	if tc.logServer != "" {
+		require.Equal(t, "Logging test completed", firstText(call(tc.logTool(), map[string]any{})))
+		for deadline := time.Now().Add(5 * time.Second); len(heard(tc.logTool())) < len(surfaceSDKToolLogs) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond) // the late ones, handed to the handler after the result
+		}
+		checkSurfaceToolLogs(t, tc.logServer, heard(tc.logTool()))
+	}
 }

@@ -6,7 +6,8 @@
 // 2026-07-28, stateless). It prints one JSON line per step, so that a Go
 // test asserts on what this independent implementation saw.
 //
-//   node surface_client.mjs --sdk v1|v2 --url URL [--token T] [--server S] [--log]
+//   node surface_client.mjs --sdk v1|v2 --url URL [--token T] [--server S]
+//                           [--log] [--log-server C] [--log-level L]
 //
 // T is sent as "Authorization: Bearer T" (default $MCP_TOKEN). S is the
 // upstream whose prompt the client gets and completes (default "ever"):
@@ -19,12 +20,19 @@
 //                                                   context department Sales
 //   {"step":"resources/list","resources":[{"uri":…,"mimeType":…}]}
 //   {"step":"resources/read","uri":…,"result":{…}}  the first listed resource
-// With --log (S must be a stdio upstream, whose log messages go to the
-// thread's session): the client asks for log messages at level debug, with
-// logging/setLevel on v1 ({"step":"logging/setLevel"}) and with
-// _meta["io.modelcontextprotocol/logLevel"] on each tools/call on v2; it
-// calls <S>_toggle-simulated-logging (a message at once, then one every
-// 5 s) and <S>_trigger-long-running-operation for 11 s:
+// With --log or --log-server, the client then asks for log messages at
+// level L (default debug), with logging/setLevel on v1
+// ({"step":"logging/setLevel","level":L}) and with
+// _meta["io.modelcontextprotocol/logLevel"] L on each tools/call on v2, and
+// makes these calls:
+//   --log (S must be a stdio upstream, whose log messages go to the
+//   thread's session): <S>_toggle-simulated-logging (a message at once,
+//   then one every 5 s) and <S>_trigger-long-running-operation for 11 s;
+//   --log-server C (an HTTP upstream, the conformance fixture server, whose
+//   log messages of a call go to its caller): <C>_test_tool_with_logging,
+//   which logs three info messages during the call (after the --log calls
+//   when both are given).
+// Each call and each log message:
 //   {"step":"tools/call","name":…,"result":{…}}     for each call
 //   {"step":"notifications/message","during":…,"params":{…}}  for each log
 //                                                   message, as it arrives;
@@ -35,9 +43,9 @@
 // schemas refuse) is printed with {"error":{"code","message","data"}} in
 // place of what it answers, and the client goes on (the Go test asserts on
 // every step); a failed resources/list skips resources/read, a failed
-// logging/setLevel or toggle call the calls after it. The process exits 0
-// when it ran to its end, 1 with a message on stderr when it could not
-// connect or crashed, or after 95 s.
+// logging/setLevel all the calls, a failed toggle call the long-running
+// operation. The process exits 0 when it ran to its end, 1 with a message
+// on stderr when it could not connect or crashed, or after 95 s.
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -59,6 +67,8 @@ const sdk = flags.sdk;
 const url = flags.url ?? process.env.MCP_URL;
 const token = flags.token ?? process.env.MCP_TOKEN;
 const server = flags.server ?? 'ever';
+const logServer = flags['log-server'];
+const logLevel = flags['log-level'] ?? 'debug';
 if (sdk !== 'v1' && sdk !== 'v2') fail('--sdk must be v1 or v2');
 if (!url) fail('no MCP URL: pass --url or set MCP_URL');
 const headers = token ? { Authorization: `Bearer ${token}` } : {};
@@ -138,17 +148,17 @@ async function run() {
       await attempt('resources/read', { uri }, async () => ({ result: await client.readResource({ uri }, options) }));
     }
 
-    if (flags.log) {
+    if (flags.log || logServer !== undefined) {
       let meta;
       if (sdk === 'v1') {
-        if (!(await attempt('logging/setLevel', { level: 'debug' }, async () => {
-          await client.setLoggingLevel('debug', options);
+        if (!(await attempt('logging/setLevel', { level: logLevel }, async () => {
+          await client.setLoggingLevel(logLevel, options);
           return {};
         }))) return;
       } else {
         // The v2 Client's per-request _meta envelope carries no log level of
         // its own; a request's own _meta keys are sent beside the envelope.
-        meta = { [LOG_LEVEL_META_KEY]: 'debug' };
+        meta = { [LOG_LEVEL_META_KEY]: logLevel };
       }
       const call = async (name, args) => {
         const params = { name, arguments: args, ...(meta ? { _meta: meta } : {}) };
@@ -161,8 +171,11 @@ async function run() {
           inFlight = null;
         }
       };
-      if (await call(`${server}_toggle-simulated-logging`, {})) {
+      if (flags.log && (await call(`${server}_toggle-simulated-logging`, {}))) {
         await call(`${server}_trigger-long-running-operation`, { duration: 11, steps: 11 });
+      }
+      if (logServer !== undefined) {
+        await call(`${logServer}_test_tool_with_logging`, {});
       }
     }
   } finally {

@@ -19,9 +19,11 @@ const (
 // ("v1" or "v2") against url as the bearer token (none when empty) and
 // returns the JSON object it printed for each step, in order. args follow
 // on the command line: "--server", S (the upstream whose prompt it gets
-// and completes, "ever" by default) and "--log" (it asks for log messages
-// and calls S's simulated logging and an 11 s operation); see the script's
-// comment for the steps. A non-zero exit fails t with the client's stderr
+// and completes, "ever" by default), "--log" (it asks for log messages
+// and calls S's simulated logging and an 11 s operation), "--log-server",
+// C (it calls C's test_tool_with_logging, the conformance fixture's) and
+// "--log-level", L (the level it asks for, debug by default); see the
+// script's comment for the steps. A non-zero exit fails t with the client's stderr
 // and the steps it printed. t ends through MissingDependency when node or
 // the SDK packages are not installed.
 func RunSurfaceClient(t testing.TB, sdk, url, token string, args ...string) []map[string]any {

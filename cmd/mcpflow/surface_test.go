@@ -348,7 +348,8 @@ func TestResourceSubscriptions(t *testing.T) {
 			require.NoError(t, err)
 			uri := list.Resources[0].URI
 			require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}))
-			time.Sleep(500 * time.Millisecond) // the GET stream is open
+			// The client opens its GET stream in the background: an update
+			// sent before it is open is lost, and the next comes 5 s later.
 			_, err = c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ever_toggle-subscriber-updates"}})
 			require.NoError(t, err)
 			select {

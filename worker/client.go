@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -55,6 +56,34 @@ type TaskClient struct {
 	// key) started.
 	Tasks  mcpflow.TaskStore
 	Logger *slog.Logger
+	// Namespace, when set, is where the first approval makes sure the
+	// custom search attributes exist (EnsureSearchAttributes), as workers
+	// do when they start: an API upgraded before its workers starts
+	// approvals, whose workflows carry McpApprovers, before any worker
+	// registered it.
+	Namespace string
+
+	attrsOnce sync.Once
+}
+
+// ensureAttributes registers the missing custom search attributes once
+// per process, within 10 s; a failure is logged (the start then fails
+// with Temporal's own message).
+func (c *TaskClient) ensureAttributes(ctx context.Context) {
+	c.attrsOnce.Do(func() {
+		if c.Namespace == "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		added, err := EnsureSearchAttributes(ctx, c.Client, c.Namespace)
+		switch {
+		case err != nil && c.Logger != nil:
+			c.Logger.Warn("could not check the custom search attributes; register them with `temporal operator search-attribute create`", "error", err)
+		case len(added) > 0 && c.Logger != nil:
+			c.Logger.Info("registered search attributes", "names", added)
+		}
+	})
 }
 
 // SlotTTL is how long a running-task slot is held for a submit whose task
@@ -139,6 +168,7 @@ func (c *TaskClient) SubmitApproval(ctx context.Context, call mcpflow.ToolCall, 
 		}
 		call.Arguments, call.RawArguments = args, nil
 	}
+	c.ensureAttributes(ctx)
 	deadline := time.Now().Add(req.Timeout)
 	data := mcpflow.ApprovalDriverData(tool.Name, req, deadline)
 	return c.start(ctx, call, tool, config.TaskToolset{Name: tool.Name}, *srv, mcpflow.DriverApproval, data, false)

@@ -243,7 +243,7 @@ func (m *Main) Open(ctx context.Context) error {
 	if cfg.MCPTasks.Enabled {
 		m.Tasks = &worker.TaskClient{Client: tc, TaskQueue: cfg.Temporal.TaskQueue, Config: m.taskConfig(),
 			Servers: m.taskServers, CurrentServer: m.MCP.Server, Secrets: m.secrets, Logger: log, IdempotentSubmit: m.idempotentSubmit,
-			MaxRunningPerUser: cfg.MCPTasks.MaxRunningTasksPerUser, Slots: m.DB, Tasks: m.DB}
+			MaxRunningPerUser: cfg.MCPTasks.MaxRunningTasksPerUser, Slots: m.DB, Tasks: m.DB, Namespace: m.temporalNamespace}
 		if m.serves() {
 			m.MCP.SetSubmitter(m.Tasks.Submit)
 			m.MCP.SetBackgroundTasks(backgroundTasks{m.DB, m.Tasks})

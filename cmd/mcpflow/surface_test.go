@@ -191,6 +191,34 @@ func TestPromptsAndResources(t *testing.T) {
 	require.ErrorContains(t, err, "retryAfterSeconds:60")
 }
 
+// logClient is a 2025-11-25 client of url, initialized, that keeps the
+// notifications/message it hears (got returns them so far).
+func logClient(t *testing.T, ctx context.Context, url, name string) (c *mcpclient.Client, got func() []mcp.JSONRPCNotification) {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
+	require.NoError(t, err)
+	c = mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() { _ = c.Close() })
+	var mu sync.Mutex
+	var heard []mcp.JSONRPCNotification
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/message" {
+			mu.Lock()
+			heard = append(heard, n)
+			mu.Unlock()
+		}
+	})
+	require.NoError(t, c.Start(ctx))
+	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: name, Version: "1"}}})
+	require.NoError(t, err)
+	require.NotNil(t, res.Capabilities.Logging, "logging declared")
+	return c, func() []mcp.JSONRPCNotification {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(heard)
+	}
+}
+
 // TestLogRelay: a stdio upstream's log messages (server-everything's
 // simulated logging, every 5 s at a random level) reach a 2025-11-25
 // caller during its call once it set a level, named by the server in
@@ -201,28 +229,8 @@ func TestLogRelay(t *testing.T) {
 	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", ext), nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	connect := func(thread string) (*mcpclient.Client, *[]mcp.JSONRPCNotification, *sync.Mutex) {
-		c, err := mcpclient.NewStreamableHttpClient(m.URL()+"/mcp/threads/"+thread,
-			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
-		require.NoError(t, err)
-		c = mcpclient.NewClient(c.GetTransport(), mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
-		t.Cleanup(func() { _ = c.Close() })
-		var mu sync.Mutex
-		var got []mcp.JSONRPCNotification
-		c.OnNotification(func(n mcp.JSONRPCNotification) {
-			if n.Method == "notifications/message" {
-				mu.Lock()
-				got = append(got, n)
-				mu.Unlock()
-			}
-		})
-		require.NoError(t, c.Start(ctx))
-		init := mcp.InitializeRequest{}
-		init.Params.ClientInfo = mcp.Implementation{Name: "log-test", Version: "1"}
-		res, err := c.Initialize(ctx, init)
-		require.NoError(t, err)
-		require.NotNil(t, res.Capabilities.Logging, "logging declared")
-		return c, &got, &mu
+	connect := func(thread string) (*mcpclient.Client, func() []mcp.JSONRPCNotification) {
+		return logClient(t, ctx, m.URL()+"/mcp/threads/"+thread, "log-test")
 	}
 	call := func(c *mcpclient.Client, name string, args map[string]any) {
 		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
@@ -230,8 +238,8 @@ func TestLogRelay(t *testing.T) {
 		require.False(t, res.IsError, "%v", res.Content)
 	}
 
-	quiet, quietGot, quietMu := connect("logs")
-	loud, got, mu := connect("logs")
+	quiet, quietGot := connect("logs")
+	loud, got := connect("logs")
 	require.NoError(t, loud.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelDebug}}))
 	_, err := loud.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "ever_toggle-simulated-logging"}})
 	require.NoError(t, err)
@@ -244,16 +252,12 @@ func TestLogRelay(t *testing.T) {
 	call(loud, "ever_trigger-long-running-operation", map[string]any{"duration": 11, "steps": 11})
 	wg.Wait()
 
-	mu.Lock()
-	defer mu.Unlock()
-	require.NotEmpty(t, *got, "log messages during the call")
-	for _, n := range *got {
+	require.NotEmpty(t, got(), "log messages during the call")
+	for _, n := range got() {
 		require.Equal(t, "ever", n.Params.AdditionalFields["logger"], "%v", n.Params.AdditionalFields)
 		require.Contains(t, fmt.Sprint(n.Params.AdditionalFields["data"]), "message")
 	}
-	quietMu.Lock()
-	defer quietMu.Unlock()
-	require.Empty(t, *quietGot, "no level, no log messages")
+	require.Empty(t, quietGot(), "no level, no log messages")
 
 	err = quiet.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: "loud"}})
 	require.ErrorContains(t, err, "params.level must be one of debug, info")
@@ -674,30 +678,12 @@ func TestLogLevelThreshold(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	hear := func(level mcp.LoggingLevel) []mcp.JSONRPCNotification {
-		tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/levels",
-			transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}))
-		require.NoError(t, err)
-		c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
-		t.Cleanup(func() { _ = c.Close() })
-		var mu sync.Mutex
-		var got []mcp.JSONRPCNotification
-		c.OnNotification(func(n mcp.JSONRPCNotification) {
-			if n.Method == "notifications/message" {
-				mu.Lock()
-				got = append(got, n)
-				mu.Unlock()
-			}
-		})
-		require.NoError(t, c.Start(ctx))
-		_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "levels", Version: "1"}}})
-		require.NoError(t, err)
+		c, got := logClient(t, ctx, m.URL()+"/mcp/threads/levels", "levels")
 		require.NoError(t, c.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: level}}))
 		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "old_test_tool_with_logging"}})
 		require.NoError(t, err)
 		require.False(t, res.IsError, "%v", res.Content)
-		mu.Lock()
-		defer mu.Unlock()
-		return got
+		return got()
 	}
 	info := hear(mcp.LoggingLevelInfo)
 	require.Len(t, info, 3, "every info message at level info")

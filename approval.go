@@ -76,6 +76,10 @@ type Approval struct {
 type ApprovalFilter struct {
 	State string // "" for every state
 	Limit int    // 0: 100; at most 1000
+	// Approvers, when set, keeps the approvals that name one of them
+	// ("user:<id>", "group:<name>"). The store may keep more (SQLite's
+	// LIKE ignores ASCII case): MayDecide decides.
+	Approvers []string
 }
 
 // ApprovalStore keeps approvals. Every change of state is a compare and
@@ -114,6 +118,17 @@ func (a *Approval) MayDecide(c *Caller) bool {
 	if c == nil || c.UserID == "" || c.UserID == a.UserID {
 		return false
 	}
+	groups := c.groups()
+	for _, ap := range a.Approvers {
+		if kind, name, _ := strings.Cut(ap, ":"); kind == "user" && name == c.UserID || kind == "group" && slices.Contains(groups, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// groups are the caller's "groups" claim: a string or a list of them.
+func (c *Caller) groups() []string {
 	var groups []string
 	if raw, ok := c.Claims["groups"]; ok {
 		var one string
@@ -123,12 +138,7 @@ func (a *Approval) MayDecide(c *Caller) bool {
 			_ = json.Unmarshal(raw, &groups)
 		}
 	}
-	for _, ap := range a.Approvers {
-		if kind, name, _ := strings.Cut(ap, ":"); kind == "user" && name == c.UserID || kind == "group" && slices.Contains(groups, name) {
-			return true
-		}
-	}
-	return false
+	return groups
 }
 
 // Approvals starts the durable task of a call that needs approval and
@@ -188,7 +198,14 @@ func DecideApproval(ctx context.Context, store ApprovalStore, taskID string, c *
 // ApprovalsFor are the approvals in state that c may decide (MayDecide),
 // oldest first, of the first 1000 in that state.
 func ApprovalsFor(ctx context.Context, store ApprovalStore, c *Caller, state string) ([]Approval, error) {
-	list, err := store.ListApprovals(ctx, ApprovalFilter{State: state, Limit: 1000})
+	if c == nil || c.UserID == "" {
+		return []Approval{}, nil
+	}
+	names := []string{"user:" + c.UserID}
+	for _, g := range c.groups() {
+		names = append(names, "group:"+g)
+	}
+	list, err := store.ListApprovals(ctx, ApprovalFilter{State: state, Limit: 1000, Approvers: names})
 	if err != nil {
 		return nil, err
 	}

@@ -92,6 +92,16 @@ func (db *DB) ListApprovals(ctx context.Context, f mcpflow.ApprovalFilter) ([]mc
 	if f.State != "" {
 		q = q.Where("state = ?", f.State)
 	}
+	if len(f.Approvers) > 0 {
+		// approvers is comma-separated: a name matches between commas.
+		var or []string
+		var args []any
+		for _, name := range f.Approvers {
+			or = append(or, `(',' || approvers || ',') LIKE ? ESCAPE '\'`)
+			args = append(args, "%,"+likeEscaper.Replace(name)+",%")
+		}
+		q = q.Where("("+strings.Join(or, " OR ")+")", args...)
+	}
 	var rows []approvalRow
 	if err := q.Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list approvals: %w", asUnavailable(err))
@@ -102,6 +112,9 @@ func (db *DB) ListApprovals(ctx context.Context, f mcpflow.ApprovalFilter) ([]mc
 	}
 	return out, nil
 }
+
+// likeEscaper escapes a LIKE pattern's wildcards (ESCAPE '\').
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // MoveApproval implements mcpflow.ApprovalStore: one UPDATE that matches
 // the state from, so of two concurrent moves only one happens.

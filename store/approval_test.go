@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,6 +101,71 @@ func TestApprovals(t *testing.T) {
 		got, _ = db.GetApproval(ctx, "mcp-task-a1")
 		if got.State != mcpflow.ApprovalDone || got.Outcome == nil || got.Outcome.Status != mcpflow.StatusCompleted || got.Outcome.Result != "r" {
 			t.Fatalf("%+v", got)
+		}
+	})
+}
+
+// ListApprovals by approvers: an approval is kept when one of the names
+// given is one of its approvers, whole (not a prefix, nor a LIKE
+// wildcard); ApprovalsFor finds a caller's approvals behind more than
+// 1,000 older ones of others.
+func TestApprovalsByApprover(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		deadline := time.Now().Add(time.Hour)
+		at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+		create := func(id, user string, approvers ...string) {
+			t.Helper()
+			at = at.Add(time.Second)
+			if err := db.CreateApproval(ctx, &mcpflow.Approval{TaskID: id, UserID: user, Approvers: approvers, Deadline: deadline, CreatedAt: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		create("mcp-task-ops", "alice", "group:ops", "user:carol")
+		create("mcp-task-opsx", "alice", "group:opsx")
+		create("mcp-task-pct", "alice", "group:o%s")
+		create("mcp-task-dan", "alice", "user:dan")
+		ids := func(f mcpflow.ApprovalFilter) string {
+			t.Helper()
+			list, err := db.ListApprovals(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, a := range list {
+				out = append(out, strings.TrimPrefix(a.TaskID, "mcp-task-"))
+			}
+			return strings.Join(out, " ")
+		}
+		for _, tc := range []struct {
+			names []string
+			want  string
+		}{
+			{[]string{"group:ops"}, "ops"},
+			{[]string{"user:carol"}, "ops"},
+			{[]string{"group:o_s"}, ""},
+			{[]string{"group:o%s"}, "pct"},
+			{[]string{"group:op"}, ""},
+			{[]string{"user:dan", "group:opsx"}, "opsx dan"},
+			{nil, "ops opsx pct dan"},
+		} {
+			if got := ids(mcpflow.ApprovalFilter{State: mcpflow.ApprovalPending, Approvers: tc.names}); got != tc.want {
+				t.Errorf("%v: %q, want %q", tc.names, got, tc.want)
+			}
+		}
+
+		for i := range 1001 {
+			create(fmt.Sprintf("mcp-task-other%04d", i), "bob", "group:sec")
+		}
+		create("mcp-task-late", "alice", "user:erin")
+		mine, err := mcpflow.ApprovalsFor(ctx, db, &mcpflow.Caller{UserID: "erin"}, mcpflow.ApprovalPending)
+		if err != nil || len(mine) != 1 || mine[0].TaskID != "mcp-task-late" {
+			t.Fatalf("erin's approval behind 1,001 others: %+v %v", mine, err)
+		}
+		groups, _ := json.Marshal([]string{"ops"})
+		mine, err = mcpflow.ApprovalsFor(ctx, db, &mcpflow.Caller{UserID: "frank", Claims: map[string]json.RawMessage{"groups": groups}}, mcpflow.ApprovalPending)
+		if err != nil || len(mine) != 1 || mine[0].TaskID != "mcp-task-ops" {
+			t.Fatalf("frank of ops: %+v %v", mine, err)
 		}
 	})
 }

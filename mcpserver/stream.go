@@ -205,6 +205,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPReq
 			defer stop()
 		}
 	}
+	s.streamLoop(ctx, out, sess, me, req, after)
+}
+
+// streamLoop writes a session's GET stream until it ends: the thread
+// inbox's status notifications after the event after, the servers' list
+// changes (me.notes), and a keep-alive comment that also ends the stream of
+// a session ended through another replica.
+func (s *Server) streamLoop(ctx context.Context, out *sseWriter, sess *session, me *openStream, req *mcpflow.MCPRequest, after int64) {
 	keep := time.NewTicker(s.opts.KeepAlive)
 	defer keep.Stop()
 	for {

@@ -768,3 +768,90 @@ func TestForeignFileURIs(t *testing.T) {
 		require.Contains(t, err.Error(), "Resource not found", uri)
 	}
 }
+
+// TestResourceSubscriptionsUpstream2026: a subscription through mcpflow to
+// a server that speaks 2026-07-28 over streamable HTTP (the conformance
+// fixture) is held with mcpflow's own subscriptions/listen naming the URI;
+// the server's update reaches a 2025-11-25 session's GET stream and a
+// 2026-07-28 client's subscriptions/listen, and no update reaches the
+// 2025 session after it unsubscribed.
+func TestResourceSubscriptionsUpstream2026(t *testing.T) {
+	testenv.Node2026(t)
+	fixture := testenv.StartConformanceFixture(t)
+	ext := fmt.Sprintf(`{"mcpServers": {"new": {"type": "http", "url": %q, "tool_name_prefix": false, "protocol_version": "2026-07-28"}}}`, fixture)
+	m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "", ext), nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const uri = "test://watched-resource"
+	trigger := func() {
+		t.Helper()
+		raw := &rpc2026{url: m.URL() + "/mcp/threads/trigger", token: testUserToken}
+		raw.call(t, "tools/call", "test_trigger_resource_update", map[string]any{"name": "test_trigger_resource_update", "arguments": map[string]any{}})
+	}
+
+	// 2026-07-28 caller.
+	raw := &rpc2026{url: m.URL() + "/mcp/threads/subs26", token: testUserToken}
+	resp := raw.request(t, ctx, "subscriptions/listen", "", map[string]any{
+		"notifications": map[string]any{"resourceSubscriptions": []any{uri}}})
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := sseFrames(resp.Body)
+	next := func() map[string]any {
+		t.Helper()
+		select {
+		case e, ok := <-events:
+			require.True(t, ok, "the stream ended")
+			return e
+		case <-time.After(20 * time.Second):
+			t.Fatal("no event on the listen stream")
+		}
+		return nil
+	}
+	ack := next()
+	require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"], "%v", ack)
+	require.Equal(t, []any{uri}, ack["params"].(map[string]any)["notifications"].(map[string]any)["resourceSubscriptions"])
+	trigger()
+	upd := next()
+	require.Equal(t, "notifications/resources/updated", upd["method"], "%v", upd)
+	require.Equal(t, uri, upd["params"].(map[string]any)["uri"])
+
+	// 2025-11-25 caller.
+	tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/subs25",
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}), transport.WithContinuousListening())
+	require.NoError(t, err)
+	c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() { _ = c.Close() })
+	updates := make(chan string, 16)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/resources/updated" {
+			updates <- fmt.Sprint(n.Params.AdditionalFields["uri"])
+		}
+	})
+	require.NoError(t, c.Start(ctx))
+	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "subs", Version: "1"}}})
+	require.NoError(t, err)
+	require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}))
+	// The client opens its GET stream in the background: announce until
+	// an update arrives.
+	require.Eventually(t, func() bool {
+		trigger()
+		select {
+		case got := <-updates:
+			return got == uri
+		case <-time.After(500 * time.Millisecond):
+			return false
+		}
+	}, 20*time.Second, 10*time.Millisecond)
+	require.NoError(t, c.Unsubscribe(ctx, mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: uri}}))
+	for len(updates) > 0 {
+		<-updates
+	}
+	trigger()
+	select {
+	case got := <-updates:
+		t.Fatalf("an update after unsubscribing: %s", got)
+	case <-time.After(2 * time.Second):
+	}
+	// The 2026 listen stream, still open, heard the later announcements.
+	require.Equal(t, "notifications/resources/updated", next()["method"])
+}

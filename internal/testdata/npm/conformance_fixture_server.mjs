@@ -14,7 +14,9 @@
 // Served: the tools of the tools-*, elicitation-*, input-required-result-*,
 // server-stateless and tasks-* scenarios (TOOLS); resources (text, binary,
 // the template test://template/{id}/data; resources/subscribe and
-// unsubscribe on 2025-11-25 only, as 2026-07-28 removed them; an unknown URI
+// unsubscribe on 2025-11-25, subscriptions/listen's resourceSubscriptions
+// on 2026-07-28, where test_trigger_resource_update announces an update of
+// test://watched-resource; an unknown URI
 // answers -32602 with data.uri, SEP-2164); prompts (PROMPTS, one of them
 // answering prompts/get with input_required); completion/complete for prompt
 // arguments and the template's id; logging/setLevel (2025-11-25) and
@@ -317,6 +319,13 @@ const TOOLS = {
       return text('prompts list change announced');
     },
   },
+  test_trigger_resource_update: {
+    def: { description: 'Announces notifications/resources/updated of test://watched-resource to the subscriptions/listen streams that name it', inputSchema: noArgs },
+    run: async () => {
+      mcp.notify.resourceUpdated('test://watched-resource');
+      return text('resource update announced');
+    },
+  },
   test_input_required_result_elicitation: {
     def: { description: 'MRTR: asks for a name (key user_name), then greets', inputSchema: noArgs },
     run: async (_args, io) => {
@@ -610,7 +619,7 @@ function buildServer(era) {
   const capabilities = { tools: { listChanged: true }, prompts: { listChanged: true }, completions: {}, logging: {} };
   const server = new Server(SERVER_INFO, {
     capabilities: era === 'modern'
-      ? { ...capabilities, resources: {}, extensions: { [TASKS_EXT]: {} } }
+      ? { ...capabilities, resources: { subscribe: true }, extensions: { [TASKS_EXT]: {} } }
       : { ...capabilities, resources: { subscribe: true } },
     cacheHints: { 'prompts/list': STATIC_CACHE, 'resources/list': STATIC_CACHE, 'resources/templates/list': STATIC_CACHE, 'resources/read': STATIC_CACHE },
   });

@@ -425,7 +425,7 @@ func (s ServerSection) ShutdownTimeout() time.Duration {
 // DefaultService returns the built-in defaults.
 func DefaultService() Service {
 	return Service{
-		Server: ServerSection{Addr: "127.0.0.1:8080", WorkerAddr: "127.0.0.1:9090", ShutdownTimeoutSeconds: 20, MaxBodyBytes: 1 << 20, MaxContentBytes: 8 << 20,
+		Server: ServerSection{Addr: "127.0.0.1:8080", WorkerAddr: "127.0.0.1:9090", ShutdownTimeoutSeconds: 20, MaxBodyBytes: 1 << 20, MaxContentBytes: mcpflow.DefaultMaxContentBytes,
 			MaxConcurrentCallsPerUser: 32, MaxWaitsPerUser: 32, MaxMCPStreamsPerUser: 32, MaxMCPSessionsPerUser: 100,
 			ReadHeaderTimeoutSeconds: 10, ReadTimeoutSeconds: 60,
 			WriteTimeoutSeconds: 900, IdleTimeoutSeconds: 120},

@@ -317,6 +317,52 @@ func TestSamplingRelay(t *testing.T) {
 	require.False(t, names["ever_get-roots-list"], "%v", names)
 }
 
+// subscriber is a 2025-11-25 client of url with its GET stream, initialized
+// (resources.subscribe declared), and the URIs of the
+// notifications/resources/updated it hears.
+func subscriber(t *testing.T, ctx context.Context, url string) (*mcpclient.Client, chan string) {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url,
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}), transport.WithContinuousListening())
+	require.NoError(t, err)
+	c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	t.Cleanup(func() { _ = c.Close() })
+	updates := make(chan string, 16)
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/resources/updated" {
+			updates <- fmt.Sprint(n.Params.AdditionalFields["uri"])
+		}
+	})
+	require.NoError(t, c.Start(ctx))
+	res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "subs", Version: "1"}}})
+	require.NoError(t, err)
+	require.True(t, res.Capabilities.Resources.Subscribe)
+	return c, updates
+}
+
+// listenTo opens a 2026-07-28 subscriptions/listen naming uri in
+// resourceSubscriptions; next returns its next message (failing after
+// 20 s or when the stream ended). The stream ends with ctx.
+func listenTo(t *testing.T, ctx context.Context, raw *rpc2026, uri string) (next func() map[string]any) {
+	t.Helper()
+	resp := raw.request(t, ctx, "subscriptions/listen", "", map[string]any{
+		"notifications": map[string]any{"resourceSubscriptions": []any{uri}}})
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	events := sseFrames(resp.Body)
+	return func() map[string]any {
+		t.Helper()
+		select {
+		case e, ok := <-events:
+			require.True(t, ok, "the stream ended")
+			return e
+		case <-time.After(20 * time.Second):
+			t.Fatal("no event on the listen stream")
+		}
+		return nil
+	}
+}
+
 // TestResourceSubscriptions: a 2025-11-25 session subscribes to a resource
 // of server-everything, over stdio and over streamable HTTP; the server's
 // updates (its toggle-subscriber-updates tool: one at once, then every
@@ -333,21 +379,7 @@ func TestResourceSubscriptions(t *testing.T) {
 			m := waitReady(t, startMain(t, ModeDev, writeConfig(t, "workspace: { root: ws }\n", `{"mcpServers": {`+tc.server+`}}`), nil))
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/subs",
-				transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}), transport.WithContinuousListening())
-			require.NoError(t, err)
-			c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
-			t.Cleanup(func() { _ = c.Close() })
-			updates := make(chan string, 16)
-			c.OnNotification(func(n mcp.JSONRPCNotification) {
-				if n.Method == "notifications/resources/updated" {
-					updates <- fmt.Sprint(n.Params.AdditionalFields["uri"])
-				}
-			})
-			require.NoError(t, c.Start(ctx))
-			res, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "subs", Version: "1"}}})
-			require.NoError(t, err)
-			require.True(t, res.Capabilities.Resources.Subscribe)
+			c, updates := subscriber(t, ctx, m.URL()+"/mcp/threads/subs")
 			list, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
 			require.NoError(t, err)
 			uri := list.Resources[0].URI
@@ -389,21 +421,7 @@ func TestResourceSubscriptions2026(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resp := raw.request(t, ctx, "subscriptions/listen", "", map[string]any{
-		"notifications": map[string]any{"resourceSubscriptions": []any{uri}}})
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	events := sseFrames(resp.Body)
-	next := func() map[string]any {
-		select {
-		case e, ok := <-events:
-			require.True(t, ok, "the stream ended")
-			return e
-		case <-time.After(20 * time.Second):
-			t.Fatal("no event on the listen stream")
-		}
-		return nil
-	}
+	next := listenTo(t, ctx, raw, uri)
 	ack := next()
 	require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
 	require.Equal(t, []any{uri}, ack["params"].(map[string]any)["notifications"].(map[string]any)["resourceSubscriptions"])
@@ -791,22 +809,7 @@ func TestResourceSubscriptionsUpstream2026(t *testing.T) {
 
 	// 2026-07-28 caller.
 	raw := &rpc2026{url: m.URL() + "/mcp/threads/subs26", token: testUserToken}
-	resp := raw.request(t, ctx, "subscriptions/listen", "", map[string]any{
-		"notifications": map[string]any{"resourceSubscriptions": []any{uri}}})
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	events := sseFrames(resp.Body)
-	next := func() map[string]any {
-		t.Helper()
-		select {
-		case e, ok := <-events:
-			require.True(t, ok, "the stream ended")
-			return e
-		case <-time.After(20 * time.Second):
-			t.Fatal("no event on the listen stream")
-		}
-		return nil
-	}
+	next := listenTo(t, ctx, raw, uri)
 	ack := next()
 	require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"], "%v", ack)
 	require.Equal(t, []any{uri}, ack["params"].(map[string]any)["notifications"].(map[string]any)["resourceSubscriptions"])
@@ -816,20 +819,7 @@ func TestResourceSubscriptionsUpstream2026(t *testing.T) {
 	require.Equal(t, uri, upd["params"].(map[string]any)["uri"])
 
 	// 2025-11-25 caller.
-	tr, err := transport.NewStreamableHTTP(m.URL()+"/mcp/threads/subs25",
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + testUserToken}), transport.WithContinuousListening())
-	require.NoError(t, err)
-	c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion(mcp.ProtocolVersion20251125))
-	t.Cleanup(func() { _ = c.Close() })
-	updates := make(chan string, 16)
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == "notifications/resources/updated" {
-			updates <- fmt.Sprint(n.Params.AdditionalFields["uri"])
-		}
-	})
-	require.NoError(t, c.Start(ctx))
-	_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "subs", Version: "1"}}})
-	require.NoError(t, err)
+	c, updates := subscriber(t, ctx, m.URL()+"/mcp/threads/subs25")
 	require.NoError(t, c.Subscribe(ctx, mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}))
 	// The client opens its GET stream in the background: announce until
 	// an update arrives.

@@ -74,6 +74,11 @@ func newAPIError(status int, body []byte) *apiError {
 // do sends a request and returns the answer's body; an answer outside 2xx
 // is an *apiError. timeout 0 means as long as ctx allows.
 func (a *apiClient) do(ctx context.Context, method, path string, query url.Values, body any, timeout time.Duration) ([]byte, error) {
+	return a.doWith(ctx, method, path, query, body, timeout, nil)
+}
+
+// doWith is do with more request headers.
+func (a *apiClient) doWith(ctx context.Context, method, path string, query url.Values, body any, timeout time.Duration, header http.Header) ([]byte, error) {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -94,6 +99,9 @@ func (a *apiClient) do(ctx context.Context, method, path string, query url.Value
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Authorization", "Bearer "+a.token)
 	req.Header.Set("Accept", "application/json")

@@ -138,6 +138,17 @@ func TestCLI(t *testing.T) {
 		require.Contains(t, r.stderr, "mcpflow: tool demo_fail answered an error")
 	})
 
+	t.Run("call with an idempotency key", func(t *testing.T) {
+		first := e.submitCLI(t, "duration_seconds=1", "outcome=completed", "--idempotency-key", "cli-nightly-1")
+		again := e.submitCLI(t, "duration_seconds=1", "outcome=completed", "--idempotency-key", "cli-nightly-1")
+		require.Equal(t, first, again, "the same key answers the task the first run started")
+		other := e.submitCLI(t, "duration_seconds=1", "outcome=completed", "--idempotency-key", "cli-nightly-2")
+		require.NotEqual(t, first, other)
+		r := e.cli(t, "call", "demo_submit_job", "duration_seconds=1", "--idempotency-key", "has space")
+		require.Equal(t, 1, r.code, r.stdout)
+		require.Contains(t, r.stderr, "Idempotency-Key header")
+	})
+
 	t.Run("watch to completion", func(t *testing.T) {
 		id := e.submitCLI(t, "duration_seconds=1", "outcome=completed")
 		r := e.cli(t, "tasks", "watch", id)

@@ -115,7 +115,7 @@ type callAnswer struct {
 }
 
 func (c *cli) callCommand() *cobra.Command {
-	var argsJSON string
+	var argsJSON, idempotencyKey string
 	var watch bool
 	var interval time.Duration
 	cmd := &cobra.Command{
@@ -125,6 +125,8 @@ func (c *cli) callCommand() *cobra.Command {
 as JSON when it is valid JSON (42, 2.5, true, null, "text", {"a":1}, [1,2]), else as
 the string it is (so b=hello is "hello"; quote a number to pass it as a string:
 n='"42"'). --args gives a JSON object of arguments; key=value pairs override it.
+--idempotency-key makes a durable submit safe to run again: the same key on
+the same thread answers the task the first run started.
 
 The text content is printed as it is, the structured content as indented JSON.
 A tool that answers with is_error exits 1. When the call started a durable task,
@@ -132,6 +134,7 @@ the task id and the command to watch it are printed; --watch watches it at once
 (and exits as tasks watch does).`,
 		Example: `  mcpflow call demo_add a=2 b=3
   mcpflow call demo_submit_job duration_seconds=5 outcome=completed --watch
+  mcpflow call demo_submit_job duration_seconds=5 --idempotency-key nightly-2026-12-06
   mcpflow call demo_echo --args '{"text": "hi"}' --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
@@ -144,8 +147,12 @@ the task id and the command to watch it are printed; --watch watches it at once
 			if err != nil {
 				return err
 			}
-			b, err := c.api.do(cmd.Context(), http.MethodPost, c.threadPath("tools", args[0], "call"),
-				nil, map[string]any{"arguments": arguments}, 0)
+			var header http.Header
+			if cmd.Flags().Changed("idempotency-key") {
+				header = http.Header{"Idempotency-Key": {idempotencyKey}} // the API checks it
+			}
+			b, err := c.api.doWith(cmd.Context(), http.MethodPost, c.threadPath("tools", args[0], "call"),
+				nil, map[string]any{"arguments": arguments}, 0, header)
 			if err != nil {
 				return err
 			}
@@ -176,6 +183,7 @@ the task id and the command to watch it are printed; --watch watches it at once
 		},
 	}
 	cmd.Flags().StringVar(&argsJSON, "args", "", "the arguments as a JSON object")
+	cmd.Flags().StringVar(&idempotencyKey, "idempotency-key", "", "a key (1-255 printable ASCII characters, no spaces) that makes a durable submit answer the same task when run again")
 	cmd.Flags().BoolVar(&watch, "watch", false, "when the call starts a durable task, watch it to its end")
 	cmd.Flags().DurationVar(&interval, "interval", defaultWatchInterval, "with --watch: how often to read the task")
 	return cmd

@@ -70,8 +70,8 @@ type ServerSection struct {
 	// 1048576 (1 MiB); a larger body is answered 413.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
 	// MaxContentBytes bounds what an ordinary tool call's result and a
-	// resources/read pass to their caller (REST and MCP), 1024..268435456
-	// (256 MiB). Default 8388608 (8 MiB). A larger answer is cut where the
+	// resources/read pass to their caller (REST and MCP), 1024..67108864
+	// (64 MiB). Default 8388608 (8 MiB). A larger answer is cut where the
 	// caller sees it (mcpflow.ToolResult.Bound, mcpflow.BoundResourceRead);
 	// a larger prompts/get fails. Durable task results have their own
 	// bound (mcp_tasks.max_result_bytes).
@@ -916,7 +916,7 @@ func (s *Service) validate(origins map[string]string) error {
 	}{
 		{"shutdown_timeout_seconds", s.Server.ShutdownTimeoutSeconds, 1, 600},
 		{"max_body_bytes", s.Server.MaxBodyBytes, 1024, 64 << 20},
-		{"max_content_bytes", s.Server.MaxContentBytes, 1024, 256 << 20},
+		{"max_content_bytes", s.Server.MaxContentBytes, 1024, 64 << 20},
 		{"max_concurrent_calls_per_user", s.Server.MaxConcurrentCallsPerUser, 1, 10000},
 		{"max_waits_per_user", s.Server.MaxWaitsPerUser, 1, 10000},
 		{"max_mcp_streams_per_user", s.Server.MaxMCPStreamsPerUser, 1, 10000},

@@ -252,6 +252,8 @@ func TestLoadServiceErrors(t *testing.T) {
 		{"shutdown high", "", map[string]string{"MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS": "601"}, "env MCPFLOW_SERVER_SHUTDOWN_TIMEOUT_SECONDS: must be between 1 and 600 (got 601)"},
 		{"max_body_bytes low", "server: { max_body_bytes: 1023 }\n", nil, "FILE: server.max_body_bytes: must be between 1024 and 67108864 (got 1023)"},
 		{"max_body_bytes high", "", map[string]string{"MCPFLOW_SERVER_MAX_BODY_BYTES": "67108865"}, "env MCPFLOW_SERVER_MAX_BODY_BYTES: must be between 1024 and 67108864 (got 67108865)"},
+		{"max_content_bytes low", "server: { max_content_bytes: 1000 }\n", nil, "FILE: server.max_content_bytes: must be between 1024 and 67108864 (got 1000)"},
+		{"max_content_bytes high", "", map[string]string{"MCPFLOW_SERVER_MAX_CONTENT_BYTES": "67108865"}, "env MCPFLOW_SERVER_MAX_CONTENT_BYTES: must be between 1024 and 67108864 (got 67108865)"},
 		{"max_concurrent_calls_per_user low", "server: { max_concurrent_calls_per_user: 0 }\n", nil, "FILE: server.max_concurrent_calls_per_user: must be between 1 and 10000 (got 0)"},
 		{"max_concurrent_calls_per_user high", "", map[string]string{"MCPFLOW_SERVER_MAX_CONCURRENT_CALLS_PER_USER": "10001"}, "env MCPFLOW_SERVER_MAX_CONCURRENT_CALLS_PER_USER: must be between 1 and 10000 (got 10001)"},
 		{"max_waits_per_user low", "server: { max_waits_per_user: 0 }\n", nil, "FILE: server.max_waits_per_user: must be between 1 and 10000 (got 0)"},

@@ -58,7 +58,7 @@ func (t *Transport) listen() {
 			t.log.Debug("GET stream refused", "status", resp.StatusCode)
 			_ = resp.Body.Close()
 		default:
-			_, _ = readSSE(resp.Body, &cur, dispatch)
+			_, _ = readSSE(resp.Body, t.maxMsg, &cur, dispatch)
 			_ = resp.Body.Close()
 		}
 		delay := time.Second

@@ -57,7 +57,7 @@ func (t *Transport) readStream(ctx context.Context, body io.Reader) (json.RawMes
 		}
 		return got
 	}
-	ended, err := readSSE(body, &cur, dispatch)
+	ended, err := readSSE(body, t.maxMsg, &cur, dispatch)
 	for !got && ended && ctx.Err() == nil && cur.lastID != "" && !t.modern() {
 		if ended, err = t.resume(ctx, &cur, dispatch); err != nil {
 			return nil, nil, fmt.Errorf("failed to resume the SSE stream for the response: %w", err)
@@ -68,6 +68,8 @@ func (t *Transport) readStream(ctx context.Context, body io.Reader) (json.RawMes
 		return raw, rpc, nil
 	case ctx.Err() != nil:
 		return nil, nil, ctx.Err()
+	case errors.Is(err, errAnswerTooLarge):
+		return nil, nil, err
 	case err != nil:
 		t.log.Error("SSE stream error", "err", err)
 	}
@@ -101,7 +103,7 @@ func (t *Transport) resume(ctx context.Context, cur *sseCursor, dispatch func([]
 	if ct := resp.Header.Get("Content-Type"); mediaType(ct) != "text/event-stream" {
 		return false, fmt.Errorf("unexpected content type %q", ct)
 	}
-	ended, _ := readSSE(resp.Body, cur, dispatch)
+	ended, _ := readSSE(resp.Body, t.maxMsg, cur, dispatch)
 	return ended, nil
 }
 
@@ -198,7 +200,7 @@ var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<
 // readSSE hands each event's data (valid during the call) to dispatch
 // until it returns true, the stream ends (ended) or reading fails; ids and
 // retry go to cur once their event is dispatched.
-func readSSE(r io.Reader, cur *sseCursor, dispatch func([]byte) bool) (ended bool, err error) {
+func readSSE(r io.Reader, maxMsg int, cur *sseCursor, dispatch func([]byte) bool) (ended bool, err error) {
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(r)
 	data := getBuffer()
@@ -215,6 +217,9 @@ func readSSE(r io.Reader, cur *sseCursor, dispatch func([]byte) bool) (ended boo
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long = append(long[:0], line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(long) > maxMsg {
+					return false, errAnswerTooLarge
+				}
 				line, err = br.ReadSlice('\n')
 				long = append(long, line...)
 			}
@@ -248,6 +253,9 @@ func readSSE(r io.Reader, cur *sseCursor, dispatch func([]byte) bool) (ended boo
 		value = bytes.TrimPrefix(value, []byte{' '})
 		switch string(name) {
 		case "data":
+			if data.Len()+len(value) > maxMsg {
+				return false, errAnswerTooLarge
+			}
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}

@@ -25,7 +25,16 @@ type Options struct {
 	HTTPClient *http.Client
 	Headers    transport.HTTPHeaderFunc // per request, set last (they win)
 	Logger     *slog.Logger             // what cannot be returned as an error; nil discards
+	// MaxMessageBytes bounds one message the server sends (a JSON answer,
+	// an SSE event's data or line): a larger one is not read (0:
+	// DefaultMaxMessageBytes). It bounds the memory an answer takes; what
+	// reaches a caller is bounded by server.max_content_bytes (at most
+	// 64 MiB), which cuts where the caller sees it.
+	MaxMessageBytes int
 }
+
+// DefaultMaxMessageBytes is Options.MaxMessageBytes' default.
+const DefaultMaxMessageBytes = 128 << 20
 
 // Transport is a streamable HTTP client transport to one MCP endpoint. It
 // is safe for concurrent use.
@@ -35,6 +44,7 @@ type Transport struct {
 	client  *http.Client
 	headers transport.HTTPHeaderFunc
 	log     *slog.Logger
+	maxMsg  int // Options.MaxMessageBytes
 
 	protocol atomic.Pointer[protocolHeader]
 
@@ -79,13 +89,19 @@ const (
 	maxErrorBody   = 1 << 20          // what is read of a refused request's body
 )
 
+// errAnswerTooLarge refuses a message over Options.MaxMessageBytes.
+var errAnswerTooLarge = errors.New("the server's message is larger than mcpflow reads (128 MiB)")
+
 // New returns a transport to the MCP endpoint serverURL.
 func New(serverURL string, o Options) (*Transport, error) {
 	tmpl, err := http.NewRequest(http.MethodPost, serverURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("invalid URL: %w", err)
 	}
-	t := &Transport{url: serverURL, tmpl: tmpl, client: o.HTTPClient, headers: o.Headers, log: o.Logger}
+	t := &Transport{url: serverURL, tmpl: tmpl, client: o.HTTPClient, headers: o.Headers, log: o.Logger, maxMsg: o.MaxMessageBytes}
+	if t.maxMsg <= 0 {
+		t.maxMsg = DefaultMaxMessageBytes
+	}
 	if t.client == nil {
 		t.client = http.DefaultClient
 	}
@@ -263,7 +279,7 @@ func (t *Transport) SendRaw(ctx context.Context, method string, body []byte, hea
 	var rpc *mcp.JSONRPCErrorDetails
 	switch ct := resp.Header.Get("Content-Type"); mediaType(ct) {
 	case "application/json":
-		raw, rpc, err = readJSON(resp)
+		raw, rpc, err = readJSON(resp, t.maxMsg)
 	case "text/event-stream":
 		raw, rpc, err = t.readStream(ctx, resp.Body)
 	default:
@@ -378,14 +394,17 @@ func mediaType(ct string) string {
 }
 
 // readJSON reads a JSON answer.
-func readJSON(resp *http.Response) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+func readJSON(resp *http.Response, maxMsg int) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	buf := getBuffer()
 	defer putBuffer(buf)
 	if n := resp.ContentLength; n > 0 && n < maxPooled {
 		buf.Grow(int(n))
 	}
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(resp.Body, int64(maxMsg)+1)); err != nil {
 		return nil, nil, fmt.Errorf("failed to decode response: %w", err)
+	}
+	if buf.Len() > maxMsg {
+		return nil, nil, errAnswerTooLarge
 	}
 	msg, err := decodeMessage(buf.Bytes())
 	if err != nil {

@@ -160,7 +160,7 @@ func (c *call) uri() (string, *rpcError) {
 // surfaceAnswer is a runtime's answer as the handler's.
 func (c *call) surfaceAnswer(res json.RawMessage, err error) (any, *rpcError) {
 	if mcpflow.ErrorCode(err) == mcpflow.ETooMany {
-		return c.tooMany(err)
+		return c.refuseTooMany(err)
 	}
 	if err != nil {
 		return nil, c.surfaceError(err)

@@ -307,10 +307,10 @@ func (c *call) refuseTool(e *modernError) (*mcpflow.Tool, *rpcError) {
 	return nil, nil
 }
 
-// tooMany answers a refusal over a per-user cap (running durable tasks,
+// refuseTooMany answers a refusal over a per-user cap (running durable tasks,
 // pinned sessions) or a rate limit of the policies: 429 like the cap on
 // calls in flight, with its message, and when to retry.
-func (c *call) tooMany(err error) (any, *rpcError) {
+func (c *call) refuseTooMany(err error) (any, *rpcError) {
 	re := &rpcError{Code: codeTooMany, Message: mcpflow.ErrorMessage(err)}
 	if d := mcpflow.RetryAfterOf(err); d > 0 {
 		secs := int(math.Ceil(d.Seconds()))
@@ -335,7 +335,7 @@ func (c *call) callFailed(ctx context.Context, err error, name string, tool *mcp
 	case mcpflow.ENotFound:
 		return nil, invalidParams("Unknown tool: %s", truncate(name, 200))
 	case mcpflow.ETooMany:
-		return c.tooMany(err)
+		return c.refuseTooMany(err)
 	}
 	var relayed *mcpflow.RPCError
 	if errors.As(err, &relayed) {

@@ -110,12 +110,10 @@ type Session struct {
 	toolsMu     sync.Mutex
 	tools       map[string]mcp.Tool // the last listing's tools with x-mcp-header bindings, for Mcp-Param-* headers
 	progress    sync.Map            // progress token → func(params map[string]any)
-	asksMu      sync.Mutex
-	asks        map[*mcpflow.CallRelay]int // calls in flight that can ask their caller
-	logsMu      sync.Mutex
-	logs        map[*mcpflow.CallRelay]int // calls in flight whose caller hears log messages
-	subs        resourceSubs               // callers subscribed to resources (surface.go)
-	onLists     func(method string)        // DialOptions.Lists
+	asks        relaySet            // calls in flight that can ask their caller
+	logs        relaySet            // calls in flight whose caller hears log messages
+	subs        resourceSubs        // callers subscribed to resources (surface.go)
+	onLists     func(method string) // DialOptions.Lists
 
 	done      chan struct{}
 	lostOnce  sync.Once
@@ -328,10 +326,7 @@ func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 	if n.Method == string(mcp.MethodNotificationMessage) && s.proc != nil {
 		// A stdio server's log message: its session is one user's thread,
 		// so the calls in flight on it hear it.
-		s.logsMu.Lock()
-		calls := slices.Collect(maps.Keys(s.logs))
-		s.logsMu.Unlock()
-		for _, r := range calls {
+		for _, r := range s.logs.all() {
 			s.relayLog(r, n)
 		}
 		return
@@ -367,12 +362,7 @@ func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 // stdio server's as they come (onNotification), an HTTP server's from the
 // call's own stream (ctx's request notifications).
 func (s *Session) hearLogs(ctx context.Context, r *mcpflow.CallRelay) context.Context {
-	s.logsMu.Lock()
-	if s.logs == nil {
-		s.logs = map[*mcpflow.CallRelay]int{}
-	}
-	s.logs[r]++
-	s.logsMu.Unlock()
+	s.logs.hold(r)
 	return streamhttp.WithRequestNotifications(ctx, func(n mcp.JSONRPCNotification) bool {
 		if n.Method != string(mcp.MethodNotificationMessage) {
 			return false
@@ -380,14 +370,6 @@ func (s *Session) hearLogs(ctx context.Context, r *mcpflow.CallRelay) context.Co
 		s.relayLog(r, n)
 		return true
 	})
-}
-
-func (s *Session) dropLogs(r *mcpflow.CallRelay) {
-	s.logsMu.Lock()
-	defer s.logsMu.Unlock()
-	if s.logs[r]--; s.logs[r] <= 0 {
-		delete(s.logs, r)
-	}
 }
 
 // relayLog hands a log message to r with the server named in logger
@@ -592,12 +574,12 @@ func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta m
 		}
 	}
 	if relay != nil && relay.Ask != nil {
-		s.holdAsk(relay)
-		defer s.dropAsk(relay)
+		s.asks.hold(relay)
+		defer s.asks.drop(relay)
 	}
 	if relay != nil && relay.Log != nil {
 		callCtx = s.hearLogs(callCtx, relay)
-		defer s.dropLogs(relay)
+		defer s.logs.drop(relay)
 		if s.Modern() && relay.LogLevel != "" {
 			if params.Meta == nil {
 				params.Meta = &mcp.Meta{}
@@ -688,21 +670,33 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*inputRequired, 
 		"%s answered resultType %q, which mcpflow cannot read: the call's outcome is unknown", what, mcpflow.TruncateChars(probe.ResultType, 40))}
 }
 
-func (s *Session) holdAsk(r *mcpflow.CallRelay) {
-	s.asksMu.Lock()
-	defer s.asksMu.Unlock()
-	if s.asks == nil {
-		s.asks = map[*mcpflow.CallRelay]int{}
-	}
-	s.asks[r]++
+// relaySet counts the calls in flight of a kind, by their relay.
+type relaySet struct {
+	mu sync.Mutex
+	m  map[*mcpflow.CallRelay]int
 }
 
-func (s *Session) dropAsk(r *mcpflow.CallRelay) {
-	s.asksMu.Lock()
-	defer s.asksMu.Unlock()
-	if s.asks[r]--; s.asks[r] <= 0 {
-		delete(s.asks, r)
+func (rs *relaySet) hold(r *mcpflow.CallRelay) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.m == nil {
+		rs.m = map[*mcpflow.CallRelay]int{}
 	}
+	rs.m[r]++
+}
+
+func (rs *relaySet) drop(r *mcpflow.CallRelay) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.m[r]--; rs.m[r] <= 0 {
+		delete(rs.m, r)
+	}
+}
+
+func (rs *relaySet) all() []*mcpflow.CallRelay {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Collect(maps.Keys(rs.m))
 }
 
 // askerOf returns who a server request goes to: the relay in ctx (streamable
@@ -717,13 +711,8 @@ func (s *Session) askerOf(ctx context.Context) *mcpflow.CallRelay {
 	if s.proc == nil {
 		return nil
 	}
-	s.asksMu.Lock()
-	defer s.asksMu.Unlock()
-	if len(s.asks) != 1 {
-		return nil
-	}
-	for r := range s.asks {
-		return r
+	if calls := s.asks.all(); len(calls) == 1 {
+		return calls[0]
 	}
 	return nil
 }

@@ -30,32 +30,34 @@ func (s *Session) serverRequests(tr transport.Interface, q *question.Questions, 
 		return
 	}
 	bidi.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+		// askCallerOf answers req with the caller a's answer: returned on
+		// stdio, posted on streamable HTTP.
+		askCallerOf := func(a *mcpflow.CallRelay) (*transport.JSONRPCResponse, error) {
+			resp := askCaller(context.WithoutCancel(ctx), a, req)
+			if post == nil {
+				return resp, nil
+			}
+			_ = post(context.WithoutCancel(ctx), resp)
+			return nil, nil
+		}
 		switch req.Method {
 		case string(mcp.MethodPing):
 			return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
 		case string(mcp.MethodElicitationCreate):
 		case string(mcp.MethodSamplingCreateMessage), string(mcp.MethodListRoots):
+			if req.Method == string(mcp.MethodListRoots) && !s.roots {
+				return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "mcpflow declared no roots to this server", nil), nil
+			}
 			a := s.askerOf(ctx)
-			if a == nil || (req.Method == string(mcp.MethodListRoots) && !s.roots) {
+			if a == nil {
 				return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "mcpflow answers "+req.Method+" during a call whose caller can answer it, only", nil), nil
 			}
-			resp := askCaller(context.WithoutCancel(ctx), a, req)
-			if post == nil {
-				return resp, nil
-			}
-			_ = post(context.WithoutCancel(ctx), resp)
-			return nil, nil
+			return askCallerOf(a)
 		default:
 			return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not supported by mcpflow: "+req.Method, nil), nil
 		}
 		if a := s.askerOf(ctx); a != nil && !q.RelatesToTask(ctx, s.server, req) {
-			// An ordinary call's question: its caller answers.
-			resp := askCaller(context.WithoutCancel(ctx), a, req)
-			if post == nil {
-				return resp, nil
-			}
-			_ = post(context.WithoutCancel(ctx), resp)
-			return nil, nil
+			return askCallerOf(a) // an ordinary call's question: its caller answers
 		}
 		if post == nil { // stdio: answered through the transport
 			var out *transport.JSONRPCResponse

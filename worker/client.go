@@ -76,13 +76,7 @@ func (c *TaskClient) ensureAttributes(ctx context.Context) {
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		added, err := EnsureSearchAttributes(ctx, c.Client, c.Namespace)
-		switch {
-		case err != nil && c.Logger != nil:
-			c.Logger.Warn("could not check the custom search attributes; register them with `temporal operator search-attribute create`", "error", err)
-		case len(added) > 0 && c.Logger != nil:
-			c.Logger.Info("registered search attributes", "names", added)
-		}
+		RegisterSearchAttributes(ctx, c.Client, c.Namespace, c.Logger)
 	})
 }
 

@@ -70,6 +70,19 @@ func WaitForTemporal(ctx context.Context, c client.Client, log *slog.Logger) err
 	}
 }
 
+// RegisterSearchAttributes is EnsureSearchAttributes that logs to log
+// (nil: nothing) what it added, or that it could not.
+func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string, log *slog.Logger) {
+	added, err := EnsureSearchAttributes(ctx, c, namespace)
+	switch {
+	case log == nil:
+	case err != nil:
+		log.Warn("could not check the custom search attributes; register them with `temporal operator search-attribute create`", "error", err)
+	case len(added) > 0:
+		log.Info("registered search attributes", "names", added)
+	}
+}
+
 // EnsureSearchAttributes registers the custom search attributes of
 // workflows.SearchAttributeNames that the namespace lacks, as Keyword, and
 // returns the names it added. The dev server skips --search-attribute flags

@@ -480,13 +480,7 @@ func (m *Main) startWorker() {
 			}
 			return
 		}
-		added, err := worker.EnsureSearchAttributes(ctx, m.Temporal, m.temporalNamespace)
-		switch {
-		case err != nil:
-			m.Logger.Warn("could not check the custom search attributes; register them with `temporal operator search-attribute create`", "error", err)
-		case len(added) > 0:
-			m.Logger.Info("registered search attributes", "names", added)
-		}
+		worker.RegisterSearchAttributes(ctx, m.Temporal, m.temporalNamespace, m.Logger)
 		if ctx.Err() != nil {
 			return
 		}

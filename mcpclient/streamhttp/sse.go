@@ -218,7 +218,7 @@ func readSSE(r io.Reader, maxMsg int, cur *sseCursor, dispatch func([]byte) bool
 			long = append(long[:0], line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				if len(long) > maxMsg {
-					return false, errAnswerTooLarge
+					return false, tooLarge(maxMsg)
 				}
 				line, err = br.ReadSlice('\n')
 				long = append(long, line...)
@@ -254,7 +254,7 @@ func readSSE(r io.Reader, maxMsg int, cur *sseCursor, dispatch func([]byte) bool
 		switch string(name) {
 		case "data":
 			if data.Len()+len(value) > maxMsg {
-				return false, errAnswerTooLarge
+				return false, tooLarge(maxMsg)
 			}
 			if data.Len() > 0 {
 				data.WriteByte('\n')

@@ -89,8 +89,11 @@ const (
 	maxErrorBody   = 1 << 20          // what is read of a refused request's body
 )
 
-// errAnswerTooLarge refuses a message over Options.MaxMessageBytes.
-var errAnswerTooLarge = errors.New("the server's message is larger than mcpflow reads (128 MiB)")
+// errAnswerTooLarge refuses a message over Options.MaxMessageBytes
+// (tooLarge says how large).
+var errAnswerTooLarge = errors.New("the server's message is larger than mcpflow reads")
+
+func tooLarge(maxMsg int) error { return fmt.Errorf("%w (%d bytes)", errAnswerTooLarge, maxMsg) }
 
 // New returns a transport to the MCP endpoint serverURL.
 func New(serverURL string, o Options) (*Transport, error) {
@@ -404,7 +407,7 @@ func readJSON(resp *http.Response, maxMsg int) (json.RawMessage, *mcp.JSONRPCErr
 		return nil, nil, fmt.Errorf("failed to decode response: %w", err)
 	}
 	if buf.Len() > maxMsg {
-		return nil, nil, errAnswerTooLarge
+		return nil, nil, tooLarge(maxMsg)
 	}
 	msg, err := decodeMessage(buf.Bytes())
 	if err != nil {

@@ -54,6 +54,16 @@ func TestWithEnvelope(t *testing.T) {
 	b, err = s.withEnvelope(mcp.CallToolParams{Name: "echo"}, nil, relay)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"elicitation": map[string]any{}}, decode(b)["_meta"].(map[string]any)[mcp.MetaKeyClientCapabilities])
+	// A stdio server (a process here) is not told of the caller's roots; an
+	// HTTP server is.
+	rooted := &mcpflow.CallRelay{ClientCapabilities: json.RawMessage(`{"roots":{},"sampling":{}}`)}
+	b, err = s.withEnvelope(mcp.CallToolParams{Name: "echo"}, nil, rooted)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"roots": map[string]any{}, "sampling": map[string]any{}}, decode(b)["_meta"].(map[string]any)[mcp.MetaKeyClientCapabilities])
+	stdio := &Session{version: s.version, info: s.info, clientCaps: s.clientCaps, proc: &sessProc{}}
+	b, err = stdio.withEnvelope(mcp.CallToolParams{Name: "echo"}, nil, rooted)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"sampling": map[string]any{}}, decode(b)["_meta"].(map[string]any)[mcp.MetaKeyClientCapabilities])
 
 	// A map with _meta (tasks/*), and no params.
 	b, err = s.withEnvelope(map[string]any{"taskId": "t1", "_meta": map[string]any{"k": "v"}}, s.clientCaps, nil)

@@ -133,4 +133,16 @@ func TestSessionSubscriptions(t *testing.T) {
 
 	post("DELETE", sid, "")
 	require.Eventually(t, func() bool { return rt.held() == 0 }, 5*time.Second, 10*time.Millisecond, "ending the session ends its subscriptions")
+
+	// A session ended elsewhere (another replica, idle expiry): the next
+	// sweep ends its subscriptions here; a live session's stay.
+	other := post("POST", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)["session"].(string)
+	live := post("POST", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)["session"].(string)
+	for _, id := range []string{other, live} {
+		require.NotNil(t, post("POST", id, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"a://x"}}`)["result"])
+	}
+	require.Equal(t, 2, rt.held())
+	require.NoError(t, db.DeleteMCPSession(ctx, other))
+	s.dropEndedSubscriptions(ctx)
+	require.Eventually(t, func() bool { return rt.held() == 1 }, 5*time.Second, 10*time.Millisecond, "the ended session's subscription ends, the live one's stays")
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,6 +101,17 @@ func TestClientName(t *testing.T) {
 		if got := ClientName([]byte(in)); got != want {
 			t.Errorf("%s: %q, want %q", in, got, want)
 		}
+	}
+	// A clientInfo over 512 bytes is named, not kept in the cache.
+	big := `{"name": "big", "version": "1", "pad": "` + strings.Repeat("x", 600) + `"}`
+	if got := ClientName([]byte(big)); got != "big/1" {
+		t.Errorf("big: %q", got)
+	}
+	clientNames.Lock()
+	_, kept := clientNames.m[big]
+	clientNames.Unlock()
+	if kept {
+		t.Error("a clientInfo over 512 bytes was cached")
 	}
 }
 

@@ -97,3 +97,35 @@ func TestDecideApproval(t *testing.T) {
 		t.Fatalf("second decision: %v", err)
 	}
 }
+
+// unreadable is memApprovals whose reads fail once a decision moved an
+// approval (the database went away between the two statements).
+type unreadable struct {
+	memApprovals
+	moved bool
+}
+
+func (u *unreadable) GetApproval(ctx context.Context, id string) (*Approval, error) {
+	if u.moved {
+		return nil, Errorf(EUnavailable, "the database is unavailable")
+	}
+	return u.memApprovals.GetApproval(ctx, id)
+}
+
+func (u *unreadable) MoveApproval(ctx context.Context, id, from, to string, d *ApprovalDecision) (bool, error) {
+	ok, err := u.memApprovals.MoveApproval(ctx, id, from, to, d)
+	u.moved = u.moved || ok
+	return ok, err
+}
+
+// A decision whose approval cannot be read back is answered as what it
+// wrote (a deny read as pending would be answered and audited as nothing).
+func TestDecideApprovalUnreadable(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	id := "mcp-task-0123456789abcdef0123456789abcdef"
+	st := &unreadable{memApprovals: memApprovals{id: {TaskID: id, UserID: "alice", Approvers: []string{"user:carol"}, State: ApprovalPending, Deadline: now.Add(time.Hour)}}}
+	a, err := DecideApproval(context.Background(), st, id, &Caller{UserID: "carol"}, false, "no", now)
+	if err != nil || a.State != ApprovalDenied || a.Approver != "carol" || a.Reason != "no" || a.DecidedAt == nil {
+		t.Fatalf("%+v %v", a, err)
+	}
+}

@@ -1,6 +1,9 @@
 package mcpclient
 
 import (
+	"encoding/json"
+
+	"github.com/mcpflow/mcpflow"
 	"slices"
 	"strings"
 	"testing"
@@ -33,6 +36,24 @@ func TestListsChangedScopes(t *testing.T) {
 		slices.Sort(got)
 		if s := "[" + strings.Join(got, " ") + "]"; s != c.want {
 			t.Errorf("%s %q: %s, want %s", c.server, c.scope, s, c.want)
+		}
+	}
+}
+
+// notFound: -32602, and -32002 without a retry delay, say a server has no
+// such resource; a -32002 with one is a refusal (a rate limit), not that.
+func TestResourceNotFound(t *testing.T) {
+	for _, tc := range []struct {
+		rpc  mcpflow.RPCError
+		want bool
+	}{
+		{mcpflow.RPCError{Code: -32602, Message: "Resource not found"}, true},
+		{mcpflow.RPCError{Code: -32002, Message: "Resource not found"}, true},
+		{mcpflow.RPCError{Code: -32002, Message: "rate limit", Data: json.RawMessage(`{"retryAfterSeconds":3}`)}, false},
+		{mcpflow.RPCError{Code: -32603, Message: "boom"}, false},
+	} {
+		if got := notFound(&tc.rpc); got != tc.want {
+			t.Errorf("%+v: %v", tc.rpc, got)
 		}
 	}
 }

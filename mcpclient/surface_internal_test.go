@@ -2,11 +2,11 @@ package mcpclient
 
 import (
 	"encoding/json"
-
-	"github.com/mcpflow/mcpflow"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpflow/mcpflow"
 )
 
 // A server's list change reaches the watchers of its scope that may reach

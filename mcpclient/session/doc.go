@@ -2,7 +2,9 @@
 // pool of stdio sessions: Dial connects over stdio, SSE or streamable HTTP
 // (streamhttp for streamable HTTP), negotiates the revision (server/discover, else
 // 2025-11-25), and Session lists tools, calls them (relaying an ordinary
-// call's questions to its caller, see WithRelay) and speaks MCP Tasks
+// call's questions, sampling, roots (forward_roots) and log messages to its
+// caller, see WithRelay), reads prompts and resources, holds resource
+// subscriptions and hears list changes (surface.go), and speaks MCP Tasks
 // (session_task.go). Pool holds the persistent stdio sessions keyed by
 // (server, user:thread), bounded, single-flight per key, with pins for
 // running durable tasks.

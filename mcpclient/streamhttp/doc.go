@@ -19,7 +19,9 @@
 // (transport.ErrSessionTerminated), transport.ErrLegacySSEServer for a 4xx
 // to initialize, *transport.AuthorizationRequiredError for 401, and DELETE
 // on Close. It opens the standalone GET stream only when asked (Listen: a
-// subscription's updates come on it) and has no OAuth handler.
+// subscription's updates come on it) and has no OAuth handler. One message
+// larger than Options.MaxMessageBytes (128 MiB by default) is not read: the
+// request fails, so an answer's memory is bounded.
 //
 // It imports mcp-go and the standard library only; it must not import any
 // mcpflow package.

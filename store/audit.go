@@ -22,7 +22,7 @@ const (
 // than one long transaction.
 const (
 	auditDeleteBatch = 10_000
-	auditInsertRows  = 20 // rows per INSERT of InsertAudit
+	auditInsertRows  = 50 // rows per INSERT of InsertAudit (on SQLite, each row binds only the columns that vary)
 )
 
 // auditRow is one row of audit_records.
@@ -142,39 +142,19 @@ func (db *DB) InsertAudit(ctx context.Context, records []mcpflow.AuditRecord) er
 		return fmt.Errorf("insert %d audit records: %w", len(records), asUnavailable(err))
 	}
 	defer func() { _ = tx.Rollback() }()
-	// Plain multi-row INSERTs of at most auditInsertRows rows through
-	// database/sql: no RETURNING, no reflection (GORM's Create cost half
-	// again), and few rows per statement, as the pure-Go SQLite driver binds
-	// each parameter by scanning the statement's arguments. A column that is
-	// empty in every row of a statement is left to its default: fewer
-	// parameters to parse and bind.
 	vals := make([][auditColumnCount]any, 0, auditInsertRows)
-	args := make([]any, 0, auditInsertRows*len(auditColumns))
+	var args []any
 	for start := 0; start < len(records); start += auditInsertRows {
 		part := records[start:min(start+auditInsertRows, len(records))]
 		vals = vals[:0]
-		var used uint32
 		for i := range part {
 			r := db.auditRowOf(&part[i])
-			v := [auditColumnCount]any{r.At, r.Kind, r.UserID, r.Admin, r.Provider, r.Client, r.Surface, r.ThreadID, r.Server,
-				r.Tool, r.Decision, r.Rule, r.Outcome, r.LatencyMS, r.TaskID, r.RequestID, r.TraceID, r.Detail, r.Arguments}
-			for j, x := range v {
-				if !isZeroColumn(x) {
-					used |= 1 << j
-				}
-			}
-			vals = append(vals, v)
+			vals = append(vals, [auditColumnCount]any{r.At, r.Kind, r.UserID, r.Admin, r.Provider, r.Client, r.Surface, r.ThreadID, r.Server,
+				r.Tool, r.Decision, r.Rule, r.Outcome, r.LatencyMS, r.TaskID, r.RequestID, r.TraceID, r.Detail, r.Arguments})
 		}
-		used |= 1 // at, which has no default
-		args = args[:0]
-		for _, v := range vals {
-			for j, x := range v {
-				if used&(1<<j) != 0 {
-					args = append(args, x)
-				}
-			}
-		}
-		if _, err := tx.ExecContext(ctx, db.auditInsertSQL(len(part), used), args...); err != nil {
+		shape := db.auditShapeOf(vals)
+		args = shape.args(vals, args[:0])
+		if _, err := tx.ExecContext(ctx, db.auditInsertSQL(shape), args...); err != nil {
 			return fmt.Errorf("insert %d audit records: %w", len(records), asUnavailable(err))
 		}
 	}
@@ -204,50 +184,123 @@ func isZeroColumn(x any) bool {
 	return false
 }
 
-// auditSQLKey names an INSERT of InsertAudit: its rows and its columns
-// (bit j: auditColumns[j]).
-type auditSQLKey struct {
-	rows int
-	cols uint32
+// auditShape is the form of one INSERT of InsertAudit (bit j of a mask:
+// auditColumns[j]). The audit records of a batch mostly share their
+// caller, tool, decision and outcome, and the pure-Go SQLite engine's cost
+// is in parsing the statement and binding its parameters (it finds each
+// parameter's value by scanning the arguments), so the statement is as
+// short as the rows allow: a column that is empty in every row is left to
+// its default, and on SQLite a column equal in every row is bound once.
+type auditShape struct {
+	rows   int
+	used   uint32 // columns written
+	perRow uint32 // of used: bound once per row (the rest once per statement)
 }
 
-// auditInsertSQL is the INSERT of n rows of the columns in cols, written
-// once per shape and backend: plain SQL through database/sql (no
-// RETURNING, no reflection), which is most of what a record costs.
-func (db *DB) auditInsertSQL(n int, cols uint32) string {
-	key := auditSQLKey{n, cols}
-	if q, ok := db.auditSQL.Load(key); ok {
-		return q.(string)
-	}
-	var names []string
-	for j, c := range auditColumns {
-		if cols&(1<<j) != 0 {
-			names = append(names, c)
+// auditShapeOf is the shape that writes vals (at least one row).
+func (db *DB) auditShapeOf(vals [][auditColumnCount]any) auditShape {
+	s := auditShape{rows: len(vals), used: 1, perRow: 1} // at: no default, and every row has its own
+	for j := 1; j < auditColumnCount; j++ {
+		bit := uint32(1) << j
+		for _, v := range vals {
+			if !isZeroColumn(v[j]) {
+				s.used |= bit
+			}
+			if v[j] != vals[0][j] {
+				s.perRow |= bit
+			}
 		}
 	}
+	if db.backend == BackendPostgres {
+		// PostgreSQL types a VALUES list's parameters as text, which an
+		// INSERT … SELECT would not convert: every column in each row.
+		s.perRow = s.used
+	}
+	s.perRow &= s.used
+	return s
+}
+
+// args appends the statement's arguments: the shared columns once, then
+// each row's own.
+func (s auditShape) args(vals [][auditColumnCount]any, args []any) []any {
+	shared := s.used &^ s.perRow
+	for j := range auditColumnCount {
+		if shared&(1<<j) != 0 {
+			args = append(args, vals[0][j])
+		}
+	}
+	for _, v := range vals {
+		for j, x := range v {
+			if s.perRow&(1<<j) != 0 {
+				args = append(args, x)
+			}
+		}
+	}
+	return args
+}
+
+// auditInsertSQL is the INSERT of shape, written once per shape: plain SQL
+// through database/sql (no RETURNING, no reflection). On PostgreSQL it is
+// a multi-row VALUES; on SQLite, with columns shared by every row,
+// INSERT … SELECT the shared parameters and the columns of a VALUES list
+// (SQLite names them column1, column2…), whose rows it inserts in order.
+func (db *DB) auditInsertSQL(s auditShape) string {
+	if q, ok := db.auditSQL.Load(s); ok {
+		return q.(string)
+	}
+	placeholder := func(p int) string {
+		if db.backend == BackendPostgres {
+			return "$" + strconv.Itoa(p)
+		}
+		return "?"
+	}
+	var shared, perRow, sel []string
+	for j, c := range auditColumns {
+		switch bit := uint32(1) << j; {
+		case s.perRow&bit != 0:
+			perRow = append(perRow, c)
+		case s.used&bit != 0:
+			shared = append(shared, c)
+			sel = append(sel, placeholder(len(sel)+1))
+		}
+	}
+	// OR FAIL on SQLite: a statement that fails leaves the rows it wrote,
+	// which the transaction's rollback removes anyway, so SQLite keeps no
+	// statement journal of the pages the transaction's earlier INSERTs
+	// changed (a third of an INSERT's work).
+	verb := "INSERT OR FAIL INTO"
+	if db.backend == BackendPostgres {
+		verb = "INSERT INTO"
+	}
 	var b strings.Builder
-	b.WriteString("INSERT INTO audit_records (" + strings.Join(names, ", ") + ") VALUES ")
-	p := 0
-	for i := range n {
+	b.WriteString(verb + " audit_records (" + strings.Join(append(shared, perRow...), ", ") + ") ")
+	if len(shared) > 0 {
+		for k := range perRow {
+			sel = append(sel, "column"+strconv.Itoa(k+1))
+		}
+		b.WriteString("SELECT " + strings.Join(sel, ", ") + " FROM (")
+	}
+	b.WriteString("VALUES ")
+	p := len(shared)
+	for i := range s.rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteByte('(')
-		for j := range names {
-			if j > 0 {
+		for k := range perRow {
+			if k > 0 {
 				b.WriteString(", ")
 			}
 			p++
-			if db.backend == BackendPostgres {
-				b.WriteString("$" + strconv.Itoa(p))
-			} else {
-				b.WriteByte('?')
-			}
+			b.WriteString(placeholder(p))
 		}
 		b.WriteByte(')')
 	}
+	if len(shared) > 0 {
+		b.WriteByte(')')
+	}
 	q := b.String()
-	db.auditSQL.Store(key, q)
+	db.auditSQL.Store(s, q)
 	return q
 }
 

@@ -435,7 +435,9 @@ func TestAuditDeleteBefore(t *testing.T) {
 func TestAuditSparseColumns(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, db *DB) {
 		var recs []mcpflow.AuditRecord
-		for i := range 47 {
+		// Three INSERTs of auditInsertRows: a column empty in all rows of
+		// one, equal in all (shared), or varying, in each combination.
+		for i := range 2*auditInsertRows + 20 {
 			r := mcpflow.AuditRecord{Time: auditBase.Add(time.Duration(i) * time.Millisecond), Kind: mcpflow.AuditCall}
 			if i%2 == 0 {
 				r.UserID, r.Tool, r.Decision, r.Outcome = fmt.Sprint("u", i), "t", "allow", mcpflow.OutcomeOK
@@ -446,11 +448,16 @@ func TestAuditSparseColumns(t *testing.T) {
 			if i < 20 {
 				r.LatencyMS, r.TaskID, r.Detail = 1.5, "mcp-task-x", "d"
 			}
+			if i >= auditInsertRows && i < 2*auditInsertRows {
+				r.Detail, r.Server, r.LatencyMS = "shared", "srv", 2.25
+			}
+			if i >= 2*auditInsertRows {
+				r.Admin, r.Surface, r.Time = true, "rest", auditBase // equal times too
+			}
 			recs = append(recs, r)
 		}
 		require.NoError(t, db.InsertAudit(testCtx, recs))
-		got, err := db.ListAudit(testCtx, mcpflow.AuditFilter{Limit: 100})
-		require.NoError(t, err)
+		got := listAllAudit(t, db, mcpflow.AuditFilter{})
 		require.Len(t, got, len(recs))
 		for i, g := range got {
 			want := recs[len(recs)-1-i]

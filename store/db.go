@@ -30,7 +30,7 @@ const (
 type DB struct {
 	gorm *gorm.DB
 	sql  *sql.DB
-	// auditSQL caches InsertAudit's statements by their number of rows.
+	// auditSQL caches InsertAudit's statements by their shape.
 	auditSQL sync.Map
 	backend  string
 	now      func() time.Time

@@ -67,12 +67,13 @@ func ErrorMessage(err error) string {
 // classify is ErrorCode and ErrorMessage of err. A ProtocolError is
 // EUpstream, a DuplicateRemoteTaskError EConflict.
 func classify(err error) (code, msg string) {
+	if err == nil {
+		return "", "" // before the targets of errors.As, which escape: no allocation
+	}
 	var e *Error
 	var pe *ProtocolError
 	var de *DuplicateRemoteTaskError
 	switch {
-	case err == nil:
-		return "", ""
 	case errors.As(err, &e):
 		return e.Code, e.Message
 	case errors.As(err, &pe):

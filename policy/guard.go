@@ -319,71 +319,131 @@ func policyArgs(call mcpflow.ToolCall, decode bool) (map[string]any, error) {
 			return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
 		}
 	}
+	notObject := func() error { return mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object") }
+	scan := scanJSON(raw)
 	var args map[string]any
-	if decode {
+	switch {
+	case !decode:
+		if t := bytes.TrimSpace(raw); !json.Valid(t) || t[0] != '{' && string(t) != "null" {
+			return nil, notObject()
+		}
+	case !scan.numbers:
+		// No number to keep exact: the plain decoder (a json.Decoder
+		// costs its buffer and as much again in allocations).
+		if json.Unmarshal(raw, &args) != nil {
+			return nil, notObject()
+		}
+	default:
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		if err := dec.Decode(&args); err != nil || dec.More() {
-			return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
+			return nil, notObject()
 		}
-	} else if t := bytes.TrimSpace(raw); !json.Valid(t) || t[0] != '{' && string(t) != "null" {
-		return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments must be a JSON object")
+		args = exactNumbers(args).(map[string]any)
 	}
-	if key, dup := duplicateKey(raw); dup {
-		return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments name the key %q twice in one object", mcpflow.TruncateChars(key, 64))
+	if scan.dup {
+		return nil, mcpflow.Errorf(mcpflow.EInvalid, "arguments name the key %q twice in one object", mcpflow.TruncateChars(scan.key, 64))
 	}
-	if !decode {
-		return nil, nil
-	}
-	return exactNumbers(args).(map[string]any), nil
+	return args, nil
 }
 
 // duplicateKey reports a key that an object of the valid JSON raw names
-// twice (compared unescaped), at any depth, in one scan of the bytes.
+// twice (compared unescaped), at any depth.
 func duplicateKey(raw []byte) (string, bool) {
-	type level struct {
-		object bool
-		key    bool                // the next string is a key
-		seen   map[string]struct{} // the object's keys so far
-	}
-	var stack []level
+	s := scanJSON(raw)
+	return s.key, s.dup
+}
+
+// jsonScan is what scanJSON found.
+type jsonScan struct {
+	key     string // the first key named twice in one object
+	dup     bool
+	numbers bool // a number appears (outside strings)
+}
+
+// scanJSON reads raw (valid JSON, or what reaches the decoder next) once:
+// whether an object names a key twice, and whether a number appears.
+// Objects of up to 8 keys (most arguments) are checked without allocating.
+func scanJSON(raw []byte) jsonScan {
+	var out jsonScan
+	var levels [8]keySet
+	stack := levels[:0]
 	for i := 0; i < len(raw); i++ {
-		switch raw[i] {
+		switch c := raw[i]; c {
 		case '{':
-			stack = append(stack, level{object: true, key: true})
+			stack = append(stack, keySet{object: true, key: true})
 		case '[':
-			stack = append(stack, level{})
+			stack = append(stack, keySet{})
 		case '}', ']':
-			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
 		case ',':
-			top := &stack[len(stack)-1]
-			top.key = top.object
+			if top := len(stack) - 1; top >= 0 {
+				stack[top].key = stack[top].object
+			}
 		case '"':
 			end, escaped := i+1, false
-			for ; raw[end] != '"'; end++ {
+			for ; end < len(raw) && raw[end] != '"'; end++ {
 				if raw[end] == '\\' {
 					escaped = true
 					end++
 				}
 			}
+			if end >= len(raw) {
+				return out // not valid JSON: the decoder says so
+			}
 			if top := len(stack) - 1; top >= 0 && stack[top].key {
-				key := string(raw[i+1 : end])
-				if escaped || !utf8.ValidString(key) {
-					_ = json.Unmarshal(raw[i:end+1], &key) // as the decoder reads it: unescaped, invalid bytes as U+FFFD
+				key := raw[i+1 : end]
+				if escaped || !utf8.Valid(key) {
+					var k string
+					_ = json.Unmarshal(raw[i:end+1], &k) // as the decoder reads it: unescaped, invalid bytes as U+FFFD
+					key = []byte(k)
 				}
-				if _, dup := stack[top].seen[key]; dup {
-					return key, true
+				if stack[top].add(key) && !out.dup {
+					out.key, out.dup = string(key), true
 				}
-				if stack[top].seen == nil {
-					stack[top].seen = map[string]struct{}{}
-				}
-				stack[top].seen[key] = struct{}{}
 				stack[top].key = false
 			}
 			i = end
+		default:
+			if c == '-' || c >= '0' && c <= '9' {
+				out.numbers = true
+			}
 		}
 	}
-	return "", false
+	return out
+}
+
+// keySet is an object's keys so far (or an array: object false).
+type keySet struct {
+	object bool
+	key    bool // the next string is a key
+	n      int
+	few    [8][]byte
+	more   map[string]struct{}
+}
+
+// add adds key and reports whether it was there already.
+func (k *keySet) add(key []byte) bool {
+	for _, f := range k.few[:min(k.n, len(k.few))] {
+		if bytes.Equal(f, key) {
+			return true
+		}
+	}
+	if k.n < len(k.few) {
+		k.few[k.n] = key
+		k.n++
+		return false
+	}
+	if _, dup := k.more[string(key)]; dup {
+		return true
+	}
+	if k.more == nil {
+		k.more = map[string]struct{}{}
+	}
+	k.more[string(key)] = struct{}{}
+	return false
 }
 
 // exactNumbers turns the json.Numbers of v into int64 where they are

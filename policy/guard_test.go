@@ -146,9 +146,11 @@ func TestDuplicateKey(t *testing.T) {
 }
 
 // FuzzDuplicateKey: on any valid JSON, duplicateKey agrees with a decoder
-// that reads every object's keys (json.Decoder tokens).
+// that reads every object's keys (json.Decoder tokens), and scanJSON finds
+// every number (the arguments without are decoded without keeping numbers
+// exact).
 func FuzzDuplicateKey(f *testing.F) {
-	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[{"c":1,"c\u0000":2}]}}`, `[{"a":"a"},{"a":"a"}]`, `{"\ud800":1,"\ufffd":2}`} {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"s":"1","n":[-0.5e3]}`, `{"a":{"b":[{"c":1,"c\u0000":2}]}}`, `[{"a":"a"},{"a":"a"}]`, `{"\ud800":1,"\ufffd":2}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -159,7 +161,33 @@ func FuzzDuplicateKey(f *testing.F) {
 		if want := tokenDuplicate(json.NewDecoder(strings.NewReader(raw))); got != want {
 			t.Fatalf("%q: duplicateKey %v, tokens %v", raw, got, want)
 		}
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) == nil && hasNumber(v) && !scanJSON([]byte(raw)).numbers {
+			t.Fatalf("%q: scanJSON finds no number", raw)
+		}
 	})
+}
+
+func hasNumber(v any) bool {
+	switch t := v.(type) {
+	case json.Number:
+		return true
+	case map[string]any:
+		for _, e := range t {
+			if hasNumber(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range t {
+			if hasNumber(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // tokenDuplicate reads one value from dec and reports a key named twice

@@ -103,6 +103,8 @@ type Set struct {
 	// every call decides its tool again, for the same few callers.
 	mu   sync.Mutex
 	seen *lru.Cache[visKey, visEntry]
+	// anyOf holds the programs of anyArgs by the rules they join.
+	anyOf map[string]cel.Program
 }
 
 // visEntry is a visibility decision and what the call's decision reuses:
@@ -114,7 +116,15 @@ type visEntry struct {
 	base      interpreter.Activation
 	known     []outcome
 	readsArgs bool
+	// anyArgs, when two or more rules that apply read the arguments, is
+	// their conditions joined by ||: false (no error) means that each is
+	// false, decided in one evaluation rather than one per rule.
+	anyArgs cel.Program
 }
+
+// maxAnyOf bounds Set.anyOf: a few sets of rules apply to a
+// configuration's tools; past the bound each rule is evaluated alone.
+const maxAnyOf = 256
 
 // visKey is everything a decision without arguments reads.
 type visKey struct {
@@ -324,13 +334,7 @@ func compileWhen(e *cel.Env, src string) (full, partial cel.Program, err error) 
 		return nil, nil, fmt.Errorf("must be a boolean condition (it is of type %s)", t)
 	}
 	native := ast.NativeRep()
-	var opts []cel.ProgramOption
-	for _, m := range native.SourceInfo().MacroCalls() {
-		if m.Kind() == celast.CallKind && m.AsCall().FunctionName() != "has" {
-			opts = append(opts, cel.CostLimit(costLimit))
-			break
-		}
-	}
+	opts := programOptions(native)
 	if full, err = e.Program(ast, append(opts, cel.EvalOptions(cel.OptOptimize))...); err != nil {
 		return nil, nil, err
 	}
@@ -341,6 +345,55 @@ func compileWhen(e *cel.Env, src string) (full, partial cel.Program, err error) 
 		}
 	}
 	return full, partial, err
+}
+
+// programOptions are a condition's program options: the cost limit when
+// it has a comprehension.
+func programOptions(native *celast.AST) []cel.ProgramOption {
+	for _, m := range native.SourceInfo().MacroCalls() {
+		if m.Kind() == celast.CallKind && m.AsCall().FunctionName() != "has" {
+			return []cel.ProgramOption{cel.CostLimit(costLimit)}
+		}
+	}
+	return nil
+}
+
+// anyArgs is the program of the conditions of rules (indexes of s.rules)
+// joined by ||, compiled once per set of rules; nil when it cannot be had
+// (the rules are then evaluated one by one, which decides the same).
+func (s *Set) anyArgs(rules []int) cel.Program {
+	var key strings.Builder
+	for _, i := range rules {
+		key.WriteString(strconv.Itoa(i) + ",")
+	}
+	s.mu.Lock()
+	prg, ok := s.anyOf[key.String()]
+	full := len(s.anyOf) >= maxAnyOf
+	s.mu.Unlock()
+	if ok || full {
+		return prg
+	}
+	conds := make([]string, len(rules))
+	for k, i := range rules {
+		conds[k] = "(" + s.rules[i].When + ")"
+	}
+	e, err := celEnv()
+	if err == nil {
+		ast, iss := e.Compile(strings.Join(conds, " || "))
+		if err = iss.Err(); err == nil {
+			prg, err = e.Program(ast, append(programOptions(ast.NativeRep()), cel.EvalOptions(cel.OptOptimize))...)
+		}
+	}
+	if err != nil {
+		prg = nil
+	}
+	s.mu.Lock()
+	if s.anyOf == nil {
+		s.anyOf = map[string]cel.Program{}
+	}
+	s.anyOf[key.String()] = prg
+	s.mu.Unlock()
+	return prg
 }
 
 // Input is what a decision is about.
@@ -525,6 +578,7 @@ func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 	var partial any
 	allowable := false
 	e := visEntry{known: make([]outcome, len(s.rules))}
+	var argRules []int
 	for i := range s.rules {
 		r := &s.rules[i]
 		if !r.matches(in.Tool) {
@@ -536,6 +590,7 @@ func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 			e.known[i] = o
 		} else {
 			e.readsArgs = true
+			argRules = append(argRules, i)
 			if partial == nil {
 				var err error
 				if partial, err = cel.PartialVars(v, cel.AttributePattern("args")); err != nil {
@@ -560,6 +615,9 @@ func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 	if allowable || s.defaultFor(in.Tool.Server) == Allow {
 		e.d = Decision{Allowed: true}
 	}
+	if len(argRules) > 1 && !e.d.Hidden {
+		e.anyArgs = s.anyArgs(argRules)
+	}
 	return e
 }
 
@@ -582,6 +640,13 @@ func (s *Set) decideArgs(in Input, e visEntry, args map[string]any) Decision {
 		args = map[string]any{}
 	}
 	v := interpreter.NewHierarchicalActivation(e.base, argsVars{args})
+	// None of the rules that read the arguments holds or fails to
+	// evaluate: each of them is false, known in one evaluation.
+	none := false
+	if e.anyArgs != nil {
+		out, _, err := e.anyArgs.Eval(v)
+		none = err == nil && out == types.False
+	}
 	allowedBy, allowed := "", false
 	var approve *rule
 	for i := range s.rules {
@@ -590,7 +655,10 @@ func (s *Set) decideArgs(in Input, e visEntry, args map[string]any) Decision {
 			continue
 		}
 		o := e.known[i]
-		if r.partial != nil {
+		switch {
+		case r.partial != nil && none:
+			o = fails
+		case r.partial != nil:
 			o = r.eval(r.prg, v)
 		}
 		switch {

@@ -49,7 +49,7 @@ func TestCompileErrors(t *testing.T) {
 		{"same name", Config{Rules: []Rule{{Name: "a", Effect: Allow}, {Name: "a", Effect: Deny}}}, "rules[1].name", `"a" names another rule too`},
 		{"effect", Config{Rules: []Rule{{Name: "a", Effect: "ask"}}}, "rules[0].effect", `must be "allow", "deny" or "approve"`},
 		{"approvers", Config{Rules: []Rule{{Name: "a", Effect: Approve}}}, "rules[0].approvers", "an approve rule needs approvers"},
-		{"approver", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"ops"}}}}, "rules[0].approvers[0]", `must be "group:<name>" or "user:<id>" (got "ops")`},
+		{"approver", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"group:ops"}}}}, "rules[0].approvers[0]", `must be "group:<name>" or "user:<id>" (got "ops")`},
 		{"approver comma", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"user:a,b"}}}}, "rules[0].approvers[0]", `must be "group:<name>"`},
 		{"timeout", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"group:ops"}, ApprovalTimeoutSeconds: 10}}}, "rules[0].approval_timeout_seconds", "must be between 60 and 604800 (got 10)"},
 		{"approvers of allow", Config{Rules: []Rule{{Name: "a", Effect: Allow, Approvers: []string{"group:ops"}}}}, "rules[0].approvers", `only a rule whose effect is "approve"`},
@@ -201,6 +201,7 @@ func FuzzDecide(f *testing.F) {
 	s, err := Compile(Config{Default: Deny, Rules: []Rule{
 		{Name: "ops", Effect: Allow, When: "'ops' in user.claims.groups"},
 		{Name: "small", Effect: Deny, When: "args.n > 0"},
+		{Name: "no-etc", Effect: Deny, When: "has(args.path) && args.path.startsWith('/etc')"},
 	}})
 	if err != nil {
 		f.Fatal(err)
@@ -224,7 +225,45 @@ func FuzzDecide(f *testing.F) {
 		if !ok || n > 0 {
 			t.Fatalf("allowed with n = %v", args["n"])
 		}
+		if p, ok := args["path"]; ok {
+			if p, ok := p.(string); !ok || strings.HasPrefix(p, "/etc") {
+				t.Fatalf("allowed with path = %v", args["path"])
+			}
+		}
 	})
+}
+
+// The rules that read the arguments are decided in one evaluation when
+// none of them holds; when one holds or fails to evaluate, each is decided
+// on its own, so the decision names the same rule as without the join.
+func TestArgRulesJoined(t *testing.T) {
+	s := mustCompile(t, Config{Rules: []Rule{
+		{Name: "no-etc", Effect: Deny, When: "args.path.startsWith('/etc')"},
+		{Name: "small", Effect: Deny, When: "args.n > 3"},
+		{Name: "review-big", Effect: Approve, When: "args.n > 2", Approvers: []string{"group:ops"}},
+		{Name: "other-tool", Effect: Deny, Tools: []string{"other"}, When: "args.n > 0"},
+	}})
+	in := Input{UserID: "u", Tool: tool("calc", "sum", "")}
+	if e := s.visible(in); e.anyArgs == nil {
+		t.Fatal("three rules read the arguments and apply, but are not joined")
+	}
+	for _, c := range []struct {
+		args           map[string]any
+		allowed, fails bool
+		rule           string
+	}{
+		{map[string]any{"path": "/home", "n": int64(1)}, true, false, ""},
+		{map[string]any{"path": "/home", "n": int64(5)}, false, false, "small"},
+		{map[string]any{"path": "/etc/x", "n": int64(5)}, false, false, "no-etc"},
+		{map[string]any{"n": int64(1)}, false, true, "no-etc"}, // no path: the deny cannot be decided
+		{map[string]any{"path": "/home", "n": int64(3)}, true, false, "review-big"},
+		{map[string]any{"path": 7, "n": int64(0)}, false, true, "no-etc"},
+	} {
+		d := s.Decide(in, c.args)
+		if d.Allowed != c.allowed || d.Failed != c.fails || d.Rule != c.rule || (c.rule == "review-big") != (d.Approval != nil) {
+			t.Errorf("%v: %+v", c.args, d)
+		}
+	}
 }
 
 func containsString(l []any, s string) bool {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,9 +17,12 @@ func BenchmarkInsertAudit(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	recs := make([]mcpflow.AuditRecord, 100)
+	recs := make([]mcpflow.AuditRecord, 300) // a flush at 1,500 calls/s
 	for i := range recs {
-		recs[i] = mcpflow.AuditRecord{Time: time.Now(), Kind: "call", UserID: "bench", Surface: "mcp 2025-11-25", ThreadID: "t", Server: "demo", Tool: "demo_echo", Decision: "allow", Outcome: "ok", LatencyMS: 0.4, RequestID: "0123456789abcdef"}
+		// One caller's calls of one tool: each has its own time, latency
+		// and request id.
+		recs[i] = mcpflow.AuditRecord{Time: time.Now(), Kind: "call", UserID: "bench", Surface: "mcp 2025-11-25", ThreadID: "t", Server: "demo", Tool: "demo_echo",
+			Decision: "allow", Outcome: "ok", LatencyMS: 0.4 + float64(i)/1000, RequestID: fmt.Sprintf("%016x", i), Client: "mcp-go/1.2.1"}
 	}
 	b.ResetTimer()
 	for b.Loop() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -166,6 +167,27 @@ func FuzzDuplicateKey(f *testing.F) {
 		var v any
 		if dec.Decode(&v) == nil && hasNumber(v) && !scanJSON([]byte(raw)).numbers {
 			t.Fatalf("%q: scanJSON finds no number", raw)
+		}
+	})
+}
+
+// FuzzFlatObject: what flatObject decodes, json.Unmarshal decodes the same.
+func FuzzFlatObject(f *testing.F) {
+	for _, s := range []string{`{"message": "hello"}`, ` { "a" : true , "b":false,"c" :null } `, `{}`, `{"a":"\u0041"}`, `{"a":"x"}x`,
+		`{"a":"x",}`, `{"a":tru}`, "{\"a\":\"\x80\"}", `{"a":"b","a":"c"}`, `{"a": 1}`, `{"a": {"b": "c"}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, ok := flatObject([]byte(raw))
+		if !ok {
+			return
+		}
+		var want any
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatalf("%q: flatObject %v, json.Unmarshal: %v", raw, got, err)
+		}
+		if !reflect.DeepEqual(any(got), want) {
+			t.Fatalf("%q: flatObject %#v, json.Unmarshal %#v", raw, got, want)
 		}
 	})
 }

@@ -49,7 +49,7 @@ func TestCompileErrors(t *testing.T) {
 		{"same name", Config{Rules: []Rule{{Name: "a", Effect: Allow}, {Name: "a", Effect: Deny}}}, "rules[1].name", `"a" names another rule too`},
 		{"effect", Config{Rules: []Rule{{Name: "a", Effect: "ask"}}}, "rules[0].effect", `must be "allow", "deny" or "approve"`},
 		{"approvers", Config{Rules: []Rule{{Name: "a", Effect: Approve}}}, "rules[0].approvers", "an approve rule needs approvers"},
-		{"approver", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"group:ops"}}}}, "rules[0].approvers[0]", `must be "group:<name>" or "user:<id>" (got "ops")`},
+		{"approver", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"ops"}}}}, "rules[0].approvers[0]", `must be "group:<name>" or "user:<id>" (got "ops")`},
 		{"approver comma", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"user:a,b"}}}}, "rules[0].approvers[0]", `must be "group:<name>"`},
 		{"timeout", Config{Rules: []Rule{{Name: "a", Effect: Approve, Approvers: []string{"group:ops"}, ApprovalTimeoutSeconds: 10}}}, "rules[0].approval_timeout_seconds", "must be between 60 and 604800 (got 10)"},
 		{"approvers of allow", Config{Rules: []Rule{{Name: "a", Effect: Allow, Approvers: []string{"group:ops"}}}}, "rules[0].approvers", `only a rule whose effect is "approve"`},

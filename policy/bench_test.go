@@ -51,6 +51,33 @@ func BenchmarkGuardCall20(b *testing.B) {
 	}
 }
 
+// evict is larger than a 2-core machine's caches.
+var evict = make([]byte, 8<<20)
+
+// BenchmarkGuardCall20Cold is BenchmarkGuardCall20 with the caches evicted
+// before each call (not timed), as the rest of a call through mcpflow
+// evicts them: what the Guard costs in a serving process (CPU profiles of
+// mcpflow serve under make bench agree), several times its warm cost.
+func BenchmarkGuardCall20Cold(b *testing.B) {
+	s := rules20(b)
+	rt := &fakeRuntime{tools: []mcpflow.Tool{{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}}
+	g := &Guard{Next: rt, Policies: func(context.Context) (*Set, error) { return s, nil },
+		Audit: func(context.Context, mcpflow.AuditRecord) {}}
+	ctx := mcpflow.WithCaller(context.Background(), &mcpflow.Caller{UserID: "bench"})
+	call := mcpflow.ToolCall{UserID: "bench", ThreadID: "t", Tool: "demo_echo", RawArguments: json.RawMessage(`{"message": "hello"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		for i := 0; i < len(evict); i += 64 {
+			evict[i]++
+		}
+		b.StartTimer()
+		if _, err := g.CallTool(ctx, call); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // rules20 are 20 rules that all apply to every call and refuse none: 10
 // over the caller, 10 over the arguments.
 func rules20(b *testing.B) *Set {

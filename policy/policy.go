@@ -245,8 +245,18 @@ func Compile(c Config) (*Set, error) {
 		}
 	}
 	s.audited = c.AuditArguments
+	if s.limits, err = compileLimits(c.Limits); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// compileLimits checks limits and fills in their defaults (per user; a
+// burst of a minute's allowance).
+func compileLimits(limits []Limit) ([]Limit, error) {
+	var out []Limit
 	limitNames := map[string]bool{}
-	for i, l := range c.Limits {
+	for i, l := range limits {
 		field := fmt.Sprintf("limits[%d]", i)
 		switch {
 		case strings.TrimSpace(l.Name) == "" || len(l.Name) > 128:
@@ -276,9 +286,9 @@ func Compile(c Config) (*Set, error) {
 		if l.PerMinute > 0 && l.Burst == 0 {
 			l.Burst = max(1, int(math.Ceil(l.PerMinute)))
 		}
-		s.limits = append(s.limits, l)
+		out = append(out, l)
 	}
-	return s, nil
+	return out, nil
 }
 
 // AuditFields are the argument fields the audit log records for the calls

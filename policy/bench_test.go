@@ -37,12 +37,7 @@ func BenchmarkVisible20(b *testing.B) {
 // BenchmarkGuardCall20: what the Guard adds to one call with 20 rules and
 // an audit hook (the runtime answers at once; the record is dropped).
 func BenchmarkGuardCall20(b *testing.B) {
-	s := rules20(b)
-	rt := &fakeRuntime{tools: []mcpflow.Tool{{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}}
-	g := &Guard{Next: rt, Policies: func(context.Context) (*Set, error) { return s, nil },
-		Audit: func(context.Context, mcpflow.AuditRecord) {}}
-	ctx := mcpflow.WithCaller(context.Background(), &mcpflow.Caller{UserID: "bench"})
-	call := mcpflow.ToolCall{UserID: "bench", ThreadID: "t", Tool: "demo_echo", RawArguments: json.RawMessage(`{"message": "hello"}`)}
+	g, ctx, call := guard20(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := g.CallTool(ctx, call); err != nil {
@@ -59,12 +54,7 @@ var evict = make([]byte, 8<<20)
 // evicts them: what the Guard costs in a serving process (CPU profiles of
 // mcpflow serve under make bench agree), several times its warm cost.
 func BenchmarkGuardCall20Cold(b *testing.B) {
-	s := rules20(b)
-	rt := &fakeRuntime{tools: []mcpflow.Tool{{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}}
-	g := &Guard{Next: rt, Policies: func(context.Context) (*Set, error) { return s, nil },
-		Audit: func(context.Context, mcpflow.AuditRecord) {}}
-	ctx := mcpflow.WithCaller(context.Background(), &mcpflow.Caller{UserID: "bench"})
-	call := mcpflow.ToolCall{UserID: "bench", ThreadID: "t", Tool: "demo_echo", RawArguments: json.RawMessage(`{"message": "hello"}`)}
+	g, ctx, call := guard20(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
@@ -76,6 +66,17 @@ func BenchmarkGuardCall20Cold(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// guard20 is a Guard with rules20 and an audit hook over a runtime that
+// answers at once, a caller's context and a call of its tool.
+func guard20(b *testing.B) (*Guard, context.Context, mcpflow.ToolCall) {
+	s := rules20(b)
+	rt := &fakeRuntime{tools: []mcpflow.Tool{{Name: "demo_echo", Server: "demo", Annotations: json.RawMessage(`{"readOnlyHint": true}`)}}}
+	g := &Guard{Next: rt, Policies: func(context.Context) (*Set, error) { return s, nil },
+		Audit: func(context.Context, mcpflow.AuditRecord) {}}
+	ctx := mcpflow.WithCaller(context.Background(), &mcpflow.Caller{UserID: "bench"})
+	return g, ctx, mcpflow.ToolCall{UserID: "bench", ThreadID: "t", Tool: "demo_echo", RawArguments: json.RawMessage(`{"message": "hello"}`)}
 }
 
 // rules20 are 20 rules that all apply to every call and refuse none: 10

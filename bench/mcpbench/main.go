@@ -30,9 +30,10 @@
 // bare net/http handler in front of the direct client (floor-*) and that
 // handler as its own process (floor-proc-*); see inprocess and floorproc.
 //
-// Every round runs every target back to back, first with 1 caller, then
-// with 16 (-callers: there only the targets the summary reads, unless
-// -all-cells), rotating the order each round; ratios are taken
+// Every round runs every target, first with 1 caller, then with 16
+// (-callers: there only the targets the summary reads, unless -all-cells),
+// rotating the order each round and taking turns in -slices parts of the
+// calls (measureInTurns); ratios are taken
 // within a round and the median over rounds is printed. -profile DIR then
 // takes a CPU profile of the mcpflow process under 16 callers on each of
 // its targets.
@@ -65,6 +66,7 @@ var benchArgs = map[string]any{"message": "hello"}
 // options are the command's flags.
 type options struct {
 	rounds, n, warmup int
+	slices            int // parts a round's n calls of each target are made in, the targets taking turns
 	callers           []int
 	demo              string
 	mcpflow           string // "" skips the mcpflow-proc-* targets
@@ -84,6 +86,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds")
 	flag.IntVar(&o.n, "n", 2000, "calls per target, round and number of callers")
 	flag.IntVar(&o.warmup, "warmup", 200, "warm-up calls before each measured cell")
+	flag.IntVar(&o.slices, "slices", 10, "make each target's n calls of a round in this many parts, the targets taking turns, so that a slow spell of the machine falls on all of them")
 	callers := flag.String("callers", "1,16", "comma-separated numbers of concurrent callers sharing one client (the summary reads 1 and 16)")
 	flag.StringVar(&o.demo, "demo", "bin/demo-mcp", "path of the demo-mcp binary")
 	flag.StringVar(&o.mcpflow, "mcpflow", "bin/mcpflow", "path of the mcpflow binary to run as its own process (mcpflow-proc-* targets; \"\" skips them)")
@@ -268,15 +271,18 @@ func rounds(ctx context.Context, o options, targets []target, res *results) erro
 			for i := 0; i < r%len(order); i++ {
 				order = append(order[1:], order[0])
 			}
+			var run []target
 			for _, t := range order {
-				if !o.allCells && callers != 1 && !summaryReads(t.name, callers) {
-					continue
+				if o.allCells || callers == 1 || summaryReads(t.name, callers) {
+					run = append(run, t)
 				}
-				c, err := measure(ctx, t, callers, o.warmup, o.n)
-				if err != nil {
-					return err
-				}
-				res.add(t.name, callers, c)
+			}
+			cells, err := measureInTurns(ctx, run, callers, o.warmup, o.n, o.slices)
+			if err != nil {
+				return err
+			}
+			for i, t := range run {
+				res.add(t.name, callers, cells[i])
 			}
 			progress("round %d/%d, %d caller(s): done (load average %s)", r+1, o.rounds, callers, benchproc.LoadAvg())
 		}

@@ -54,6 +54,40 @@ func measure(ctx context.Context, t target, callers, warmup, n int) (cell, error
 	return c, nil
 }
 
+// measureInTurns measures each of targets with n calls in slices parts,
+// the targets taking turns part by part (warm-up calls before a target's
+// first part only), and returns each target's parts as one cell.
+func measureInTurns(ctx context.Context, targets []target, callers, warmup, n, slices int) ([]cell, error) {
+	slices = max(1, min(slices, n))
+	cells := make([]cell, len(targets))
+	wall := make([]time.Duration, len(targets))
+	for s := range slices {
+		part := n / slices
+		if s < n%slices {
+			part++
+		}
+		for i, t := range targets {
+			w := 0
+			if s == 0 {
+				w = warmup
+			}
+			c, err := measure(ctx, t, callers, w, part)
+			if err != nil {
+				return nil, err
+			}
+			wall[i] += time.Duration(float64(part) / c.rps * float64(time.Second))
+			cells[i].lat = append(cells[i].lat, c.lat...)
+			cells[i].cpu += c.cpu * time.Duration(part) // the part's CPU, divided below
+		}
+	}
+	for i := range cells {
+		sort.Slice(cells[i].lat, func(a, b int) bool { return cells[i].lat[a] < cells[i].lat[b] })
+		cells[i].rps = float64(n) / wall[i].Seconds()
+		cells[i].cpu /= time.Duration(n)
+	}
+	return cells, nil
+}
+
 // drive makes n calls with callers goroutines, each taking the next call
 // as soon as its last one answered; ds[i], when ds is not nil, gets the
 // latency of call i. The first error stops it.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -59,6 +60,9 @@ var _ mcpflow.AuditStore = (*DB)(nil)
 // is positive, cut at a rune boundary. The audit log keeps a shortened
 // value rather than lose the record, or the batch it is in.
 func auditText(s string, size int) string {
+	if (size <= 0 || len(s) <= size) && utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s // as stored: fewer bytes than size means fewer characters
+	}
 	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 	if size <= 0 {
 		return s

@@ -3,9 +3,12 @@
 // policies (mcpflow.AuditRecord), stored in the database off the request
 // path.
 //
-// Record never blocks a request: it puts the record in a bounded queue, and
-// one goroutine writes the queue every FlushEvery, in batches of BatchSize
-// (it does not wake for each record). A full queue drops the record, counts it in
+// Record never blocks a request: it appends the record to a bounded queue
+// (a slice under a mutex, whose memory the flushes reuse: a channel of
+// QueueSize records would hold megabytes the garbage collector scans, and
+// every record would land on a cache line no recent one used), and one
+// goroutine writes the queue every FlushEvery, in batches of BatchSize (it
+// does not wake for each record). A full queue drops the record, counts it in
 // mcpflow_audit_records_total{result="dropped"} and logs a warning (at most
 // once per 10 seconds): never silently. A batch the database refuses is
 // tried again with the next flush, and dropped (counted as "failed") after
@@ -52,7 +55,6 @@ type Options struct {
 // Log is the audit log's writer.
 type Log struct {
 	o       Options
-	queue   chan mcpflow.AuditRecord
 	done    chan struct{}
 	closing chan struct{}
 	once    sync.Once
@@ -61,6 +63,7 @@ type Log struct {
 	written, dropped, failed metric.MeasurementOption
 
 	mu         sync.Mutex
+	queue      []mcpflow.AuditRecord // at most o.QueueSize
 	lastWarned time.Time
 }
 
@@ -86,7 +89,7 @@ func New(o Options) *Log {
 	if o.Meter == nil {
 		o.Meter = noop.NewMeterProvider().Meter("")
 	}
-	l := &Log{o: o, queue: make(chan mcpflow.AuditRecord, o.QueueSize), done: make(chan struct{}), closing: make(chan struct{})}
+	l := &Log{o: o, done: make(chan struct{}), closing: make(chan struct{})}
 	l.records, _ = o.Meter.Int64Counter("mcpflow_audit_records_total",
 		metric.WithDescription("Audit records by result: written, dropped (the queue was full), failed (the database refused them 5 times)"))
 	l.written = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
@@ -95,7 +98,7 @@ func New(o Options) *Log {
 	_, _ = o.Meter.Int64ObservableGauge("mcpflow_audit_queue_length",
 		metric.WithDescription("Audit records waiting to be written"),
 		metric.WithInt64Callback(func(_ context.Context, obs metric.Int64Observer) error {
-			obs.Observe(int64(len(l.queue)))
+			obs.Observe(int64(l.queued()))
 			return nil
 		}))
 	go l.run()
@@ -107,21 +110,43 @@ func (l *Log) Record(r mcpflow.AuditRecord) {
 	if r.Time.IsZero() {
 		r.Time = time.Now()
 	}
-	select {
-	case l.queue <- r:
-	default:
-		l.records.Add(context.Background(), 1, l.dropped)
-		l.mu.Lock()
-		warn := time.Since(l.lastWarned) >= 10*time.Second
-		if warn {
-			l.lastWarned = time.Now()
-		}
+	l.mu.Lock()
+	if len(l.queue) < l.o.QueueSize {
+		l.queue = append(l.queue, r)
 		l.mu.Unlock()
-		if warn {
-			l.o.Logger.Warn("audit queue full: records are being dropped (see mcpflow_audit_records_total{result=\"dropped\"})",
-				"queue_size", l.o.QueueSize)
-		}
+		return
 	}
+	warn := time.Since(l.lastWarned) >= 10*time.Second
+	if warn {
+		l.lastWarned = time.Now()
+	}
+	l.mu.Unlock()
+	l.records.Add(context.Background(), 1, l.dropped)
+	if warn {
+		l.o.Logger.Warn("audit queue full: records are being dropped (see mcpflow_audit_records_total{result=\"dropped\"})",
+			"queue_size", l.o.QueueSize)
+	}
+}
+
+func (l *Log) queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
+// take moves up to n queued records, oldest first, to the end of batch.
+func (l *Log) take(batch []mcpflow.AuditRecord, n int) []mcpflow.AuditRecord {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n = min(n, len(l.queue))
+	batch = append(batch, l.queue[:n]...)
+	rest := copy(l.queue, l.queue[n:])
+	clear(l.queue[rest:])
+	l.queue = l.queue[:rest]
+	if rest == 0 && cap(l.queue) > 4*l.o.BatchSize {
+		l.queue = nil // a burst's memory, not kept
+	}
+	return batch
 }
 
 // Close writes the queued records and stops; ctx bounds the wait.
@@ -169,17 +194,9 @@ func (l *Log) run() {
 	// wakes no goroutine on the request path.
 	drain := func() {
 		for {
-			select {
-			case r := <-l.queue:
-				batch = append(batch, r)
-				if len(batch) >= l.o.BatchSize {
-					if flush(); len(batch) > 0 {
-						return // the database refuses: try again at the next tick
-					}
-				}
-			default:
-				flush()
-				return
+			batch = l.take(batch, l.o.BatchSize-len(batch))
+			if flush(); len(batch) > 0 || l.queued() == 0 {
+				return // written, or the database refuses: try again at the next tick
 			}
 		}
 	}
@@ -191,7 +208,7 @@ func (l *Log) run() {
 			l.sweep()
 		case <-l.closing:
 			for range maxTries {
-				if drain(); len(batch) == 0 && len(l.queue) == 0 {
+				if drain(); len(batch) == 0 && l.queued() == 0 {
 					return
 				}
 			}

@@ -85,8 +85,8 @@ func ratioPairs() [][2]string {
 func report(o options, res *results, targets []target, host string, began time.Time, profiles []string) {
 	took := time.Since(began).Round(time.Second)
 	fmt.Printf("ordinary tool call (echo): %d rounds × %d calls per target and number of callers (+%d warm-up each); "+
-		"callers %s sharing one client; order rotated per round; median (min–max) over rounds\n\n",
-		o.rounds, o.n, o.warmup, joinInts(o.callers))
+		"callers %s sharing one client; order rotated per round, the targets taking turns in %d parts; median (min–max) over rounds\n\n",
+		o.rounds, o.n, o.warmup, joinInts(o.callers), o.slices)
 	fmt.Printf("%s UTC · %s at start, %s at the end · %s · everything on 127.0.0.1 · run took %s\n\n",
 		began.UTC().Format("2006-01-02 15:04"), host, benchproc.LoadAvg(), runtime.Version(), took)
 	if len(res.others) > 0 {

@@ -152,7 +152,7 @@ func summary(o options, res *results, host string, began time.Time, took time.Du
 	fmt.Printf("- mcpflow: %s; peer: TBXark/mcp-proxy %s\n", mcpflowVersion(o.mcpflow), cmp.Or(o.peerVersion, "(build not given)"))
 	fmt.Printf("- %s UTC; %s; %s; %s; everything on 127.0.0.1\n", began.UTC().Format("2006-01-02 15:04"), cpuModel(), host, runtime.Version())
 	fmt.Printf("- %d rounds × %d calls (+%d warm-up) per target and number of callers, all targets side by side in each round, "+
-		"one `mcpflow serve` process for every mcpflow target; run took %s\n", o.rounds, o.n, o.warmup, took)
+		"taking turns in %d parts, one `mcpflow serve` process for every mcpflow target; run took %s\n", o.rounds, o.n, o.warmup, o.slices, took)
 	if len(res.others) > 0 {
 		fmt.Printf("- other processes kept %s of the CPUs busy in rounds 1–%d\n", othersList(res.others), len(res.others))
 	}

@@ -170,8 +170,9 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
 		} else {
 			var args map[string]any
-			if args, err = policyArgs(call, e.readsArgs); err == nil {
-				if d = set.decideArgs(in, e, args); !d.Allowed {
+			var unnamed bool
+			if args, unnamed, err = callArgs(call, e); err == nil {
+				if d = set.decideArgs(in, e, args, unnamed); !d.Allowed {
 					err = d.Refusal()
 				}
 			}
@@ -304,6 +305,33 @@ func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
 	return mcpflow.OutcomeOK
 }
 
+// callArgs are the call's arguments for the decision of e: decoded when a
+// rule that applies reads them, unless they name none of the fields those
+// rules read (unnamed; the rules are then decided as with no arguments);
+// checked either way.
+func callArgs(call mcpflow.ToolCall, e visEntry) (map[string]any, bool, error) {
+	if !e.readsArgs || e.fields == nil || namesAny(call, e.fields) {
+		args, err := policyArgs(call, e.readsArgs)
+		return args, false, err
+	}
+	_, err := policyArgs(call, false)
+	return nil, true, err
+}
+
+// namesAny reports whether the call's arguments have one of fields at
+// their top level (as the decoder reads the keys).
+func namesAny(call mcpflow.ToolCall, fields []string) bool {
+	if call.Arguments != nil || len(call.RawArguments) == 0 {
+		for _, f := range fields {
+			if _, ok := call.Arguments[f]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	return scanJSON(call.RawArguments, fields...).named
+}
+
 // policyArgs are the call's arguments as CEL reads them, decoded only when
 // a rule reads them (decode). An object that names a key twice is refused
 // either way: the conditions would see one of its values and the server,
@@ -324,7 +352,7 @@ func policyArgs(call mcpflow.ToolCall, decode bool) (map[string]any, error) {
 	var args map[string]any
 	switch {
 	case !decode:
-		if t := bytes.TrimSpace(raw); !json.Valid(t) || t[0] != '{' && string(t) != "null" {
+		if t := raw[skipSpace(raw, 0):]; !json.Valid(raw) || t[0] != '{' && t[0] != 'n' { // valid: an object or null
 			return nil, notObject()
 		}
 	default:
@@ -338,7 +366,7 @@ func policyArgs(call mcpflow.ToolCall, decode bool) (map[string]any, error) {
 			// Numbers kept exact: json.Number, then int64 where they fit.
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.UseNumber()
-			if dec.Decode(&v) != nil || dec.More() {
+			if dec.Decode(&v) != nil || skipSpace(raw, int(dec.InputOffset())) != len(raw) {
 				return nil, notObject()
 			}
 			v = exactNumbers(v)
@@ -370,6 +398,7 @@ type jsonScan struct {
 	key     string // the first key named twice in one object
 	dup     bool
 	numbers bool // a number appears (outside strings)
+	named   bool // the top-level object has a key of the fields asked
 }
 
 // flatObject decodes raw as json.Unmarshal into an interface would when
@@ -445,9 +474,10 @@ func skipSpace(raw []byte, i int) int {
 }
 
 // scanJSON reads raw (valid JSON, or what reaches the decoder next) once:
-// whether an object names a key twice, and whether a number appears.
-// Objects of up to 8 keys (most arguments) are checked without allocating.
-func scanJSON(raw []byte) jsonScan {
+// whether an object names a key twice, whether a number appears and
+// whether the top-level object has a key of fields. Objects of up to 8
+// keys (most arguments) are checked without allocating.
+func scanJSON(raw []byte, fields ...string) jsonScan {
 	var out jsonScan
 	var levels [8]keySet
 	stack := levels[:0]
@@ -485,6 +515,9 @@ func scanJSON(raw []byte) jsonScan {
 				}
 				if stack[top].add(key) && !out.dup {
 					out.key, out.dup = string(key), true
+				}
+				for _, f := range fields {
+					out.named = out.named || top == 0 && string(key) == f
 				}
 				stack[top].key = false
 			}

@@ -120,6 +120,13 @@ type visEntry struct {
 	// their conditions joined by ||: false (no error) means that each is
 	// false, decided in one evaluation rather than one per rule.
 	anyArgs cel.Program
+	// argRules are the rules that apply and read the arguments; fields
+	// the argument fields they read and noArgs their outcomes (by rule
+	// index) with no arguments, both nil unless every one of them reads
+	// the arguments only by field (rule.fields).
+	argRules []int
+	fields   []string
+	noArgs   []outcome
 }
 
 // maxAnyOf bounds Set.anyOf: a few sets of rules apply to a
@@ -159,6 +166,10 @@ type rule struct {
 	// partial evaluates the condition without the arguments (unknown);
 	// nil when it does not read them (prg does then).
 	partial cel.Program
+	// fields are the argument fields the condition reads, when it reads
+	// the arguments only as args.K or has(args.K) (nil otherwise): with
+	// none of them in a call's arguments it is decided as with none.
+	fields []string
 }
 
 // CompileError is a Config that does not compile: Field is where
@@ -231,7 +242,7 @@ func Compile(c Config) (*Set, error) {
 		}
 		cr := rule{Rule: r}
 		if strings.TrimSpace(r.When) != "" {
-			if cr.prg, cr.partial, err = compileWhen(e, r.When); err != nil {
+			if cr.prg, cr.partial, cr.fields, err = compileWhen(e, r.When); err != nil {
 				return nil, &CompileError{Field: field + ".when", Message: err.Error()}
 			}
 		}
@@ -331,30 +342,95 @@ func (s *Set) Limits(t *mcpflow.Tool) []Limit {
 // Only a condition with a comprehension (all, exists, map, filter…), whose
 // cost can grow with the arguments, is evaluated under the cost limit:
 // tracking the cost of every step is most of an evaluation's cost.
-func compileWhen(e *cel.Env, src string) (full, partial cel.Program, err error) {
+func compileWhen(e *cel.Env, src string) (full, partial cel.Program, fields []string, err error) {
 	ast, iss := e.Compile(src)
 	if iss.Err() != nil {
 		var msgs []string
 		for _, ce := range iss.Errors() {
 			msgs = append(msgs, fmt.Sprintf("line %d, column %d: %s", ce.Location.Line(), ce.Location.Column()+1, ce.Message))
 		}
-		return nil, nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
+		return nil, nil, nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
-		return nil, nil, fmt.Errorf("must be a boolean condition (it is of type %s)", t)
+		return nil, nil, nil, fmt.Errorf("must be a boolean condition (it is of type %s)", t)
 	}
 	native := ast.NativeRep()
 	opts := programOptions(native)
 	if full, err = e.Program(ast, append(opts, cel.EvalOptions(cel.OptOptimize))...); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, ref := range native.ReferenceMap() {
 		if ref.Name == "args" {
 			partial, err = e.Program(ast, append(opts, cel.EvalOptions(cel.OptPartialEval))...)
+			if k := (argFields{}); k.walk(native.Expr()) && len(k.fields) > 0 {
+				fields = k.fields
+			}
 			break
 		}
 	}
-	return full, partial, err
+	return full, partial, fields, err
+}
+
+// argFields collects the fields a condition reads of the arguments; walk
+// reports whether it reads them only as args.K or has(args.K), so that a
+// call whose arguments have none of those fields evaluates as with none
+// (args.K fails and has(args.K) is false either way).
+type argFields struct{ fields []string }
+
+func (a *argFields) walk(e celast.Expr) bool {
+	switch e.Kind() {
+	case celast.IdentKind:
+		return e.AsIdent() != "args" // args whole: an index, a size, an "in"…
+	case celast.SelectKind:
+		sel := e.AsSelect()
+		if op := sel.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == "args" {
+			if !slices.Contains(a.fields, sel.FieldName()) {
+				a.fields = append(a.fields, sel.FieldName())
+			}
+			return true
+		}
+		return a.walk(sel.Operand())
+	case celast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() && !a.walk(c.Target()) {
+			return false
+		}
+		return a.all(c.Args())
+	case celast.ListKind:
+		return a.all(e.AsList().Elements())
+	case celast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			if m := en.AsMapEntry(); !a.walk(m.Key()) || !a.walk(m.Value()) {
+				return false
+			}
+		}
+		return true
+	case celast.StructKind:
+		for _, f := range e.AsStruct().Fields() {
+			if !a.walk(f.AsStructField().Value()) {
+				return false
+			}
+		}
+		return true
+	case celast.ComprehensionKind:
+		c := e.AsComprehension()
+		if c.IterVar() == "args" || c.IterVar2() == "args" || c.AccuVar() == "args" {
+			return false // a variable of its own named args: not worth telling apart
+		}
+		return a.all([]celast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()})
+	case celast.LiteralKind:
+		return true
+	}
+	return false
+}
+
+func (a *argFields) all(es []celast.Expr) bool {
+	for _, e := range es {
+		if !a.walk(e) {
+			return false
+		}
+	}
+	return true
 }
 
 // programOptions are a condition's program options: the cost limit when
@@ -578,6 +654,7 @@ func (s *Set) visible(in Input) visEntry {
 	v := vars(in)
 	e = s.decideVisible(in, v)
 	e.base, _ = interpreter.NewActivation(v) // a map never fails
+	s.withNoArgs(&e)
 	s.mu.Lock()
 	s.seen.Add(k, e)
 	s.mu.Unlock()
@@ -625,10 +702,39 @@ func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 	if allowable || s.defaultFor(in.Tool.Server) == Allow {
 		e.d = Decision{Allowed: true}
 	}
-	if len(argRules) > 1 && !e.d.Hidden {
-		e.anyArgs = s.anyArgs(argRules)
+	if !e.d.Hidden {
+		e.argRules = argRules
+		if len(argRules) > 1 {
+			e.anyArgs = s.anyArgs(argRules)
+		}
 	}
 	return e
+}
+
+// withNoArgs adds to a visible e the argument fields its rules read and
+// their outcomes with no arguments, when every one of them reads the
+// arguments only by field.
+func (s *Set) withNoArgs(e *visEntry) {
+	var fields []string
+	for _, i := range e.argRules {
+		if s.rules[i].fields == nil {
+			return
+		}
+		for _, f := range s.rules[i].fields {
+			if !slices.Contains(fields, f) {
+				fields = append(fields, f)
+			}
+		}
+	}
+	if len(fields) == 0 {
+		return
+	}
+	act := interpreter.NewHierarchicalActivation(e.base, argsVars{map[string]any{}})
+	e.noArgs = make([]outcome, len(s.rules))
+	for _, i := range e.argRules {
+		e.noArgs[i] = s.rules[i].eval(s.rules[i].prg, act)
+	}
+	e.fields = fields
 }
 
 // Decide decides a call of in.Tool with args (decoded JSON; nil is {}).
@@ -640,20 +746,24 @@ func (s *Set) Decide(in Input, args map[string]any) Decision {
 	if e.d.Hidden {
 		return e.d
 	}
-	return s.decideArgs(in, e, args)
+	return s.decideArgs(in, e, args, false)
 }
 
 // decideArgs is Decide for a tool visible() found visible (e): the rules
 // that do not read the arguments decided there already.
-func (s *Set) decideArgs(in Input, e visEntry, args map[string]any) Decision {
+//
+// unnamed says that args name none of e.fields: the rules that read them
+// are then decided as with no arguments (e.noArgs), args unread.
+func (s *Set) decideArgs(in Input, e visEntry, args map[string]any, unnamed bool) Decision {
 	if args == nil {
 		args = map[string]any{}
 	}
+	unnamed = unnamed && e.noArgs != nil
 	v := interpreter.NewHierarchicalActivation(e.base, argsVars{args})
 	// None of the rules that read the arguments holds or fails to
 	// evaluate: each of them is false, known in one evaluation.
 	none := false
-	if e.anyArgs != nil {
+	if e.anyArgs != nil && !unnamed {
 		out, _, err := e.anyArgs.Eval(v)
 		none = err == nil && out == types.False
 	}
@@ -666,6 +776,8 @@ func (s *Set) decideArgs(in Input, e visEntry, args map[string]any) Decision {
 		}
 		o := e.known[i]
 		switch {
+		case r.partial != nil && unnamed:
+			o = e.noArgs[i]
 		case r.partial != nil && none:
 			o = fails
 		case r.partial != nil:

@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -311,4 +312,92 @@ func TestApprove(t *testing.T) {
 	if d := s.Decide(Input{Caller: dev, Tool: tool("db", "drop", "")}, nil); !d.Allowed || d.Approval == nil || d.Approval.Timeout != DefaultApprovalTimeout {
 		t.Errorf("drop: %+v", d)
 	}
+}
+
+// argFields: the fields a condition reads of the arguments, when it reads
+// them only by field.
+func TestArgFields(t *testing.T) {
+	for src, want := range map[string][]string{
+		"has(args.path) && args.path.startsWith('/etc')":  {"path"},
+		"args.n > 3 || size(args.tags) > 2 && user.admin": {"n", "tags"},
+		"has(args.a.b) && args.a.b == [args.c]":           {"a", "c"},
+		"{'k': args.v}.k == 1":                            {"v"},
+		"args.l.exists(x, x == args.m)":                   {"l", "m"},
+		"size(args) > 0":                                  nil, // args whole
+		"args['path'] == 'x'":                             nil,
+		"'path' in args":                                  nil,
+		"args.all(k, k != 'x')":                           nil,
+		"[1].exists(args, args == 1) && has(args.p)":      nil, // a variable named args
+		"user.admin":                                      nil, // no arguments read: no partial
+	} {
+		e, err := celEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, got, err := compileWhen(e, src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: fields %q, want %q", src, got, want)
+		}
+	}
+}
+
+// FuzzArgsUnnamed: a call whose arguments name none of the fields the
+// argument rules read is decided as the full evaluation decides it.
+func FuzzArgsUnnamed(f *testing.F) {
+	for _, s := range []string{`{"message": "hi"}`, `{"path": "/etc/x"}`, `{"n": 5}`, `{"pat\u0068": "/etc"}`, `{}`, `null`,
+		`{"a": {"path": "/etc"}}`, `{"n": "x", "m": 1}`, `[1]`, `{"x": 1, "x": 2}`} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	byField, err := Compile(Config{Rules: []Rule{
+		{Name: "etc", Effect: Deny, When: "has(args.path) && args.path.startsWith('/etc')"},
+		{Name: "big", Effect: Deny, When: "args.n > 3"},
+		{Name: "review", Effect: Approve, When: "has(args.m) && args.m == 1", Approvers: []string{"group:ops"}},
+		{Name: "ok", Effect: Allow, When: "user.id == 'u'"},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	mixed, err := Compile(Config{Rules: []Rule{
+		{Name: "etc", Effect: Deny, When: "has(args.path) && args.path.startsWith('/etc')"},
+		{Name: "many", Effect: Deny, When: "size(args) > 3"},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	in := Input{UserID: "u", Tool: tool("calc", "sum", "")}
+	if e := byField.visible(in); e.noArgs == nil || !slices.Equal(e.fields, []string{"path", "n", "m"}) {
+		f.Fatalf("fields %q, noArgs %v", e.fields, e.noArgs)
+	}
+	if e := mixed.visible(in); e.noArgs != nil {
+		f.Fatal("a rule reads the arguments whole, yet they may go unread")
+	}
+	f.Fuzz(func(t *testing.T, raw string, asMap bool) {
+		call := mcpflow.ToolCall{RawArguments: []byte(raw)}
+		if asMap {
+			var m map[string]any
+			if json.Unmarshal([]byte(raw), &m) != nil || m == nil {
+				return
+			}
+			call = mcpflow.ToolCall{Arguments: m}
+		}
+		for _, s := range []*Set{byField, mixed} {
+			e := s.visible(in)
+			args, unnamed, err := callArgs(call, e)
+			full, ferr := policyArgs(call, true)
+			if (err == nil) != (ferr == nil) {
+				t.Fatalf("%s: callArgs %v, policyArgs %v", raw, err, ferr)
+			}
+			if err != nil {
+				continue
+			}
+			got, want := s.decideArgs(in, e, args, unnamed), s.decideArgs(in, e, full, false)
+			if got.Allowed != want.Allowed || got.Rule != want.Rule || got.Failed != want.Failed || (got.Approval == nil) != (want.Approval == nil) {
+				t.Fatalf("%s (unnamed %v): %+v, full evaluation %+v", raw, unnamed, got, want)
+			}
+		}
+	})
 }

@@ -22,7 +22,12 @@
 // that does not exist. Whether a tool is visible is decided without the
 // arguments, by CEL's partial evaluation: a condition that depends on
 // them is unknown then, so a tool that some arguments would allow stays
-// listed, and its calls are decided with their arguments.
+// listed, and its calls are decided with their arguments. A decision
+// without arguments is cached per caller and tool (Set.visible), with what
+// the call's decision reuses: the rules that read the arguments joined in
+// one program, and, when they read them only as args.K, their outcomes
+// with no arguments, which decide a call whose arguments have no such K
+// without decoding them.
 //
 // What is ours here is only the decision (which rules match, how they
 // combine, how a listing is filtered); the language, its type checker and

@@ -78,7 +78,8 @@ type ApprovalFilter struct {
 	Limit int    // 0: 100; at most 1000
 	// Approvers, when set, keeps the approvals that name one of them
 	// ("user:<id>", "group:<name>"). The store may keep more (SQLite's
-	// LIKE ignores ASCII case): MayDecide decides.
+	// LIKE ignores ASCII case; past 1000 names it does not filter):
+	// MayDecide decides.
 	Approvers []string
 }
 
@@ -196,7 +197,8 @@ func DecideApproval(ctx context.Context, store ApprovalStore, taskID string, c *
 }
 
 // ApprovalsFor are the approvals in state that c may decide (MayDecide),
-// oldest first, of the first 1000 in that state.
+// oldest first, of the first 1000 in that state that name c (user:<id> or
+// one of its groups; the store may match more).
 func ApprovalsFor(ctx context.Context, store ApprovalStore, c *Caller, state string) ([]Approval, error) {
 	if c == nil || c.UserID == "" {
 		return []Approval{}, nil

@@ -92,15 +92,20 @@ func (db *DB) ListApprovals(ctx context.Context, f mcpflow.ApprovalFilter) ([]mc
 	if f.State != "" {
 		q = q.Where("state = ?", f.State)
 	}
-	if len(f.Approvers) > 0 {
+	if n := len(f.Approvers); n > 0 && n <= maxApproverNames {
 		// approvers is comma-separated: a name matches between commas.
-		var or []string
+		// The ORs go in groups of 50, so that a caller of many groups
+		// stays within SQLite's expression depth (1,000).
+		var groups, or []string
 		var args []any
-		for _, name := range f.Approvers {
+		for i, name := range f.Approvers {
 			or = append(or, `(',' || approvers || ',') LIKE ? ESCAPE '\'`)
 			args = append(args, "%,"+likeEscaper.Replace(name)+",%")
+			if len(or) == 50 || i == n-1 {
+				groups, or = append(groups, "("+strings.Join(or, " OR ")+")"), or[:0]
+			}
 		}
-		q = q.Where("("+strings.Join(or, " OR ")+")", args...)
+		q = q.Where("("+strings.Join(groups, " OR ")+")", args...)
 	}
 	var rows []approvalRow
 	if err := q.Find(&rows).Error; err != nil {
@@ -112,6 +117,11 @@ func (db *DB) ListApprovals(ctx context.Context, f mcpflow.ApprovalFilter) ([]mc
 	}
 	return out, nil
 }
+
+// maxApproverNames bounds the names ListApprovals matches in SQL: a
+// filter of more keeps every approval of the state (the filter may keep
+// more than it names; MayDecide decides).
+const maxApproverNames = 1000
 
 // likeEscaper escapes a LIKE pattern's wildcards (ESCAPE '\').
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)

@@ -167,5 +167,20 @@ func TestApprovalsByApprover(t *testing.T) {
 		if err != nil || len(mine) != 1 || mine[0].TaskID != "mcp-task-ops" {
 			t.Fatalf("frank of ops: %+v %v", mine, err)
 		}
+		// A token naming 999 groups (matched in SQL within SQLite's
+		// expression depth) or 2,000 (past the bound: MayDecide alone),
+		// ops the last: still listed.
+		for _, n := range []int{999, 2000} {
+			many := make([]string, n)
+			for i := range many {
+				many[i] = fmt.Sprintf("g%d", i)
+			}
+			many[n-1] = "ops"
+			groups, _ = json.Marshal(many)
+			mine, err = mcpflow.ApprovalsFor(ctx, db, &mcpflow.Caller{UserID: "gina", Claims: map[string]json.RawMessage{"groups": groups}}, mcpflow.ApprovalPending)
+			if err != nil || len(mine) != 1 || mine[0].TaskID != "mcp-task-ops" {
+				t.Fatalf("gina of %d groups: %+v %v", n, mine, err)
+			}
+		}
 	})
 }

@@ -386,13 +386,6 @@ func policyArgs(call mcpflow.ToolCall, decode bool) (map[string]any, error) {
 	return args, nil
 }
 
-// duplicateKey reports a key that an object of the valid JSON raw names
-// twice (compared unescaped), at any depth.
-func duplicateKey(raw []byte) (string, bool) {
-	s := scanJSON(raw)
-	return s.key, s.dup
-}
-
 // jsonScan is what scanJSON found.
 type jsonScan struct {
 	key     string // the first key named twice in one object
@@ -517,7 +510,10 @@ func scanJSON(raw []byte, fields ...string) jsonScan {
 					out.key, out.dup = string(key), true
 				}
 				for _, f := range fields {
-					out.named = out.named || top == 0 && string(key) == f
+					if top == 0 && string(key) == f {
+						out.named = true
+						break
+					}
 				}
 				stack[top].key = false
 			}

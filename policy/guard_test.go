@@ -121,7 +121,7 @@ func TestPolicyArgsRefused(t *testing.T) {
 	}
 }
 
-// duplicateKey compares keys unescaped, tells keys from string values, and
+// scanJSON compares keys unescaped, tells keys from string values, and
 // stays linear for objects with many keys.
 func TestDuplicateKey(t *testing.T) {
 	var many strings.Builder
@@ -139,14 +139,14 @@ func TestDuplicateKey(t *testing.T) {
 		"{\"\xee\": 1, \"\x80\": 2}":                   "\ufffd", // invalid UTF-8: both read as U+FFFD
 		many.String()[:many.Len()-1] + `, "k4999": 0}`: "k4999",
 	} {
-		got, dup := duplicateKey([]byte(raw))
-		if got != want || dup != (want != "") {
+		scan := scanJSON([]byte(raw))
+		if got, dup := scan.key, scan.dup; got != want || dup != (want != "") {
 			t.Errorf("%.40s: %q %v, want %q", raw, got, dup, want)
 		}
 	}
 }
 
-// FuzzDuplicateKey: on any valid JSON, duplicateKey agrees with a decoder
+// FuzzDuplicateKey: on any valid JSON, scanJSON's duplicate agrees with a decoder
 // that reads every object's keys (json.Decoder tokens), and scanJSON finds
 // every number (the arguments without are decoded without keeping numbers
 // exact).
@@ -158,9 +158,9 @@ func FuzzDuplicateKey(f *testing.F) {
 		if !json.Valid([]byte(raw)) {
 			return
 		}
-		_, got := duplicateKey([]byte(raw))
+		got := scanJSON([]byte(raw)).dup
 		if want := tokenDuplicate(json.NewDecoder(strings.NewReader(raw))); got != want {
-			t.Fatalf("%q: duplicateKey %v, tokens %v", raw, got, want)
+			t.Fatalf("%q: scanJSON's duplicate %v, tokens %v", raw, got, want)
 		}
 		dec := json.NewDecoder(strings.NewReader(raw))
 		dec.UseNumber()

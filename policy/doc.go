@@ -25,9 +25,9 @@
 // listed, and its calls are decided with their arguments. A decision
 // without arguments is cached per caller and tool (Set.visible), with what
 // the call's decision reuses: the rules that read the arguments joined in
-// one program, and, when they read them only as args.K, their outcomes
-// with no arguments, which decide a call whose arguments have no such K
-// without decoding them.
+// one program, and, when none reads them or they read them only as
+// args.K, the decision with no arguments, which is then the decision of a
+// call whose arguments have no such K, made without decoding them.
 //
 // What is ours here is only the decision (which rules match, how they
 // combine, how a listing is filtered); the language, its type checker and

@@ -172,7 +172,12 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 			var args map[string]any
 			var unnamed bool
 			if args, unnamed, err = callArgs(call, e); err == nil {
-				if d = set.decideArgs(in, e, args, unnamed); !d.Allowed {
+				if unnamed {
+					d = *e.noArgs
+				} else {
+					d = set.decideArgs(in, e, args)
+				}
+				if !d.Allowed {
 					err = d.Refusal()
 				}
 			}
@@ -307,10 +312,9 @@ func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
 
 // callArgs are the call's arguments for the decision of e: decoded when a
 // rule that applies reads them, unless they name none of the fields those
-// rules read (unnamed; the rules are then decided as with no arguments);
-// checked either way.
+// rules read (unnamed: e.noArgs is the decision); checked either way.
 func callArgs(call mcpflow.ToolCall, e visEntry) (map[string]any, bool, error) {
-	if !e.readsArgs || e.fields == nil || namesAny(call, e.fields) {
+	if e.noArgs == nil || e.readsArgs && namesAny(call, e.fields) {
 		args, err := policyArgs(call, e.readsArgs)
 		return args, false, err
 	}

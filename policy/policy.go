@@ -120,13 +120,15 @@ type visEntry struct {
 	// their conditions joined by ||: false (no error) means that each is
 	// false, decided in one evaluation rather than one per rule.
 	anyArgs cel.Program
-	// argRules are the rules that apply and read the arguments; fields
-	// the argument fields they read and noArgs their outcomes (by rule
-	// index) with no arguments, both nil unless every one of them reads
-	// the arguments only by field (rule.fields).
+	// argRules are the rules that apply and read the arguments, and fields
+	// the argument fields they read.
 	argRules []int
 	fields   []string
-	noArgs   []outcome
+	// noArgs is the decision of a call whose arguments name none of
+	// fields, decided once: set on a visible tool when no rule that
+	// applies reads the arguments, or every one of them reads them only by
+	// field (rule.fields), which then evaluates as on no arguments.
+	noArgs *Decision
 }
 
 // maxAnyOf bounds Set.anyOf: a few sets of rules apply to a
@@ -654,7 +656,7 @@ func (s *Set) visible(in Input) visEntry {
 	v := vars(in)
 	e = s.decideVisible(in, v)
 	e.base, _ = interpreter.NewActivation(v) // a map never fails
-	s.withNoArgs(&e)
+	s.withNoArgs(in, &e)
 	s.mu.Lock()
 	s.seen.Add(k, e)
 	s.mu.Unlock()
@@ -712,9 +714,12 @@ func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 }
 
 // withNoArgs adds to a visible e the argument fields its rules read and
-// their outcomes with no arguments, when every one of them reads the
-// arguments only by field.
-func (s *Set) withNoArgs(e *visEntry) {
+// the decision of a call whose arguments name none of them, when every
+// one of those rules reads the arguments only by field.
+func (s *Set) withNoArgs(in Input, e *visEntry) {
+	if e.d.Hidden {
+		return
+	}
 	var fields []string
 	for _, i := range e.argRules {
 		if s.rules[i].fields == nil {
@@ -726,15 +731,8 @@ func (s *Set) withNoArgs(e *visEntry) {
 			}
 		}
 	}
-	if len(fields) == 0 {
-		return
-	}
-	act := interpreter.NewHierarchicalActivation(e.base, argsVars{map[string]any{}})
-	e.noArgs = make([]outcome, len(s.rules))
-	for _, i := range e.argRules {
-		e.noArgs[i] = s.rules[i].eval(s.rules[i].prg, act)
-	}
-	e.fields = fields
+	d := s.decideArgs(in, *e, nil)
+	e.noArgs, e.fields = &d, fields
 }
 
 // Decide decides a call of in.Tool with args (decoded JSON; nil is {}).
@@ -746,24 +744,20 @@ func (s *Set) Decide(in Input, args map[string]any) Decision {
 	if e.d.Hidden {
 		return e.d
 	}
-	return s.decideArgs(in, e, args, false)
+	return s.decideArgs(in, e, args)
 }
 
 // decideArgs is Decide for a tool visible() found visible (e): the rules
 // that do not read the arguments decided there already.
-//
-// unnamed says that args name none of e.fields: the rules that read them
-// are then decided as with no arguments (e.noArgs), args unread.
-func (s *Set) decideArgs(in Input, e visEntry, args map[string]any, unnamed bool) Decision {
+func (s *Set) decideArgs(in Input, e visEntry, args map[string]any) Decision {
 	if args == nil {
 		args = map[string]any{}
 	}
-	unnamed = unnamed && e.noArgs != nil
 	v := interpreter.NewHierarchicalActivation(e.base, argsVars{args})
 	// None of the rules that read the arguments holds or fails to
 	// evaluate: each of them is false, known in one evaluation.
 	none := false
-	if e.anyArgs != nil && !unnamed {
+	if e.anyArgs != nil {
 		out, _, err := e.anyArgs.Eval(v)
 		none = err == nil && out == types.False
 	}
@@ -776,8 +770,6 @@ func (s *Set) decideArgs(in Input, e visEntry, args map[string]any, unnamed bool
 		}
 		o := e.known[i]
 		switch {
-		case r.partial != nil && unnamed:
-			o = e.noArgs[i]
 		case r.partial != nil && none:
 			o = fails
 		case r.partial != nil:

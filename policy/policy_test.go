@@ -368,7 +368,17 @@ func FuzzArgsUnnamed(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	noArgRules, err := Compile(Config{Rules: []Rule{
+		{Name: "not-v", Effect: Deny, When: "user.id == 'v'"},
+		{Name: "review", Effect: Approve, Tools: []string{"calc_*"}, Approvers: []string{"group:ops"}},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
 	in := Input{UserID: "u", Tool: tool("calc", "sum", "")}
+	if e := noArgRules.visible(in); e.noArgs == nil || e.noArgs.Approval == nil || e.fields != nil {
+		f.Fatalf("no rule reads the arguments: fields %q, noArgs %+v", e.fields, e.noArgs)
+	}
 	if e := byField.visible(in); e.noArgs == nil || !slices.Equal(e.fields, []string{"path", "n", "m"}) {
 		f.Fatalf("fields %q, noArgs %v", e.fields, e.noArgs)
 	}
@@ -384,7 +394,7 @@ func FuzzArgsUnnamed(f *testing.F) {
 			}
 			call = mcpflow.ToolCall{Arguments: m}
 		}
-		for _, s := range []*Set{byField, mixed} {
+		for _, s := range []*Set{byField, mixed, noArgRules} {
 			e := s.visible(in)
 			args, unnamed, err := callArgs(call, e)
 			full, ferr := policyArgs(call, true)
@@ -394,7 +404,13 @@ func FuzzArgsUnnamed(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			got, want := s.decideArgs(in, e, args, unnamed), s.decideArgs(in, e, full, false)
+			var got Decision
+			want := s.decideArgs(in, e, full)
+			if unnamed {
+				got = *e.noArgs
+			} else {
+				got = s.decideArgs(in, e, args)
+			}
 			if got.Allowed != want.Allowed || got.Rule != want.Rule || got.Failed != want.Failed || (got.Approval == nil) != (want.Approval == nil) {
 				t.Fatalf("%s (unnamed %v): %+v, full evaluation %+v", raw, unnamed, got, want)
 			}

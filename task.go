@@ -231,17 +231,32 @@ type TaskReference struct {
 	DriverData   map[string]string `json:"driver_data"`
 }
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_@][A-Za-z0-9._@-]{0,63}$`)
-
 // ValidateID checks a user or thread id. Ids name directories under the
 // workspace root, so they are 1 to 64 characters of letters, digits and
 // "._@-", never start with a dot, and can never be "..", contain a slash or
 // a NUL byte.
 func ValidateID(field, id string) error {
-	if !idPattern.MatchString(id) {
+	if !validID(id) {
 		return Errorf(EInvalid, "%s must be 1 to 64 characters of letters, digits, '.', '_', '@' or '-', starting with a letter, digit, '_' or '@'", field)
 	}
 	return nil
+}
+
+// validID is ^[A-Za-z0-9_@][A-Za-z0-9._@-]{0,63}$ without a regexp
+// engine: every request checks its thread id.
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 64 || id[0] == '.' || id[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '.', c == '_', c == '@', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // TaskFilter narrows ListTasks.

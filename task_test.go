@@ -2,6 +2,7 @@ package mcpflow_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -270,4 +271,18 @@ func TestTaskApplySnapshot(t *testing.T) {
 			require.Equal(t, back, task.Snapshot(), "Snapshot gives back what ApplySnapshot took")
 		})
 	}
+}
+
+// FuzzValidateID: ValidateID accepts exactly what the documented pattern
+// matches.
+func FuzzValidateID(f *testing.F) {
+	for _, s := range []string{"", ".", "..", "a", "-a", "_a", "@a", "a/b", "abc\n", "usér", strings.Repeat("a", 64), strings.Repeat("a", 65), "a..b", "a\x00"} {
+		f.Add(s)
+	}
+	pattern := regexp.MustCompile(`^[A-Za-z0-9_@][A-Za-z0-9._@-]{0,63}$`)
+	f.Fuzz(func(t *testing.T, id string) {
+		if got, want := mcpflow.ValidateID("user_id", id) == nil, pattern.MatchString(id); got != want {
+			t.Fatalf("%q: accepted %v, the pattern says %v", id, got, want)
+		}
+	})
 }

@@ -445,7 +445,7 @@ func (s *Session) ListTools(ctx context.Context) ([]mcp.Tool, error) {
 			NextCursor string            `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(raw, &res); err != nil {
-			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: s.listingRequest().what + " answered something that is not a tool listing"}
+			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: s.listingRequest().what() + " answered something that is not a tool listing"}
 		}
 		for _, rt := range res.Tools {
 			t, err := rawTool(rt)
@@ -536,7 +536,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args any, meta map[
 
 // Unreadable is the error of a result that is not a CallToolResult.
 func (s *Session) Unreadable(name string, err error) error {
-	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", s.toolRequest(name).what, err)}
+	return &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: fmt.Sprintf("%s answered a result mcpflow cannot read: %v", s.toolRequest(name).what(), err)}
 }
 
 // CallToolRaw is CallTool returning the result as the server wrote it.
@@ -612,7 +612,7 @@ func (s *Session) CallToolRaw(ctx context.Context, name string, args any, meta m
 		}
 		if rounds >= sessMaxInputRounds {
 			return nil, &mcpflow.Error{Code: mcpflow.EUpstream,
-				Message: fmt.Sprintf("%s asked for input %d times in one call; mcpflow gave up", req.what, rounds+1)}
+				Message: fmt.Sprintf("%s asked for input %d times in one call; mcpflow gave up", req.what(), rounds+1)}
 		}
 		if round, err = s.relayInput(callCtx, name, input); err != nil {
 			return nil, err
@@ -645,7 +645,7 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*inputRequired, 
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`
 	}
-	what := s.toolRequest(name).what
+	what := s.toolRequest(name).what()
 	if bytes.Contains(raw, []byte(`"resultType"`)) {
 		if err := json.Unmarshal(raw, &probe); err != nil {
 			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
@@ -765,7 +765,7 @@ func (s *Session) relayInput(ctx context.Context, name string, in *inputRequired
 	if ask == nil {
 		return next, &mcpflow.Error{Code: mcpflow.EUpstream, Message: fmt.Sprintf(
 			"%s asked the caller a question (%s), but this call cannot ask its caller: call it through an MCP client that declares the elicitation capability",
-			s.toolRequest(name).what, inputKinds(in.Requests))}
+			s.toolRequest(name).what(), inputKinds(in.Requests))}
 	}
 	answers, err := ask(ctx, in.Requests)
 	if err != nil {
@@ -853,27 +853,44 @@ func (s *Session) markLost() {
 	s.lostOnce.Do(func() { close(s.done) })
 }
 
-// sessRequest names a request for classify's errors.
+// sessRequest names a request for classify's errors. A tools/call's
+// names are written only when an error needs them (every call makes one).
 type sessRequest struct {
-	what     string // "MCP tool 'x' on server 'y'"
-	tool     string // the tool of a tools/call, "" otherwise
-	notFound string // the ENotFound message of a -32601 answer
+	desc    string // what(), unless tool is set
+	missing string // notFound(), unless tool is set
+	tool    string // the tool of a tools/call, "" otherwise
+	server  string // a tools/call's server
+}
+
+// what names the request: "MCP tool 'x' on server 'y'".
+func (r sessRequest) what() string {
+	if r.tool == "" {
+		return r.desc
+	}
+	return "MCP tool '" + r.tool + "' on server '" + r.server + "'"
+}
+
+// notFound is the ENotFound message of a -32601 answer.
+func (r sessRequest) notFound() string {
+	if r.tool == "" {
+		return r.missing
+	}
+	return "MCP tool '" + r.tool + "' not found on server '" + r.server + "'"
 }
 
 func (s *Session) listingRequest() sessRequest {
-	return sessRequest{what: fmt.Sprintf("MCP tool listing of server '%s'", s.server),
-		notFound: fmt.Sprintf("MCP server '%s' does not list tools", s.server)}
+	return sessRequest{desc: fmt.Sprintf("MCP tool listing of server '%s'", s.server),
+		missing: fmt.Sprintf("MCP server '%s' does not list tools", s.server)}
 }
 
 func (s *Session) toolRequest(tool string) sessRequest {
-	return sessRequest{what: fmt.Sprintf("MCP tool '%s' on server '%s'", tool, s.server), tool: tool,
-		notFound: fmt.Sprintf("MCP tool '%s' not found on server '%s'", tool, s.server)}
+	return sessRequest{tool: tool, server: s.server}
 }
 
 // classify turns an mcp-go error into a domain error; opCtx is ctx bounded
 // by tool_call_timeout.
 func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err error) error {
-	what, tool := req.what, req.tool
+	what, tool := req.what(), req.tool
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", what, ctx.Err())
 	}
@@ -887,7 +904,7 @@ func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err erro
 	}
 	switch {
 	case errors.Is(err, mcp.ErrMethodNotFound):
-		return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err, Message: req.notFound}
+		return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err, Message: req.notFound()}
 	case errors.Is(err, mcp.ErrInvalidParams):
 		msg := sessRPCMessage(err, mcp.ErrInvalidParams)
 		if tool != "" && sessUnknownTool(msg, tool) {

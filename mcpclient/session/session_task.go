@@ -77,8 +77,8 @@ func (s *Session) taskParams(method mcp.MCPMethod, taskID string, meta map[strin
 	if len(meta) > 0 {
 		params["_meta"] = maps.Clone(meta)
 	}
-	return params, sessRequest{what: fmt.Sprintf("MCP %s on server '%s'", method, s.server),
-		notFound: fmt.Sprintf("MCP server '%s' does not support %s (native MCP tasks)", s.server, method)}
+	return params, sessRequest{desc: fmt.Sprintf("MCP %s on server '%s'", method, s.server),
+		missing: fmt.Sprintf("MCP server '%s' does not support %s (native MCP tasks)", s.server, method)}
 }
 
 // taskRequest sends method with params, bounded by ctx and, when bounded,

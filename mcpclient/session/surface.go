@@ -42,8 +42,8 @@ func (s *Session) Request(ctx context.Context, method mcp.MCPMethod, name string
 	}
 	raw, rpc, err := s.rawRequest(opCtx, method, name, params)
 	if err != nil {
-		return nil, s.classify(ctx, opCtx, sessRequest{what: fmt.Sprintf("MCP %s of server '%s'", method, s.server),
-			notFound: fmt.Sprintf("MCP server '%s' does not answer %s", s.server, method)}, err)
+		return nil, s.classify(ctx, opCtx, sessRequest{desc: fmt.Sprintf("MCP %s of server '%s'", method, s.server),
+			missing: fmt.Sprintf("MCP server '%s' does not answer %s", s.server, method)}, err)
 	}
 	if rpc != nil {
 		return nil, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}

@@ -38,19 +38,24 @@ var wsThreadDirs = []string{"workspace", "uploads", "outputs"}
 // (0700), idempotently; user-data must resolve inside the root.
 func Prepare(root, userID, threadID string) (*Workspace, error) {
 	key := root + "\x00" + userID + "\x00" + threadID
-	if w := wsPrepared.get(key); w != nil && w.stillIntact() {
+	if w, unchanged := wsPrepared.get(key); w != nil && (unchanged || w.stillIntact()) {
 		return w, nil
 	}
 	w, err := prepareWorkspace(root, userID, threadID)
 	if err != nil {
 		return nil, err
 	}
-	wsPrepared.put(key, w)
+	// Watched from here on, then checked: a change after the check
+	// advances the generation the entry keeps.
+	armed := tmpGuard.arm(w.TempDir)
+	gen, watching := tmpGuard.generation()
+	wsPrepared.put(key, &wsCacheEntry{w: w, gen: gen, watched: armed && watching && w.stillIntact()})
 	return w, nil
 }
 
 // wsPrepared caches prepared workspaces (at most wsCacheMax, younger than
-// wsRecheckEvery): a known thread's call checks one directory only.
+// wsRecheckEvery): a known thread's call checks one directory only, and
+// on Linux not even that while nothing it depends on changed (tmpGuard).
 var wsPrepared = &wsCache{m: map[string]*wsCacheEntry{}}
 
 const wsCacheMax = 1024
@@ -62,19 +67,21 @@ type wsCache struct {
 }
 
 // get returns the cached workspace of key if it was prepared less than
-// wsRecheckEvery ago.
-func (c *wsCache) get(key string) *Workspace {
+// wsRecheckEvery ago, and whether tmpGuard saw no change since (its temp
+// directory then needs no check).
+func (c *wsCache) get(key string) (*Workspace, bool) {
+	gen, watching := tmpGuard.generation()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.m[key]; e != nil && time.Since(e.at) < wsRecheckEvery {
-		return e.w
+		return e.w, e.watched && watching && e.gen == gen
 	}
-	return nil
+	return nil, false
 }
 
-// put caches w under key, sweeping expired entries every wsRecheckEvery
-// and whenever the cache is full; when it is still full, w is not cached.
-func (c *wsCache) put(key string, w *Workspace) {
+// put caches e under key, sweeping expired entries every wsRecheckEvery
+// and whenever the cache is full; when it is still full, e is not cached.
+func (c *wsCache) put(key string, e *wsCacheEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -89,7 +96,8 @@ func (c *wsCache) put(key string, w *Workspace) {
 			return
 		}
 	}
-	c.m[key] = &wsCacheEntry{w: w, at: now}
+	e.at = now
+	c.m[key] = e
 }
 
 // fsClockSlack covers the lag of file timestamps behind time.Now (a tick).
@@ -102,6 +110,10 @@ const wsRecheckEvery = 5 * time.Second
 type wsCacheEntry struct {
 	w  *Workspace
 	at time.Time
+	// watched: tmpGuard watches the temp directory and the directories
+	// above it since generation gen, when it was intact.
+	watched bool
+	gen     uint64
 }
 
 // stillIntact reports whether the private temp directory (inside .mcp

@@ -1,7 +1,7 @@
 // Package workspace holds the stdio side of a thread's files: the
 // directory tree each user+thread gets under workspace.root (Prepare, a
-// bounded cache of prepared trees whose temp directories inotify guards,
-// file snapshots through inotify on Linux) and the translation of the paths a stdio server's results name
+// bounded cache of prepared trees, file snapshots through inotify on
+// Linux) and the translation of the paths a stdio server's results name
 // to what the agent sees under VirtualRoot (Workspace.TranslateResult).
 //
 // It knows no session, server or runtime: mcpclient prepares the workspace

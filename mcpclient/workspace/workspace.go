@@ -38,24 +38,19 @@ var wsThreadDirs = []string{"workspace", "uploads", "outputs"}
 // (0700), idempotently; user-data must resolve inside the root.
 func Prepare(root, userID, threadID string) (*Workspace, error) {
 	key := root + "\x00" + userID + "\x00" + threadID
-	if w, unchanged := wsPrepared.get(key); w != nil && (unchanged || w.stillIntact()) {
+	if w := wsPrepared.get(key); w != nil && w.stillIntact() {
 		return w, nil
 	}
 	w, err := prepareWorkspace(root, userID, threadID)
 	if err != nil {
 		return nil, err
 	}
-	// Watched from here on, then checked: a change after the check
-	// advances the generation the entry keeps.
-	armed := tmpGuard.arm(w.TempDir)
-	gen, watching := tmpGuard.generation()
-	wsPrepared.put(key, &wsCacheEntry{w: w, gen: gen, watched: armed && watching && w.stillIntact()})
+	wsPrepared.put(key, w)
 	return w, nil
 }
 
 // wsPrepared caches prepared workspaces (at most wsCacheMax, younger than
-// wsRecheckEvery): a known thread's call checks one directory only, and
-// on Linux not even that while nothing it depends on changed (tmpGuard).
+// wsRecheckEvery): a known thread's call checks one directory only.
 var wsPrepared = &wsCache{m: map[string]*wsCacheEntry{}}
 
 const wsCacheMax = 1024
@@ -67,21 +62,19 @@ type wsCache struct {
 }
 
 // get returns the cached workspace of key if it was prepared less than
-// wsRecheckEvery ago, and whether tmpGuard saw no change since (its temp
-// directory then needs no check).
-func (c *wsCache) get(key string) (*Workspace, bool) {
-	gen, watching := tmpGuard.generation()
+// wsRecheckEvery ago.
+func (c *wsCache) get(key string) *Workspace {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.m[key]; e != nil && time.Since(e.at) < wsRecheckEvery {
-		return e.w, e.watched && watching && e.gen == gen
+		return e.w
 	}
-	return nil, false
+	return nil
 }
 
-// put caches e under key, sweeping expired entries every wsRecheckEvery
-// and whenever the cache is full; when it is still full, e is not cached.
-func (c *wsCache) put(key string, e *wsCacheEntry) {
+// put caches w under key, sweeping expired entries every wsRecheckEvery
+// and whenever the cache is full; when it is still full, w is not cached.
+func (c *wsCache) put(key string, w *Workspace) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -96,8 +89,7 @@ func (c *wsCache) put(key string, e *wsCacheEntry) {
 			return
 		}
 	}
-	e.at = now
-	c.m[key] = e
+	c.m[key] = &wsCacheEntry{w: w, at: now}
 }
 
 // fsClockSlack covers the lag of file timestamps behind time.Now (a tick).
@@ -110,10 +102,6 @@ const wsRecheckEvery = 5 * time.Second
 type wsCacheEntry struct {
 	w  *Workspace
 	at time.Time
-	// watched: tmpGuard watches the temp directory and the directories
-	// above it since generation gen, when it was intact.
-	watched bool
-	gen     uint64
 }
 
 // stillIntact reports whether the private temp directory (inside .mcp

@@ -348,7 +348,7 @@ func TestArgFields(t *testing.T) {
 // argument rules read is decided as the full evaluation decides it.
 func FuzzArgsUnnamed(f *testing.F) {
 	for _, s := range []string{`{"message": "hi"}`, `{"path": "/etc/x"}`, `{"n": 5}`, `{"pat\u0068": "/etc"}`, `{}`, `null`,
-		`{"a": {"path": "/etc"}}`, `{"n": "x", "m": 1}`, `[1]`, `{"x": 1, "x": 2}`} {
+		`{"a": {"path": "/etc"}}`, `{"n": "x", "m": 1}`, `[1]`, `{"x": 1, "x": 2}`, `{"path": "/tmp/a", "n": 9}`} {
 		f.Add(s, true)
 		f.Add(s, false)
 	}
@@ -375,7 +375,19 @@ func FuzzArgsUnnamed(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Denied unless an argument allows it: the default decides a call
+	// without the field.
+	denyDefault, err := Compile(Config{Default: Deny, Rules: []Rule{
+		{Name: "scoped", Effect: Allow, When: "has(args.path) && args.path.startsWith('/tmp/')"},
+		{Name: "not-big", Effect: Deny, When: "has(args.n) && args.n > 3"},
+	}})
+	if err != nil {
+		f.Fatal(err)
+	}
 	in := Input{UserID: "u", Tool: tool("calc", "sum", "")}
+	if e := denyDefault.visible(in); e.noArgs == nil || e.noArgs.Allowed {
+		f.Fatalf("default deny: noArgs %+v", e.noArgs)
+	}
 	if e := noArgRules.visible(in); e.noArgs == nil || e.noArgs.Approval == nil || e.fields != nil {
 		f.Fatalf("no rule reads the arguments: fields %q, noArgs %+v", e.fields, e.noArgs)
 	}
@@ -394,7 +406,7 @@ func FuzzArgsUnnamed(f *testing.F) {
 			}
 			call = mcpflow.ToolCall{Arguments: m}
 		}
-		for _, s := range []*Set{byField, mixed, noArgRules} {
+		for _, s := range []*Set{byField, mixed, noArgRules, denyDefault} {
 			e := s.visible(in)
 			args, unnamed, err := callArgs(call, e)
 			full, ferr := policyArgs(call, true)

@@ -120,10 +120,9 @@ type visEntry struct {
 	// their conditions joined by ||: false (no error) means that each is
 	// false, decided in one evaluation rather than one per rule.
 	anyArgs cel.Program
-	// argRules are the rules that apply and read the arguments, and fields
-	// the argument fields they read.
-	argRules []int
-	fields   []string
+	// fields are the argument fields the rules that apply read, when each
+	// reads them only by field (rule.fields).
+	fields []string
 	// noArgs is the decision of a call whose arguments name none of
 	// fields, decided once: set on a visible tool when no rule that
 	// applies reads the arguments, or every one of them reads them only by
@@ -654,16 +653,18 @@ func (s *Set) visible(in Input) visEntry {
 		return e
 	}
 	v := vars(in)
-	e = s.decideVisible(in, v)
+	e, argRules := s.decideVisible(in, v)
 	e.base, _ = interpreter.NewActivation(v) // a map never fails
-	s.withNoArgs(in, &e)
+	s.withNoArgs(in, &e, argRules)
 	s.mu.Lock()
 	s.seen.Add(k, e)
 	s.mu.Unlock()
 	return e
 }
 
-func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
+// decideVisible is the visibility decision of in.Tool, and the rules that
+// apply to it and read the arguments.
+func (s *Set) decideVisible(in Input, v map[string]any) (visEntry, []int) {
 	var partial any
 	allowable := false
 	e := visEntry{known: make([]outcome, len(s.rules))}
@@ -684,7 +685,7 @@ func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 				var err error
 				if partial, err = cel.PartialVars(v, cel.AttributePattern("args")); err != nil {
 					e.d = Decision{Hidden: true, Rule: r.Name, Failed: true}
-					return e
+					return e, nil
 				}
 			}
 			o = r.eval(r.partial, partial)
@@ -692,10 +693,10 @@ func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 		switch {
 		case r.Effect == Deny && o == broken:
 			e.d = Decision{Hidden: true, Rule: r.Name, Failed: true}
-			return e
+			return e, nil
 		case r.Effect == Deny && o == holds:
 			e.d = Decision{Hidden: true, Rule: r.Name}
-			return e
+			return e, nil
 		case r.Effect != Deny && (o == holds || o == unknown):
 			allowable = true // an approve rule lets a tool be seen
 		}
@@ -704,24 +705,22 @@ func (s *Set) decideVisible(in Input, v map[string]any) visEntry {
 	if allowable || s.defaultFor(in.Tool.Server) == Allow {
 		e.d = Decision{Allowed: true}
 	}
-	if !e.d.Hidden {
-		e.argRules = argRules
-		if len(argRules) > 1 {
-			e.anyArgs = s.anyArgs(argRules)
-		}
+	if len(argRules) > 1 && !e.d.Hidden {
+		e.anyArgs = s.anyArgs(argRules)
 	}
-	return e
+	return e, argRules
 }
 
-// withNoArgs adds to a visible e the argument fields its rules read and
-// the decision of a call whose arguments name none of them, when every
-// one of those rules reads the arguments only by field.
-func (s *Set) withNoArgs(in Input, e *visEntry) {
+// withNoArgs adds to a visible e the argument fields argRules (the rules
+// that apply and read the arguments) read and the decision of a call
+// whose arguments name none of them, when every one of those rules reads
+// the arguments only by field.
+func (s *Set) withNoArgs(in Input, e *visEntry, argRules []int) {
 	if e.d.Hidden {
 		return
 	}
 	var fields []string
-	for _, i := range e.argRules {
+	for _, i := range argRules {
 		if s.rules[i].fields == nil {
 			return
 		}

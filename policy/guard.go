@@ -169,17 +169,8 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 		if d.Hidden {
 			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
 		} else {
-			var args map[string]any
-			var unnamed bool
-			if args, unnamed, err = callArgs(call, e); err == nil {
-				if unnamed {
-					d = *e.noArgs
-				} else {
-					d = set.decideArgs(in, e, args)
-				}
-				if !d.Allowed {
-					err = d.Refusal()
-				}
+			if d, err = set.decideCall(in, e, call); err == nil && !d.Allowed {
+				err = d.Refusal()
 			}
 		}
 		rec.Decision, rec.Rule = Deny, d.Rule
@@ -310,16 +301,24 @@ func callOutcome(res *mcpflow.ToolResult, err error, decision string) string {
 	return mcpflow.OutcomeOK
 }
 
-// callArgs are the call's arguments for the decision of e: decoded when a
-// rule that applies reads them, unless they name none of the fields those
-// rules read (unnamed: e.noArgs is the decision); checked either way.
-func callArgs(call mcpflow.ToolCall, e visEntry) (map[string]any, bool, error) {
-	if e.noArgs == nil || e.readsArgs && namesAny(call, e.fields) {
-		args, err := policyArgs(call, e.readsArgs)
-		return args, false, err
+// decideCall decides a call of a tool visible() found visible (e). Its
+// arguments are decoded when a rule that applies reads them, unless they
+// name none of the fields those rules read (e.noArgs is then the
+// decision), and checked either way: arguments that are not one JSON
+// object (or null), or name a key twice, refuse the call (a zero
+// Decision and the error).
+func (s *Set) decideCall(in Input, e visEntry, call mcpflow.ToolCall) (Decision, error) {
+	if e.noArgs != nil && !(e.readsArgs && namesAny(call, e.fields)) {
+		if _, err := policyArgs(call, false); err != nil {
+			return Decision{}, err
+		}
+		return *e.noArgs, nil
 	}
-	_, err := policyArgs(call, false)
-	return nil, true, err
+	args, err := policyArgs(call, e.readsArgs)
+	if err != nil {
+		return Decision{}, err
+	}
+	return s.decideArgs(in, e, args), nil
 }
 
 // namesAny reports whether the call's arguments have one of fields at

@@ -8,8 +8,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/ratelimit"
 )
 
 // fakeRuntime lists tools and counts calls.
@@ -337,4 +339,64 @@ func TestGuardSurfaceByServer(t *testing.T) {
 	if _, err := g.ListPrompts(ctx, "u", "t"); err != nil || fmt.Sprint(allowed) != "[open closed]" {
 		t.Fatalf("without policies: %v %v", allowed, err)
 	}
+}
+
+// Through the Guard, a rule that reads an argument field decides a call
+// with the field; a call without it takes the decision with no arguments
+// (here the deny default); arguments that are not one object are refused
+// as invalid, recorded as a refusal, and spend no rate limit.
+func TestGuardDecidesByArgumentField(t *testing.T) {
+	rt := &fakeRuntime{tools: []mcpflow.Tool{{Name: "files_write", Server: "files"}}}
+	set := mustCompile(t, Config{Default: Deny,
+		Rules:  []Rule{{Name: "tmp-only", Effect: Allow, When: "has(args.path) && args.path.startsWith('/tmp/')"}},
+		Limits: []Limit{{Name: "many", PerMinute: 6000}}})
+	var recs []mcpflow.AuditRecord
+	lim := &countingRates{}
+	g := &Guard{Next: rt, Policies: func(context.Context) (*Set, error) { return set, nil }, Limiter: &ratelimit.Limiter{Store: lim, Chunk: 1},
+		Audit: func(_ context.Context, r mcpflow.AuditRecord) { recs = append(recs, r) }}
+	ctx := mcpflow.WithCaller(context.Background(), &mcpflow.Caller{UserID: "u"})
+	for _, tc := range []struct {
+		args     string
+		code     string // "" allowed
+		decision string
+	}{
+		{`{"path": "/tmp/a"}`, "", Allow},
+		{`{"message": "hi"}`, mcpflow.EForbidden, Deny},
+		{`{"path": "/etc/x"}`, mcpflow.EForbidden, Deny},
+		{`{"message": "hi", "message": "ho"}`, mcpflow.EInvalid, Deny},
+		{`[1]`, mcpflow.EInvalid, Deny},
+		{`{"path": "/tmp/b"}`, "", Allow},
+	} {
+		calls, spent := rt.calls, lim.calls
+		_, err := g.CallTool(ctx, mcpflow.ToolCall{UserID: "u", Tool: "files_write", RawArguments: json.RawMessage(tc.args)})
+		if mcpflow.ErrorCode(err) != tc.code {
+			t.Fatalf("%s: %v, want code %q", tc.args, err, tc.code)
+		}
+		rec := recs[len(recs)-1]
+		if rec.Decision != tc.decision {
+			t.Errorf("%s: recorded decision %q, want %q", tc.args, rec.Decision, tc.decision)
+		}
+		allowed := tc.code == ""
+		if reached := rt.calls > calls; reached != allowed {
+			t.Errorf("%s: reached the runtime %v", tc.args, reached)
+		}
+		if counted := lim.calls > spent; counted != allowed {
+			t.Errorf("%s: spent a rate limit %v", tc.args, counted)
+		}
+		if !allowed && rec.Outcome != mcpflow.OutcomeRefused {
+			t.Errorf("%s: outcome %q, want %q", tc.args, rec.Outcome, mcpflow.OutcomeRefused)
+		}
+	}
+}
+
+// countingRates grants every take and counts them.
+type countingRates struct{ calls int }
+
+func (c *countingRates) TakeTokens(_ context.Context, _ string, _ float64, _, want, _ int, _ time.Time) (int, time.Duration, error) {
+	c.calls++
+	return want, 0, nil
+}
+func (c *countingRates) TakeQuota(_ context.Context, _ string, _, want, _ int, _ time.Time) (int, error) {
+	c.calls++
+	return want, nil
 }

@@ -408,23 +408,20 @@ func FuzzArgsUnnamed(f *testing.F) {
 		}
 		for _, s := range []*Set{byField, mixed, noArgRules, denyDefault} {
 			e := s.visible(in)
-			args, unnamed, err := callArgs(call, e)
+			got, err := s.decideCall(in, e, call)
 			full, ferr := policyArgs(call, true)
 			if (err == nil) != (ferr == nil) {
-				t.Fatalf("%s: callArgs %v, policyArgs %v", raw, err, ferr)
+				t.Fatalf("%s: decideCall %v, policyArgs %v", raw, err, ferr)
 			}
 			if err != nil {
+				if got.Allowed {
+					t.Fatalf("%s: refused arguments, yet allowed", raw)
+				}
 				continue
 			}
-			var got Decision
 			want := s.decideArgs(in, e, full)
-			if unnamed {
-				got = *e.noArgs
-			} else {
-				got = s.decideArgs(in, e, args)
-			}
 			if got.Allowed != want.Allowed || got.Rule != want.Rule || got.Failed != want.Failed || (got.Approval == nil) != (want.Approval == nil) {
-				t.Fatalf("%s (unnamed %v): %+v, full evaluation %+v", raw, unnamed, got, want)
+				t.Fatalf("%s: %+v, full evaluation %+v", raw, got, want)
 			}
 		}
 	})

@@ -908,8 +908,7 @@ func (s *Session) classify(ctx, opCtx context.Context, req sessRequest, err erro
 	case errors.Is(err, mcp.ErrInvalidParams):
 		msg := sessRPCMessage(err, mcp.ErrInvalidParams)
 		if tool != "" && sessUnknownTool(msg, tool) {
-			return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err,
-				Message: fmt.Sprintf("MCP tool '%s' not found on server '%s'", tool, s.server)}
+			return &mcpflow.Error{Code: mcpflow.ENotFound, Err: err, Message: req.notFound()}
 		}
 		return &mcpflow.Error{Code: mcpflow.EInvalid, Err: err,
 			Message: fmt.Sprintf("%s rejected the request: %s", what, msg)}

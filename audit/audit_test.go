@@ -153,3 +153,33 @@ func TestRetentionSweeps(t *testing.T) {
 		t.Fatalf("no retention, yet %d sweeps", len(keep.cutoffs))
 	}
 }
+
+// take hands out the queue oldest first, keeps what it leaves in order,
+// and gives back the memory of a burst once the queue is empty (a small
+// queue's is kept for the next records).
+func TestTakeOrderAndMemory(t *testing.T) {
+	l := &Log{o: Options{QueueSize: 1000, BatchSize: 10}}
+	for i := range 95 {
+		l.queue = append(l.queue, mcpflow.AuditRecord{ID: int64(i)})
+	}
+	var next int64
+	for l.queued() > 0 {
+		batch := l.take(nil, 10)
+		if len(batch) != min(10, 95-int(next)) {
+			t.Fatalf("a batch of %d at %d", len(batch), next)
+		}
+		for _, r := range batch {
+			if r.ID != next {
+				t.Fatalf("record %d taken as %d", r.ID, next)
+			}
+			next++
+		}
+	}
+	if next != 95 || l.queue != nil {
+		t.Fatalf("%d taken; the emptied queue keeps %d of capacity", next, cap(l.queue))
+	}
+	l.queue = append(l.queue, mcpflow.AuditRecord{ID: 1}, mcpflow.AuditRecord{ID: 2})
+	if b := l.take(nil, 10); len(b) != 2 || l.queue == nil {
+		t.Fatalf("a small queue: %d taken, its memory dropped %v", len(b), l.queue == nil)
+	}
+}

@@ -197,8 +197,9 @@ func DecideApproval(ctx context.Context, store ApprovalStore, taskID string, c *
 }
 
 // ApprovalsFor are the approvals in state that c may decide (MayDecide),
-// oldest first, of the first 1000 in that state that name c (user:<id> or
-// one of its groups; the store may match more).
+// oldest first, of the first 1000 in that state the store matches for c:
+// those naming user:<id> or one of c's groups (it may match more; for a
+// caller of 1000 groups or more, every approval in that state).
 func ApprovalsFor(ctx context.Context, store ApprovalStore, c *Caller, state string) ([]Approval, error) {
 	if c == nil || c.UserID == "" {
 		return []Approval{}, nil

@@ -60,12 +60,14 @@ const (
 var sessInheritedEnv = []string{"PATH", "HOME", "LANG"}
 
 // sessHTTPClient is shared by every HTTP session: more idle connections per
-// host than Go's 2 (which churns sockets); no Timeout, which would cut streams.
-var sessHTTPClient = &http.Client{Transport: func() *http.Transport {
+// host than Go's 2 (which churns sockets); no Timeout, which would cut
+// streams; plain-HTTP requests sent on the caller's goroutine
+// (streamhttp.Direct), the rest by net/http's Transport.
+var sessHTTPClient = &http.Client{Transport: func() http.RoundTripper {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
-	return t
+	return streamhttp.NewDirect(t)
 }()}
 
 // CloseIdleConnections closes the shared HTTP client's idle connections.

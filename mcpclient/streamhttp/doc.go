@@ -23,6 +23,11 @@
 // larger than Options.MaxMessageBytes (128 MiB by default) is not read: the
 // request fails, so an answer's memory is bounded.
 //
+// Direct is the http.RoundTripper under it (and under every HTTP session's
+// client): plain-HTTP requests are written and answered on the caller's
+// goroutine over pooled keep-alive connections, with net/http's encoder and
+// parser; https and proxied requests go to net/http's Transport.
+//
 // It imports mcp-go and the standard library only; it must not import any
 // mcpflow package.
 package streamhttp

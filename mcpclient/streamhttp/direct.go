@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Direct is the http.RoundTripper of mcpflow's upstream HTTP sessions. A
@@ -34,13 +38,30 @@ import (
 type Direct struct {
 	Fallback *http.Transport
 
-	mu    sync.Mutex
-	idle  map[string][]*directConn // by the URL's host, most recent last
-	nIdle int
+	mu     sync.Mutex
+	idle   map[string][]*directConn // by the URL's host, most recent last
+	nIdle  int
+	reaper *time.Timer // closes connections idle past IdleConnTimeout
 }
 
 // NewDirect returns a Direct whose other requests go to fallback.
 func NewDirect(fallback *http.Transport) *Direct { return &Direct{Fallback: fallback} }
+
+// directMaxBody is the largest request body Direct sends; it is written
+// before the answer is read, so a server must read it all before it
+// answers (a loopback socket buffers more than this).
+const directMaxBody = 64 << 10
+
+// asciiHost reports whether host needs no IDNA conversion (the Transport
+// does it).
+func asciiHost(host string) bool {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
 
 // errDirectUpgrade refuses a 101 answer, which Direct never asks for.
 var errDirectUpgrade = errors.New("unexpected 101 Switching Protocols answer")
@@ -57,36 +78,100 @@ func (d *Direct) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !d.handles(req) {
 		return d.Fallback.RoundTrip(req)
 	}
-	ctx := req.Context()
+	if err := checkRequest(req); err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	ctx, orig := req.Context(), req
 	for retried := false; ; retried = true {
-		c, err := d.conn(ctx, req.URL.Host)
+		if ctx.Err() != nil {
+			closeRequestBody(req)
+			return nil, context.Cause(ctx)
+		}
+		c, err := d.conn(ctx, req.URL)
 		if err != nil {
 			closeRequestBody(req)
 			return nil, err
 		}
+		var body *directReqBody
+		if req.Body != nil && req.Body != http.NoBody {
+			body = &directReqBody{ReadCloser: req.Body}
+			again := *req
+			again.Body = body
+			req = &again
+		}
 		resp, err := c.roundTrip(req)
 		if err == nil {
+			resp.Request = orig
 			return resp, nil
+		}
+		if body != nil && body.err != nil {
+			return nil, body.err
 		}
 		if retried || !c.retryable(req, err) || ctx.Err() != nil {
 			return nil, err
 		}
-		if req.Body != nil && req.Body != http.NoBody {
-			body, gerr := req.GetBody()
+		if body != nil {
+			b, gerr := orig.GetBody()
 			if gerr != nil {
 				return nil, err
 			}
-			again := *req
-			again.Body = body
+			again := *orig
+			again.Body = b
 			req = &again
 		}
 	}
 }
 
+// directReqBody remembers a read error of the request's body: the
+// caller's failure, never retried.
+type directReqBody struct {
+	io.ReadCloser
+	err error
+}
+
+func (b *directReqBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+// checkRequest refuses what net/http's Transport refuses before sending:
+// an invalid method, header name or value.
+func checkRequest(req *http.Request) error {
+	if req.Header == nil {
+		return errors.New("http: nil Request.Header")
+	}
+	if req.Method != "" && !httpguts.ValidHeaderFieldName(req.Method) {
+		return fmt.Errorf("net/http: invalid method %q", req.Method)
+	}
+	for k, vv := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("net/http: invalid header field name %q", k)
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return fmt.Errorf("net/http: invalid header field value for %q", k)
+			}
+		}
+	}
+	return nil
+}
+
 // handles reports whether req is Direct's to send.
 func (d *Direct) handles(req *http.Request) bool {
+	f := d.Fallback
 	if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" || req.Method == http.MethodConnect ||
-		d.Fallback.DisableKeepAlives || req.Header["Upgrade"] != nil {
+		req.Header["Upgrade"] != nil || !asciiHost(req.URL.Host) ||
+		f.DisableKeepAlives || f.MaxConnsPerHost > 0 || f.ResponseHeaderTimeout > 0 || f.Dial != nil || f.Protocols != nil {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && (req.ContentLength < 0 || req.ContentLength > directMaxBody) {
+		// A large or streamed body: the Transport writes it on a goroutine
+		// of its own and can read an answer the server sends before it
+		// has read the body (a 413, a 401).
 		return false
 	}
 	if d.Fallback.Proxy != nil {
@@ -103,6 +188,10 @@ func (d *Direct) CloseIdleConnections() {
 	d.mu.Lock()
 	idle := d.idle
 	d.idle, d.nIdle = nil, 0
+	if d.reaper != nil {
+		d.reaper.Stop()
+		d.reaper = nil
+	}
 	d.mu.Unlock()
 	for _, cs := range idle {
 		for _, c := range cs {
@@ -112,8 +201,10 @@ func (d *Direct) CloseIdleConnections() {
 	d.Fallback.CloseIdleConnections()
 }
 
-// conn returns an idle connection to host that is still open, or dials one.
-func (d *Direct) conn(ctx context.Context, host string) (*directConn, error) {
+// conn returns an idle connection to u's host that is still open, or
+// dials one.
+func (d *Direct) conn(ctx context.Context, u *url.URL) (*directConn, error) {
+	host := u.Host
 	for {
 		c := d.takeIdle(host)
 		if c == nil {
@@ -124,19 +215,16 @@ func (d *Direct) conn(ctx context.Context, host string) (*directConn, error) {
 		}
 		_ = c.conn.Close()
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	dial := d.Fallback.DialContext
 	if dial == nil {
 		var dialer net.Dialer
 		dial = dialer.DialContext
 	}
-	addr := host
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		addr = net.JoinHostPort(host, "80")
+	port := u.Port()
+	if port == "" {
+		port = "80"
 	}
-	conn, err := dial(ctx, "tcp", addr)
+	conn, err := dial(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +277,48 @@ func (d *Direct) putIdle(c *directConn) {
 	c.reused, c.idleAt = true, time.Now()
 	d.idle[c.host] = append(d.idle[c.host], c)
 	d.nIdle++
+	if t := d.Fallback.IdleConnTimeout; t > 0 && d.reaper == nil {
+		d.reaper = time.AfterFunc(t, d.reap)
+	}
 	d.mu.Unlock()
+}
+
+// reap closes the connections idle past IdleConnTimeout, and comes back
+// when the oldest of the others expires.
+func (d *Direct) reap() {
+	t := d.Fallback.IdleConnTimeout
+	now := time.Now()
+	var expired []*directConn
+	d.mu.Lock()
+	var next time.Duration
+	for host, cs := range d.idle {
+		kept := cs[:0]
+		for _, c := range cs {
+			switch left := t - now.Sub(c.idleAt); {
+			case left <= 0:
+				expired = append(expired, c)
+			default:
+				if next == 0 || left < next {
+					next = left
+				}
+				kept = append(kept, c)
+			}
+		}
+		clear(cs[len(kept):])
+		d.idle[host] = kept
+	}
+	d.nIdle -= len(expired)
+	switch {
+	case d.reaper == nil: // CloseIdleConnections ran
+	case next > 0:
+		d.reaper.Reset(next)
+	default:
+		d.reaper = nil
+	}
+	d.mu.Unlock()
+	for _, c := range expired {
+		_ = c.conn.Close()
+	}
 }
 
 // maxHeaderBytes is the Fallback's limit of an answer's header.
@@ -212,8 +341,10 @@ type directConn struct {
 	reused bool
 	idleAt time.Time
 
-	// Of the request in flight: the bytes written and read before it.
+	// Of the request in flight: the bytes written and read before it, and
+	// whether it was written whole.
 	wroteBefore, readBefore int64
+	wroteAll                bool
 }
 
 // roundTrip sends req and reads its answer's header. On an error the
@@ -229,12 +360,15 @@ func (c *directConn) roundTrip(req *http.Request) (*http.Response, error) {
 			stop()
 		}
 		_ = c.conn.Close()
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
 		}
 		return nil, err
 	}
-	c.wroteBefore, c.readBefore = c.w.n, c.r.n
+	c.wroteBefore, c.readBefore, c.wroteAll = c.w.n, c.r.n, false
+	if ctx.Err() != nil { // ended before the AfterFunc was armed
+		return fail(nil)
+	}
 	err := req.Write(c.bw)
 	if err == nil {
 		err = c.bw.Flush()
@@ -242,6 +376,7 @@ func (c *directConn) roundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return fail(err)
 	}
+	c.wroteAll = true
 	c.r.limit = c.d.maxHeaderBytes()
 	var resp *http.Response
 	for {
@@ -272,7 +407,8 @@ func (c *directConn) roundTrip(req *http.Request) (*http.Response, error) {
 
 // retryable is net/http's rule for sending req again on a new connection
 // after err on this reused one: nothing was written and the body can be
-// sent again, or the request is idempotent and no answer byte came.
+// sent again, or the idempotent request was written whole and no answer
+// byte came.
 func (c *directConn) retryable(req *http.Request, err error) bool {
 	if !c.reused {
 		return false
@@ -281,11 +417,11 @@ func (c *directConn) retryable(req *http.Request, err error) bool {
 	if c.w.n == c.wroteBefore {
 		return rewindable
 	}
-	if !rewindable || c.r.n != c.readBefore || errors.Is(err, errDirectHeaderTooLarge) {
+	if !rewindable || !c.wroteAll || c.r.n != c.readBefore || errors.Is(err, errDirectHeaderTooLarge) {
 		return false
 	}
 	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
 	return req.Header["Idempotency-Key"] != nil || req.Header["X-Idempotency-Key"] != nil
@@ -324,8 +460,8 @@ func (b *directBody) Read(p []byte) (int, error) {
 		b.finish(true)
 	case err != nil:
 		b.finish(false)
-		if cerr := b.ctx.Err(); cerr != nil {
-			err = cerr
+		if b.ctx.Err() != nil {
+			err = context.Cause(b.ctx)
 		}
 	}
 	return n, err

@@ -28,6 +28,6 @@
 // goroutine over pooled keep-alive connections, with net/http's encoder and
 // parser; https and proxied requests go to net/http's Transport.
 //
-// It imports mcp-go and the standard library only; it must not import any
-// mcpflow package.
+// It imports mcp-go, golang.org/x/net's httpguts and the standard library
+// only; it must not import any mcpflow package.
 package streamhttp

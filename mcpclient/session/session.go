@@ -30,6 +30,7 @@ import (
 	"github.com/mcpflow/mcpflow/config"
 	"github.com/mcpflow/mcpflow/mcpclient/credential"
 	"github.com/mcpflow/mcpflow/mcpclient/question"
+	"github.com/mcpflow/mcpflow/mcpclient/stdiopipe"
 	"github.com/mcpflow/mcpflow/mcpclient/streamhttp"
 )
 
@@ -1068,7 +1069,7 @@ type sessProc struct {
 
 // sessStartProcess starts srv's command in its own process group and
 // returns a transport over its stdin/stdout.
-func sessStartProcess(ctx context.Context, srv *config.Server, o DialOptions, log *slog.Logger, onExit func()) (*sessProc, *transport.Stdio, error) {
+func sessStartProcess(ctx context.Context, srv *config.Server, o DialOptions, log *slog.Logger, onExit func()) (*sessProc, *stdiopipe.Transport, error) {
 	cmd := exec.CommandContext(ctx, srv.Command, srv.Args...)
 	cmd.Env = sessEnv(srv.Env, o.Env)
 	cmd.Dir = o.Dir
@@ -1117,7 +1118,7 @@ func sessStartProcess(ctx context.Context, srv *config.Server, o DialOptions, lo
 		onExit()
 	}()
 	go p.readStderr(log)
-	return p, transport.NewIO(outR, inW, nil), nil
+	return p, stdiopipe.New(outR, inW, sessTransportLogger(log)), nil
 }
 
 func sessEnv(server, defaults map[string]string) []string {

@@ -81,6 +81,18 @@ func TestPrepareWorkspaceRepairsTempDir(t *testing.T) {
 			require.NoError(t, os.Remove(ws.TempDir))
 			require.NoError(t, os.Symlink(outside, ws.TempDir))
 		}},
+		{name: "deleted while open", spoil: func(t *testing.T, ws *workspace.Workspace, _ string) {
+			// A process working in it keeps the directory open; its removal
+			// is seen at once all the same.
+			f, err := os.Open(ws.TempDir)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = f.Close() })
+			require.NoError(t, os.RemoveAll(ws.Dir))
+		}},
+		{name: "replaced by another directory", spoil: func(t *testing.T, ws *workspace.Workspace, _ string) {
+			require.NoError(t, os.Remove(ws.TempDir))
+			require.NoError(t, os.Mkdir(ws.TempDir, 0o755))
+		}},
 		{name: ".mcp replaced by a file", spoil: func(t *testing.T, ws *workspace.Workspace, _ string) {
 			require.NoError(t, os.RemoveAll(filepath.Join(ws.Dir, ".mcp")))
 			wsWrite(t, filepath.Join(ws.Dir, ".mcp"), "x")

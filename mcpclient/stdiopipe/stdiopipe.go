@@ -148,7 +148,8 @@ func (t *Transport) SendRequest(ctx context.Context, req transport.JSONRPCReques
 // encodeRequest is req as one line; params already encoded are spliced in.
 func encodeRequest(req transport.JSONRPCRequest, idJSON []byte) ([]byte, error) {
 	raw, ok := req.Params.(json.RawMessage)
-	if !ok || !json.Valid(raw) {
+	if !ok || bytes.IndexByte(raw, '\n') >= 0 || !json.Valid(raw) {
+		// json.Marshal compacts params onto the one line.
 		b, err := json.Marshal(req)
 		return append(b, '\n'), err
 	}
@@ -252,10 +253,10 @@ func (t *Transport) read() {
 
 // incoming is what is decoded of every line.
 type incoming struct {
-	ID     json.RawMessage          `json:"id"`
-	Method string                   `json:"method"`
-	Result json.RawMessage          `json:"result"`
-	Error  *mcp.JSONRPCErrorDetails `json:"error"`
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"` // decoded for answers only
 }
 
 // dispatch routes one line: an answer to its waiting request, a
@@ -287,12 +288,18 @@ func (t *Transport) answer(m incoming) {
 	if !ok {
 		return
 	}
+	var rpcErr *mcp.JSONRPCErrorDetails
+	if len(m.Error) > 0 && string(m.Error) != "null" {
+		if err := json.Unmarshal(m.Error, &rpcErr); err != nil {
+			return // not an answer mcp-go's transport would read either
+		}
+	}
 	t.mu.Lock()
 	w, found := t.waiting[key]
 	delete(t.waiting, key)
 	t.mu.Unlock()
 	if found {
-		w.ch <- &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: w.id, Result: m.Result, Error: m.Error}
+		w.ch <- &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: w.id, Result: m.Result, Error: rpcErr}
 	}
 }
 
@@ -310,15 +317,23 @@ func idKey(raw json.RawMessage) (string, bool) {
 	return string(b), err == nil
 }
 
+// plainID reports whether raw is already in json.Marshal's form: a
+// string of printable ASCII that it does not escape, or an integer
+// without a leading zero (and not -0).
 func plainID(raw []byte) bool {
 	if len(raw) >= 2 && raw[0] == '"' {
-		return bytes.IndexByte(raw, '\\') < 0
+		for _, c := range raw[1 : len(raw)-1] {
+			if c < 0x20 || c > 0x7e || c == '\\' || c == '"' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return raw[len(raw)-1] == '"'
 	}
 	digits := raw
 	if len(digits) > 1 && digits[0] == '-' {
 		digits = digits[1:]
 	}
-	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) {
+	if len(digits) == 0 || (digits[0] == '0' && len(raw) > 1) {
 		return false
 	}
 	for _, c := range digits {

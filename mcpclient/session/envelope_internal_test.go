@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -88,4 +89,39 @@ func TestWithoutRoots(t *testing.T) {
 	in := json.RawMessage(`{"sampling":{}}`)
 	require.Equal(t, string(in), string(withoutRoots(in)))
 	require.Equal(t, `{}`, string(withoutRoots(json.RawMessage(`"roots"`))), "not an object: nothing declared")
+}
+
+// TestRelayMetaIsTheMapsEncoding: the spliced _meta of a relayed call is,
+// byte for byte, what json.Marshal writes for the map it replaces, or nil
+// (the map is encoded) where it cannot be.
+func TestRelayMetaIsTheMapsEncoding(t *testing.T) {
+	s := &Session{version: mcp.ProtocolVersion20260728, info: mcp.Implementation{Name: "mcp\"flow", Version: "t<1>"}}
+	for _, caps := range []string{``, `{}`, `{"elicitation":{}}`, " {\n \"sampling\" : { \"x\" : [1, 2.5e3, \"\\u00e9\"] } } ",
+		`{"roots":{"listChanged":true},"sampling":{}}`, `{"x":"<b>"}`, `{"x":"a&b"}`, `{"x":"\u2028"}`, `{"x":"\\u003c"}`} {
+		for _, proc := range []bool{false, true} {
+			s.proc = nil
+			if proc {
+				s.proc = &sessProc{}
+			}
+			relay := &mcpflow.CallRelay{ClientCapabilities: json.RawMessage(caps)}
+			rc := relay.ClientCapabilities
+			if proc {
+				rc = withoutRoots(rc)
+			}
+			if len(rc) == 0 {
+				rc = nil // an empty RawMessage is not JSON; none is null
+			}
+			want, err := json.Marshal(map[string]any{mcp.MetaKeyProtocolVersion: s.version,
+				mcp.MetaKeyClientCapabilities: rc, mcp.MetaKeyClientInfo: s.info})
+			require.NoError(t, err)
+			got := s.relayMeta(nil, nil, relay)
+			if strings.ContainsAny(caps, "<>&\u2028") {
+				require.Nil(t, got, "%q: left to json.Marshal", caps)
+				continue
+			}
+			require.Equal(t, string(want), string(got), "caps %q, stdio %v", caps, proc)
+		}
+	}
+	require.Nil(t, s.relayMeta(map[string]any{"k": 1}, nil, &mcpflow.CallRelay{}), "own _meta: the map")
+	require.Nil(t, s.relayMeta(nil, map[string]any{}, &mcpflow.CallRelay{}), "the session's capabilities: sessionMeta")
 }

@@ -110,6 +110,7 @@ type Session struct {
 	roots       bool                   // roots declared at initialize (forward_roots)
 	envOnce     sync.Once
 	envMeta     []byte // the _meta of a 2026 request with clientCaps (sessionMeta)
+	envTail     []byte // its clientInfo and protocolVersion members (relayMeta)
 	toolsMu     sync.Mutex
 	tools       map[string]mcp.Tool // the last listing's tools with x-mcp-header bindings, for Mcp-Param-* headers
 	progress    sync.Map            // progress token → func(params map[string]any)

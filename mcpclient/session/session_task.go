@@ -195,7 +195,7 @@ func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.C
 	var meta []byte
 	if own == nil && caps != nil {
 		meta = s.sessionMeta()
-	} else {
+	} else if meta = s.relayMeta(own, caps, relay); meta == nil {
 		m := map[string]any{}
 		if own != nil {
 			b, err := json.Marshal(own)
@@ -255,6 +255,38 @@ func (s *Session) sessionMeta() []byte {
 			mcp.MetaKeyClientCapabilities: s.clientCaps,
 			mcp.MetaKeyClientInfo:         s.info,
 		})
+		info, _ := json.Marshal(s.info)
+		version, _ := json.Marshal(s.version)
+		s.envTail = fmt.Appendf(nil, `,%q:%s,%q:%s}`, mcp.MetaKeyClientInfo, info, mcp.MetaKeyProtocolVersion, version)
 	})
 	return s.envMeta
+}
+
+// relayMeta is the _meta of a relayed call with no _meta of its own (the
+// common case): the caller's capabilities spliced before the session's
+// clientInfo and protocolVersion, encoded once. The bytes are those
+// json.Marshal writes for the map (keys sorted, compact, HTML escaped);
+// nil, for the map's encoding, when there is own _meta, when caps are the
+// session's, or when the capabilities hold what json.Marshal escapes.
+func (s *Session) relayMeta(own any, caps map[string]any, relay *mcpflow.CallRelay) []byte {
+	if own != nil || caps != nil || relay == nil {
+		return nil
+	}
+	rc := relay.ClientCapabilities
+	if s.proc != nil {
+		rc = withoutRoots(rc)
+	}
+	s.sessionMeta()
+	out := make([]byte, 0, len(rc)+len(s.envTail)+48)
+	out = append(out, `{"`+mcp.MetaKeyClientCapabilities+`":`...)
+	if len(rc) == 0 {
+		out = append(out, "null"...)
+	} else {
+		buf := bytes.NewBuffer(out)
+		if json.Compact(buf, rc) != nil || bytes.ContainsAny(buf.Bytes()[len(out):], "<>&\u2028\u2029") {
+			return nil
+		}
+		out = buf.Bytes()
+	}
+	return append(out, s.envTail...)
 }

@@ -651,6 +651,9 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*inputRequired, 
 	}
 	what := s.toolRequest(name).what()
 	if bytes.Contains(raw, []byte(`"resultType"`)) {
+		if completeAnswer(raw) {
+			return nil, nil
+		}
 		if err := json.Unmarshal(raw, &probe); err != nil {
 			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
 		}
@@ -672,6 +675,26 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*inputRequired, 
 	}
 	return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Message: fmt.Sprintf(
 		"%s answered resultType %q, which mcpflow cannot read: the call's outcome is unknown", what, mcpflow.TruncateChars(probe.ResultType, 40))}
+}
+
+// completeAnswer reports, without decoding raw (a valid JSON value, as
+// the transports hand it on), whether it is an object whose one mention of
+// "resultType" gives it "complete": the answer is complete whether that
+// member is the result's own or a nested object's (a result without
+// resultType is complete too). Every 2026-07-28 answer says so; any other
+// is decoded.
+func completeAnswer(raw []byte) bool {
+	const key = `"resultType"`
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	i := bytes.Index(raw, []byte(key))
+	if len(raw) == 0 || raw[0] != '{' || i < 0 || bytes.Contains(raw[i+len(key):], []byte(key)) {
+		return false
+	}
+	rest := bytes.TrimLeft(raw[i+len(key):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return false
+	}
+	return bytes.HasPrefix(bytes.TrimLeft(rest[1:], " \t\r\n"), []byte(`"complete"`))
 }
 
 // relaySet counts the calls in flight of a kind, by their relay.

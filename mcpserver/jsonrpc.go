@@ -104,6 +104,10 @@ func hasID(id json.RawMessage) bool {
 // names them (the slow path of malformed params).
 func decodeMessage(body []byte) (*message, bool) {
 	msg := &message{}
+	if json.Valid(body) && fastMessage(body, msg) {
+		return msg, true
+	}
+	*msg = message{}
 	err := json.Unmarshal(body, msg)
 	if err == nil {
 		return msg, true

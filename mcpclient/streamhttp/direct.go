@@ -2,6 +2,7 @@ package streamhttp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -232,7 +233,6 @@ func (d *Direct) conn(ctx context.Context, u *url.URL) (*directConn, error) {
 	c.r = directReader{conn: conn, limit: -1}
 	c.w = directWriter{conn: conn}
 	c.br = bufio.NewReader(&c.r)
-	c.bw = bufio.NewWriter(&c.w)
 	return c, nil
 }
 
@@ -337,7 +337,7 @@ type directConn struct {
 	r      directReader
 	w      directWriter
 	br     *bufio.Reader
-	bw     *bufio.Writer
+	wbuf   bytes.Buffer // the request being written
 	reused bool
 	idleAt time.Time
 
@@ -369,9 +369,13 @@ func (c *directConn) roundTrip(req *http.Request) (*http.Response, error) {
 	if ctx.Err() != nil { // ended before the AfterFunc was armed
 		return fail(nil)
 	}
-	err := req.Write(c.bw)
+	// Encoded whole first, then written in one system call: into a
+	// bufio.Writer, Request.Write flushes the header before a body it does
+	// not know to be in memory (and our body is wrapped), two writes.
+	c.wbuf.Reset()
+	err := req.Write(&c.wbuf)
 	if err == nil {
-		err = c.bw.Flush()
+		_, err = c.w.Write(c.wbuf.Bytes())
 	}
 	if err != nil {
 		return fail(err)

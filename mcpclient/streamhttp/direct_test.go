@@ -2,6 +2,7 @@ package streamhttp_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -377,4 +378,42 @@ func TestDirectConcurrentCallers(t *testing.T) {
 	}
 	require.Equal(t, before, conns.Load(), "sequential calls after the burst reuse a kept connection")
 	require.Less(t, before, int32(16*50), "connections were reused during the burst")
+}
+
+// countingConn counts the writes to a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A request, header and body, goes out in one write (one system call).
+func TestDirectWritesRequestOnce(t *testing.T) {
+	srv, _ := directServer(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(b)
+	})
+	d := newDirect(t)
+	var writes atomic.Int32
+	var dialer net.Dialer
+	d.Fallback.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		return countingConn{c, &writes}, err
+	}
+	c := &http.Client{Transport: d}
+	for i := 0; i < 3; i++ {
+		body := []byte(strings.Repeat("b", 100*i+1))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, io.NopCloser(bytes.NewReader(body)))
+		req.ContentLength = int64(len(body))
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		got, _ := io.ReadAll(resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, body, got)
+		require.EqualValues(t, i+1, writes.Load())
+	}
 }

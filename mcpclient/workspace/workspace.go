@@ -45,7 +45,7 @@ func Prepare(root, userID, threadID string) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	wsPrepared.put(key, &wsCacheEntry{w: w, tmp: openDirHandle(w.TempDir)})
+	wsPrepared.put(key, &wsCacheEntry{w: w, tmp: openTmpHandle(w.Dir, wsTmpRel)})
 	return w, nil
 }
 
@@ -111,23 +111,23 @@ const wsRecheckEvery = 5 * time.Second
 type wsCacheEntry struct {
 	w   *Workspace
 	at  time.Time
-	tmp *os.File // a handle on w.TempDir (Linux: O_PATH), or nil
+	tmp *tmpHandle // a handle on w.Dir and the temp directory's identity (Linux), or nil
 }
 
 // intact reports whether the private temp directory (inside .mcp inside
-// Dir) is still a real 0700 directory, with one system call: an fstat of
-// the handle opened when it was prepared, whose link count is 0 once the
-// directory is removed (however: rmdir, rm -r of .mcp or of the
-// workspace, or replaced by a new directory); without a handle, an lstat
-// of its path. The handle needs no walk of the path's 12 directories,
+// Dir) is still the real 0700 directory prepared, with one system call:
+// an fstatat of .mcp/tmp below a handle on Dir opened when it was
+// prepared, which must find the same inode (not removed, renamed or
+// replaced, not a symbolic link); without a handle, an lstat of its path.
+// The handle's walk is two names long, not the path's 12 directories,
 // which cost about 12 µs of CPU per stdio call in the deployed process
-// (cold caches between calls) against 1 for the fstat. What it does not
-// see is a directory above it renamed: that is found by the full
+// (cold caches between calls) against 3 for the fstatat. What it does not
+// see is Dir or a directory above it renamed: that is found by the full
 // preparation at most wsRecheckEvery later, as is a parent replaced by a
 // symbolic link (which the lstat followed).
 func (e *wsCacheEntry) intact() bool {
 	if e.tmp != nil {
-		return handleIntact(e.tmp)
+		return e.tmp.intact(wsTmpRel)
 	}
 	fi, err := os.Lstat(e.w.TempDir)
 	return err == nil && fi.IsDir() && fi.Mode().Perm() == 0o700
@@ -135,7 +135,7 @@ func (e *wsCacheEntry) intact() bool {
 
 func (e *wsCacheEntry) close() {
 	if e.tmp != nil {
-		_ = e.tmp.Close()
+		e.tmp.close()
 	}
 }
 

@@ -28,6 +28,7 @@ func handlesUnder(t *testing.T, dir string) int {
 // re-prepared workspace closes the old one, and no more are open than
 // entries cached.
 func TestTempDirHandlesAreReleased(t *testing.T) {
+	resetCache(t)
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	ws, err := Prepare(root, "u", "t")
@@ -43,4 +44,19 @@ func TestTempDirHandlesAreReleased(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.LessOrEqual(t, handlesUnder(t, root), wsCacheMax)
+}
+
+// resetCache empties the cache of prepared workspaces (closing their
+// handles) now and when the test ends: it is the process's.
+func resetCache(t *testing.T) {
+	reset := func() {
+		wsPrepared.mu.Lock()
+		defer wsPrepared.mu.Unlock()
+		for k, e := range wsPrepared.m {
+			e.close()
+			delete(wsPrepared.m, k)
+		}
+	}
+	reset()
+	t.Cleanup(reset)
 }

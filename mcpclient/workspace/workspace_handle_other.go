@@ -2,9 +2,13 @@
 
 package workspace
 
-import "os"
+// tmpHandle has no O_PATH here: the check is an lstat of the path.
+type tmpHandle struct{}
 
-// openDirHandle has no O_PATH here: the check is an lstat of the path.
-func openDirHandle(string) *os.File { return nil }
+func openTmpHandle(string, string) *tmpHandle { return nil }
 
-func handleIntact(*os.File) bool { return false }
+func (*tmpHandle) intact(string) bool { return false }
+
+func (*tmpHandle) close() {}
+
+var wsTmpRel = ""

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // fastMessage decodes the common request without encoding/json: an object
@@ -15,12 +17,12 @@ import (
 // them). body must be valid JSON (json.Valid) and is not copied: id and
 // arguments are slices of it, which readMessage never reuses.
 func fastMessage(body []byte, m *message) bool {
-	i := skipWS(body, 0)
+	i := jsonscan.SkipWS(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return false
 	}
 	var seen [4]bool
-	ok := members(body, i, func(key []byte, v, end int) bool {
+	ok := jsonscan.Members(body, i, func(key []byte, v, end int) bool {
 		k := -1
 		switch string(key) {
 		case "jsonrpc":
@@ -60,7 +62,7 @@ func fastMessage(body []byte, m *message) bool {
 // fastParams reads params of "name" and "arguments" only.
 func fastParams(body []byte, i int, p *params) bool {
 	var seenName, seenArgs bool
-	return members(body, i, func(key []byte, v, end int) bool {
+	return jsonscan.Members(body, i, func(key []byte, v, end int) bool {
 		switch string(key) {
 		case "name":
 			s, ok := plainString(body[v:end])
@@ -80,34 +82,6 @@ func fastParams(body []byte, i int, p *params) bool {
 	})
 }
 
-// members calls f with each member of the object at body[i] ('{'): its
-// plain name and its value's bounds; false when a name is not plain or f
-// says so.
-func members(body []byte, i int, f func(key []byte, v, end int) bool) bool {
-	i = skipWS(body, i+1)
-	if i < len(body) && body[i] == '}' {
-		return true
-	}
-	for i < len(body) && body[i] == '"' {
-		kend := skipString(body, i)
-		key, ok := plain(body[i+1 : kend-1])
-		if !ok {
-			return false
-		}
-		v := skipWS(body, skipWS(body, kend)+1) // past ':'
-		end := skipValue(body, v)
-		if !f(key, v, end) {
-			return false
-		}
-		i = skipWS(body, end)
-		if i >= len(body) || body[i] != ',' {
-			return i < len(body) && body[i] == '}'
-		}
-		i = skipWS(body, i+1)
-	}
-	return false
-}
-
 // plainString is the string a JSON string literal without escapes or
 // non-ASCII bytes holds; "2.0" and the methods mcpflow serves are not
 // allocated.
@@ -115,8 +89,8 @@ func plainString(lit []byte) (string, bool) {
 	if len(lit) < 2 || lit[0] != '"' {
 		return "", false
 	}
-	s, ok := plain(lit[1 : len(lit)-1])
-	if !ok {
+	s := lit[1 : len(lit)-1]
+	if !jsonscan.Plain(s) {
 		return "", false
 	}
 	if string(s) == mcp.JSONRPC_VERSION {
@@ -128,68 +102,4 @@ func plainString(lit []byte) (string, bool) {
 		}
 	}
 	return string(s), true
-}
-
-// plain reports whether a string's content needs no decoding: no escape,
-// only ASCII (encoding/json replaces invalid UTF-8).
-func plain(s []byte) ([]byte, bool) {
-	for _, c := range s {
-		if c == '\\' || c >= 0x80 {
-			return nil, false
-		}
-	}
-	return s, true
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string literal at b[i] ('"').
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index after the value at b[i] (valid JSON).
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
 }

@@ -16,15 +16,20 @@ func TestCompleteAnswer(t *testing.T) {
 	}{
 		{`{"content":[],"resultType":"complete"}`, true},
 		{` { "resultType" : "complete" , "content":[]}`, true},
-		{`{"content":[],"structuredContent":{"resultType":"complete"}}`, true},
+		{`{"content":[]}`, true},
+		{`{"content":[],"structuredContent":{"resultType":"task"}}`, true},
+		{`{"resultType":"complete","structuredContent":{"resultType":"task"}}`, true},
+		{`{"content":[{"type":"text","text":"\"resultType\":\"task\""}],"resultType":"complete"}`, true},
+		{`{"content":[],"x":"resultType","taskId":"t"}`, true},
 		{`{"content":[],"resultType":"task","taskId":"t"}`, false},
 		{`{"content":[],"resultType":"input_required"}`, false},
-		{`{"resultType":"complete","structuredContent":{"resultType":"task"}}`, false},
-		{`{"content":[{"type":"text","text":"\"resultType\":\"task\""}],"resultType":"complete"}`, true},
-		{`{"content":[],"x":"resultType"}`, false},
 		{`{"content":[],"resultType":"completed"}`, false},
+		{`{"ResultType":"task","taskId":"t","structuredContent":{"resultType":"complete"}}`, false},
+		{`{"result\u0054ype":"task","taskId":"t"}`, false},
+		{`{"resultType":"complete","resulttype":"task","taskId":"t"}`, false},
+		{`{"content":[],"resultType":"complete","taskId":5}`, false},
+		{`{"content":[],"resultType":"complete"`, false},
 		{`["resultType"]`, false},
-		{`{"content":[]}`, false},
 	} {
 		got := completeAnswer([]byte(tc.raw))
 		require.Equal(t, tc.fast, got, tc.raw)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/mcpclient/credential"
 	"github.com/mcpflow/mcpflow/mcpclient/question"
 	"github.com/mcpflow/mcpflow/mcpclient/stdiopipe"
@@ -649,14 +650,15 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*inputRequired, 
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`
 	}
+	if completeAnswer(raw) {
+		return nil, nil
+	}
+	if t := bytes.TrimLeft(raw, " \t\r\n"); (len(t) == 0 || t[0] != '{') && !bytes.Contains(raw, []byte(`"resultType"`)) {
+		return nil, nil // not an object: readResult says what is wrong with it
+	}
 	what := s.toolRequest(name).what()
-	if bytes.Contains(raw, []byte(`"resultType"`)) {
-		if completeAnswer(raw) {
-			return nil, nil
-		}
-		if err := json.Unmarshal(raw, &probe); err != nil {
-			return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
-		}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, &mcpflow.Error{Code: mcpflow.EUpstream, Err: err, Message: what + " answered something that is not a result object"}
 	}
 	switch probe.ResultType {
 	case "", "complete":
@@ -677,24 +679,31 @@ func (s *Session) toolAnswer(name string, raw json.RawMessage) (*inputRequired, 
 		"%s answered resultType %q, which mcpflow cannot read: the call's outcome is unknown", what, mcpflow.TruncateChars(probe.ResultType, 40))}
 }
 
-// completeAnswer reports, without decoding raw (a valid JSON value, as
-// the transports hand it on), whether it is an object whose one mention of
-// "resultType" gives it "complete": the answer is complete whether that
-// member is the result's own or a nested object's (a result without
-// resultType is complete too). Every 2026-07-28 answer says so; any other
-// is decoded.
+// completeAnswer reports, from a walk over raw's top-level members
+// without decoding them, whether raw is an answer the probe in toolAnswer
+// would read as complete: an object with no resultType or "complete", and
+// any taskId a string. Every 2025 answer and every complete 2026 one is;
+// anything else (another resultType, a member name encoding/json would
+// match to resultType or taskId in another spelling, escaped or non-ASCII
+// names, not valid JSON) returns false and is decoded.
 func completeAnswer(raw []byte) bool {
-	const key = `"resultType"`
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	i := bytes.Index(raw, []byte(key))
-	if len(raw) == 0 || raw[0] != '{' || i < 0 || bytes.Contains(raw[i+len(key):], []byte(key)) {
+	i := jsonscan.SkipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' || !json.Valid(raw) {
 		return false
 	}
-	rest := bytes.TrimLeft(raw[i+len(key):], " \t\r\n")
-	if len(rest) == 0 || rest[0] != ':' {
-		return false
-	}
-	return bytes.HasPrefix(bytes.TrimLeft(rest[1:], " \t\r\n"), []byte(`"complete"`))
+	seen := false
+	return jsonscan.Members(raw, i, func(key []byte, v, end int) bool {
+		switch {
+		case strings.EqualFold(string(key), "resultType"):
+			if seen || string(key) != "resultType" || string(raw[v:end]) != `"complete"` {
+				return false
+			}
+			seen = true
+		case strings.EqualFold(string(key), "taskId"):
+			return raw[v] == '"'
+		}
+		return true
+	})
 }
 
 // relaySet counts the calls in flight of a kind, by their relay.

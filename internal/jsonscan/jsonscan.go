@@ -1,0 +1,101 @@
+// Package jsonscan walks the members of a JSON object without decoding
+// it, for the fast paths that read a few members of a message and leave
+// everything else to encoding/json (mcpserver's request, session's
+// answer). The input must be valid JSON (json.Valid): the walk does not
+// check it. Written here because encoding/json has no way to visit an
+// object's members without decoding or tokenizing every value.
+package jsonscan
+
+// Members calls f with each member of the object at body[i] ('{'): its
+// plain name and its value's bounds; false when a name is not plain or f
+// says so.
+func Members(body []byte, i int, f func(key []byte, v, end int) bool) bool {
+	i = SkipWS(body, i+1)
+	if i < len(body) && body[i] == '}' {
+		return true
+	}
+	for i < len(body) && body[i] == '"' {
+		kend := SkipString(body, i)
+		key := body[i+1 : kend-1]
+		if !Plain(key) {
+			return false
+		}
+		v := SkipWS(body, SkipWS(body, kend)+1) // past ':'
+		end := SkipValue(body, v)
+		if !f(key, v, end) {
+			return false
+		}
+		i = SkipWS(body, end)
+		if i >= len(body) || body[i] != ',' {
+			return i < len(body) && body[i] == '}'
+		}
+		i = SkipWS(body, i+1)
+	}
+	return false
+}
+
+// Plain reports whether a string literal's content (between its quotes)
+// needs no decoding: no escape, only ASCII (encoding/json replaces
+// invalid UTF-8, and folds non-ASCII letters when it matches names).
+func Plain(s []byte) bool {
+	for _, c := range s {
+		if c == '\\' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// SkipWS returns the index of the first non-space byte from i.
+func SkipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// SkipString returns the index after the string literal at b[i] ('"').
+func SkipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// SkipValue returns the index after the value at b[i] (valid JSON).
+func SkipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return SkipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = SkipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}

@@ -267,7 +267,8 @@ func (s *Session) sessionMeta() []byte {
 // clientInfo and protocolVersion, encoded once. The bytes are those
 // json.Marshal writes for the map (keys sorted, compact, HTML escaped);
 // nil, for the map's encoding, when there is own _meta, when caps are the
-// session's, or when the capabilities hold what json.Marshal escapes.
+// session's, or when the capabilities are not JSON (an empty value too) or
+// hold what json.Marshal escapes.
 func (s *Session) relayMeta(own any, caps map[string]any, relay *mcpflow.CallRelay) []byte {
 	if own != nil || caps != nil || relay == nil {
 		return nil
@@ -279,7 +280,7 @@ func (s *Session) relayMeta(own any, caps map[string]any, relay *mcpflow.CallRel
 	s.sessionMeta()
 	out := make([]byte, 0, len(rc)+len(s.envTail)+48)
 	out = append(out, `{"`+mcp.MetaKeyClientCapabilities+`":`...)
-	if len(rc) == 0 {
+	if rc == nil {
 		out = append(out, "null"...)
 	} else {
 		buf := bytes.NewBuffer(out)

@@ -1,7 +1,7 @@
 // Package jsonscan walks the members of a JSON object without decoding
 // it, for the fast paths that read a few members of a message and leave
 // everything else to encoding/json (mcpserver's request, session's
-// answer). The input must be valid JSON (json.Valid): the walk does not
+// answer, streamhttp's envelope). The input must be valid JSON (json.Valid): the walk does not
 // check it. Written here because encoding/json has no way to visit an
 // object's members without decoding or tokenizing every value.
 package jsonscan

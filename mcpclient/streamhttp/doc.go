@@ -28,6 +28,7 @@
 // goroutine over pooled keep-alive connections, with net/http's encoder and
 // parser; https and proxied requests go to net/http's Transport.
 //
-// It imports mcp-go, golang.org/x/net's httpguts and the standard library
-// only; it must not import any mcpflow package.
+// It imports mcp-go, golang.org/x/net's httpguts, internal/jsonscan (the
+// walk over a message's members) and the standard library only; it must
+// not import any other mcpflow package.
 package streamhttp

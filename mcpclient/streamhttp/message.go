@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // message is what the transport reads of a JSON-RPC message.
@@ -66,26 +68,26 @@ type envelope struct{ id, method, result, err []byte }
 // scanEnvelope finds the members of b, valid JSON; false for a non-object
 // or an escaped name.
 func scanEnvelope(b []byte) (env envelope, ok bool) {
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return env, false
 	}
-	i = skipSpace(b, i+1)
+	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return env, true
 	}
 	for i < len(b) && b[i] == '"' {
-		end := skipString(b, i)
+		end := jsonscan.SkipString(b, i)
 		key := b[i+1 : end-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return env, false
 		}
-		i = skipSpace(b, end)
+		i = jsonscan.SkipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return env, false
 		}
-		start := skipSpace(b, i+1)
-		i = skipValue(b, start)
+		start := jsonscan.SkipWS(b, i+1)
+		i = jsonscan.SkipValue(b, start)
 		v := b[start:i]
 		switch string(key) {
 		case "id":
@@ -97,7 +99,7 @@ func scanEnvelope(b []byte) (env envelope, ok bool) {
 		case "error":
 			env.err = v
 		}
-		i = skipSpace(b, i)
+		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) {
 			return env, false
 		}
@@ -105,65 +107,10 @@ func scanEnvelope(b []byte) (env envelope, ok bool) {
 		case '}':
 			return env, true
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipWS(b, i+1)
 		default:
 			return env, false
 		}
 	}
 	return env, false
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string that starts at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index after the value that starts at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for ; i < len(b); i++ { // a number, true, false or null
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i
-		}
-	}
-	return i
 }

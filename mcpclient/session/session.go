@@ -340,6 +340,10 @@ func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 		s.listChanged(n.Method)
 		return
 	}
+	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
+		s.acknowledged()
+		return
+	}
 	if n.Method == string(mcp.MethodNotificationResourceUpdated) {
 		if uri, ok := n.Params.AdditionalFields["uri"].(string); ok {
 			s.resourceUpdated(uri)

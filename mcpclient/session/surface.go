@@ -70,6 +70,23 @@ type resourceSubs struct {
 	byURI  map[string]map[*func()]bool
 	lists  bool   // HearLists was called: the stream asks for list changes
 	listen func() // stops the stream (2026-07-28)
+	// acked is closed when the server acknowledges the latest stream
+	// (notifications/subscriptions/acknowledged); nil when none is awaited.
+	acked chan struct{}
+}
+
+// subsAckWait bounds how long a first subscription waits for the server to
+// acknowledge the stream that asks for it.
+const subsAckWait = 5 * time.Second
+
+// acknowledged closes the channel of the stream the server acknowledged.
+func (s *Session) acknowledged() {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if s.subs.acked != nil {
+		close(s.subs.acked)
+		s.subs.acked = nil
+	}
 }
 
 // Subscribe asks the server for updates of uri and calls updated at each
@@ -107,9 +124,23 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 			return nil, err
 		}
 		if s.Modern() {
+			// Once the server acknowledged the stream, the subscription
+			// is the caller's: an update sent after Subscribe returns is
+			// not lost to a stream still opening.
 			s.subs.mu.Lock()
 			s.relistenLocked()
+			acked := s.subs.acked
 			s.subs.mu.Unlock()
+			if acked != nil {
+				t := time.NewTimer(subsAckWait)
+				select {
+				case <-acked:
+				case <-t.C:
+					s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
+				case <-ctx.Done():
+				}
+				t.Stop()
+			}
 		} else if l, ok := s.client.GetTransport().(interface{ Listen() }); ok {
 			l.Listen() // an HTTP server's updates come on the session's GET stream
 		}
@@ -153,6 +184,7 @@ func (s *Session) relistenLocked() {
 		return
 	}
 	filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
+	s.subs.acked = make(chan struct{})
 	if s.subs.lists {
 		p, r := s.Offers()
 		filter.PromptsListChanged, filter.ResourcesListChanged = p, r
@@ -162,6 +194,7 @@ func (s *Session) relistenLocked() {
 	})
 	if err != nil {
 		s.log.Warn("could not listen for resource updates", "server", s.server, "error", err)
+		s.subs.acked = nil
 		return
 	}
 	s.subs.listen = stop

@@ -283,11 +283,11 @@ func TestDirectContextEndsStream(t *testing.T) {
 	n, err := resp.Body.Read(buf)
 	require.NoError(t, err)
 	require.Equal(t, "data: one\n\n", string(buf[:n]))
+	// Nothing else ends the stream (the handler waits for release or the
+	// connection's end): a Direct that ignored the context would block here.
 	time.AfterFunc(50*time.Millisecond, cancel)
-	start := time.Now()
 	_, err = io.ReadAll(resp.Body)
 	require.ErrorIs(t, err, context.Canceled)
-	require.Less(t, time.Since(start), 5*time.Second)
 	require.NoError(t, resp.Body.Close())
 
 	_, body, err := get(t, c, http.MethodGet, srv.URL+"/ok", "")

@@ -168,7 +168,7 @@ func TestReviewAnswerBeforeBodyRead(t *testing.T) {
 			u := scripted(t, earlyAnswer)
 			rel := release
 			t.Cleanup(func() { close(rel) }) // before scripted's wait, which runs after it
-			const size = 64 << 20 // far more than the socket buffers hold
+			const size = 64 << 20            // far more than the socket buffers hold
 			req, _ := http.NewRequest(http.MethodPost, u, io.LimitReader(zeroReader{}, size))
 			req.ContentLength = size
 			type result struct {

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/mcpflow/mcpflow/mcpclient/streamhttp"
 )
 
 // countingServer is a raw keep-alive HTTP/1.1 server on 127.0.0.1 that
@@ -366,7 +364,6 @@ func TestReviewTrailersAndConcurrentClose(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("Read not unblocked by Close")
 	}
-	_ = streamhttp.NewDirect
 }
 
 // Defect 8: net/http's Transport reports context.Cause(ctx) when a

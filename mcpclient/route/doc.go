@@ -5,6 +5,6 @@
 // call carries on its session, which the Runtime honours (SharedPins is
 // its side of a native task's shared session).
 //
-// It imports mcpclient/session and mcpclient/workspace only; it must not
-// import mcpclient or mcpclient/taskdriver.
+// It imports mcpclient/session, mcpclient/workspace and internal/jsonscan
+// only; it must not import mcpclient or mcpclient/taskdriver.
 package route

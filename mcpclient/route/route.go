@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 	"github.com/mcpflow/mcpflow/mcpclient/session"
 	"github.com/mcpflow/mcpflow/mcpclient/workspace"
 )
@@ -69,18 +70,44 @@ func (rt *Route) Translate(res *mcp.CallToolResult, since time.Time) {
 }
 
 // NeedsTranslation reports whether a result on the route, as the server
-// wrote it, may have paths to translate: a stdio route's result with a
-// '/' (every candidate path has one, a JSON escape of it included), or
-// with files written since the call started (the bare-filename rule).
-// Other results pass through unread.
+// wrote it (valid JSON), may have paths to translate: a stdio route's
+// result with a '/' outside its _meta (every candidate path has one, a
+// JSON escape of it included), or with files written since the call
+// started (the bare-filename rule). Other results pass through unread.
 func (rt *Route) NeedsTranslation(raw []byte) bool {
 	if !rt.Stdio() || rt.ws.UserData == "" {
 		return false
 	}
-	if bytes.IndexByte(raw, '/') >= 0 || bytes.Contains(raw, []byte(`\u002f`)) || bytes.Contains(raw, []byte(`\u002F`)) {
+	if slashOutsideMeta(raw) {
 		return true
 	}
 	return len(rt.ws.ChangedSince(rt.started)) > 0
+}
+
+// slashOutsideMeta reports whether raw (valid JSON) has a '/' or an escape
+// of one anywhere but in the value of a top-level "_meta" member, which
+// translation leaves alone: a 2026-07-28 server names itself there under
+// "io.modelcontextprotocol/serverInfo" in every answer, and a full read
+// of each answer for that costs a call tens of µs. When raw is not an
+// object or has a member name with an escape, all of it counts.
+func slashOutsideMeta(raw []byte) bool {
+	i := jsonscan.SkipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return hasSlash(raw)
+	}
+	found := false
+	plain := jsonscan.Members(raw, i, func(key []byte, v, end int) bool {
+		if string(key) == "_meta" {
+			return true
+		}
+		found = hasSlash(key) || hasSlash(raw[v:end])
+		return !found
+	})
+	return found || (!plain && hasSlash(raw))
+}
+
+func hasSlash(b []byte) bool {
+	return bytes.IndexByte(b, '/') >= 0 || bytes.Contains(b, []byte(`\u002f`)) || bytes.Contains(b, []byte(`\u002F`))
 }
 
 func hasText(res *mcp.CallToolResult) bool {

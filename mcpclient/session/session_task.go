@@ -111,8 +111,8 @@ func (s *Session) taskRequest(ctx context.Context, req sessRequest, method mcp.M
 
 // rawRequest sends one request and returns the raw result or the server's
 // JSON-RPC error (errors unclassified). In 2026-07-28 it adds the
-// per-request _meta and the Mcp-Method, Mcp-Name (tool or task) and
-// Mcp-Param-* headers. An unknown-session answer is a disconnect.
+// per-request _meta and, over HTTP, the Mcp-Method, Mcp-Name (tool or
+// task) and Mcp-Param-* headers. An unknown-session answer is a disconnect.
 func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	req := transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
@@ -130,22 +130,8 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 			return nil, nil, err
 		}
 		req.Params = body
-		req.Header = http.Header{}
-		req.Header.Set(mcp.HeaderMethod, string(method))
-		if name != "" || mcp.MethodRequiresNameHeader(method) {
-			if v, ok := mcp.EncodeHeaderValue(name); ok {
-				req.Header.Set(mcp.HeaderName, v)
-			}
-		}
-		if method == mcp.MethodToolsCall {
-			s.toolsMu.Lock()
-			tool, known := s.tools[name]
-			s.toolsMu.Unlock()
-			if known {
-				for k, v := range mcp.GenerateParamHeaders(&tool, body) {
-					req.Header.Set(k, v)
-				}
-			}
+		if s.proc == nil { // stdio has no headers to carry them
+			req.Header = s.modernHeaders(method, name, body)
 		}
 	}
 	resp, err := s.client.GetTransport().SendRequest(ctx, req)
@@ -163,6 +149,29 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 		return nil, resp.Error, nil
 	}
 	return resp.Result, nil, nil
+}
+
+// modernHeaders are a 2026-07-28 HTTP request's Mcp-Method, Mcp-Name
+// (tool or task) and, for a tool with x-mcp-header bindings, Mcp-Param-*.
+func (s *Session) modernHeaders(method mcp.MCPMethod, name string, body json.RawMessage) http.Header {
+	h := http.Header{}
+	h.Set(mcp.HeaderMethod, string(method))
+	if name != "" || mcp.MethodRequiresNameHeader(method) {
+		if v, ok := mcp.EncodeHeaderValue(name); ok {
+			h.Set(mcp.HeaderName, v)
+		}
+	}
+	if method == mcp.MethodToolsCall {
+		s.toolsMu.Lock()
+		tool, known := s.tools[name]
+		s.toolsMu.Unlock()
+		if known {
+			for k, v := range mcp.GenerateParamHeaders(&tool, body) {
+				h.Set(k, v)
+			}
+		}
+	}
+	return h
 }
 
 // withEnvelope encodes params with the 2026-07-28 _meta merged in: the

@@ -91,9 +91,12 @@ func (rt *Route) NeedsTranslation(raw []byte) bool {
 // of each answer for that costs a call tens of µs. When raw is not an
 // object or has a member name with an escape, all of it counts.
 func slashOutsideMeta(raw []byte) bool {
+	if !hasSlash(raw) {
+		return false // the common answer: no walk
+	}
 	i := jsonscan.SkipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return hasSlash(raw)
+		return true
 	}
 	found := false
 	plain := jsonscan.Members(raw, i, func(key []byte, v, end int) bool {
@@ -103,7 +106,7 @@ func slashOutsideMeta(raw []byte) bool {
 		found = hasSlash(key) || hasSlash(raw[v:end])
 		return !found
 	})
-	return found || (!plain && hasSlash(raw))
+	return found || !plain
 }
 
 func hasSlash(b []byte) bool {

@@ -10,7 +10,8 @@ import (
 
 // fastMessage decodes the common request without encoding/json: an object
 // of "jsonrpc", "id", "method" and "params" whose params hold only "name"
-// (a string) and "arguments" (an object), each member at most once,
+// (a string), "arguments" and "_meta" (objects; a 2026-07-28 request's
+// envelope is in _meta), each member at most once,
 // names and strings spelled without escapes or non-ASCII bytes. Anything
 // else returns false and is decoded by encoding/json, so the result is
 // always what json.Unmarshal makes of body (FuzzFastMessage compares
@@ -59,9 +60,9 @@ func fastMessage(body []byte, m *message) bool {
 	return ok
 }
 
-// fastParams reads params of "name" and "arguments" only.
+// fastParams reads params of "name", "arguments" and "_meta" only.
 func fastParams(body []byte, i int, p *params) bool {
-	var seenName, seenArgs bool
+	var seenName, seenArgs, seenMeta bool
 	return jsonscan.Members(body, i, func(key []byte, v, end int) bool {
 		switch string(key) {
 		case "name":
@@ -75,6 +76,16 @@ func fastParams(body []byte, i int, p *params) bool {
 				return false
 			}
 			seenArgs, p.Arguments = true, json.RawMessage(body[v:end])
+		case "_meta":
+			if body[v] != '{' || seenMeta {
+				return false
+			}
+			seenMeta, p.Meta = true, map[string]json.RawMessage{}
+			// A name met twice keeps its last value, as in json.Unmarshal.
+			return jsonscan.Members(body, v, func(k []byte, mv, mend int) bool {
+				p.Meta[string(k)] = json.RawMessage(body[mv:mend])
+				return true
+			})
 		default:
 			return false
 		}

@@ -21,6 +21,13 @@ var fastSeeds = []string{
 	`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[]}`,
 	`{"id":{"a":1},"result":{}}`,
 	`[]`, `{}`, `"x"`, `{"jsonrpc":2}`,
+	`{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"echo","arguments":{"m":"/"},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{"a":1,"a":2, "b" : [ ] }}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":null}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{"a":1},"_meta":{"b":2}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{"\u0061":1}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_META":{"a":1}}}`,
 }
 
 // FuzzFastMessage: where fastMessage decodes a message, it is what
@@ -61,7 +68,7 @@ func normal(m message) message {
 // The common requests take the fast path; the others are left to
 // encoding/json.
 func TestFastMessageTakes(t *testing.T) {
-	fast := map[int]bool{0: true, 1: true, 2: true, 3: true, 14: true}
+	fast := map[int]bool{0: true, 1: true, 2: true, 3: true, 5: true, 14: true, 17: true, 18: true, 19: true}
 	for i, s := range fastSeeds {
 		var m message
 		got := json.Valid([]byte(s)) && fastMessage([]byte(s), &m)

@@ -71,27 +71,27 @@ func (rt *Route) Translate(res *mcp.CallToolResult, since time.Time) {
 
 // NeedsTranslation reports whether a result on the route, as the server
 // wrote it (valid JSON), may have paths to translate: a stdio route's
-// result with a '/' outside its _meta (every candidate path has one, a
-// JSON escape of it included), or with files written since the call
-// started (the bare-filename rule). Other results pass through unread.
+// result with a path hint outside its _meta (pathHint), or with files
+// written since the call started (the bare-filename rule). Other results
+// pass through unread.
 func (rt *Route) NeedsTranslation(raw []byte) bool {
 	if !rt.Stdio() || rt.ws.UserData == "" {
 		return false
 	}
-	if slashOutsideMeta(raw) {
+	if hintOutsideMeta(raw) {
 		return true
 	}
 	return len(rt.ws.ChangedSince(rt.started)) > 0
 }
 
-// slashOutsideMeta reports whether raw (valid JSON) has a '/' or an escape
-// of one anywhere but in the value of a top-level "_meta" member, which
+// hintOutsideMeta reports whether raw (valid JSON) has a path hint
+// anywhere but in the value of a top-level "_meta" member, which
 // translation leaves alone: a 2026-07-28 server names itself there under
 // "io.modelcontextprotocol/serverInfo" in every answer, and a full read
 // of each answer for that costs a call tens of µs. When raw is not an
 // object or has a member name with an escape, all of it counts.
-func slashOutsideMeta(raw []byte) bool {
-	if !hasSlash(raw) {
+func hintOutsideMeta(raw []byte) bool {
+	if !pathHint(raw) {
 		return false // the common answer: no walk
 	}
 	i := jsonscan.SkipWS(raw, 0)
@@ -103,14 +103,19 @@ func slashOutsideMeta(raw []byte) bool {
 		if string(key) == "_meta" {
 			return true
 		}
-		found = hasSlash(key) || hasSlash(raw[v:end])
+		found = pathHint(key) || pathHint(raw[v:end])
 		return !found
 	})
 	return found || !plain
 }
 
-func hasSlash(b []byte) bool {
-	return bytes.IndexByte(b, '/') >= 0 || bytes.Contains(b, []byte(`\u002f`)) || bytes.Contains(b, []byte(`\u002F`))
+// pathHint reports whether b may hold what Translate rewrites: a '/'
+// (every candidate path in a text has one; an escaped one is a \u
+// escape), a resource (the uri of a resource_link or of an embedded
+// resource may be a relative path without one), or any \u escape, which
+// may spell either.
+func pathHint(b []byte) bool {
+	return bytes.IndexByte(b, '/') >= 0 || bytes.Contains(b, []byte(`\u`)) || bytes.Contains(b, []byte("resource"))
 }
 
 func hasText(res *mcp.CallToolResult) bool {

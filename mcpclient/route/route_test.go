@@ -13,8 +13,8 @@ import (
 )
 
 // A stdio result is read for paths only when it may hold one: a '/' (or
-// its JSON escape) outside its _meta, or a bare filename of a file the
-// call wrote. Any other
+// its JSON escape) or a resource outside its _meta, or a bare filename of
+// a file the call wrote. Any other
 // result, and every result of another route, passes through unread.
 func TestNeedsTranslation(t *testing.T) {
 	ws, err := workspace.Prepare(t.TempDir(), "alice", "t1")

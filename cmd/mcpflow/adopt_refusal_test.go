@@ -77,12 +77,10 @@ func (u *upstreamTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} `json:"params"`
 	}
 	_ = json.Unmarshal(body, &msg)
-	if msg.Method == "tasks/cancel" {
+	if msg.Method == "tasks/cancel" && u.refusing.Load() {
 		u.record(func() { u.cancels = append(u.cancels, msg.Params.TaskID) })
-		if u.refusing.Load() {
-			http.Error(w, "refused by the test", http.StatusServiceUnavailable)
-			return
-		}
+		http.Error(w, "refused by the test", http.StatusServiceUnavailable)
+		return
 	}
 	if msg.Method == "tools/call" && msg.Params.Name == u.submitTool && u.submitTool != "" {
 		u.mu.Lock()
@@ -96,6 +94,12 @@ func (u *upstreamTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	u.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tapMethodKey{}, msg.Method)))
+	if msg.Method == "tasks/cancel" {
+		// Recorded once the server has answered it, so that a waiter who
+		// then asks the server finds the task cancelled (recorded before
+		// the forward, a tasks/get could overtake it).
+		u.record(func() { u.cancels = append(u.cancels, msg.Params.TaskID) })
+	}
 }
 
 // answer records the task id of a tools/call answer (JSON or an SSE

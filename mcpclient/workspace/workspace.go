@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -292,14 +293,28 @@ func (w *Workspace) ChangedSince(since time.Time) []string {
 	if w == nil || w.Dir == "" {
 		return nil
 	}
+	snap, newest := wsWatches.get(w.Dir).snapshotNewest()
+	cut := since.Add(-fsClockSlack).UnixNano()
+	if newest < cut {
+		return nil // the common call wrote nothing: no look at each file
+	}
 	var out []string
-	for path, st := range wsWatches.get(w.Dir).snapshot() {
-		if st.mtimeNS >= since.Add(-fsClockSlack).UnixNano() {
+	for path, st := range snap {
+		if st.mtimeNS >= cut {
 			out = append(out, path)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// newestOf is the newest mtime among s's files (math.MinInt64 for none).
+func newestOf(s FileSnapshot) int64 {
+	newest := int64(math.MinInt64)
+	for _, st := range s {
+		newest = max(newest, st.mtimeNS)
+	}
+	return newest
 }
 
 // wsWatches holds a watcher (an inotify descriptor) per workspace in use,

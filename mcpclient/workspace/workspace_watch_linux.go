@@ -21,6 +21,7 @@ type wsWatch struct {
 	mu     sync.Mutex
 	fd     int          // -1 once closed or broken
 	snap   FileSnapshot // valid while !dirty
+	newest int64        // the newest mtime in snap
 	dirty  bool
 	broken bool // watching failed: walk every time
 }
@@ -44,16 +45,24 @@ func newWSWatch(dir string) *wsWatch {
 // snapshot returns the directory's files, walking only when something
 // changed since the last walk.
 func (w *wsWatch) snapshot() FileSnapshot {
+	s, _ := w.snapshotNewest()
+	return s
+}
+
+// snapshotNewest is snapshot with the newest mtime among its files
+// (newestOf), kept from the walk.
+func (w *wsWatch) snapshotNewest() (FileSnapshot, int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.broken {
-		return walkFiles(w.dir, nil)
+		s := walkFiles(w.dir, nil)
+		return s, newestOf(s)
 	}
 	if w.drain() {
 		w.dirty = true
 	}
 	if !w.dirty {
-		return w.snap
+		return w.snap, w.newest
 	}
 	// Watches go on before the walk reads each directory, so a change
 	// made during the walk marks the snapshot dirty for the next call.
@@ -69,7 +78,8 @@ func (w *wsWatch) snapshot() FileSnapshot {
 	if w.broken {
 		w.closeLocked()
 	}
-	return w.snap
+	w.newest = newestOf(w.snap)
+	return w.snap, w.newest
 }
 
 // drain reads every queued event and reports whether there was one.

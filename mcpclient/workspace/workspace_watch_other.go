@@ -7,4 +7,8 @@ type wsWatch struct{ dir string }
 
 func newWSWatch(dir string) *wsWatch      { return &wsWatch{dir: dir} }
 func (w *wsWatch) snapshot() FileSnapshot { return walkFiles(w.dir, nil) }
-func (w *wsWatch) close()                 {}
+func (w *wsWatch) snapshotNewest() (FileSnapshot, int64) {
+	s := walkFiles(w.dir, nil)
+	return s, newestOf(s)
+}
+func (w *wsWatch) close() {}

@@ -1,0 +1,36 @@
+package workspace
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkChangedSinceLargeWorkspace: what a stdio call that wrote
+// nothing pays to learn so (route.NeedsTranslation asks ChangedSince
+// for every answer without a path hint) in a workspace of 10,000 files.
+func BenchmarkChangedSinceLargeWorkspace(b *testing.B) {
+	ws, err := Prepare(b.TempDir(), "alice", "t1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10_000 {
+		d := filepath.Join(ws.Dir, fmt.Sprintf("d%02d", i%100))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%d.txt", i)), []byte("x"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	_ = filepath.WalkDir(ws.Dir, func(p string, _ os.DirEntry, _ error) error { return os.Chtimes(p, old, old) })
+	ws.ChangedSince(time.Now()) // the first walk
+	for b.Loop() {
+		if got := ws.ChangedSince(time.Now()); len(got) != 0 {
+			b.Fatalf("changed: %d files", len(got))
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // The watcher's snapshot follows every change the plain walk would see
@@ -65,6 +66,24 @@ func TestWorkspaceWatchClosed(t *testing.T) {
 	w.close()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
 	require.Len(t, w.snapshot(), 1)
+}
+
+// A watcher that breaks on a call (its descriptor unreadable, or out of
+// watches during the walk) answers that call with the walk all the same,
+// and walks every time after.
+func TestWorkspaceWatchBreaksOnACall(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+	w := newWSWatch(dir)
+	require.False(t, w.broken)
+	require.NoError(t, unix.Close(w.fd))
+	w.fd = -1 // reads fail with EBADF
+	snap, newest := w.snapshotNewest()
+	require.Len(t, snap, 1, "the call that broke the watcher still sees the files")
+	require.Equal(t, newestOf(snap), newest)
+	require.True(t, w.broken)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "g"), []byte("y"), 0o644))
+	require.Len(t, w.snapshot(), 2)
 }
 
 // The cache holds at most wsWatchMax watchers and closes the least recently

@@ -75,10 +75,14 @@ func (w *wsWatch) snapshotNewest() (FileSnapshot, int64) {
 			w.broken = true // e.g. ENOSPC: out of watches
 		}
 	})
-	if w.broken {
-		w.closeLocked()
-	}
 	w.newest = newestOf(w.snap)
+	if w.broken {
+		// Walked all the same: this call's answer is the walk's (closing
+		// drops the kept snapshot; the next calls walk every time).
+		snap, newest := w.snap, w.newest
+		w.closeLocked()
+		return snap, newest
+	}
 	return w.snap, w.newest
 }
 

@@ -293,11 +293,11 @@ func (w *Workspace) ChangedSince(since time.Time) []string {
 	if w == nil || w.Dir == "" {
 		return nil
 	}
-	snap, newest := wsWatches.get(w.Dir).snapshotNewest()
-	cut := since.Add(-fsClockSlack).UnixNano()
-	if newest < cut {
-		return nil // the common call wrote nothing: no look at each file
-	}
+	return wsWatches.get(w.Dir).changed(since.Add(-fsClockSlack).UnixNano())
+}
+
+// changedIn returns the files of snap with an mtime at or after cut, sorted.
+func changedIn(snap FileSnapshot, cut int64) []string {
 	var out []string
 	for path, st := range snap {
 		if st.mtimeNS >= cut {

@@ -34,3 +34,32 @@ func BenchmarkChangedSinceLargeWorkspace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChangedSinceWriteInLargeWorkspace: a call that wrote one file
+// in a workspace of 10,000 files.
+func BenchmarkChangedSinceWriteInLargeWorkspace(b *testing.B) {
+	ws, err := Prepare(b.TempDir(), "alice", "t1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10_000 {
+		d := filepath.Join(ws.Dir, fmt.Sprintf("d%02d", i%100))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%d.txt", i)), []byte("x"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ws.ChangedSince(time.Now()) // the first walk
+	out := filepath.Join(ws.Dir, "d07", "out.txt")
+	for b.Loop() {
+		start := time.Now()
+		if err := os.WriteFile(out, []byte("y"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if got := ws.ChangedSince(start); len(got) != 1 || got[0] != out {
+			b.Fatalf("changed: %v", got)
+		}
+	}
+}

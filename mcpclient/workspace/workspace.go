@@ -47,6 +47,7 @@ func Prepare(root, userID, threadID string) (*Workspace, error) {
 		return nil, err
 	}
 	wsPrepared.put(key, &wsCacheEntry{w: w, tmp: openTmpHandle(w.Dir, wsTmpRel)})
+	wsWatches.verify(w.Dir)
 	return w, nil
 }
 
@@ -332,6 +333,17 @@ type wsWatchCache struct {
 type wsWatchEntry struct {
 	w    *wsWatch
 	used uint64
+}
+
+// verify has dir's watcher, if there is one, check that dir is still the
+// directory it watches (wsWatch.verify).
+func (c *wsWatchCache) verify(dir string) {
+	c.mu.Lock()
+	e := c.m[dir]
+	c.mu.Unlock()
+	if e != nil {
+		e.w.verify()
+	}
 }
 
 // get returns the watcher of dir, creating it (and closing the least

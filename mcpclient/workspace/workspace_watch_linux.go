@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"maps"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -16,12 +15,16 @@ import (
 
 // wsWatch keeps a workspace's file snapshot current: inotify watches every
 // directory (outside .mcp). An event about a file updates that file's
-// entry from an lstat; one about a directory (created, removed, moved,
-// its attributes), about the workspace directory itself, or an overflow
-// has the tree walked again. The kernel queues events inside the write
-// itself, so draining after the answer sees every change made before it;
-// a failed watch means a walk every time. (Writes through shared mappings
-// raise no event.)
+// entry from an lstat (a file with other hard links, whose other names
+// changed too, has the tree walked again); one about a directory
+// (created, removed, moved, its attributes, the directory itself) or an
+// overflow has the tree walked again, and so does every call while the
+// workspace directory is missing. The kernel queues events inside the
+// write itself, so draining after the answer sees every change made
+// before it; a failed watch means a walk every time. (Writes through
+// shared mappings, and to a hard link from outside the tree, raise no
+// event; a directory above the workspace renamed raises none either:
+// verify, at each full preparation of the workspace, finds it.)
 type wsWatch struct {
 	dir string
 
@@ -33,6 +36,8 @@ type wsWatch struct {
 	dirty  bool
 	broken bool // watching failed: walk every time
 	walks  int  // full walks, for tests
+
+	rootDev, rootIno uint64 // the workspace directory's identity at the last walk
 }
 
 // wsWatchMask is what changes a snapshot: entries created, removed, moved
@@ -105,6 +110,7 @@ func (w *wsWatch) walkLocked() {
 	w.dirty = false
 	old := w.wds
 	w.wds = map[int32]string{}
+	rootWatched := false
 	w.snap = walkFiles(w.dir, func(path string) {
 		if w.broken {
 			return
@@ -115,7 +121,17 @@ func (w *wsWatch) walkLocked() {
 			return
 		}
 		w.wds[int32(wd)] = path
+		rootWatched = rootWatched || path == w.dir
 	})
+	// No watch on the workspace directory (missing, not a directory):
+	// nothing would say when it is back, so the next call walks too.
+	w.rootDev, w.rootIno = 0, 0
+	var st unix.Stat_t
+	if !rootWatched || unix.Stat(w.dir, &st) != nil {
+		w.dirty = true
+	} else {
+		w.rootDev, w.rootIno = st.Dev, st.Ino
+	}
 	for wd := range old {
 		if _, ok := w.wds[wd]; !ok && !w.broken {
 			_, _ = unix.InotifyRmWatch(w.fd, uint32(wd)) // moved out or gone
@@ -154,7 +170,9 @@ func (w *wsWatch) drain() bool {
 		}
 		if !rewalk && !w.dirty {
 			for path := range files {
-				w.update(path)
+				if !w.update(path) {
+					return true
+				}
 			}
 		}
 		return rewalk
@@ -188,11 +206,9 @@ func (w *wsWatch) events(b []byte, file func(path string)) bool {
 		case !known:
 			// A directory moved out of the tree since the last walk.
 		case len(name) == 0:
-			// The directory itself: removed or moved (the workspace, or
-			// one whose parent's event is on its way), or its attributes.
-			if mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 {
-				rewalk = true
-			}
+			// A watched directory itself: removed, moved or its
+			// attributes changed (the workspace's own have no other event).
+			rewalk = true
 		case mask&unix.IN_ISDIR != 0:
 			if string(name) != wsReservedDir {
 				rewalk = true
@@ -205,16 +221,34 @@ func (w *wsWatch) events(b []byte, file func(path string)) bool {
 }
 
 // update sets path's entry from an lstat: a regular file's mtime and size,
-// or no entry.
-func (w *wsWatch) update(path string) {
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() {
+// or no entry. It reports false for a file with other hard links, whose
+// other names in the tree changed too (the tree must be walked).
+func (w *wsWatch) update(path string) bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		delete(w.snap, path)
-		return
+		return true
 	}
-	st := wsFileStat{mtimeNS: fi.ModTime().UnixNano(), size: fi.Size()}
-	w.snap[path] = st
-	w.newest = max(w.newest, st.mtimeNS)
+	if st.Nlink > 1 {
+		return false
+	}
+	fs := wsFileStat{mtimeNS: st.Mtim.Nano(), size: st.Size}
+	w.snap[path] = fs
+	w.newest = max(w.newest, fs.mtimeNS)
+	return true
+}
+
+// verify has the next call walk the tree when the workspace directory is
+// no longer the one the last walk watched (a directory above it renamed,
+// it replaced): no event says so. Prepare calls it at each full
+// preparation, so that is found within wsRecheckEvery.
+func (w *wsWatch) verify() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var st unix.Stat_t
+	if !w.broken && !w.dirty && (unix.Stat(w.dir, &st) != nil || st.Dev != w.rootDev || st.Ino != w.rootIno) {
+		w.dirty = true
+	}
 }
 
 func (w *wsWatch) close() {

@@ -66,51 +66,24 @@ func decodeSlow(b []byte) (message, error) {
 type envelope struct{ id, method, result, err []byte }
 
 // scanEnvelope finds the members of b, valid JSON; false for a non-object
-// or an escaped name.
+// or a member name with an escape or a non-ASCII byte (jsonscan.Members).
 func scanEnvelope(b []byte) (env envelope, ok bool) {
 	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return env, false
 	}
-	i = jsonscan.SkipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return env, true
-	}
-	for i < len(b) && b[i] == '"' {
-		end := jsonscan.SkipString(b, i)
-		key := b[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return env, false
-		}
-		i = jsonscan.SkipWS(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return env, false
-		}
-		start := jsonscan.SkipWS(b, i+1)
-		i = jsonscan.SkipValue(b, start)
-		v := b[start:i]
+	ok = jsonscan.Members(b, i, func(key []byte, v, end int) bool {
 		switch string(key) {
 		case "id":
-			env.id = v
+			env.id = b[v:end]
 		case "method":
-			env.method = v
+			env.method = b[v:end]
 		case "result":
-			env.result = v
+			env.result = b[v:end]
 		case "error":
-			env.err = v
+			env.err = b[v:end]
 		}
-		i = jsonscan.SkipWS(b, i)
-		if i >= len(b) {
-			return env, false
-		}
-		switch b[i] {
-		case '}':
-			return env, true
-		case ',':
-			i = jsonscan.SkipWS(b, i+1)
-		default:
-			return env, false
-		}
-	}
-	return env, false
+		return true
+	})
+	return env, ok
 }

@@ -5,8 +5,8 @@
 //     and mcpclient share (internal/lru), and the metric attribute-set
 //     cache api and mcpclient share (internal/attrset; the adapters do not
 //     import each other), and the walk over a JSON object's members the
-//     fast paths of mcpserver, mcpclient/session and streamhttp share
-//     (internal/jsonscan);
+//     fast paths of mcpserver, mcpclient/session, route and streamhttp
+//     share (internal/jsonscan);
 //   - internal/testsupport: what tests and make dev run, never the product:
 //     the test environment (testenv: temporary SQLite, PostgreSQL from
 //     TEST_DATABASE_URL, the Temporal dev server from the locally built

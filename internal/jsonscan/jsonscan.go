@@ -1,9 +1,10 @@
 // Package jsonscan walks the members of a JSON object without decoding
 // it, for the fast paths that read a few members of a message and leave
 // everything else to encoding/json (mcpserver's request, session's
-// answer, streamhttp's envelope). The input must be valid JSON (json.Valid): the walk does not
-// check it. Written here because encoding/json has no way to visit an
-// object's members without decoding or tokenizing every value.
+// answer, streamhttp's envelope, route's path-hint test). The input must
+// be valid JSON (json.Valid): the walk does not check it. Written here
+// because encoding/json has no way to visit an object's members without
+// decoding or tokenizing every value.
 package jsonscan
 
 // Members calls f with each member of the object at body[i] ('{'): its

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -307,15 +306,6 @@ func changedIn(snap FileSnapshot, cut int64) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// newestOf is the newest mtime among s's files (math.MinInt64 for none).
-func newestOf(s FileSnapshot) int64 {
-	newest := int64(math.MinInt64)
-	for _, st := range s {
-		newest = max(newest, st.mtimeNS)
-	}
-	return newest
 }
 
 // wsWatches holds a watcher (an inotify descriptor) per workspace in use,

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"maps"
+	"math"
 	"path/filepath"
 	"sync"
 
@@ -265,4 +266,13 @@ func (w *wsWatch) closeLocked() {
 	w.broken = true
 	w.snap = nil
 	w.wds = nil
+}
+
+// newestOf is the newest mtime among s's files (math.MinInt64 for none).
+func newestOf(s FileSnapshot) int64 {
+	newest := int64(math.MinInt64)
+	for _, st := range s {
+		newest = max(newest, st.mtimeNS)
+	}
+	return newest
 }

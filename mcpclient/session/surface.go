@@ -65,11 +65,13 @@ type resourceSubs struct {
 	// req serializes the upstream requests that start and end a URI's
 	// subscription, so that a last unsubscribe and a first subscribe of
 	// the same URI reach the server in order.
-	req    sync.Mutex
-	mu     sync.Mutex
-	byURI  map[string]map[*func()]bool
-	lists  bool   // HearLists was called: the stream asks for list changes
-	listen func() // stops the stream (2026-07-28)
+	req   sync.Mutex
+	mu    sync.Mutex
+	byURI map[string]map[*func()]bool
+	lists bool // HearLists was called: the stream asks for list changes
+	// wake asks the session's listener (listenLoop, 2026-07-28) for a
+	// stream with the filter wanted now; nil until the first stream.
+	wake chan struct{}
 	// acked is closed when the server acknowledges the latest stream
 	// (notifications/subscriptions/acknowledged); nil when none is awaited.
 	acked chan struct{}
@@ -171,33 +173,86 @@ func (s *Session) unsubscribe(uri string, key *func()) {
 	}
 }
 
-// relistenLocked replaces the subscriptions/listen stream with one naming
-// the URIs subscribed now (none: no stream). s.subs.mu is held, so the old
-// stream is stopped on its own goroutine: stopping waits for the stream's
-// reader, which may be delivering an update that needs s.subs.mu.
+// relistenLocked asks for the subscriptions/listen stream to name the
+// URIs subscribed now and, after HearLists, the list changes (nothing: no
+// stream). s.subs.mu is held, so the stream is replaced by the session's
+// listener, not here: stopping a stream waits for its reader, which may be
+// delivering an update that needs s.subs.mu. An ack still awaited (a first
+// Subscribe's, when HearLists asks again meanwhile) is awaited from the new
+// stream: the acknowledgement names no stream mcp-go lets us tell apart,
+// and the new one asks for every URI the old one did.
 func (s *Session) relistenLocked() {
-	if old := s.subs.listen; old != nil {
-		s.subs.listen = nil
-		go old()
-	}
 	if len(s.subs.byURI) == 0 && !s.subs.lists {
-		return
+		if s.subs.acked != nil { // no stream is coming to acknowledge it
+			close(s.subs.acked)
+			s.subs.acked = nil
+		}
+		if s.subs.wake == nil {
+			return
+		}
+	} else if s.subs.acked == nil {
+		s.subs.acked = make(chan struct{})
 	}
-	filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
-	s.subs.acked = make(chan struct{})
-	if s.subs.lists {
-		p, r := s.Offers()
-		filter.PromptsListChanged, filter.ResourcesListChanged = p, r
+	if s.subs.wake == nil {
+		s.subs.wake = make(chan struct{}, 1)
+		go s.listenLoop(s.subs.wake)
 	}
-	stop, err := s.client.ListenAsync(context.Background(), filter, func(err error) {
-		s.log.Warn("MCP server ended the subscriptions/listen stream of resource subscriptions", "server", s.server, "error", err)
-	})
-	if err != nil {
-		s.log.Warn("could not listen for resource updates", "server", s.server, "error", err)
-		s.subs.acked = nil
-		return
+	select {
+	case s.subs.wake <- struct{}{}:
+	default: // a wake is pending: the listener reads the filter then
 	}
-	s.subs.listen = stop
+}
+
+// listenLoop keeps the session's one subscriptions/listen stream asking
+// for what relistenLocked asked for last, until the session ends. Each
+// stream ends (its Listen returned) before the next starts: mcp-go's Listen
+// cancels the stream of a Listen that registered before it, so two that
+// overlap can leave none open.
+func (s *Session) listenLoop(wake <-chan struct{}) {
+	var stop func() // ends the open stream, once its Listen returned
+	end := func() {
+		if stop != nil {
+			stop()
+			stop = nil
+		}
+	}
+	defer end()
+	for {
+		select {
+		case <-wake:
+		case <-s.done:
+			return
+		}
+		end()
+		s.subs.mu.Lock()
+		filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
+		if s.subs.lists {
+			filter.PromptsListChanged, filter.ResourcesListChanged = s.Offers()
+		}
+		want := len(s.subs.byURI) > 0 || s.subs.lists
+		s.subs.mu.Unlock()
+		if want {
+			stop = s.listen(filter)
+		}
+	}
+}
+
+// listen opens a subscriptions/listen stream with filter and returns what
+// ends it and waits for its Listen to return.
+func (s *Session) listen(filter mcp.SubscriptionFilter) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		if err := s.client.Listen(ctx, filter); err != nil && ctx.Err() == nil {
+			s.log.Warn("MCP server ended the subscriptions/listen stream of resource subscriptions", "server", s.server, "error", err)
+			s.acknowledged() // no ack is coming from this stream: a Subscribe waiting goes on
+		}
+	}()
+	return func() {
+		cancel()
+		<-ended
+	}
 }
 
 // HearLists makes the server's notifications/prompts/list_changed and

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -106,44 +105,24 @@ func TestReviewWatchRootUnreadable(t *testing.T) {
 	reviewWrite(t, filepath.Join(dir, "a.txt"), "1")
 	defer func() { _ = os.Chmod(dir, 0o755) }()
 
-	type result struct {
-		want, got FileSnapshot
-		err       error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with its lowered capabilities
-		var r result
-		defer func() { done <- r }()
-		if os.Geteuid() == 0 {
-			hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-			var data [2]unix.CapUserData
-			if r.err = unix.Capget(&hdr, &data[0]); r.err != nil {
-				return
-			}
-			data[0].Effective &^= 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
-			if r.err = unix.Capset(&hdr, &data[0]); r.err != nil {
-				return
-			}
-		}
+	var want, got FileSnapshot
+	var err error
+	withoutDACOverride(t, func() {
 		w := newWSWatch(dir)
 		defer w.close()
 		if s := w.snapshot(); len(s) != 1 {
-			r.err = fmt.Errorf("first snapshot: %v", s)
+			err = fmt.Errorf("first snapshot: %v", s)
 			return
 		}
-		if r.err = os.Chmod(dir, 0); r.err != nil {
+		if err = os.Chmod(dir, 0); err != nil {
 			return
 		}
-		r.want = walkFiles(dir, nil)
-		r.got = w.snapshot()
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Skipf("cannot set up: %v", r.err)
-	}
-	require.Empty(t, r.want, "the walk cannot read the directory")
-	require.Equal(t, r.want, r.got)
+		want = walkFiles(dir, nil)
+		got = w.snapshot()
+	})
+	require.NoError(t, err)
+	require.Empty(t, want, "the walk cannot read the directory")
+	require.Equal(t, want, got)
 }
 
 // Cases that hold (coverage): a file replaced by a directory, by a

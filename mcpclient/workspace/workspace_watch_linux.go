@@ -22,7 +22,8 @@ import (
 // overflow has the tree walked again, and so does every call while the
 // workspace directory is missing. The kernel queues events inside the
 // write itself, so draining after the answer sees every change made
-// before it; a failed watch means a walk every time. (Writes through
+// before it; a watch that cannot be added for want of watches means a
+// walk every time (a directory gone or unreadable needs none). (Writes through
 // shared mappings, and to a hard link from outside the tree, raise no
 // event; a directory above the workspace renamed raises none either:
 // verify, at each full preparation of the workspace, finds it.)
@@ -117,7 +118,14 @@ func (w *wsWatch) walkLocked() {
 			return
 		}
 		wd, err := unix.InotifyAddWatch(w.fd, path, wsWatchMask)
-		if err != nil {
+		switch {
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES):
+			// Removed or replaced since the walk listed it (its parent's
+			// watch has the event), or unreadable (the walk cannot list
+			// it either; a chmod is an event on its parent): nothing of
+			// it is in the snapshot, nothing needs watching.
+			return
+		case err != nil:
 			w.broken = true // e.g. ENOSPC: out of watches
 			return
 		}

@@ -341,7 +341,7 @@ func (s *Session) onNotification(n mcp.JSONRPCNotification) {
 		return
 	}
 	if n.Method == mcp.MethodNotificationSubscriptionsAcknowledged {
-		s.acknowledged()
+		s.acknowledged(n)
 		return
 	}
 	if n.Method == string(mcp.MethodNotificationResourceUpdated) {

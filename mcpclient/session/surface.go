@@ -3,12 +3,14 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpflow/mcpflow"
@@ -72,22 +74,54 @@ type resourceSubs struct {
 	// wake asks the session's listener (listenLoop, 2026-07-28) for a
 	// stream with the filter wanted now; nil until the first stream.
 	wake chan struct{}
-	// acked is closed when the server acknowledges the latest stream
-	// (notifications/subscriptions/acknowledged); nil when none is awaited.
-	acked chan struct{}
+	// waiting are the URIs whose first Subscribe waits for the server to
+	// acknowledge a stream naming them (nil is sent) or to refuse the
+	// stream (its error is).
+	waiting map[string]chan error
 }
 
 // subsAckWait bounds how long a first subscription waits for the server to
 // acknowledge the stream that asks for it.
 const subsAckWait = 5 * time.Second
 
-// acknowledged closes the channel of the stream the server acknowledged.
-func (s *Session) acknowledged() {
+// acknowledged releases the Subscribes waiting for the URIs the server's
+// notifications/subscriptions/acknowledged names (params.notifications.
+// resourceSubscriptions): only those are subscribed on the stream.
+func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
+	established, _ := n.Params.AdditionalFields["notifications"].(map[string]any)
+	uris, _ := established["resourceSubscriptions"].([]any)
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	if s.subs.acked != nil {
-		close(s.subs.acked)
-		s.subs.acked = nil
+	for _, u := range uris {
+		if uri, ok := u.(string); ok {
+			s.releaseLocked(uri, nil)
+		}
+	}
+}
+
+// releaseLocked ends the wait of uri's first Subscribe with err (nil: a
+// stream naming it was acknowledged).
+func (s *Session) releaseLocked(uri string, err error) {
+	if ch, ok := s.subs.waiting[uri]; ok {
+		ch <- err
+		delete(s.subs.waiting, uri)
+	}
+}
+
+// refused releases the Subscribes waiting for the URIs of a stream the
+// server refused, with its error: they are not subscribed.
+func (s *Session) refused(filter mcp.SubscriptionFilter, err error) {
+	rpc := &mcpflow.RPCError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}
+	for code, sentinel := range map[int]error{mcp.INVALID_PARAMS: mcp.ErrInvalidParams,
+		mcp.RESOURCE_NOT_FOUND: mcp.ErrResourceNotFound, mcp.METHOD_NOT_FOUND: mcp.ErrMethodNotFound} {
+		if errors.Is(err, sentinel) {
+			rpc.Code = code
+		}
+	}
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	for _, uri := range filter.ResourceSubscriptions {
+		s.releaseLocked(uri, rpc)
 	}
 }
 
@@ -126,22 +160,11 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 			return nil, err
 		}
 		if s.Modern() {
-			// Once the server acknowledged the stream, the subscription
-			// is the caller's: an update sent after Subscribe returns is
-			// not lost to a stream still opening.
-			s.subs.mu.Lock()
-			s.relistenLocked()
-			acked := s.subs.acked
-			s.subs.mu.Unlock()
-			if acked != nil {
-				t := time.NewTimer(subsAckWait)
-				select {
-				case <-acked:
-				case <-t.C:
-					s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
-				case <-ctx.Done():
-				}
-				t.Stop()
+			// Once the server acknowledged a stream naming uri, the
+			// subscription is the caller's: an update sent after
+			// Subscribe returns is not lost to a stream still opening.
+			if err := s.awaitStream(ctx, uri); err != nil {
+				return nil, err
 			}
 		} else if l, ok := s.client.GetTransport().(interface{ Listen() }); ok {
 			l.Listen() // an HTTP server's updates come on the session's GET stream
@@ -173,27 +196,50 @@ func (s *Session) unsubscribe(uri string, key *func()) {
 	}
 }
 
+// awaitStream asks for a stream naming uri (already in s.subs.byURI) and
+// waits, at most subsAckWait, for the server to acknowledge one. A stream
+// the server refuses unsubscribes uri and returns the server's error (the
+// other URIs get a stream without it).
+func (s *Session) awaitStream(ctx context.Context, uri string) error {
+	ch := make(chan error, 1)
+	s.subs.mu.Lock()
+	if s.subs.waiting == nil {
+		s.subs.waiting = map[string]chan error{}
+	}
+	s.subs.waiting[uri] = ch
+	s.relistenLocked()
+	s.subs.mu.Unlock()
+	t := time.NewTimer(subsAckWait)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-ch:
+	case <-t.C:
+		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
+	case <-ctx.Done():
+	}
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if s.subs.waiting[uri] == ch {
+		delete(s.subs.waiting, uri)
+	}
+	if err != nil {
+		delete(s.subs.byURI, uri)
+		s.relistenLocked()
+	}
+	return err
+}
+
 // relistenLocked asks for the subscriptions/listen stream to name the
 // URIs subscribed now and, after HearLists, the list changes (nothing: no
 // stream). s.subs.mu is held, so the stream is replaced by the session's
 // listener, not here: stopping a stream waits for its reader, which may be
-// delivering an update that needs s.subs.mu. An ack still awaited (a first
-// Subscribe's, when HearLists asks again meanwhile) is awaited from the new
-// stream: the acknowledgement names no stream mcp-go lets us tell apart,
-// and the new one asks for every URI the old one did.
+// delivering an update that needs s.subs.mu.
 func (s *Session) relistenLocked() {
-	if len(s.subs.byURI) == 0 && !s.subs.lists {
-		if s.subs.acked != nil { // no stream is coming to acknowledge it
-			close(s.subs.acked)
-			s.subs.acked = nil
-		}
-		if s.subs.wake == nil {
+	if s.subs.wake == nil {
+		if len(s.subs.byURI) == 0 && !s.subs.lists {
 			return
 		}
-	} else if s.subs.acked == nil {
-		s.subs.acked = make(chan struct{})
-	}
-	if s.subs.wake == nil {
 		s.subs.wake = make(chan struct{}, 1)
 		go s.listenLoop(s.subs.wake)
 	}
@@ -203,27 +249,52 @@ func (s *Session) relistenLocked() {
 	}
 }
 
+// Reopening a stream the server ended or refused waits listenRetryMin,
+// doubling up to listenRetryMax (and back to the start after a stream
+// that lasted that long).
+const (
+	listenRetryMin = time.Second
+	listenRetryMax = time.Minute
+)
+
 // listenLoop keeps the session's one subscriptions/listen stream asking
-// for what relistenLocked asked for last, until the session ends. Each
-// stream ends (its Listen returned) before the next starts: mcp-go's Listen
-// cancels the stream of a Listen that registered before it, so two that
-// overlap can leave none open.
+// for what relistenLocked asked for last, until the session ends, and
+// opens it again when the server ends it (a restart, a proxy's idle
+// timeout). Each stream ends (its Listen returned) before the next
+// starts: mcp-go's Listen cancels the stream of a Listen that registered
+// before it, so two that overlap can leave none open.
 func (s *Session) listenLoop(wake <-chan struct{}) {
-	var stop func() // ends the open stream, once its Listen returned
-	end := func() {
-		if stop != nil {
-			stop()
-			stop = nil
+	var cur *listenStream
+	defer func() {
+		if cur != nil {
+			cur.stop()
 		}
-	}
-	defer end()
+	}()
+	var retry <-chan time.Time
+	backoff := listenRetryMin
 	for {
+		var ended <-chan struct{}
+		if cur != nil {
+			ended = cur.ended
+		}
 		select {
 		case <-wake:
+		case <-retry:
+		case <-ended: // the server ended or refused it
+			if time.Since(cur.started) >= listenRetryMax {
+				backoff = listenRetryMin
+			}
+			cur, retry = nil, time.After(backoff)
+			backoff = min(2*backoff, listenRetryMax)
+			continue
 		case <-s.done:
 			return
 		}
-		end()
+		retry = nil
+		if cur != nil {
+			cur.stop()
+			cur = nil
+		}
 		s.subs.mu.Lock()
 		filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
 		if s.subs.lists {
@@ -232,27 +303,42 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		want := len(s.subs.byURI) > 0 || s.subs.lists
 		s.subs.mu.Unlock()
 		if want {
-			stop = s.listen(filter)
+			cur = s.listen(filter)
 		}
 	}
 }
 
-// listen opens a subscriptions/listen stream with filter and returns what
-// ends it and waits for its Listen to return.
-func (s *Session) listen(filter mcp.SubscriptionFilter) func() {
+// listenStream is one subscriptions/listen stream of listenLoop's.
+type listenStream struct {
+	started time.Time
+	ended   chan struct{} // closed when its Listen returned
+	stop    func()        // ends it and waits for that
+}
+
+// listen opens a subscriptions/listen stream with filter.
+func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	ctx, cancel := context.WithCancel(context.Background())
-	ended := make(chan struct{})
+	st := &listenStream{started: time.Now(), ended: make(chan struct{})}
+	st.stop = func() {
+		cancel()
+		<-st.ended
+	}
 	go func() {
-		defer close(ended)
-		if err := s.client.Listen(ctx, filter); err != nil && ctx.Err() == nil {
-			s.log.Warn("MCP server ended the subscriptions/listen stream of resource subscriptions", "server", s.server, "error", err)
-			s.acknowledged() // no ack is coming from this stream: a Subscribe waiting goes on
+		defer close(st.ended)
+		err := s.client.Listen(ctx, filter)
+		var lost *transport.Error
+		switch {
+		case ctx.Err() != nil: // ended by the listener
+		case err == nil:
+			s.log.Debug("MCP server ended the subscriptions/listen stream; opening it again", "server", s.server)
+		case errors.As(err, &lost):
+			s.log.Warn("MCP subscriptions/listen stream lost; opening it again", "server", s.server, "error", err)
+		default:
+			s.log.Warn("MCP server refused the subscriptions/listen stream", "server", s.server, "error", err)
+			s.refused(filter, err)
 		}
 	}()
-	return func() {
-		cancel()
-		<-ended
-	}
+	return st
 }
 
 // HearLists makes the server's notifications/prompts/list_changed and

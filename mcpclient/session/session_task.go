@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"time"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -139,6 +140,9 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 		err = fmt.Errorf("no answer to %s", method)
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			s.cancelUpstream(ctx, req.ID, params)
+		}
 		return nil, nil, err
 	}
 	if resp.Error != nil {
@@ -150,6 +154,31 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 	}
 	return resp.Result, nil, nil
 }
+
+// cancelUpstream tells a stdio server that request id was abandoned (its
+// caller's ctx ended: a deadline, tool_call_timeout, a cancelled call)
+// with notifications/cancelled, as mcp-go's client does for the requests
+// it sends: a pipe has no other way to say so, and the server would run
+// the request to its end on one of its workers. Over HTTP ending the
+// request is the cancellation. Best effort, off the caller's path; not for
+// a task-augmented call, which tasks/cancel cancels.
+func (s *Session) cancelUpstream(ctx context.Context, id mcp.RequestId, params any) {
+	if p, ok := params.(mcp.CallToolParams); s.proc == nil || ok && p.Task != nil {
+		return
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationCancelled),
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
+	}}
+	go func() {
+		nctx, cancel := context.WithTimeout(context.Background(), sessCancelNotifyWait)
+		defer cancel()
+		_ = s.client.GetTransport().SendNotification(nctx, n)
+	}()
+}
+
+// sessCancelNotifyWait bounds the write of a notifications/cancelled.
+const sessCancelNotifyWait = 5 * time.Second
 
 // modernHeaders are a 2026-07-28 HTTP request's Mcp-Method, Mcp-Name
 // (tool or task) and, for a tool with x-mcp-header bindings, Mcp-Param-*.

@@ -8,8 +8,8 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
-	"time"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -115,9 +115,20 @@ func (s *Session) taskRequest(ctx context.Context, req sessRequest, method mcp.M
 // per-request _meta and, over HTTP, the Mcp-Method, Mcp-Name (tool or
 // task) and Mcp-Param-* headers. An unknown-session answer is a disconnect.
 func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	return s.rawRequestID(ctx, sessRequestID(), method, name, params)
+}
+
+// sessRequestID is a new id for a request mcpflow sends itself.
+func sessRequestID() mcp.RequestId { return mcp.NewRequestId(sessRequestKey()) }
+
+// sessRequestKey is a new request id's string.
+func sessRequestKey() string { return "mcpflow-" + strconv.FormatUint(sessTaskSeq.Add(1), 10) }
+
+// rawRequestID is rawRequest with the request's id.
+func (s *Session) rawRequestID(ctx context.Context, id mcp.RequestId, method mcp.MCPMethod, name string, params any) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	req := transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId("mcpflow-" + strconv.FormatUint(sessTaskSeq.Add(1), 10)),
+		ID:      id,
 		Method:  string(method),
 		Params:  params,
 	}
@@ -134,6 +145,9 @@ func (s *Session) rawRequest(ctx context.Context, method mcp.MCPMethod, name str
 		if s.proc == nil { // stdio has no headers to carry them
 			req.Header = s.modernHeaders(method, name, body)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // not sent, so nothing to cancel
 	}
 	resp, err := s.client.GetTransport().SendRequest(ctx, req)
 	if err == nil && resp == nil {

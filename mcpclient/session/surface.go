@@ -3,14 +3,12 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpflow/mcpflow"
@@ -75,26 +73,45 @@ type resourceSubs struct {
 	// stream with the filter wanted now; nil until the first stream.
 	wake chan struct{}
 	// waiting are the URIs whose first Subscribe waits for the server to
-	// acknowledge a stream naming them (nil is sent) or to refuse the
-	// stream (its error is).
+	// acknowledge a stream naming them (nil is sent), or to decline or
+	// refuse them (the error is).
 	waiting map[string]chan error
+	// stream is the listener's open stream; established, the URIs the
+	// last acknowledgement named.
+	stream      *listenStream
+	established map[string]bool
 }
 
 // subsAckWait bounds how long a first subscription waits for the server to
 // acknowledge the stream that asks for it.
 const subsAckWait = 5 * time.Second
 
-// acknowledged releases the Subscribes waiting for the URIs the server's
-// notifications/subscriptions/acknowledged names (params.notifications.
-// resourceSubscriptions): only those are subscribed on the stream.
+// acknowledged takes the server's notifications/subscriptions/acknowledged
+// of the open stream (its _meta names the stream's request; an older
+// stream's is ignored): the URIs it names (params.notifications.
+// resourceSubscriptions) are subscribed, and a first Subscribe of one the
+// stream asked for and it leaves out fails.
 func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	established, _ := n.Params.AdditionalFields["notifications"].(map[string]any)
 	uris, _ := established["resourceSubscriptions"].([]any)
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
+	st := s.subs.stream
+	if id, ok := n.Params.Meta[mcp.MetaKeySubscriptionID]; st == nil || ok && fmt.Sprint(id) != st.key {
+		return
+	}
+	st.acked = true
+	s.subs.established = map[string]bool{}
 	for _, u := range uris {
 		if uri, ok := u.(string); ok {
+			s.subs.established[uri] = true
+		}
+	}
+	for _, uri := range st.filter.ResourceSubscriptions {
+		if s.subs.established[uri] {
 			s.releaseLocked(uri, nil)
+		} else {
+			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' did not subscribe to the resource", s.server))
 		}
 	}
 }
@@ -108,19 +125,36 @@ func (s *Session) releaseLocked(uri string, err error) {
 	}
 }
 
-// refused releases the Subscribes waiting for the URIs of a stream the
-// server refused, with its error: they are not subscribed.
-func (s *Session) refused(filter mcp.SubscriptionFilter, err error) {
-	rpc := &mcpflow.RPCError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}
-	for code, sentinel := range map[int]error{mcp.INVALID_PARAMS: mcp.ErrInvalidParams,
-		mcp.RESOURCE_NOT_FOUND: mcp.ErrResourceNotFound, mcp.METHOD_NOT_FOUND: mcp.ErrMethodNotFound} {
-		if errors.Is(err, sentinel) {
-			rpc.Code = code
-		}
-	}
+// refused takes the server's refusal of the open stream st. The URIs it
+// names that no acknowledgement named yet are the ones to blame: those
+// whose Subscribe no longer waits are dropped (their callers were told
+// they are subscribed; a warning says they are not), or, when there are
+// none, those whose Subscribe waits fail with the server's error. The
+// stream is then asked for without them. A refusal of URIs acknowledged
+// before is tried again later (the listener's backoff).
+func (s *Session) refused(st *listenStream, rpc *mcpflow.RPCError) {
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	for _, uri := range filter.ResourceSubscriptions {
+	if s.subs.stream != st {
+		return
+	}
+	var idle, waiting []string
+	for _, uri := range st.filter.ResourceSubscriptions {
+		if _, ok := s.subs.waiting[uri]; ok {
+			waiting = append(waiting, uri)
+		} else if !s.subs.established[uri] && len(s.subs.byURI[uri]) > 0 {
+			idle = append(idle, uri)
+		}
+	}
+	if len(idle) > 0 {
+		for _, uri := range idle {
+			delete(s.subs.byURI, uri)
+		}
+		s.log.Warn("MCP server refused resource subscriptions; they are dropped", "server", s.server, "resources", len(idle), "error", rpc.Message)
+		s.relistenLocked()
+		return
+	}
+	for _, uri := range waiting {
 		s.releaseLocked(uri, rpc)
 	}
 }
@@ -197,9 +231,10 @@ func (s *Session) unsubscribe(uri string, key *func()) {
 }
 
 // awaitStream asks for a stream naming uri (already in s.subs.byURI) and
-// waits, at most subsAckWait, for the server to acknowledge one. A stream
-// the server refuses unsubscribes uri and returns the server's error (the
-// other URIs get a stream without it).
+// waits, at most subsAckWait, for the server to acknowledge one. When the
+// server leaves uri out or refuses the stream, when ctx ends or the
+// session does, uri is unsubscribed and the error returned (the other URIs
+// get a stream without it).
 func (s *Session) awaitStream(ctx context.Context, uri string) error {
 	ch := make(chan error, 1)
 	s.subs.mu.Lock()
@@ -217,6 +252,9 @@ func (s *Session) awaitStream(ctx context.Context, uri string) error {
 	case <-t.C:
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
 	case <-ctx.Done():
+		err = ctx.Err()
+	case <-s.done:
+		err = mcpflow.Errorf(mcpflow.EUpstream, "MCP session of server '%s' ended", s.server)
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
@@ -250,8 +288,8 @@ func (s *Session) relistenLocked() {
 }
 
 // Reopening a stream the server ended or refused waits listenRetryMin,
-// doubling up to listenRetryMax (and back to the start after a stream
-// that lasted that long).
+// doubling up to listenRetryMax (and back to the start after a stream the
+// server acknowledged).
 const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
@@ -281,9 +319,11 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		case <-wake:
 		case <-retry:
 		case <-ended: // the server ended or refused it
-			if time.Since(cur.started) >= listenRetryMax {
+			s.subs.mu.Lock()
+			if cur.acked {
 				backoff = listenRetryMin
 			}
+			s.subs.mu.Unlock()
 			cur, retry = nil, time.After(backoff)
 			backoff = min(2*backoff, listenRetryMax)
 			continue
@@ -310,32 +350,39 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 
 // listenStream is one subscriptions/listen stream of listenLoop's.
 type listenStream struct {
-	started time.Time
-	ended   chan struct{} // closed when its Listen returned
-	stop    func()        // ends it and waits for that
+	key    string // its request id
+	filter mcp.SubscriptionFilter
+	acked  bool          // the server acknowledged it (under s.subs.mu)
+	ended  chan struct{} // closed when its request returned
+	stop   func()        // ends it and waits for that
 }
 
-// listen opens a subscriptions/listen stream with filter.
+// listen opens a subscriptions/listen stream with filter, sent as the
+// session's own request (rawRequest: the server's refusal as it answered,
+// the request's id to tell its acknowledgement from an older stream's, a
+// stdio server told when it ends).
 func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &listenStream{started: time.Now(), ended: make(chan struct{})}
+	st := &listenStream{key: sessRequestKey(), filter: filter, ended: make(chan struct{})}
 	st.stop = func() {
 		cancel()
 		<-st.ended
 	}
+	s.subs.mu.Lock()
+	s.subs.stream = st
+	s.subs.mu.Unlock()
 	go func() {
 		defer close(st.ended)
-		err := s.client.Listen(ctx, filter)
-		var lost *transport.Error
+		_, rpc, err := s.rawRequestID(ctx, mcp.NewRequestId(st.key), mcp.MethodSubscriptionsListen, "", map[string]any{"notifications": filter})
 		switch {
 		case ctx.Err() != nil: // ended by the listener
-		case err == nil:
-			s.log.Debug("MCP server ended the subscriptions/listen stream; opening it again", "server", s.server)
-		case errors.As(err, &lost):
+		case rpc != nil:
+			s.log.Warn("MCP server refused the subscriptions/listen stream", "server", s.server, "code", rpc.Code, "error", rpc.Message)
+			s.refused(st, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)})
+		case err != nil:
 			s.log.Warn("MCP subscriptions/listen stream lost; opening it again", "server", s.server, "error", err)
 		default:
-			s.log.Warn("MCP server refused the subscriptions/listen stream", "server", s.server, "error", err)
-			s.refused(filter, err)
+			s.log.Debug("MCP server ended the subscriptions/listen stream; opening it again", "server", s.server)
 		}
 	}()
 	return st

@@ -124,3 +124,24 @@ func withoutDACOverride(t *testing.T, fn func()) {
 		t.Skipf("cannot drop the capabilities that bypass file permissions: %v", err)
 	}
 }
+
+// TestWorkspaceWatchNotThroughALink: a directory the walk listed that is a
+// symbolic link by the time it is watched (swapped in meanwhile) is not
+// watched: the watch would follow it out of the tree, and events from
+// there would read as the tree's. The swap is an event on its parent, so
+// nothing is lost; the watcher is not broken either.
+func TestWorkspaceWatchNotThroughALink(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "swapped")))
+	w := newWSWatch(dir)
+	defer w.close()
+	w.snapshot()
+	w.mu.Lock()
+	watched := w.watchLocked(filepath.Join(dir, "swapped"))
+	broken := w.broken
+	w.mu.Unlock()
+	require.False(t, watched, "a symbolic link to a directory outside the tree was watched")
+	require.False(t, broken)
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "f"), []byte("x"), 0o644))
+	require.Equal(t, walkFiles(dir, nil), w.snapshot())
+}

@@ -114,23 +114,9 @@ func (w *wsWatch) walkLocked() {
 	w.wds = map[int32]string{}
 	rootWatched := false
 	w.snap = walkFiles(w.dir, func(path string) {
-		if w.broken {
-			return
+		if !w.broken && w.watchLocked(path) {
+			rootWatched = rootWatched || path == w.dir
 		}
-		wd, err := unix.InotifyAddWatch(w.fd, path, wsWatchMask)
-		switch {
-		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES):
-			// Removed or replaced since the walk listed it (its parent's
-			// watch has the event), or unreadable (the walk cannot list
-			// it either; a chmod is an event on its parent): nothing of
-			// it is in the snapshot, nothing needs watching.
-			return
-		case err != nil:
-			w.broken = true // e.g. ENOSPC: out of watches
-			return
-		}
-		w.wds[int32(wd)] = path
-		rootWatched = rootWatched || path == w.dir
 	})
 	// No watch on the workspace directory (missing, not a directory):
 	// nothing would say when it is back, so the next call walks too.
@@ -147,6 +133,26 @@ func (w *wsWatch) walkLocked() {
 		}
 	}
 	w.newest = newestOf(w.snap)
+}
+
+// watchLocked adds a watch on directory path and reports whether it did.
+// A directory only, never through a symbolic link: one swapped in since
+// the walk listed the directory would have the watch follow it out of the
+// tree. One removed or replaced since (its parent's watch has the event),
+// or unreadable (the walk cannot list it either; a chmod is an event on
+// its parent), needs no watch: nothing of it is in the snapshot. Any other
+// failure (out of watches: ENOSPC) breaks the watcher.
+func (w *wsWatch) watchLocked(path string) bool {
+	wd, err := unix.InotifyAddWatch(w.fd, path, wsWatchMask|unix.IN_ONLYDIR|unix.IN_DONT_FOLLOW)
+	switch {
+	case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EACCES):
+		return false
+	case err != nil:
+		w.broken = true
+		return false
+	}
+	w.wds[int32(wd)] = path
+	return true
 }
 
 // drain reads every queued event and applies those about files to the

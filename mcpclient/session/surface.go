@@ -80,6 +80,7 @@ type resourceSubs struct {
 	// last acknowledgement named.
 	stream      *listenStream
 	established map[string]bool
+	probes      map[string]chan struct{} // probeRefused's streams by request id, closed at their ack
 }
 
 // subsAckWait bounds how long a first subscription waits for the server to
@@ -96,8 +97,14 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	uris, _ := established["resourceSubscriptions"].([]any)
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
+	id, tagged := n.Params.Meta[mcp.MetaKeySubscriptionID]
+	if probe, ok := s.subs.probes[fmt.Sprint(id)]; tagged && ok {
+		close(probe) // probeRefused's
+		delete(s.subs.probes, fmt.Sprint(id))
+		return
+	}
 	st := s.subs.stream
-	if id, ok := n.Params.Meta[mcp.MetaKeySubscriptionID]; st == nil || ok && fmt.Sprint(id) != st.key {
+	if st == nil || tagged && fmt.Sprint(id) != st.key {
 		return
 	}
 	st.acked = true
@@ -125,38 +132,78 @@ func (s *Session) releaseLocked(uri string, err error) {
 	}
 }
 
-// refused takes the server's refusal of the open stream st. The URIs it
-// names that no acknowledgement named yet are the ones to blame: those
-// whose Subscribe no longer waits are dropped (their callers were told
-// they are subscribed; a warning says they are not), or, when there are
-// none, those whose Subscribe waits fail with the server's error. The
-// stream is then asked for without them. A refusal of URIs acknowledged
-// before is tried again later (the listener's backoff).
-func (s *Session) refused(st *listenStream, rpc *mcpflow.RPCError) {
+// refused takes the server's refusal of the open stream st (ctx is its
+// request's). A server refuses the whole stream for one URI, so which are
+// refused is asked of it one URI at a time when st names more than one
+// (probeRefused); those whose Subscribe waits fail with the server's
+// error, the others are dropped with a warning (their callers were told
+// they are subscribed), and the stream is asked for without them. With
+// none to blame (the list changes refused, or a refusal the probes do not
+// repeat) the listener tries again later (its backoff).
+func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RPCError) {
+	blamed := st.filter.ResourceSubscriptions
+	if len(blamed) > 1 {
+		blamed = s.probeRefused(ctx, blamed)
+	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	if s.subs.stream != st {
-		return
+	if s.subs.stream != st || ctx.Err() != nil {
+		return // replaced meanwhile: the next stream's answer counts
 	}
-	var idle, waiting []string
-	for _, uri := range st.filter.ResourceSubscriptions {
+	var dropped int
+	for _, uri := range blamed {
 		if _, ok := s.subs.waiting[uri]; ok {
-			waiting = append(waiting, uri)
-		} else if !s.subs.established[uri] && len(s.subs.byURI[uri]) > 0 {
-			idle = append(idle, uri)
-		}
-	}
-	if len(idle) > 0 {
-		for _, uri := range idle {
+			s.releaseLocked(uri, rpc) // its Subscribe drops it
+		} else if len(s.subs.byURI[uri]) > 0 {
 			delete(s.subs.byURI, uri)
+			dropped++
 		}
-		s.log.Warn("MCP server refused resource subscriptions; they are dropped", "server", s.server, "resources", len(idle), "error", rpc.Message)
+	}
+	if dropped > 0 {
+		s.log.Warn("MCP server refused resource subscriptions; they are dropped", "server", s.server, "resources", dropped, "error", rpc.Message)
 		s.relistenLocked()
-		return
 	}
-	for _, uri := range waiting {
-		s.releaseLocked(uri, rpc)
+}
+
+// probeRefused returns the URIs of uris the server refuses a stream naming
+// that URI alone for: each is asked for in a stream of its own, ended once
+// the server acknowledged it, or after subsAckWait without an answer
+// (taken as not refused).
+func (s *Session) probeRefused(ctx context.Context, uris []string) []string {
+	var refused []string
+	for _, uri := range uris {
+		key := sessRequestKey()
+		acked := make(chan struct{})
+		s.subs.mu.Lock()
+		if s.subs.probes == nil {
+			s.subs.probes = map[string]chan struct{}{}
+		}
+		s.subs.probes[key] = acked
+		s.subs.mu.Unlock()
+		pctx, cancel := context.WithTimeout(ctx, subsAckWait)
+		answered := make(chan *mcp.JSONRPCErrorDetails, 1)
+		go func() {
+			_, rpc, _ := s.rawRequestID(pctx, mcp.NewRequestId(key), mcp.MethodSubscriptionsListen, "",
+				map[string]any{"notifications": mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}}})
+			answered <- rpc
+		}()
+		select {
+		case rpc := <-answered:
+			if rpc != nil {
+				refused = append(refused, uri)
+			}
+		case <-acked:
+		case <-pctx.Done():
+		}
+		cancel()
+		s.subs.mu.Lock()
+		delete(s.subs.probes, key)
+		s.subs.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil
+		}
 	}
+	return refused
 }
 
 // Subscribe asks the server for updates of uri and calls updated at each
@@ -378,7 +425,7 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 		case ctx.Err() != nil: // ended by the listener
 		case rpc != nil:
 			s.log.Warn("MCP server refused the subscriptions/listen stream", "server", s.server, "code", rpc.Code, "error", rpc.Message)
-			s.refused(st, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)})
+			s.refused(ctx, st, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)})
 		case err != nil:
 			s.log.Warn("MCP subscriptions/listen stream lost; opening it again", "server", s.server, "error", err)
 		default:

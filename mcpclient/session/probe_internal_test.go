@@ -20,14 +20,7 @@ func TestProbeRefusedLater(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	const good, bad = "test://good", "test://bad"
-	srv := newReview3Server(t)
-	var refuseBad atomic.Bool
-	srv.refusal = func(_ context.Context, f listenFilter2) map[string]any {
-		if refuseBad.Load() && slices.Contains(f.ResourceSubscriptions, bad) {
-			return review3Refused
-		}
-		return nil
-	}
+	srv, refuseBad := refusing(t, bad)
 	s := dialReview2(t, ctx, srv.URL, nil)
 	defer s.Close()
 	for _, uri := range []string{good, bad} {
@@ -64,14 +57,7 @@ func TestProbeRefusalNotTheNewSubscribes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	const fine, bad = "test://fine", "test://bad"
-	srv := newReview3Server(t)
-	var refuseBad atomic.Bool
-	srv.refusal = func(_ context.Context, f listenFilter2) map[string]any {
-		if refuseBad.Load() && slices.Contains(f.ResourceSubscriptions, bad) {
-			return review3Refused
-		}
-		return nil
-	}
+	srv, refuseBad := refusing(t, bad)
 	s := dialReview2(t, ctx, srv.URL, nil)
 	defer s.Close()
 	u, err := s.Subscribe(ctx, bad, func() {})
@@ -87,4 +73,18 @@ func TestProbeRefusalNotTheNewSubscribes(t *testing.T) {
 	_, kept := s.subs.byURI[bad]
 	s.subs.mu.Unlock()
 	require.False(t, kept, "%s is still asked for", bad)
+}
+
+// refusing is a stand-in 2026 server that refuses every stream naming uri
+// once the returned flag is set.
+func refusing(t *testing.T, uri string) (*review3Server, *atomic.Bool) {
+	srv := newReview3Server(t)
+	var on atomic.Bool
+	srv.refusal = func(_ context.Context, f listenFilter2) map[string]any {
+		if on.Load() && slices.Contains(f.ResourceSubscriptions, uri) {
+			return review3Refused
+		}
+		return nil
+	}
+	return srv, &on
 }

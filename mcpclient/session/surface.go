@@ -76,11 +76,8 @@ type resourceSubs struct {
 	// acknowledge a stream naming them (nil is sent), or to decline or
 	// refuse them (the error is).
 	waiting map[string]chan error
-	// stream is the listener's open stream; established, the URIs the
-	// last acknowledgement named.
-	stream      *listenStream
-	established map[string]bool
-	probes      map[string]chan struct{} // probeRefused's streams by request id, closed at their ack
+	stream  *listenStream            // the listener's open stream
+	probes  map[string]chan struct{} // probeRefused's streams by request id, closed at their ack
 }
 
 // subsAckWait bounds how long a first subscription waits for the server to
@@ -108,14 +105,14 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 		return
 	}
 	st.acked = true
-	s.subs.established = map[string]bool{}
+	named := map[string]bool{}
 	for _, u := range uris {
 		if uri, ok := u.(string); ok {
-			s.subs.established[uri] = true
+			named[uri] = true
 		}
 	}
 	for _, uri := range st.filter.ResourceSubscriptions {
-		if s.subs.established[uri] {
+		if named[uri] {
 			s.releaseLocked(uri, nil)
 		} else {
 			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' did not subscribe to the resource", s.server))
@@ -183,8 +180,7 @@ func (s *Session) probeRefused(ctx context.Context, uris []string) []string {
 		pctx, cancel := context.WithTimeout(ctx, subsAckWait)
 		answered := make(chan *mcp.JSONRPCErrorDetails, 1)
 		go func() {
-			_, rpc, _ := s.rawRequestID(pctx, mcp.NewRequestId(key), mcp.MethodSubscriptionsListen, "",
-				map[string]any{"notifications": mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}}})
+			_, rpc, _ := s.listenRequest(pctx, key, mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}})
 			answered <- rpc
 		}()
 		select {
@@ -420,7 +416,7 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	s.subs.mu.Unlock()
 	go func() {
 		defer close(st.ended)
-		_, rpc, err := s.rawRequestID(ctx, mcp.NewRequestId(st.key), mcp.MethodSubscriptionsListen, "", map[string]any{"notifications": filter})
+		_, rpc, err := s.listenRequest(ctx, st.key, filter)
 		switch {
 		case ctx.Err() != nil: // ended by the listener
 		case rpc != nil:
@@ -433,6 +429,12 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 		}
 	}()
 	return st
+}
+
+// listenRequest sends subscriptions/listen with filter under request id
+// key; it returns when the stream ends, ctx does, or the server refuses it.
+func (s *Session) listenRequest(ctx context.Context, key string, filter mcp.SubscriptionFilter) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	return s.rawRequestID(ctx, mcp.NewRequestId(key), mcp.MethodSubscriptionsListen, "", map[string]any{"notifications": filter})
 }
 
 // HearLists makes the server's notifications/prompts/list_changed and

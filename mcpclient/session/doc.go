@@ -9,6 +9,12 @@
 // (server, user:thread), bounded, single-flight per key, with pins for
 // running durable tasks.
 //
+// On 2026-07-28 a session's resource subscriptions and list changes travel
+// on one subscriptions/listen stream, which a listener goroutine of the
+// session replaces as they change and opens again when the server ends it.
+// A stdio request whose caller stopped waiting is cancelled at the server
+// with notifications/cancelled (over HTTP ending the request does it).
+//
 // A session knows one server's configuration and nothing of discovery,
 // credentials or workspaces: its caller hands it the header function, the
 // working directory and environment, and the question relay (DialOptions).

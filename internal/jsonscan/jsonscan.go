@@ -2,14 +2,15 @@
 // it, for the fast paths that read a few members of a message and leave
 // everything else to encoding/json (mcpserver's request, session's
 // answer, streamhttp's envelope, route's path-hint test). The input must
-// be valid JSON (json.Valid): the walk does not check it. Written here
+// be valid JSON (json.Valid): the walk does not check it, but on input cut
+// short it returns false rather than slicing past its end. Written here
 // because encoding/json has no way to visit an object's members without
 // decoding or tokenizing every value.
 package jsonscan
 
 // Members calls f with each member of the object at body[i] ('{'): its
-// plain name and its value's bounds; false when a name is not plain or f
-// says so.
+// plain name and its value's bounds; false when a name is not plain, the
+// object ends before its last value, or f says so.
 func Members(body []byte, i int, f func(key []byte, v, end int) bool) bool {
 	i = SkipWS(body, i+1)
 	if i < len(body) && body[i] == '}' {
@@ -17,11 +18,17 @@ func Members(body []byte, i int, f func(key []byte, v, end int) bool) bool {
 	}
 	for i < len(body) && body[i] == '"' {
 		kend := SkipString(body, i)
+		if kend < i+2 || body[kend-1] != '"' {
+			return false // the name is cut short
+		}
 		key := body[i+1 : kend-1]
 		if !Plain(key) {
 			return false
 		}
 		v := SkipWS(body, SkipWS(body, kend)+1) // past ':'
+		if v >= len(body) {
+			return false
+		}
 		end := SkipValue(body, v)
 		if !f(key, v, end) {
 			return false

@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -35,4 +36,41 @@ func TestMembers(t *testing.T) {
 	if !Members([]byte(`{}`), 0, func([]byte, int, int) bool { return false }) {
 		t.Error("an empty object has no member to refuse")
 	}
+}
+
+// FuzzMembers: on any input the walk stays within it (each member's value
+// bounds inside body), and on valid JSON it visits what encoding/json
+// reads as the object's members, in order.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":{"c":"]"}}`, `{"`, `{"a`, `{"a"`, `{"a":`, `{"a":"`, `{"a":[`, `{"\"`, `{"a":1,`, ` {}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		i := SkipWS(body, 0)
+		if i >= len(body) || body[i] != '{' {
+			return
+		}
+		var keys []string
+		ok := Members(body, i, func(key []byte, v, end int) bool {
+			if v < 0 || v > end || end > len(body) {
+				t.Fatalf("member %q: bounds %d..%d outside %d bytes", key, v, end, len(body))
+			}
+			keys = append(keys, string(key))
+			return true
+		})
+		if !ok || !json.Valid(body) {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			t.Fatalf("not an object: %v %v", tok, err)
+		}
+		for n := 0; dec.More(); n++ {
+			tok, _ := dec.Token()
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil || n >= len(keys) || tok != keys[n] {
+				t.Fatalf("member %d: encoding/json reads %v, the walk %v", n, tok, keys)
+			}
+		}
+	})
 }

@@ -11,7 +11,9 @@
 //
 // On 2026-07-28 a session's resource subscriptions and list changes travel
 // on one subscriptions/listen stream, which a listener goroutine of the
-// session replaces as they change and opens again when the server ends it.
+// session replaces as they change and opens again when the server ends it;
+// which URI a refused stream is refused for is asked of the server one URI
+// at a time (refused).
 // A stdio request whose caller stopped waiting is cancelled at the server
 // with notifications/cancelled (over HTTP ending the request does it).
 //

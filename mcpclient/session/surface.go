@@ -62,10 +62,11 @@ func (s *Session) OffersSubscriptions() bool {
 // URI → the callers' callbacks (by a key of their own), and on 2026-07-28
 // the subscriptions/listen stream that asks for them.
 type resourceSubs struct {
-	// req serializes the upstream requests that start and end a URI's
-	// subscription, so that a last unsubscribe and a first subscribe of
-	// the same URI reach the server in order.
-	req   sync.Mutex
+	// req (a lock a Subscribe can stop waiting for: lockReq) serializes
+	// the upstream requests that start and end a URI's subscription, so
+	// that a last unsubscribe and a first subscribe of the same URI reach
+	// the server in order.
+	req   chan struct{}
 	mu    sync.Mutex
 	byURI map[string]map[*func()]bool
 	lists bool // HearLists was called: the stream asks for list changes
@@ -76,6 +77,9 @@ type resourceSubs struct {
 	// acknowledge a stream naming them (nil is sent), or to decline or
 	// refuse them (the error is).
 	waiting map[string]chan error
+	// judging are the waiting URIs of a refused stream while refused asks
+	// the server which URI it refuses: their wait does not run out then.
+	judging map[string]bool
 	stream  *listenStream            // the listener's open stream
 	probes  map[string]chan struct{} // probeRefused's streams by request id, closed at their ack
 }
@@ -130,30 +134,60 @@ func (s *Session) releaseLocked(uri string, err error) {
 }
 
 // refused takes the server's refusal of the open stream st (ctx is its
-// request's). A server refuses the whole stream for one URI, so which are
-// refused is asked of it one URI at a time when st names more than one
-// (probeRefused); those whose Subscribe waits fail with the server's
-// error, the others are dropped with a warning (their callers were told
-// they are subscribed), and the stream is asked for without them. With
-// none to blame (the list changes refused, or a refusal the probes do not
-// repeat) the listener tries again later (its backoff).
+// request's). A server refuses the whole stream for one URI, so when st
+// names more than one, which it refuses is asked of it one URI at a time
+// (probeRefused). A URI whose first Subscribe waits fails with the
+// server's refusal of it alone (the stream's, for a stream naming it
+// alone); if no URI is refused alone, the waiting ones fail with the
+// stream's refusal (a server that refuses them together). A URI
+// subscribed before is dropped, with a warning, only when refused alone
+// while another was accepted alone: a refusal of every stream (a server
+// out of room, or one refusing the lone URI's again) says nothing about
+// the URI, and the listener asks again later (its backoff). The stream is
+// then asked for without the URIs failed or dropped.
 func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RPCError) {
-	blamed := st.filter.ResourceSubscriptions
-	if len(blamed) > 1 {
-		blamed = s.probeRefused(ctx, blamed)
+	uris := st.filter.ResourceSubscriptions
+	s.subs.mu.Lock()
+	for _, uri := range uris {
+		if _, ok := s.subs.waiting[uri]; ok {
+			if s.subs.judging == nil {
+				s.subs.judging = map[string]bool{}
+			}
+			s.subs.judging[uri] = true
+		}
+	}
+	s.subs.mu.Unlock()
+	alone, accepted := map[string]*mcpflow.RPCError{}, false
+	if len(uris) == 1 {
+		alone[uris[0]] = rpc
+	} else if len(uris) > 1 {
+		alone, accepted = s.probeRefused(ctx, uris)
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
+	for _, uri := range uris {
+		delete(s.subs.judging, uri)
+	}
 	if s.subs.stream != st || ctx.Err() != nil {
 		return // replaced meanwhile: the next stream's answer counts
 	}
-	var dropped int
-	for _, uri := range blamed {
-		if _, ok := s.subs.waiting[uri]; ok {
-			s.releaseLocked(uri, rpc) // its Subscribe drops it
-		} else if len(s.subs.byURI[uri]) > 0 {
+	var dropped, failed int
+	for _, uri := range uris {
+		own, ok := alone[uri]
+		switch _, waits := s.subs.waiting[uri]; {
+		case waits && ok:
+			s.releaseLocked(uri, own) // its Subscribe drops it
+			failed++
+		case !waits && ok && accepted && len(s.subs.byURI[uri]) > 0:
 			delete(s.subs.byURI, uri)
 			dropped++
+		}
+	}
+	if failed+dropped == 0 {
+		for _, uri := range uris { // refused together, or none waits
+			if _, waits := s.subs.waiting[uri]; waits {
+				s.releaseLocked(uri, rpc)
+			}
 		}
 	}
 	if dropped > 0 {
@@ -162,12 +196,18 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 	}
 }
 
-// probeRefused returns the URIs of uris the server refuses a stream naming
-// that URI alone for: each is asked for in a stream of its own, ended once
-// the server acknowledged it, or after subsAckWait without an answer
-// (taken as not refused).
-func (s *Session) probeRefused(ctx context.Context, uris []string) []string {
-	var refused []string
+// probeRefusedWait bounds all of probeRefused's streams together.
+const probeRefusedWait = 2 * subsAckWait
+
+// probeRefused asks the server about each of uris in a stream naming that
+// URI alone, one stream at a time, each ended (and gone) before the next:
+// it returns the URIs refused with the server's refusal of each, and
+// whether any was accepted (acknowledged). A stream with no answer within
+// subsAckWait (all of them within probeRefusedWait) counts as neither.
+func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]*mcpflow.RPCError, accepted bool) {
+	refused = map[string]*mcpflow.RPCError{}
+	ctx, cancelAll := context.WithTimeout(ctx, probeRefusedWait)
+	defer cancelAll()
 	for _, uri := range uris {
 		key := sessRequestKey()
 		acked := make(chan struct{})
@@ -183,23 +223,28 @@ func (s *Session) probeRefused(ctx context.Context, uris []string) []string {
 			_, rpc, _ := s.listenRequest(pctx, key, mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}})
 			answered <- rpc
 		}()
+		var rpc *mcp.JSONRPCErrorDetails
 		select {
-		case rpc := <-answered:
-			if rpc != nil {
-				refused = append(refused, uri)
-			}
+		case rpc = <-answered:
 		case <-acked:
+			accepted = true
+			cancel()
+			<-answered // gone before the next one opens
 		case <-pctx.Done():
+			<-answered
 		}
 		cancel()
+		if rpc != nil {
+			refused[uri] = &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}
+		}
 		s.subs.mu.Lock()
 		delete(s.subs.probes, key)
 		s.subs.mu.Unlock()
 		if ctx.Err() != nil {
-			return nil
+			break
 		}
 	}
-	return refused
+	return refused, accepted
 }
 
 // Subscribe asks the server for updates of uri and calls updated at each
@@ -212,8 +257,10 @@ func (s *Session) probeRefused(ctx context.Context, uris []string) []string {
 // callback is registered before the server is asked, so no update sent
 // meanwhile is lost. A subscription lasts as long as this session.
 func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (unsubscribe func(), err error) {
-	s.subs.req.Lock()
-	defer s.subs.req.Unlock()
+	if err := s.lockReq(ctx); err != nil {
+		return nil, err
+	}
+	defer s.unlockReq()
 	key := &updated
 	s.subs.mu.Lock()
 	first := len(s.subs.byURI[uri]) == 0
@@ -254,8 +301,8 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 // unsubscribe ends one caller's subscription to uri; the last one's ends
 // it at the server.
 func (s *Session) unsubscribe(uri string, key *func()) {
-	s.subs.req.Lock()
-	defer s.subs.req.Unlock()
+	_ = s.lockReq(context.Background())
+	defer s.unlockReq()
 	s.subs.mu.Lock()
 	delete(s.subs.byURI[uri], key)
 	last := len(s.subs.byURI[uri]) == 0
@@ -273,8 +320,27 @@ func (s *Session) unsubscribe(uri string, key *func()) {
 	}
 }
 
+// lockReq takes s.subs.req, or returns ctx's error once ctx ends first.
+func (s *Session) lockReq(ctx context.Context) error {
+	s.subs.mu.Lock()
+	if s.subs.req == nil {
+		s.subs.req = make(chan struct{}, 1)
+	}
+	req := s.subs.req
+	s.subs.mu.Unlock()
+	select {
+	case req <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Session) unlockReq() { <-s.subs.req }
+
 // awaitStream asks for a stream naming uri (already in s.subs.byURI) and
-// waits, at most subsAckWait, for the server to acknowledge one. When the
+// waits, at most subsAckWait (longer while the server's refusal of one is
+// looked into: refused), for the server to acknowledge one. When the
 // server leaves uri out or refuses the stream, when ctx ends or the
 // session does, uri is unsubscribed and the error returned (the other URIs
 // get a stream without it).
@@ -290,9 +356,17 @@ func (s *Session) awaitStream(ctx context.Context, uri string) error {
 	t := time.NewTimer(subsAckWait)
 	defer t.Stop()
 	var err error
+wait:
 	select {
 	case err = <-ch:
 	case <-t.C:
+		s.subs.mu.Lock()
+		judged := s.subs.judging[uri]
+		s.subs.mu.Unlock()
+		if judged { // the server refused the stream: wait for its verdict
+			t.Reset(subsAckWait)
+			goto wait
+		}
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -303,6 +377,11 @@ func (s *Session) awaitStream(ctx context.Context, uri string) error {
 	defer s.subs.mu.Unlock()
 	if s.subs.waiting[uri] == ch {
 		delete(s.subs.waiting, uri)
+	} else if err == nil {
+		select {
+		case err = <-ch: // answered as the wait ran out: the answer counts
+		default:
+		}
 	}
 	if err != nil {
 		delete(s.subs.byURI, uri)

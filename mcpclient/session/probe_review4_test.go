@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -515,72 +514,6 @@ func TestReview4ChurnDuringProbes(t *testing.T) {
 	}
 }
 
-// TestReview4StdioHelper is a stand-in 2026-07-28 stdio server when run by
-// TestReview4StdioProbeIsCancelled (REVIEW4_STDIO_LOG set): it refuses
-// each subscriptions/listen naming test://bad (-32602), acknowledges the
-// others and keeps them open, and writes every message it reads to the
-// log file, one line each.
-func TestReview4StdioHelper(t *testing.T) {
-	logPath := os.Getenv("REVIEW4_STDIO_LOG")
-	if logPath == "" {
-		t.Skip("the stdio server of TestReview4StdioProbeIsCancelled")
-	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		os.Exit(2)
-	}
-	out := bufio.NewWriter(os.Stdout)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		_, _ = out.Write(append(b, '\n'))
-		_ = out.Flush()
-	}
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 1<<20), 1<<20)
-	for in.Scan() {
-		line := in.Bytes()
-		_, _ = logf.Write(append(append([]byte(nil), line...), '\n'))
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		}
-		if json.Unmarshal(line, &msg) != nil || len(msg.ID) == 0 || msg.Method == "" {
-			continue
-		}
-		answer := func(result any) { send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": result}) }
-		switch msg.Method {
-		case "server/discover":
-			answer(map[string]any{
-				"supportedVersions": []string{"2026-07-28"},
-				"capabilities":      map[string]any{"resources": map[string]any{"subscribe": true}},
-				"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "review4", "version": "1"}},
-			})
-		case "resources/read":
-			var p struct {
-				URI string `json:"uri"`
-			}
-			_ = json.Unmarshal(msg.Params, &p)
-			answer(map[string]any{"contents": []any{map[string]any{"uri": p.URI, "text": "x"}}})
-		case "subscriptions/listen":
-			var p struct {
-				Notifications listenFilter2 `json:"notifications"`
-			}
-			_ = json.Unmarshal(msg.Params, &p)
-			if slices.Contains(p.Notifications.ResourceSubscriptions, "test://bad") {
-				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32602, "message": "cannot subscribe"}})
-				continue
-			}
-			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
-				"params": map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": msg.ID}, "notifications": p.Notifications}})
-		default:
-			send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32601, "message": "method not found"}})
-		}
-	}
-	_ = logf.Close()
-	os.Exit(0)
-}
-
 // TestReview4StdioProbeIsCancelled (holds): over stdio a probe the server
 // acknowledged is cancelled at the server (notifications/cancelled), as
 // every stream the listener stops is: of the listens acknowledged, only the
@@ -592,8 +525,8 @@ func TestReview4StdioProbeIsCancelled(t *testing.T) {
 	require.NoError(t, err)
 	logPath := filepath.Join(t.TempDir(), "in.jsonl")
 	s, err := Dial(ctx, &config.Server{Name: "review4", Enabled: true, Type: config.TransportStdio,
-		Command: exe, Args: []string{"-test.run=^TestReview4StdioHelper$"},
-		Env: map[string]string{"REVIEW4_STDIO_LOG": logPath}, ProtocolVersion: "2026-07-28"}, DialOptions{})
+		Command: exe, Args: []string{"-test.run=^TestReview3StdioHelper$"},
+		Env: map[string]string{"REVIEW3_STDIO_LOG": logPath}, ProtocolVersion: "2026-07-28"}, DialOptions{})
 	require.NoError(t, err)
 	defer s.Close()
 	require.True(t, s.Modern())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,9 +19,10 @@ import (
 )
 
 // TestReview3StdioHelper is a stand-in 2026-07-28 stdio server when run by
-// TestReview3StdioStoppedStreamIsCancelled (REVIEW3_STDIO_LOG set): it
-// acknowledges each subscriptions/listen and keeps it open, and writes
-// every message it reads to the log file, one line each.
+// TestReview3StdioStoppedStreamIsCancelled or TestReview4StdioProbeIsCancelled
+// (REVIEW3_STDIO_LOG set): it refuses each subscriptions/listen naming
+// test://bad (-32602), acknowledges the others and keeps them open, and
+// writes every message it reads to the log file, one line each.
 func TestReview3StdioHelper(t *testing.T) {
 	logPath := os.Getenv("REVIEW3_STDIO_LOG")
 	if logPath == "" {
@@ -65,9 +67,13 @@ func TestReview3StdioHelper(t *testing.T) {
 			answer(map[string]any{"contents": []any{map[string]any{"uri": p.URI, "text": "x"}}})
 		case "subscriptions/listen":
 			var p struct {
-				Notifications json.RawMessage `json:"notifications"`
+				Notifications listenFilter2 `json:"notifications"`
 			}
 			_ = json.Unmarshal(msg.Params, &p)
+			if slices.Contains(p.Notifications.ResourceSubscriptions, "test://bad") {
+				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32602, "message": "cannot subscribe"}})
+				continue
+			}
 			send(map[string]any{"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
 				"params": map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/subscriptionId": msg.ID}, "notifications": p.Notifications}})
 		default:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -70,6 +71,7 @@ type cli struct {
 
 	url, token, thread string
 	json               bool
+	prog               string // how the user ran mcpflow, for the commands hints show
 
 	api *apiClient
 }
@@ -77,7 +79,7 @@ type cli struct {
 // runCLI runs a client command (tools, call, tasks, events) and returns the
 // process exit code.
 func runCLI(ctx context.Context, args []string, env func(string) (string, bool), stdout, stderr io.Writer) int {
-	c := &cli{env: env, stdout: stdout, stderr: stderr, tokenFile: defaultTokenFile}
+	c := &cli{env: env, stdout: stdout, stderr: stderr, tokenFile: defaultTokenFile, prog: progName(os.Args[0])}
 	root := c.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -198,6 +200,16 @@ func (c *cli) threadPath(parts ...string) string {
 
 // threadFlag is what a printed hint adds so that it runs on the same
 // thread.
+// progName is the program as the user ran it when its name is mcpflow
+// ("bin/mcpflow" in a checkout), so that a hint's command runs as shown;
+// else "mcpflow".
+func progName(argv0 string) string {
+	if filepath.Base(argv0) == "mcpflow" {
+		return argv0
+	}
+	return "mcpflow"
+}
+
 func (c *cli) threadFlag() string {
 	if c.thread == defaultThread {
 		return ""

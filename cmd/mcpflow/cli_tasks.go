@@ -320,7 +320,7 @@ func (c *cli) cancelTask(ctx context.Context, id string) error {
 		fmt.Fprintf(c.stdout, "%s\n", compactJSON(b))
 		return nil
 	}
-	fmt.Fprintf(c.stdout, "Cancellation requested for task %s; it ends once the MCP server confirms (mcpflow tasks watch %s%s).\n", id, id, c.threadFlag())
+	fmt.Fprintf(c.stdout, "Cancellation requested for task %s; it ends once the MCP server confirms (%s tasks watch %s%s).\n", id, c.prog, id, c.threadFlag())
 	return nil
 }
 
@@ -416,7 +416,7 @@ func (c *cli) watchTask(ctx context.Context, id string, interval time.Duration) 
 
 func (c *cli) stopWatching(w *liveWriter, id string) error {
 	w.end()
-	fmt.Fprintf(c.stderr, "mcpflow: stopped watching; task %s goes on (mcpflow tasks watch %s%s)\n", id, id, c.threadFlag())
+	fmt.Fprintf(c.stderr, "mcpflow: stopped watching; task %s goes on (%s tasks watch %s%s)\n", id, c.prog, id, c.threadFlag())
 	return &exitError{code: exitInterrupted}
 }
 

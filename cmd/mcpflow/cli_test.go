@@ -401,3 +401,14 @@ func TestCLIWatchOutput(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestProgName: the commands a hint shows (Watch it: … tasks watch) run as
+// shown, bin/mcpflow when run as that from a checkout.
+func TestProgName(t *testing.T) {
+	for argv0, want := range map[string]string{
+		"bin/mcpflow": "bin/mcpflow", "/usr/local/bin/mcpflow": "/usr/local/bin/mcpflow",
+		"mcpflow": "mcpflow", "/tmp/go-build1/b001/mcpflow.test": "mcpflow",
+	} {
+		require.Equal(t, want, progName(argv0), argv0)
+	}
+}

@@ -246,7 +246,7 @@ func (c *cli) printCallAnswer(ans callAnswer, taskID string) {
 	if taskID != "" {
 		sc := ans.StructuredContent.(map[string]any)
 		fmt.Fprintf(c.stdout, "Started task %s (%v), %v: %v\n", taskID, sc["task_name"], sc["status"], sc["message"])
-		fmt.Fprintf(c.stdout, "Watch it: mcpflow tasks watch %s%s\n", taskID, c.threadFlag())
+		fmt.Fprintf(c.stdout, "Watch it: %s tasks watch %s%s\n", c.prog, taskID, c.threadFlag())
 		return
 	}
 	for _, raw := range ans.Content {

@@ -155,7 +155,7 @@ func (s *Session) rawRequestID(ctx context.Context, id mcp.RequestId, method mcp
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			s.cancelUpstream(ctx, req.ID, params)
+			s.cancelUpstream(ctx, method, req.ID, params)
 		}
 		return nil, nil, err
 	}
@@ -175,8 +175,10 @@ func (s *Session) rawRequestID(ctx context.Context, id mcp.RequestId, method mcp
 // it sends: a pipe has no other way to say so, and the server would run
 // the request to its end on one of its workers. Over HTTP ending the
 // request is the cancellation. Best effort, off the caller's path; not for
-// a task-augmented call, which tasks/cancel cancels.
-func (s *Session) cancelUpstream(ctx context.Context, id mcp.RequestId, params any) {
+// a task-augmented call, which tasks/cancel cancels. A subscriptions/listen
+// stream's is written before this returns, so that the server reads it
+// before the next stream's request (a probe's, the listener's next).
+func (s *Session) cancelUpstream(ctx context.Context, method mcp.MCPMethod, id mcp.RequestId, params any) {
 	if p, ok := params.(mcp.CallToolParams); s.proc == nil || ok && p.Task != nil {
 		return
 	}
@@ -184,11 +186,16 @@ func (s *Session) cancelUpstream(ctx context.Context, id mcp.RequestId, params a
 		Method: string(mcp.MethodNotificationCancelled),
 		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
 	}}
-	go func() {
+	send := func() {
 		nctx, cancel := context.WithTimeout(context.Background(), sessCancelNotifyWait)
 		defer cancel()
 		_ = s.client.GetTransport().SendNotification(nctx, n)
-	}()
+	}
+	if method == mcp.MethodSubscriptionsListen {
+		send()
+		return
+	}
+	go send()
 }
 
 // sessCancelNotifyWait bounds the write of a notifications/cancelled.

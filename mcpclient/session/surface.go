@@ -80,8 +80,11 @@ type resourceSubs struct {
 	// judging are the waiting URIs of a refused stream while refused asks
 	// the server which URI it refuses: their wait does not run out then.
 	judging map[string]bool
-	stream  *listenStream            // the listener's open stream
-	probes  map[string]chan struct{} // probeRefused's streams by request id, closed at their ack
+	// first are the URIs whose first Subscribe has not returned yet (its
+	// resources/read, then its wait): a refusal never drops them.
+	first  map[string]bool
+	stream *listenStream            // the listener's open stream
+	probes map[string]chan struct{} // probeRefused's streams by request id, closed at their ack
 }
 
 // subsAckWait bounds how long a first subscription waits for the server to
@@ -99,10 +102,14 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
 	id, tagged := n.Params.Meta[mcp.MetaKeySubscriptionID]
-	if probe, ok := s.subs.probes[fmt.Sprint(id)]; tagged && ok {
-		close(probe) // probeRefused's
-		delete(s.subs.probes, fmt.Sprint(id))
-		return
+	for key, probe := range s.subs.probes {
+		// probeRefused's (one at a time: an untagged ack is the probe's,
+		// the open stream having been refused)
+		if !tagged || fmt.Sprint(id) == key {
+			close(probe)
+			delete(s.subs.probes, key)
+			return
+		}
 	}
 	st := s.subs.stream
 	if st == nil || tagged && fmt.Sprint(id) != st.key {
@@ -139,12 +146,14 @@ func (s *Session) releaseLocked(uri string, err error) {
 // (probeRefused). A URI whose first Subscribe waits fails with the
 // server's refusal of it alone (the stream's, for a stream naming it
 // alone); if no URI is refused alone, the waiting ones fail with the
-// stream's refusal (a server that refuses them together). A URI
-// subscribed before is dropped, with a warning, only when refused alone
-// while another was accepted alone: a refusal of every stream (a server
-// out of room, or one refusing the lone URI's again) says nothing about
-// the URI, and the listener asks again later (its backoff). The stream is
-// then asked for without the URIs failed or dropped.
+// stream's refusal (a server that refuses them together); one the server
+// did not answer about while refusing another fails with an error of
+// ours. A URI subscribed before (not one whose first Subscribe is still
+// under way) is dropped, with a warning, only when refused alone while
+// another was accepted alone: a refusal of every stream (a server out of
+// room, or one refusing the lone URI's again) says nothing about the URI,
+// and the listener asks again later (its backoff). The stream is then
+// asked for without the URIs failed or dropped.
 func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RPCError) {
 	uris := st.filter.ResourceSubscriptions
 	s.subs.mu.Lock()
@@ -157,7 +166,7 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		}
 	}
 	s.subs.mu.Unlock()
-	alone, accepted := map[string]*mcpflow.RPCError{}, false
+	alone, accepted := map[string]*mcpflow.RPCError{}, map[string]bool{}
 	if len(uris) == 1 {
 		alone[uris[0]] = rpc
 	} else if len(uris) > 1 {
@@ -171,23 +180,21 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 	if s.subs.stream != st || ctx.Err() != nil {
 		return // replaced meanwhile: the next stream's answer counts
 	}
-	var dropped, failed int
+	var dropped int
 	for _, uri := range uris {
-		own, ok := alone[uri]
-		switch _, waits := s.subs.waiting[uri]; {
-		case waits && ok:
+		own, refusedAlone := alone[uri]
+		_, waits := s.subs.waiting[uri]
+		switch {
+		case waits && refusedAlone:
 			s.releaseLocked(uri, own) // its Subscribe drops it
-			failed++
-		case !waits && ok && accepted && len(s.subs.byURI[uri]) > 0:
+		case waits && len(alone) == 0: // refused together
+			s.releaseLocked(uri, rpc)
+		case waits && !accepted[uri]:
+			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream,
+				"MCP server '%s' did not answer a subscription to the resource in time", s.server))
+		case !waits && !s.subs.first[uri] && refusedAlone && len(accepted) > 0 && len(s.subs.byURI[uri]) > 0:
 			delete(s.subs.byURI, uri)
 			dropped++
-		}
-	}
-	if failed+dropped == 0 {
-		for _, uri := range uris { // refused together, or none waits
-			if _, waits := s.subs.waiting[uri]; waits {
-				s.releaseLocked(uri, rpc)
-			}
 		}
 	}
 	if dropped > 0 {
@@ -197,54 +204,87 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 }
 
 // probeRefusedWait bounds all of probeRefused's streams together.
-const probeRefusedWait = 2 * subsAckWait
+const probeRefusedWait = 3 * subsAckWait
 
 // probeRefused asks the server about each of uris in a stream naming that
-// URI alone, one stream at a time, each ended (and gone) before the next:
-// it returns the URIs refused with the server's refusal of each, and
-// whether any was accepted (acknowledged). A stream with no answer within
-// subsAckWait (all of them within probeRefusedWait) counts as neither.
-func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]*mcpflow.RPCError, accepted bool) {
-	refused = map[string]*mcpflow.RPCError{}
-	ctx, cancelAll := context.WithTimeout(ctx, probeRefusedWait)
-	defer cancelAll()
+// URI alone, one stream at a time, each ended before the next: it returns
+// the URIs refused, with the server's refusal of each, and those accepted
+// (acknowledged). A stream with no answer within subsAckWait (all of them
+// within probeRefusedWait) counts as neither. When some were accepted, the
+// refused ones are asked again once, after listenRetryMin: a server that
+// frees a stream's room (mcpflow's per-user stream slots) only once it
+// noticed the stream end would refuse the next probe for the last one.
+func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]*mcpflow.RPCError, accepted map[string]bool) {
+	ctx, cancel := context.WithTimeout(ctx, probeRefusedWait)
+	defer cancel()
+	refused, accepted = map[string]*mcpflow.RPCError{}, map[string]bool{}
 	for _, uri := range uris {
-		key := sessRequestKey()
-		acked := make(chan struct{})
-		s.subs.mu.Lock()
-		if s.subs.probes == nil {
-			s.subs.probes = map[string]chan struct{}{}
-		}
-		s.subs.probes[key] = acked
-		s.subs.mu.Unlock()
-		pctx, cancel := context.WithTimeout(ctx, subsAckWait)
-		answered := make(chan *mcp.JSONRPCErrorDetails, 1)
-		go func() {
-			_, rpc, _ := s.listenRequest(pctx, key, mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}})
-			answered <- rpc
-		}()
-		var rpc *mcp.JSONRPCErrorDetails
-		select {
-		case rpc = <-answered:
-		case <-acked:
-			accepted = true
-			cancel()
-			<-answered // gone before the next one opens
-		case <-pctx.Done():
-			<-answered
-		}
-		cancel()
-		if rpc != nil {
-			refused[uri] = &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}
-		}
-		s.subs.mu.Lock()
-		delete(s.subs.probes, key)
-		s.subs.mu.Unlock()
 		if ctx.Err() != nil {
-			break
+			return refused, accepted
+		}
+		if rpc, ok := s.probe(ctx, uri); ok {
+			accepted[uri] = true
+		} else if rpc != nil {
+			refused[uri] = rpc
+		}
+	}
+	if len(accepted) == 0 || len(refused) == 0 {
+		return refused, accepted
+	}
+	select {
+	case <-time.After(listenRetryMin):
+	case <-ctx.Done():
+		return refused, accepted
+	}
+	for uri := range refused {
+		if rpc, ok := s.probe(ctx, uri); ok {
+			accepted[uri] = true
+			delete(refused, uri)
+		} else if rpc == nil && ctx.Err() == nil {
+			delete(refused, uri) // no answer this time
 		}
 	}
 	return refused, accepted
+}
+
+// probe opens a stream naming uri alone and ends it at its answer: true
+// when the server acknowledged it, its refusal when it refused it, or
+// neither within subsAckWait.
+func (s *Session) probe(ctx context.Context, uri string) (*mcpflow.RPCError, bool) {
+	key := sessRequestKey()
+	acked := make(chan struct{})
+	s.subs.mu.Lock()
+	if s.subs.probes == nil {
+		s.subs.probes = map[string]chan struct{}{}
+	}
+	s.subs.probes[key] = acked
+	s.subs.mu.Unlock()
+	defer func() {
+		s.subs.mu.Lock()
+		delete(s.subs.probes, key)
+		s.subs.mu.Unlock()
+	}()
+	pctx, cancel := context.WithTimeout(ctx, subsAckWait)
+	defer cancel()
+	answered := make(chan *mcp.JSONRPCErrorDetails, 1)
+	go func() {
+		_, rpc, _ := s.listenRequest(pctx, key, mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}})
+		answered <- rpc
+	}()
+	select {
+	case rpc := <-answered:
+		if rpc != nil {
+			return &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}, false
+		}
+		return nil, false
+	case <-acked:
+		cancel()
+		<-answered // gone before the next one opens
+		return nil, true
+	case <-pctx.Done():
+		<-answered
+		return nil, false
+	}
 }
 
 // Subscribe asks the server for updates of uri and calls updated at each
@@ -269,6 +309,15 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 	}
 	if first {
 		s.subs.byURI[uri] = map[*func()]bool{}
+		if s.subs.first == nil {
+			s.subs.first = map[string]bool{}
+		}
+		s.subs.first[uri] = true
+		defer func() {
+			s.subs.mu.Lock()
+			delete(s.subs.first, uri)
+			s.subs.mu.Unlock()
+		}()
 	}
 	s.subs.byURI[uri][key] = true
 	s.subs.mu.Unlock()
@@ -411,7 +460,7 @@ func (s *Session) relistenLocked() {
 
 // Reopening a stream the server ended or refused waits listenRetryMin,
 // doubling up to listenRetryMax (and back to the start after a stream the
-// server acknowledged).
+// server acknowledged, or when the filter asked for changes).
 const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
@@ -439,6 +488,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		}
 		select {
 		case <-wake:
+			backoff = listenRetryMin // a new filter, not refused yet
 		case <-retry:
 		case <-ended: // the server ended or refused it
 			s.subs.mu.Lock()

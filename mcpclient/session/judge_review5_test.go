@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -316,21 +315,10 @@ func TestReview5StdioProbesOverlapAtTheServer(t *testing.T) {
 	}
 	var overlaps []string
 	for {
-		b, err := os.ReadFile(logPath)
-		require.NoError(t, err)
 		var probes []*listen
 		open := map[string]bool{} // acknowledged probes not cancelled yet
 		inProbes := false
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params struct {
-					RequestID     json.RawMessage `json:"requestId"`
-					Notifications listenFilter2   `json:"notifications"`
-				} `json:"params"`
-			}
-			_ = json.Unmarshal([]byte(line), &m)
+		for _, m := range readStdioLog(t, logPath) {
 			switch m.Method {
 			case "subscriptions/listen":
 				uris := m.Params.Notifications.ResourceSubscriptions

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -541,18 +540,7 @@ func TestReview4StdioProbeIsCancelled(t *testing.T) {
 	for {
 		var acked, cancelled []string // listen ids the server kept open, and those cancelled
 		var filters []string
-		b, err := os.ReadFile(logPath)
-		require.NoError(t, err)
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params struct {
-					RequestID     json.RawMessage `json:"requestId"`
-					Notifications listenFilter2   `json:"notifications"`
-				} `json:"params"`
-			}
-			_ = json.Unmarshal([]byte(line), &m)
+		for _, m := range readStdioLog(t, logPath) {
 			switch m.Method {
 			case "subscriptions/listen":
 				filters = append(filters, fmt.Sprint(m.Params.Notifications.ResourceSubscriptions))

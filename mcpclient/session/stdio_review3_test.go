@@ -121,18 +121,7 @@ func TestReview3StdioStoppedStreamIsCancelled(t *testing.T) {
 	for {
 		listens, cancelled, before = nil, nil, 0
 		var last listenFilter2
-		b, err := os.ReadFile(logPath)
-		require.NoError(t, err)
-		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params struct {
-					RequestID     json.RawMessage `json:"requestId"`
-					Notifications listenFilter2   `json:"notifications"`
-				} `json:"params"`
-			}
-			_ = json.Unmarshal([]byte(line), &m)
+		for _, m := range readStdioLog(t, logPath) {
 			switch m.Method {
 			case "subscriptions/listen":
 				listens = append(listens, string(m.ID))
@@ -158,4 +147,27 @@ func TestReview3StdioStoppedStreamIsCancelled(t *testing.T) {
 	t.Logf("%d streams, the stopped ones cancelled: %v; %d of the cancellations read before the next stream's request",
 		len(listens), cancelled, before)
 	closed()
+}
+
+// stdioMsg is a message TestReview3StdioHelper read, as its log holds it.
+type stdioMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		RequestID     json.RawMessage `json:"requestId"`
+		Notifications listenFilter2   `json:"notifications"`
+	} `json:"params"`
+}
+
+// readStdioLog returns the messages the stand-in stdio server read so far.
+func readStdioLog(t *testing.T, path string) []stdioMsg {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []stdioMsg
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m stdioMsg
+		_ = json.Unmarshal([]byte(line), &m)
+		out = append(out, m)
+	}
+	return out
 }

@@ -149,8 +149,8 @@ func (s *Session) releaseLocked(uri string, err error) {
 // stream's refusal (a server that refuses them together); one the server
 // did not answer about while refusing another fails with an error of
 // ours. A URI subscribed before (not one whose first Subscribe is still
-// under way) is dropped, with a warning, only when refused alone while
-// another was accepted alone: a refusal of every stream (a server out of
+// under way) is dropped, with a warning, only when refused alone twice
+// while another was accepted alone: a refusal of every stream (a server out of
 // room, or one refusing the lone URI's again) says nothing about the URI,
 // and the listener asks again later (its backoff). The stream is then
 // asked for without the URIs failed or dropped.
@@ -166,11 +166,11 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		}
 	}
 	s.subs.mu.Unlock()
-	alone, accepted := map[string]*mcpflow.RPCError{}, map[string]bool{}
+	alone, accepted, twice := map[string]*mcpflow.RPCError{}, map[string]bool{}, map[string]bool{}
 	if len(uris) == 1 {
 		alone[uris[0]] = rpc
 	} else if len(uris) > 1 {
-		alone, accepted = s.probeRefused(ctx, uris)
+		alone, accepted, twice = s.probeRefused(ctx, uris)
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
@@ -192,7 +192,7 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		case waits && !accepted[uri]:
 			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream,
 				"MCP server '%s' did not answer a subscription to the resource in time", s.server))
-		case !waits && !s.subs.first[uri] && refusedAlone && len(accepted) > 0 && len(s.subs.byURI[uri]) > 0:
+		case !waits && !s.subs.first[uri] && twice[uri] && len(s.subs.byURI[uri]) > 0:
 			delete(s.subs.byURI, uri)
 			dropped++
 		}
@@ -211,16 +211,17 @@ const probeRefusedWait = 3 * subsAckWait
 // the URIs refused, with the server's refusal of each, and those accepted
 // (acknowledged). A stream with no answer within subsAckWait (all of them
 // within probeRefusedWait) counts as neither. When some were accepted, the
-// refused ones are asked again once, after listenRetryMin: a server that
-// frees a stream's room (mcpflow's per-user stream slots) only once it
-// noticed the stream end would refuse the next probe for the last one.
-func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]*mcpflow.RPCError, accepted map[string]bool) {
+// refused ones are asked again, each listenRetryMin after the last probe
+// (a server that frees a stream's room, as mcpflow's per-user stream slots,
+// only once it noticed the stream end refuses the probe after it): twice
+// are those refused again.
+func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]*mcpflow.RPCError, accepted, twice map[string]bool) {
 	ctx, cancel := context.WithTimeout(ctx, probeRefusedWait)
 	defer cancel()
-	refused, accepted = map[string]*mcpflow.RPCError{}, map[string]bool{}
+	refused, accepted, twice = map[string]*mcpflow.RPCError{}, map[string]bool{}, map[string]bool{}
 	for _, uri := range uris {
 		if ctx.Err() != nil {
-			return refused, accepted
+			return refused, accepted, twice
 		}
 		if rpc, ok := s.probe(ctx, uri); ok {
 			accepted[uri] = true
@@ -228,23 +229,24 @@ func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[
 			refused[uri] = rpc
 		}
 	}
-	if len(accepted) == 0 || len(refused) == 0 {
-		return refused, accepted
+	if len(accepted) == 0 {
+		return refused, accepted, twice
 	}
-	select {
-	case <-time.After(listenRetryMin):
-	case <-ctx.Done():
-		return refused, accepted
-	}
-	for uri := range refused {
-		if rpc, ok := s.probe(ctx, uri); ok {
+	for _, uri := range slices.Sorted(maps.Keys(refused)) {
+		select {
+		case <-time.After(listenRetryMin):
+		case <-ctx.Done():
+			return refused, accepted, twice
+		}
+		switch rpc, ok := s.probe(ctx, uri); {
+		case ok:
 			accepted[uri] = true
 			delete(refused, uri)
-		} else if rpc == nil && ctx.Err() == nil {
-			delete(refused, uri) // no answer this time
+		case rpc != nil:
+			refused[uri], twice[uri] = rpc, true
 		}
 	}
-	return refused, accepted
+	return refused, accepted, twice
 }
 
 // probe opens a stream naming uri alone and ends it at its answer: true

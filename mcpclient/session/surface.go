@@ -150,10 +150,10 @@ func (s *Session) releaseLocked(uri string, err error) {
 // did not answer about while refusing another fails with an error of
 // ours. A URI subscribed before (not one whose first Subscribe is still
 // under way) is dropped, with a warning, only when refused alone twice
-// while another was accepted alone: a refusal of every stream (a server out of
-// room, or one refusing the lone URI's again) says nothing about the URI,
-// and the listener asks again later (its backoff). The stream is then
-// asked for without the URIs failed or dropped.
+// while another was accepted alone: a refusal of every stream (a server
+// out of room, or one refusing the lone URI's again) says nothing about
+// the URI, and the listener asks again later (its backoff). The stream is
+// then asked for without the URIs failed or dropped.
 func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RPCError) {
 	uris := st.filter.ResourceSubscriptions
 	s.subs.mu.Lock()

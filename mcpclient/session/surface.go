@@ -148,7 +148,8 @@ func (s *Session) releaseLocked(uri string, err error) {
 // alone); if no URI is refused alone, the waiting ones fail with the
 // stream's refusal (a server that refuses them together); one the server
 // did not answer about while refusing another fails with an error of
-// ours. A URI subscribed before (not one whose first Subscribe is still
+// ours; one accepted alone after a refusal of it or another keeps waiting
+// (the listener asks again). A URI subscribed before (not one whose first Subscribe is still
 // under way) is dropped, with a warning, only when refused alone twice
 // while another was accepted alone: a refusal of every stream (a server
 // out of room, or one refusing the lone URI's again) says nothing about
@@ -166,11 +167,11 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		}
 	}
 	s.subs.mu.Unlock()
-	alone, accepted, twice := map[string]*mcpflow.RPCError{}, map[string]bool{}, map[string]bool{}
+	alone, accepted, twice, once := map[string]*mcpflow.RPCError{}, map[string]bool{}, map[string]bool{}, false
 	if len(uris) == 1 {
-		alone[uris[0]] = rpc
+		alone[uris[0]], once = rpc, true
 	} else if len(uris) > 1 {
-		alone, accepted, twice = s.probeRefused(ctx, uris)
+		alone, accepted, twice, once = s.probeRefused(ctx, uris)
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
@@ -187,7 +188,7 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		switch {
 		case waits && refusedAlone:
 			s.releaseLocked(uri, own) // its Subscribe drops it
-		case waits && len(alone) == 0: // refused together
+		case waits && !once: // none refused alone: refused together
 			s.releaseLocked(uri, rpc)
 		case waits && !accepted[uri]:
 			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream,
@@ -209,19 +210,19 @@ const probeRefusedWait = 3 * subsAckWait
 // probeRefused asks the server about each of uris in a stream naming that
 // URI alone, one stream at a time, each ended before the next: it returns
 // the URIs refused, with the server's refusal of each, and those accepted
-// (acknowledged). A stream with no answer within subsAckWait (all of them
-// within probeRefusedWait) counts as neither. When some were accepted, the
-// refused ones are asked again, each listenRetryMin after the last probe
-// (a server that frees a stream's room, as mcpflow's per-user stream slots,
-// only once it noticed the stream end refuses the probe after it): twice
-// are those refused again.
-func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]*mcpflow.RPCError, accepted, twice map[string]bool) {
+// (acknowledged), and whether any was refused. A stream with no answer
+// within subsAckWait (all of them within probeRefusedWait) counts as
+// neither. When some were accepted, the refused ones are asked again, each
+// listenRetryMin after the last probe (a server that frees a stream's
+// room, as mcpflow's per-user stream slots, only once it noticed the
+// stream end refuses the probe after it): twice are those refused again.
+func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]*mcpflow.RPCError, accepted, twice map[string]bool, once bool) {
 	ctx, cancel := context.WithTimeout(ctx, probeRefusedWait)
 	defer cancel()
 	refused, accepted, twice = map[string]*mcpflow.RPCError{}, map[string]bool{}, map[string]bool{}
 	for _, uri := range uris {
 		if ctx.Err() != nil {
-			return refused, accepted, twice
+			return refused, accepted, twice, len(refused) > 0
 		}
 		if rpc, ok := s.probe(ctx, uri); ok {
 			accepted[uri] = true
@@ -229,14 +230,15 @@ func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[
 			refused[uri] = rpc
 		}
 	}
+	once = len(refused) > 0
 	if len(accepted) == 0 {
-		return refused, accepted, twice
+		return refused, accepted, twice, once
 	}
 	for _, uri := range slices.Sorted(maps.Keys(refused)) {
 		select {
 		case <-time.After(listenRetryMin):
 		case <-ctx.Done():
-			return refused, accepted, twice
+			return refused, accepted, twice, once
 		}
 		switch rpc, ok := s.probe(ctx, uri); {
 		case ok:
@@ -246,7 +248,7 @@ func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[
 			refused[uri], twice[uri] = rpc, true
 		}
 	}
-	return refused, accepted, twice
+	return refused, accepted, twice, once
 }
 
 // probe opens a stream naming uri alone and ends it at its answer: true

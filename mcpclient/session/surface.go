@@ -80,6 +80,9 @@ type resourceSubs struct {
 	// judging are the waiting URIs of a refused stream while refused asks
 	// the server which URI it refuses: their wait does not run out then.
 	judging map[string]bool
+	// again are the waiting URIs left to wait for the next stream after a
+	// refusal (accepted alone): their wait running out is not a success.
+	again map[string]bool
 	// first are the URIs whose first Subscribe has not returned yet (its
 	// resources/read, then its wait): a refusal never drops them.
 	first  map[string]bool
@@ -149,7 +152,8 @@ func (s *Session) releaseLocked(uri string, err error) {
 // stream's refusal (a server that refuses them together); one the server
 // did not answer about while refusing another fails with an error of
 // ours; one accepted alone after a refusal of it or another keeps waiting
-// (the listener asks again). A URI subscribed before (not one whose first Subscribe is still
+// for the stream the listener asks for again, and fails if its wait runs
+// out first. A URI subscribed before (not one whose first Subscribe is still
 // under way) is dropped, with a warning, only when refused alone twice
 // while another was accepted alone: a refusal of every stream (a server
 // out of room, or one refusing the lone URI's again) says nothing about
@@ -193,6 +197,11 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		case waits && !accepted[uri]:
 			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream,
 				"MCP server '%s' did not answer a subscription to the resource in time", s.server))
+		case waits:
+			if s.subs.again == nil {
+				s.subs.again = map[string]bool{}
+			}
+			s.subs.again[uri] = true
 		case !waits && !s.subs.first[uri] && twice[uri] && len(s.subs.byURI[uri]) > 0:
 			delete(s.subs.byURI, uri)
 			dropped++
@@ -414,11 +423,15 @@ wait:
 	case err = <-ch:
 	case <-t.C:
 		s.subs.mu.Lock()
-		judged := s.subs.judging[uri]
+		judged, again := s.subs.judging[uri], s.subs.again[uri]
 		s.subs.mu.Unlock()
 		if judged { // the server refused the stream: wait for its verdict
 			t.Reset(subsAckWait)
 			goto wait
+		}
+		if again {
+			err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource and acknowledged none since", s.server)
+			break
 		}
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
 	case <-ctx.Done():
@@ -428,6 +441,7 @@ wait:
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
+	delete(s.subs.again, uri)
 	if s.subs.waiting[uri] == ch {
 		delete(s.subs.waiting, uri)
 	} else if err == nil {

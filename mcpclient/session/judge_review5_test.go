@@ -53,6 +53,23 @@ func newSlotServer(t *testing.T) *slotServer {
 	return s
 }
 
+// waitOneSlot waits until one stream holds a slot.
+func (s *slotServer) waitOneSlot(ctx context.Context, t *testing.T) {
+	for {
+		s.mu.Lock()
+		n := s.open
+		s.mu.Unlock()
+		if n == 1 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d streams hold a slot, want 1", n)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 func (s *slotServer) serveSlots(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.Header.Get(mcp.HeaderMethod) != string(mcp.MethodSubscriptionsListen) {
 		s.serve(w, r)
@@ -142,20 +159,7 @@ func TestReview5ProbeSlotNotYetReleasedDropsASubscription(t *testing.T) {
 	}
 	srv.mu.Unlock()
 	require.NotNil(t, st)
-	// The earlier streams' slots are given back before the limit applies.
-	for {
-		srv.mu.Lock()
-		n := srv.open
-		srv.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d streams hold a slot, want 1", n)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	srv.waitOneSlot(ctx, t) // the earlier streams' slots are given back before the limit applies
 
 	since := srv.count()
 	srv.mu.Lock()

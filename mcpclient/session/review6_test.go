@@ -69,19 +69,7 @@ func TestReview6ReprobesBackToBackDropASubscription(t *testing.T) {
 	}
 	srv.mu.Unlock()
 	require.NotNil(t, st)
-	for { // the earlier streams' slots are given back before the limit applies
-		srv.mu.Lock()
-		n := srv.open
-		srv.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d streams hold a slot, want 1", n)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	srv.waitOneSlot(ctx, t) // the earlier streams' slots are given back before the limit applies
 
 	since := srv.count()
 	srv.mu.Lock()

@@ -35,19 +35,7 @@ func TestReview7WaitingSubscribeAcceptedInReprobeFails(t *testing.T) {
 	require.NoError(t, err)
 	defer ua()
 	require.True(t, srv.waitLiveAckedNamingAll(0, 10*time.Second, a))
-	for { // the earlier streams' slots are given back before the limit applies
-		srv.mu.Lock()
-		n := srv.open
-		srv.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d streams hold a slot, want 1", n)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	srv.waitOneSlot(ctx, t) // the earlier streams' slots are given back before the limit applies
 	srv.mu.Lock()
 	srv.limit, srv.full = 1, 1 // one stream per user; the next listen refused as too many
 	srv.mu.Unlock()

@@ -563,14 +563,14 @@ func TestReview5JudgedSubscribeGivenUp(t *testing.T) {
 		}
 	}
 	s.subs.mu.Lock()
-	judged := s.subs.judging[w]
+	judged := s.subs.waiting[w] != nil && s.subs.waiting[w].judging
 	s.subs.mu.Unlock()
 	require.True(t, judged)
 	go func() {
 		ub()
 		order <- "unsubscribe"
 	}()
-	waitStack(t, ctx, "(*Session).lockReq", "(*Session).unsubscribe") // behind Subscribe(w)
+	waitStack(t, ctx, "semaphore.(*Weighted).Acquire", "(*Session).unsubscribe") // behind Subscribe(w)
 	require.Empty(t, order)
 	scancel()
 	var got []string
@@ -590,7 +590,7 @@ func TestReview5JudgedSubscribeGivenUp(t *testing.T) {
 	}
 	for {
 		s.subs.mu.Lock()
-		left := len(s.subs.judging) + len(s.subs.waiting) + len(s.subs.probes)
+		left := len(s.subs.waiting) + len(s.subs.probes)
 		cur := s.subs.stream
 		s.subs.mu.Unlock()
 		if left == 0 && cur != nil && slices.Equal(cur.filter.ResourceSubscriptions, []string{a}) && srv.liveAckedNaming(a) {

@@ -37,7 +37,7 @@ func TestRelistenInQuickSuccession(t *testing.T) {
 		acked := make(chan error, 1)
 		s.subs.mu.Lock()
 		s.subs.byURI = map[string]map[*func()]bool{uri: {&cb: true}}
-		s.subs.waiting = map[string]chan error{uri: acked}
+		s.subs.waiting = map[string]*subWait{uri: {answer: acked}}
 		s.subs.lists = false
 		s.relistenLocked() // a first Subscribe's stream: it waits for acked
 		s.subs.lists = true

@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/mcpflow/mcpflow"
 	"github.com/mcpflow/mcpflow/config"
@@ -145,7 +146,8 @@ func Dial(ctx context.Context, srv *config.Server, o DialOptions) (*Session, err
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("server", srv.Name, "transport", srv.Type)
-	s := &Session{server: srv.Name, log: log, done: make(chan struct{}), onLists: o.Lists}
+	s := &Session{server: srv.Name, log: log, done: make(chan struct{}), onLists: o.Lists,
+		subs: resourceSubs{req: semaphore.NewWeighted(1)}}
 	if d, ok := srv.ToolCallTimeoutDuration(); ok && d > 0 {
 		s.callTimeout = d
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/mcpflow/mcpflow"
 )
@@ -62,11 +63,11 @@ func (s *Session) OffersSubscriptions() bool {
 // URI → the callers' callbacks (by a key of their own), and on 2026-07-28
 // the subscriptions/listen stream that asks for them.
 type resourceSubs struct {
-	// req (a lock a Subscribe can stop waiting for: lockReq) serializes
-	// the upstream requests that start and end a URI's subscription, so
-	// that a last unsubscribe and a first subscribe of the same URI reach
-	// the server in order.
-	req   chan struct{}
+	// req (a lock a Subscribe can stop waiting for with its ctx)
+	// serializes the upstream requests that start and end a URI's
+	// subscription, so that a last unsubscribe and a first subscribe of
+	// the same URI reach the server in order.
+	req   *semaphore.Weighted
 	mu    sync.Mutex
 	byURI map[string]map[*func()]bool
 	lists bool // HearLists was called: the stream asks for list changes
@@ -74,20 +75,24 @@ type resourceSubs struct {
 	// stream with the filter wanted now; nil until the first stream.
 	wake chan struct{}
 	// waiting are the URIs whose first Subscribe waits for the server to
-	// acknowledge a stream naming them (nil is sent), or to decline or
-	// refuse them (the error is).
-	waiting map[string]chan error
-	// judging are the waiting URIs of a refused stream while refused asks
-	// the server which URI it refuses: their wait does not run out then.
-	judging map[string]bool
-	// again are the waiting URIs left to wait for the next stream after a
-	// refusal (accepted alone): their wait running out is not a success.
-	again map[string]bool
+	// acknowledge a stream naming them, or to decline or refuse them.
+	waiting map[string]*subWait
 	// first are the URIs whose first Subscribe has not returned yet (its
 	// resources/read, then its wait): a refusal never drops them.
 	first  map[string]bool
 	stream *listenStream            // the listener's open stream
 	probes map[string]chan struct{} // probeRefused's streams by request id, closed at their ack
+}
+
+// subWait is the wait of a URI's first Subscribe (awaitStream).
+type subWait struct {
+	answer chan error // nil: a stream naming the URI was acknowledged; or why not
+	// judging: a refused stream naming the URI is looked into (refused);
+	// the wait does not run out meanwhile.
+	judging bool
+	// again: accepted alone after a refusal, the URI waits for the next
+	// stream; the wait running out is not a success.
+	again bool
 }
 
 // subsAckWait bounds how long a first subscription waits for the server to
@@ -137,8 +142,8 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 // releaseLocked ends the wait of uri's first Subscribe with err (nil: a
 // stream naming it was acknowledged).
 func (s *Session) releaseLocked(uri string, err error) {
-	if ch, ok := s.subs.waiting[uri]; ok {
-		ch <- err
+	if w, ok := s.subs.waiting[uri]; ok {
+		w.answer <- err
 		delete(s.subs.waiting, uri)
 	}
 }
@@ -161,13 +166,12 @@ func (s *Session) releaseLocked(uri string, err error) {
 // then asked for without the URIs failed or dropped.
 func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RPCError) {
 	uris := st.filter.ResourceSubscriptions
+	var judged []*subWait
 	s.subs.mu.Lock()
 	for _, uri := range uris {
-		if _, ok := s.subs.waiting[uri]; ok {
-			if s.subs.judging == nil {
-				s.subs.judging = map[string]bool{}
-			}
-			s.subs.judging[uri] = true
+		if w, ok := s.subs.waiting[uri]; ok {
+			w.judging = true
+			judged = append(judged, w)
 		}
 	}
 	s.subs.mu.Unlock()
@@ -179,8 +183,8 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	for _, uri := range uris {
-		delete(s.subs.judging, uri)
+	for _, w := range judged {
+		w.judging = false
 	}
 	if s.subs.stream != st || ctx.Err() != nil {
 		return // replaced meanwhile: the next stream's answer counts
@@ -188,7 +192,7 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 	var dropped int
 	for _, uri := range uris {
 		own, refusedAlone := alone[uri]
-		_, waits := s.subs.waiting[uri]
+		w, waits := s.subs.waiting[uri]
 		switch {
 		case waits && refusedAlone:
 			s.releaseLocked(uri, own) // its Subscribe drops it
@@ -198,10 +202,7 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream,
 				"MCP server '%s' did not answer a subscription to the resource in time", s.server))
 		case waits:
-			if s.subs.again == nil {
-				s.subs.again = map[string]bool{}
-			}
-			s.subs.again[uri] = true
+			w.again = true
 		case !waits && !s.subs.first[uri] && twice[uri] && len(s.subs.byURI[uri]) > 0:
 			delete(s.subs.byURI, uri)
 			dropped++
@@ -310,10 +311,10 @@ func (s *Session) probe(ctx context.Context, uri string) (*mcpflow.RPCError, boo
 // callback is registered before the server is asked, so no update sent
 // meanwhile is lost. A subscription lasts as long as this session.
 func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (unsubscribe func(), err error) {
-	if err := s.lockReq(ctx); err != nil {
+	if err := s.subs.req.Acquire(ctx, 1); err != nil {
 		return nil, err
 	}
-	defer s.unlockReq()
+	defer s.subs.req.Release(1)
 	key := &updated
 	s.subs.mu.Lock()
 	first := len(s.subs.byURI[uri]) == 0
@@ -363,8 +364,8 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 // unsubscribe ends one caller's subscription to uri; the last one's ends
 // it at the server.
 func (s *Session) unsubscribe(uri string, key *func()) {
-	_ = s.lockReq(context.Background())
-	defer s.unlockReq()
+	_ = s.subs.req.Acquire(context.Background(), 1)
+	defer s.subs.req.Release(1)
 	s.subs.mu.Lock()
 	delete(s.subs.byURI[uri], key)
 	last := len(s.subs.byURI[uri]) == 0
@@ -382,24 +383,6 @@ func (s *Session) unsubscribe(uri string, key *func()) {
 	}
 }
 
-// lockReq takes s.subs.req, or returns ctx's error once ctx ends first.
-func (s *Session) lockReq(ctx context.Context) error {
-	s.subs.mu.Lock()
-	if s.subs.req == nil {
-		s.subs.req = make(chan struct{}, 1)
-	}
-	req := s.subs.req
-	s.subs.mu.Unlock()
-	select {
-	case req <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *Session) unlockReq() { <-s.subs.req }
-
 // awaitStream asks for a stream naming uri (already in s.subs.byURI) and
 // waits, at most subsAckWait (longer while the server's refusal of one is
 // looked into: refused), for the server to acknowledge one. When the
@@ -407,12 +390,12 @@ func (s *Session) unlockReq() { <-s.subs.req }
 // session does, uri is unsubscribed and the error returned (the other URIs
 // get a stream without it).
 func (s *Session) awaitStream(ctx context.Context, uri string) error {
-	ch := make(chan error, 1)
+	w := &subWait{answer: make(chan error, 1)}
 	s.subs.mu.Lock()
 	if s.subs.waiting == nil {
-		s.subs.waiting = map[string]chan error{}
+		s.subs.waiting = map[string]*subWait{}
 	}
-	s.subs.waiting[uri] = ch
+	s.subs.waiting[uri] = w
 	s.relistenLocked()
 	s.subs.mu.Unlock()
 	t := time.NewTimer(subsAckWait)
@@ -420,10 +403,10 @@ func (s *Session) awaitStream(ctx context.Context, uri string) error {
 	var err error
 wait:
 	select {
-	case err = <-ch:
+	case err = <-w.answer:
 	case <-t.C:
 		s.subs.mu.Lock()
-		judged, again := s.subs.judging[uri], s.subs.again[uri]
+		judged, again := w.judging, w.again
 		s.subs.mu.Unlock()
 		if judged { // the server refused the stream: wait for its verdict
 			t.Reset(subsAckWait)
@@ -441,12 +424,11 @@ wait:
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	delete(s.subs.again, uri)
-	if s.subs.waiting[uri] == ch {
+	if s.subs.waiting[uri] == w {
 		delete(s.subs.waiting, uri)
 	} else if err == nil {
 		select {
-		case err = <-ch: // answered as the wait ran out: the answer counts
+		case err = <-w.answer: // answered as the wait ran out: the answer counts
 		default:
 		}
 	}

@@ -158,7 +158,8 @@ func (s *Session) releaseLocked(uri string, err error) {
 // did not answer about while refusing another fails with an error of
 // ours; one accepted alone after a refusal of it or another keeps waiting
 // for the stream the listener asks for again, and fails if its wait runs
-// out first. A URI subscribed before (not one whose first Subscribe is still
+// out first, as does one left waiting when the stream is replaced before
+// the verdict. A URI subscribed before (not one whose first Subscribe is still
 // under way) is dropped, with a warning, only when refused alone twice
 // while another was accepted alone: a refusal of every stream (a server
 // out of room, or one refusing the lone URI's again) says nothing about
@@ -187,7 +188,13 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		w.judging = false
 	}
 	if s.subs.stream != st || ctx.Err() != nil {
-		return // replaced meanwhile: the next stream's answer counts
+		// Replaced meanwhile: the next stream's answer counts, and a
+		// URI still waiting, refused in a stream naming it, fails if
+		// its wait runs out before one naming it is acknowledged.
+		for _, w := range judged {
+			w.again = true
+		}
+		return
 	}
 	var dropped int
 	for _, uri := range uris {
@@ -290,7 +297,12 @@ func (s *Session) probe(ctx context.Context, uri string) (*mcpflow.RPCError, boo
 		if rpc != nil {
 			return &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}, false
 		}
-		return nil, false
+		select {
+		case <-acked: // acknowledged, then ended at once
+			return nil, true
+		default:
+			return nil, false
+		}
 	case <-acked:
 		cancel()
 		<-answered // gone before the next one opens
@@ -343,6 +355,9 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 		if _, err := s.Request(ctx, method, uri, map[string]any{"uri": uri}); err != nil {
 			s.subs.mu.Lock()
 			delete(s.subs.byURI, uri)
+			if s.Modern() { // a stream opened meanwhile may name it
+				s.relistenLocked()
+			}
 			s.subs.mu.Unlock()
 			return nil, err
 		}
@@ -401,22 +416,19 @@ func (s *Session) awaitStream(ctx context.Context, uri string) error {
 	t := time.NewTimer(subsAckWait)
 	defer t.Stop()
 	var err error
+	ranOut := false
 wait:
 	select {
 	case err = <-w.answer:
 	case <-t.C:
 		s.subs.mu.Lock()
-		judged, again := w.judging, w.again
+		judged := w.judging
 		s.subs.mu.Unlock()
 		if judged { // the server refused the stream: wait for its verdict
 			t.Reset(subsAckWait)
 			goto wait
 		}
-		if again {
-			err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource and acknowledged none since", s.server)
-			break
-		}
-		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
+		ranOut = true
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-s.done:
@@ -424,13 +436,19 @@ wait:
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	if s.subs.waiting[uri] == w {
-		delete(s.subs.waiting, uri)
-	} else if err == nil {
+	switch {
+	case s.subs.waiting[uri] != w:
 		select {
 		case err = <-w.answer: // answered as the wait ran out: the answer counts
 		default:
 		}
+	case ranOut && w.again:
+		err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource and acknowledged none since", s.server)
+	case ranOut:
+		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
+	}
+	if s.subs.waiting[uri] == w {
+		delete(s.subs.waiting, uri)
 	}
 	if err != nil {
 		delete(s.subs.byURI, uri)

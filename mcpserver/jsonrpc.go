@@ -97,6 +97,14 @@ func hasID(id json.RawMessage) bool {
 	return len(id) > 0 && !bytes.Equal(bytes.TrimSpace(id), []byte("null"))
 }
 
+// scalarID reports whether a present id is a string or a number, the only
+// ids JSON-RPC 2.0 and MCP allow (the body is valid JSON: its first byte
+// says which kind of value it is).
+func scalarID(id json.RawMessage) bool {
+	id = bytes.TrimSpace(id)
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+}
+
 // decodeMessage decodes a request body in one pass; false when it is not
 // a JSON-RPC message (not JSON, or jsonrpc or method not strings). A value
 // of the wrong type in params leaves the field unset; only the fields the

@@ -66,14 +66,16 @@ type envelope struct {
 }
 
 // envelope reads _meta and reports whether the request is 2026-07-28: its
-// _meta names a revision, or its MCP-Protocol-Version header is 2026-07-28+.
+// _meta names a revision, or its MCP-Protocol-Version header names one of
+// ModernProtocolVersions (any other goes the 2025-11-25 way, which refuses
+// a version it does not speak).
 func (m *message) envelope(r *http.Request) (envelope, bool) {
 	env := envelope{meta: m.Params.Meta, caps: m.Params.Meta[metaClientCaps], name: m.Params.Name, taskID: m.Params.TaskID}
 	if raw, ok := env.meta[metaProtocol]; ok {
 		env.hasVersion = true
 		env.version, _ = rawString(raw)
 	}
-	return env, env.hasVersion || mcp.IsModernProtocol(r.Header.Get(HeaderProtocolVersion))
+	return env, env.hasVersion || slices.Contains(ModernProtocolVersions, r.Header.Get(HeaderProtocolVersion))
 }
 
 // modernError is a refusal of a 2026-07-28 request with its HTTP status.
@@ -96,7 +98,7 @@ func (s *Server) checkModern(r *http.Request, msg *message, env envelope) *moder
 	switch {
 	case !env.hasVersion:
 		return refuse(http.StatusBadRequest, mcp.INVALID_PARAMS, nil,
-			"params._meta[%q] is required in protocol %s (or send initialize for an earlier revision)", metaProtocol, header)
+			"params._meta[%q] is required in protocol %s (or send initialize for an earlier revision)", metaProtocol, truncate(header, 40))
 	case header == "":
 		return refuse(http.StatusBadRequest, codeHeaderMismatch, nil, "the %s header is required: it must equal params._meta[%q]", HeaderProtocolVersion, metaProtocol)
 	case header != env.version:

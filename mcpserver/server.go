@@ -156,7 +156,7 @@ func (s *Server) tasksEnabled() bool { return s.opts.Tasks != nil && s.opts.Canc
 
 // ServeMCP implements mcpflow.MCPEndpoint.
 func (s *Server) ServeMCP(w http.ResponseWriter, r *http.Request, req *mcpflow.MCPRequest) {
-	if r.Method != http.MethodPost && mcp.IsModernProtocol(r.Header.Get(HeaderProtocolVersion)) {
+	if r.Method != http.MethodPost && slices.Contains(ModernProtocolVersions, r.Header.Get(HeaderProtocolVersion)) {
 		// 2026-07-28 has no GET stream and no session to DELETE.
 		w.Header().Set("Allow", "POST")
 		writeHTTPError(w, http.StatusMethodNotAllowed, nil, mcp.INVALID_REQUEST, "protocol "+ProtocolVersion2026+" takes POST only (subscriptions/listen streams notifications)")
@@ -232,10 +232,11 @@ func (s *Server) readMessage(w http.ResponseWriter, r *http.Request, req *mcpflo
 	} else if msg.Method != "" {
 		req.Method = "(unknown)"
 	}
-	if len(msg.ID) > 0 && !hasID(msg.ID) {
+	if len(msg.ID) > 0 && !scalarID(msg.ID) {
 		// "id": null is neither a request (whose id is a string or a
 		// number) nor a notification (which has no id): a client that
-		// sent it must learn, not see it dropped with 202.
+		// sent it must learn, not see it dropped with 202; an object, an
+		// array or a boolean is no id either.
 		writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, `"id" must be a string or a number (a notification has no "id" at all)`)
 		return nil, false
 	}

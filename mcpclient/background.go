@@ -139,10 +139,15 @@ func listBackground(ctx context.Context, bt BackgroundTasks, call mcpflow.ToolCa
 const cancelMessage = "Cancellation requested. mcpflow will keep retrying safely if the remote server is temporarily unavailable."
 
 // cancelBackground matches among the thread's active tasks by exact id or
-// by case-folded, trimmed name (spec §2.9).
+// by case-folded, trimmed name (spec §2.9); without a task (omitted or
+// null), the thread's only active task.
 func cancelBackground(ctx context.Context, bt BackgroundTasks, call mcpflow.ToolCall) any {
 	fail := func(msg string) any { return map[string]any{"cancelled": false, "message": msg} }
-	want, _ := call.Arguments["task"].(string)
+	want, ok := call.Arguments["task"].(string)
+	if !ok && call.Arguments["task"] != nil {
+		// Not an omitted task: a value that names no task cancels none.
+		return fail("task must be a string: the task ID or the task name")
+	}
 	want = strings.TrimSpace(want)
 	tasks, err := bt.ListTasks(ctx, mcpflow.TaskFilter{UserID: call.UserID, ThreadID: call.ThreadID, Limit: 50, ActiveOnly: true})
 	if err != nil {

@@ -97,9 +97,17 @@ func (s *Server) getThread(c *gin.Context) {
 	c.JSON(http.StatusOK, threadJSON(t))
 }
 
+// deleteThread tombstones the thread after its running durable tasks were
+// asked to cancel (once gone, nothing under it can reach them): 503 and
+// the thread kept when that cannot be done now. A task started between
+// the two is asked after the tombstone, as the tombstone stops new ones.
 func (s *Server) deleteThread(c *gin.Context) {
 	t, ok := s.ownedThread(c)
 	if !ok {
+		return
+	}
+	if err := s.cancelThreadTasks(c, t); err != nil {
+		s.renderError(c, err)
 		return
 	}
 	s.threads.forget(t.Ref())
@@ -107,8 +115,37 @@ func (s *Server) deleteThread(c *gin.Context) {
 		s.renderError(c, err)
 		return
 	}
+	if err := s.cancelThreadTasks(c, t); err != nil {
+		s.log.Warn("could not cancel a task started as its thread was deleted", "thread_id", t.ID, "error", err)
+	}
 	if s.opts.ThreadDeleted != nil {
 		s.opts.ThreadDeleted(c.Request.Context(), t)
 	}
 	c.Status(http.StatusNoContent)
+}
+
+// cancelThreadTasks asks each of the thread's running durable tasks to
+// cancel (one that finished meanwhile counts as done); nothing without the
+// task routes or runtime.
+func (s *Server) cancelThreadTasks(c *gin.Context, t *mcpflow.Thread) error {
+	if s.opts.Tasks == nil || s.opts.CancelTask == nil {
+		return nil
+	}
+	f := mcpflow.TaskFilter{UserID: t.UserID, ThreadID: t.ID, Limit: 100, ActiveOnly: true}
+	for {
+		tasks, err := s.opts.Tasks.ListTasks(c.Request.Context(), f)
+		if err != nil {
+			return err
+		}
+		for _, task := range tasks {
+			if err := s.opts.CancelTask(restOrigin(c), task); err != nil && mcpflow.ErrorCode(err) != mcpflow.EConflict {
+				return err
+			}
+		}
+		if len(tasks) < f.Limit {
+			return nil
+		}
+		last := tasks[len(tasks)-1]
+		f.After = &mcpflow.TaskCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -116,4 +117,14 @@ func TestProtocolAndDuplicateErrorPredicates(t *testing.T) {
 
 	require.EqualError(t, protocol, "remote_task_id must not be empty")
 	require.NotContains(t, dup.Error(), "r-hidden", "the remote id is never exposed")
+}
+
+// TestUnknownTool: the unknown-tool error names the tool as called, cut to
+// 200 characters (a name is client text: a REST path echoed whole before).
+func TestUnknownTool(t *testing.T) {
+	err := mcpflow.UnknownTool("files_read")
+	require.Equal(t, mcpflow.ENotFound, mcpflow.ErrorCode(err))
+	require.Equal(t, "unknown tool 'files_read'", mcpflow.ErrorMessage(err))
+	long := strings.Repeat("é", 3000)
+	require.Equal(t, "unknown tool '"+strings.Repeat("é", 200)+"'", mcpflow.ErrorMessage(mcpflow.UnknownTool(long)))
 }

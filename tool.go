@@ -273,3 +273,9 @@ type UnavailableServer struct {
 	Server string `json:"server"`
 	Reason string `json:"reason"`
 }
+
+// UnknownTool is the ENotFound error of a call to a tool the caller cannot
+// see; the name, client text, is cut to 200 characters.
+func UnknownTool(name string) error {
+	return Errorf(ENotFound, "unknown tool '%s'", TruncateChars(name, 200))
+}

@@ -452,7 +452,7 @@ func (r *Runtime) callTool(ctx context.Context, st *toolState, call mcpflow.Tool
 		} else if err != nil {
 			return nil, err
 		}
-		return nil, mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
+		return nil, mcpflow.UnknownTool(call.Tool)
 	}
 	if e.drift != "" {
 		return nil, mcpflow.Errorf(mcpflow.EUnavailable, "%s", e.drift)

@@ -135,12 +135,12 @@ func (g *Guard) CallTool(ctx context.Context, call mcpflow.ToolCall) (*mcpflow.T
 		exposed := call.Tool
 		vt, ok := v.real(exposed)
 		if !ok {
-			return nil, mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", exposed)
+			return nil, mcpflow.UnknownTool(exposed)
 		}
 		call.Tool = vt.Tool
 		res, err := g.callTool(ctx, set, call)
 		if mcpflow.ErrorCode(err) == mcpflow.ENotFound {
-			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", exposed)
+			err = mcpflow.UnknownTool(exposed)
 		}
 		return res, err
 	}
@@ -159,7 +159,7 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 		// Not in the listing the policies decide over (a server that is
 		// down, a configuration changing): refused as unknown, never
 		// passed on undecided.
-		err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
+		err = mcpflow.UnknownTool(call.Tool)
 	}
 	if err == nil && t != nil && set != nil {
 		rec.Server = t.Server
@@ -167,7 +167,7 @@ func (g *Guard) callTool(ctx context.Context, set *Set, call mcpflow.ToolCall) (
 		e := set.visible(in)
 		d := e.d
 		if d.Hidden {
-			err = mcpflow.Errorf(mcpflow.ENotFound, "unknown tool '%s'", call.Tool)
+			err = mcpflow.UnknownTool(call.Tool)
 		} else {
 			if d, err = set.decideCall(in, e, call); err == nil && !d.Allowed {
 				err = d.Refusal()

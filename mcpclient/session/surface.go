@@ -80,8 +80,15 @@ type resourceSubs struct {
 	// first are the URIs whose first Subscribe has not returned yet (its
 	// resources/read, then its wait): a refusal never drops them.
 	first  map[string]bool
-	stream *listenStream            // the listener's open stream
-	probes map[string]chan struct{} // probeRefused's streams by request id, closed at their ack
+	stream *listenStream         // the listener's open stream
+	probes map[string]*probeWait // probeRefused's streams by request id
+}
+
+// probeWait is one of probe's streams: the URI it names alone, and
+// whether the server's acknowledgement named it (sent once).
+type probeWait struct {
+	uri   string
+	acked chan bool
 }
 
 // subWait is the wait of a URI's first Subscribe (awaitStream).
@@ -90,9 +97,13 @@ type subWait struct {
 	// judging: a refused stream naming the URI is looked into (refused);
 	// the wait does not run out meanwhile.
 	judging bool
-	// again: accepted alone after a refusal, the URI waits for the next
-	// stream; the wait running out is not a success.
+	// again: refused in a stream naming it, and accepted alone or not
+	// judged, the URI waits for the next stream; the wait running out is
+	// not a success.
 	again bool
+	// judged is when refused last let go of the URI: the wait lasts at
+	// least subsAckWait from then, for the listener's next stream.
+	judged time.Time
 }
 
 // subsAckWait bounds how long a first subscription waits for the server to
@@ -110,11 +121,17 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
 	id, tagged := n.Params.Meta[mcp.MetaKeySubscriptionID]
+	named := map[string]bool{}
+	for _, u := range uris {
+		if uri, ok := u.(string); ok {
+			named[uri] = true
+		}
+	}
 	for key, probe := range s.subs.probes {
 		// probeRefused's (one at a time: an untagged ack is the probe's,
 		// the open stream having been refused)
 		if !tagged || fmt.Sprint(id) == key {
-			close(probe)
+			probe.acked <- named[probe.uri]
 			delete(s.subs.probes, key)
 			return
 		}
@@ -124,19 +141,19 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 		return
 	}
 	st.acked = true
-	named := map[string]bool{}
-	for _, u := range uris {
-		if uri, ok := u.(string); ok {
-			named[uri] = true
-		}
-	}
 	for _, uri := range st.filter.ResourceSubscriptions {
 		if named[uri] {
 			s.releaseLocked(uri, nil)
 		} else {
-			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' did not subscribe to the resource", s.server))
+			s.releaseLocked(uri, s.notSubscribed())
 		}
 	}
+}
+
+// notSubscribed is the error of a URI the server's acknowledgement left
+// out.
+func (s *Session) notSubscribed() error {
+	return mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' did not subscribe to the resource", s.server)
 }
 
 // releaseLocked ends the wait of uri's first Subscribe with err (nil: a
@@ -148,23 +165,26 @@ func (s *Session) releaseLocked(uri string, err error) {
 	}
 }
 
-// refused takes the server's refusal of the open stream st (ctx is its
-// request's). A server refuses the whole stream for one URI, so when st
+// refused takes the server's refusal of the stream st (ctx is its
+// request's, ended when the listener replaced st, even before the refusal
+// came: then nothing is asked of the server). A server refuses the whole stream for one URI, so when st
 // names more than one, which it refuses is asked of it one URI at a time
 // (probeRefused). A URI whose first Subscribe waits fails with the
-// server's refusal of it alone (the stream's, for a stream naming it
-// alone); if no URI is refused alone, the waiting ones fail with the
+// server's answer about it alone (the stream's refusal, for a stream
+// naming it alone; "did not subscribe" for an acknowledgement leaving it
+// out); if no URI is refused alone, the waiting ones fail with the
 // stream's refusal (a server that refuses them together); one the server
 // did not answer about while refusing another fails with an error of
 // ours; one accepted alone after a refusal of it or another keeps waiting
-// for the stream the listener asks for again, and fails if its wait runs
-// out first, as does one left waiting when the stream is replaced before
-// the verdict. A URI subscribed before (not one whose first Subscribe is still
-// under way) is dropped, with a warning, only when refused alone twice
-// while another was accepted alone: a refusal of every stream (a server
-// out of room, or one refusing the lone URI's again) says nothing about
-// the URI, and the listener asks again later (its backoff). The stream is
-// then asked for without the URIs failed or dropped.
+// for the stream the listener asks for again, at least subsAckWait from
+// the verdict, and fails if its wait runs out first, as does one left
+// waiting when the stream is replaced before the verdict. A URI
+// subscribed before (not one whose first Subscribe is still under way) is
+// dropped, with a warning, only when refused alone twice while another
+// was accepted alone: a refusal of every stream (a server out of room, or
+// one refusing the lone URI's again) says nothing about the URI, and the
+// listener asks again later (its backoff). The stream is then asked for
+// without the URIs failed or dropped.
 func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RPCError) {
 	uris := st.filter.ResourceSubscriptions
 	var judged []*subWait
@@ -176,23 +196,26 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		}
 	}
 	s.subs.mu.Unlock()
-	alone, accepted, twice, once := map[string]*mcpflow.RPCError{}, map[string]bool{}, map[string]bool{}, false
+	alone, accepted, twice, once := map[string]error{}, map[string]bool{}, map[string]bool{}, false
 	if len(uris) == 1 {
 		alone[uris[0]], once = rpc, true
-	} else if len(uris) > 1 {
+	} else if len(uris) > 1 && ctx.Err() == nil {
 		alone, accepted, twice, once = s.probeRefused(ctx, uris)
 	}
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
+	now := time.Now()
 	for _, w := range judged {
-		w.judging = false
+		w.judging, w.judged = false, now
 	}
 	if s.subs.stream != st || ctx.Err() != nil {
 		// Replaced meanwhile: the next stream's answer counts, and a
-		// URI still waiting, refused in a stream naming it, fails if
-		// its wait runs out before one naming it is acknowledged.
-		for _, w := range judged {
-			w.again = true
+		// URI waiting now, refused in a stream naming it, fails if its
+		// wait runs out before one naming it is acknowledged.
+		for _, uri := range uris {
+			if w, ok := s.subs.waiting[uri]; ok {
+				w.again = true
+			}
 		}
 		return
 	}
@@ -226,25 +249,26 @@ const probeRefusedWait = 3 * subsAckWait
 
 // probeRefused asks the server about each of uris in a stream naming that
 // URI alone, one stream at a time, each ended before the next: it returns
-// the URIs refused, with the server's refusal of each, and those accepted
-// (acknowledged), and whether any was refused. A stream with no answer
-// within subsAckWait (all of them within probeRefusedWait) counts as
-// neither. When some were accepted, the refused ones are asked again, each
-// listenRetryMin after the last probe (a server that frees a stream's
-// room, as mcpflow's per-user stream slots, only once it noticed the
-// stream end refuses the probe after it): twice are those refused again.
-func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]*mcpflow.RPCError, accepted, twice map[string]bool, once bool) {
+// the URIs refused (or left out of the stream's acknowledgement), with
+// the server's answer about each, and those accepted (acknowledged), and
+// whether any was refused. A stream with no answer within subsAckWait
+// (all of them within probeRefusedWait) counts as neither. When some were
+// accepted, the refused ones are asked again, each listenRetryMin after
+// the last probe (a server that frees a stream's room, as mcpflow's
+// per-user stream slots, only once it noticed the stream end refuses the
+// probe after it): twice are those refused again.
+func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[string]error, accepted, twice map[string]bool, once bool) {
 	ctx, cancel := context.WithTimeout(ctx, probeRefusedWait)
 	defer cancel()
-	refused, accepted, twice = map[string]*mcpflow.RPCError{}, map[string]bool{}, map[string]bool{}
+	refused, accepted, twice = map[string]error{}, map[string]bool{}, map[string]bool{}
 	for _, uri := range uris {
 		if ctx.Err() != nil {
 			return refused, accepted, twice, len(refused) > 0
 		}
-		if rpc, ok := s.probe(ctx, uri); ok {
+		if ok, err := s.probe(ctx, uri); ok {
 			accepted[uri] = true
-		} else if rpc != nil {
-			refused[uri] = rpc
+		} else if err != nil {
+			refused[uri] = err
 		}
 	}
 	once = len(refused) > 0
@@ -257,28 +281,29 @@ func (s *Session) probeRefused(ctx context.Context, uris []string) (refused map[
 		case <-ctx.Done():
 			return refused, accepted, twice, once
 		}
-		switch rpc, ok := s.probe(ctx, uri); {
+		switch ok, err := s.probe(ctx, uri); {
 		case ok:
 			accepted[uri] = true
 			delete(refused, uri)
-		case rpc != nil:
-			refused[uri], twice[uri] = rpc, true
+		case err != nil:
+			refused[uri], twice[uri] = err, true
 		}
 	}
 	return refused, accepted, twice, once
 }
 
 // probe opens a stream naming uri alone and ends it at its answer: true
-// when the server acknowledged it, its refusal when it refused it, or
-// neither within subsAckWait.
-func (s *Session) probe(ctx context.Context, uri string) (*mcpflow.RPCError, bool) {
+// when the server acknowledged it naming uri; the server's refusal when
+// it refused it, or notSubscribed when its acknowledgement left uri out;
+// or neither within subsAckWait.
+func (s *Session) probe(ctx context.Context, uri string) (bool, error) {
 	key := sessRequestKey()
-	acked := make(chan struct{})
+	pw := &probeWait{uri: uri, acked: make(chan bool, 1)}
 	s.subs.mu.Lock()
 	if s.subs.probes == nil {
-		s.subs.probes = map[string]chan struct{}{}
+		s.subs.probes = map[string]*probeWait{}
 	}
-	s.subs.probes[key] = acked
+	s.subs.probes[key] = pw
 	s.subs.mu.Unlock()
 	defer func() {
 		s.subs.mu.Lock()
@@ -292,24 +317,30 @@ func (s *Session) probe(ctx context.Context, uri string) (*mcpflow.RPCError, boo
 		_, rpc, _ := s.listenRequest(pctx, key, mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}})
 		answered <- rpc
 	}()
+	acked := func(named bool) (bool, error) {
+		if named {
+			return true, nil
+		}
+		return false, s.notSubscribed()
+	}
 	select {
 	case rpc := <-answered:
 		if rpc != nil {
-			return &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}, false
+			return false, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}
 		}
 		select {
-		case <-acked: // acknowledged, then ended at once
-			return nil, true
+		case named := <-pw.acked: // acknowledged, then ended at once
+			return acked(named)
 		default:
-			return nil, false
+			return false, nil
 		}
-	case <-acked:
+	case named := <-pw.acked:
 		cancel()
 		<-answered // gone before the next one opens
-		return nil, true
+		return acked(named)
 	case <-pctx.Done():
 		<-answered
-		return nil, false
+		return false, nil
 	}
 }
 
@@ -346,6 +377,10 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 		}()
 	}
 	s.subs.byURI[uri][key] = true
+	var w *subWait
+	if first && s.Modern() {
+		w = s.waitLocked(uri)
+	}
 	s.subs.mu.Unlock()
 	if first {
 		method := mcp.MethodResourcesSubscribe
@@ -354,9 +389,10 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 		}
 		if _, err := s.Request(ctx, method, uri, map[string]any{"uri": uri}); err != nil {
 			s.subs.mu.Lock()
-			delete(s.subs.byURI, uri)
-			if s.Modern() { // a stream opened meanwhile may name it
-				s.relistenLocked()
+			if w != nil {
+				s.endWaitLocked(uri, w, err) // a stream opened meanwhile may name it
+			} else {
+				delete(s.subs.byURI, uri)
 			}
 			s.subs.mu.Unlock()
 			return nil, err
@@ -365,7 +401,7 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 			// Once the server acknowledged a stream naming uri, the
 			// subscription is the caller's: an update sent after
 			// Subscribe returns is not lost to a stream still opening.
-			if err := s.awaitStream(ctx, uri); err != nil {
+			if err := s.awaitStream(ctx, uri, w); err != nil {
 				return nil, err
 			}
 		} else if l, ok := s.client.GetTransport().(interface{ Listen() }); ok {
@@ -398,20 +434,30 @@ func (s *Session) unsubscribe(uri string, key *func()) {
 	}
 }
 
-// awaitStream asks for a stream naming uri (already in s.subs.byURI) and
-// waits, at most subsAckWait (longer while the server's refusal of one is
-// looked into: refused), for the server to acknowledge one. When the
-// server leaves uri out or refuses the stream, when ctx ends or the
-// session does, uri is unsubscribed and the error returned (the other URIs
-// get a stream without it).
-func (s *Session) awaitStream(ctx context.Context, uri string) error {
+// waitLocked starts the wait of uri's first Subscribe (s.subs.mu held),
+// before its resources/read: a stream opened meanwhile names uri, and the
+// server's answer to it counts.
+func (s *Session) waitLocked(uri string) *subWait {
 	w := &subWait{answer: make(chan error, 1)}
-	s.subs.mu.Lock()
 	if s.subs.waiting == nil {
 		s.subs.waiting = map[string]*subWait{}
 	}
 	s.subs.waiting[uri] = w
-	s.relistenLocked()
+	return w
+}
+
+// awaitStream asks for a stream naming uri (already in s.subs.byURI, w
+// its wait), unless the server answered about one already or the open
+// stream names it, and waits, at most subsAckWait (longer while the
+// server's refusal of one is looked into: refused), for the server to
+// acknowledge one. When the server leaves uri out or refuses the stream,
+// when ctx ends or the session does, uri is unsubscribed and the error
+// returned (the other URIs get a stream without it).
+func (s *Session) awaitStream(ctx context.Context, uri string, w *subWait) error {
+	s.subs.mu.Lock()
+	if s.subs.waiting[uri] == w && !s.streamNamesLocked(uri) {
+		s.relistenLocked()
+	}
 	s.subs.mu.Unlock()
 	t := time.NewTimer(subsAckWait)
 	defer t.Stop()
@@ -422,10 +468,14 @@ wait:
 	case err = <-w.answer:
 	case <-t.C:
 		s.subs.mu.Lock()
-		judged := w.judging
+		judging, left := w.judging, subsAckWait-time.Since(w.judged)
 		s.subs.mu.Unlock()
-		if judged { // the server refused the stream: wait for its verdict
+		if judging { // the server refused the stream: wait for its verdict
 			t.Reset(subsAckWait)
+			goto wait
+		}
+		if left > 0 { // for the listener's stream after the verdict
+			t.Reset(left)
 			goto wait
 		}
 		ranOut = true
@@ -447,6 +497,13 @@ wait:
 	case ranOut:
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
 	}
+	s.endWaitLocked(uri, w, err)
+	return err
+}
+
+// endWaitLocked ends uri's wait w; a failed one unsubscribes uri (the
+// other URIs get a stream without it).
+func (s *Session) endWaitLocked(uri string, w *subWait, err error) {
 	if s.subs.waiting[uri] == w {
 		delete(s.subs.waiting, uri)
 	}
@@ -454,7 +511,21 @@ wait:
 		delete(s.subs.byURI, uri)
 		s.relistenLocked()
 	}
-	return err
+}
+
+// streamNamesLocked reports whether the listener's stream names uri and
+// has not ended.
+func (s *Session) streamNamesLocked(uri string) bool {
+	st := s.subs.stream
+	if st == nil || !slices.Contains(st.filter.ResourceSubscriptions, uri) {
+		return false
+	}
+	select {
+	case <-st.ended:
+		return false
+	default:
+		return true
+	}
 }
 
 // relistenLocked asks for the subscriptions/listen stream to name the
@@ -565,10 +636,10 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 		defer close(st.ended)
 		_, rpc, err := s.listenRequest(ctx, st.key, filter)
 		switch {
-		case ctx.Err() != nil: // ended by the listener
-		case rpc != nil:
+		case rpc != nil: // (also as the listener ended it: a waiting URI is told)
 			s.log.Warn("MCP server refused the subscriptions/listen stream", "server", s.server, "code", rpc.Code, "error", rpc.Message)
 			s.refused(ctx, st, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)})
+		case ctx.Err() != nil: // ended by the listener
 		case err != nil:
 			s.log.Warn("MCP subscriptions/listen stream lost; opening it again", "server", s.server, "error", err)
 		default:

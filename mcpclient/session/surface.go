@@ -219,27 +219,36 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		}
 		return
 	}
-	var dropped int
+	var dropped, failed int
 	for _, uri := range uris {
 		own, refusedAlone := alone[uri]
 		w, waits := s.subs.waiting[uri]
+		var err error
 		switch {
 		case waits && refusedAlone:
-			s.releaseLocked(uri, own) // its Subscribe drops it
+			err = own
 		case waits && !once: // none refused alone: refused together
-			s.releaseLocked(uri, rpc)
+			err = rpc
 		case waits && !accepted[uri]:
-			s.releaseLocked(uri, mcpflow.Errorf(mcpflow.EUpstream,
-				"MCP server '%s' did not answer a subscription to the resource in time", s.server))
+			err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' did not answer a subscription to the resource in time", s.server)
 		case waits:
 			w.again = true
 		case !waits && !s.subs.first[uri] && twice[uri] && len(s.subs.byURI[uri]) > 0:
 			delete(s.subs.byURI, uri)
 			dropped++
 		}
+		if err != nil {
+			// Its Subscribe fails (it may still be reading): the
+			// stream is asked for without it now.
+			s.releaseLocked(uri, err)
+			delete(s.subs.byURI, uri)
+			failed++
+		}
 	}
 	if dropped > 0 {
 		s.log.Warn("MCP server refused resource subscriptions; they are dropped", "server", s.server, "resources", dropped, "error", rpc.Message)
+	}
+	if dropped+failed > 0 {
 		s.relistenLocked()
 	}
 }
@@ -549,7 +558,8 @@ func (s *Session) relistenLocked() {
 
 // Reopening a stream the server ended or refused waits listenRetryMin,
 // doubling up to listenRetryMax (and back to the start after a stream the
-// server acknowledged, or when the filter asked for changes).
+// server acknowledged, when the filter asked for changes, or when a retry
+// opens a filter other than the last).
 const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
@@ -569,6 +579,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		}
 	}()
 	var retry <-chan time.Time
+	var last *mcp.SubscriptionFilter // of the last stream opened
 	backoff := listenRetryMin
 	for {
 		var ended <-chan struct{}
@@ -603,10 +614,18 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		}
 		want := len(s.subs.byURI) > 0 || s.subs.lists
 		s.subs.mu.Unlock()
+		if last != nil && !sameFilter(*last, filter) {
+			backoff = listenRetryMin // a new filter, opened by a retry
+		}
 		if want {
-			cur = s.listen(filter)
+			cur, last = s.listen(filter), &filter
 		}
 	}
+}
+
+func sameFilter(a, b mcp.SubscriptionFilter) bool {
+	return a.PromptsListChanged == b.PromptsListChanged && a.ResourcesListChanged == b.ResourcesListChanged &&
+		a.ToolsListChanged == b.ToolsListChanged && slices.Equal(a.ResourceSubscriptions, b.ResourceSubscriptions)
 }
 
 // listenStream is one subscriptions/listen stream of listenLoop's.

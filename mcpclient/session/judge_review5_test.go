@@ -389,24 +389,10 @@ func TestReview5FirstSubscribeDroppedWhileItReads(t *testing.T) {
 		}
 		return nil
 	}
-	reading, read := make(chan struct{}), make(chan struct{})
-	var readOnce sync.Once
-	release := func() { readOnce.Do(func() { close(read) }) }
-	ts := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodResourcesRead) && r.Header.Get(mcp.HeaderName) == w {
-			close(reading)
-			select { // the server takes its time to read w
-			case <-read:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		srv.serve(rw, r)
-	}))
-	defer ts.Close()
-	defer release() // before ts.Close, which waits for the read
+	url, reading, release := heldRead(t, w, nil, srv.serve)
+	defer release()
 	logs := &review2Logs{}
-	s := dialReview2(t, ctx, ts.URL+"/mcp", logs)
+	s := dialReview2(t, ctx, url, logs)
 	defer s.Close()
 	ua, err := s.Subscribe(ctx, a, func() {})
 	require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -60,32 +59,10 @@ func TestReview10RefusalBeforeTheWaitCutShortRunsOutAsSuccess(t *testing.T) {
 	srv.holdAck = func(f listenFilter2) (bool, <-chan struct{}) {
 		return holding.Load() && slices.Equal(f.ResourceSubscriptions, []string{a}), nil // the probe of a: held
 	}
-	reading, read := make(chan struct{}), make(chan struct{})
-	var readOnce, readingOnce sync.Once
-	release := func() { readOnce.Do(func() { close(read) }) }
-	ts := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodResourcesRead) && r.Header.Get(mcp.HeaderName) == w {
-			var msg struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&msg)
-			readingOnce.Do(func() { close(reading) })
-			select { // the server takes its time to read w
-			case <-read:
-			case <-r.Context().Done():
-				return
-			}
-			rw.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(rw).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
-				"result": map[string]any{"contents": []any{map[string]any{"uri": w, "text": "x"}}}})
-			return
-		}
-		srv.serve(rw, r)
-	}))
-	defer ts.Close()
-	defer release() // before ts.Close, which waits for the read
+	url, reading, release := heldRead(t, w, nil, srv.serve)
+	defer release()
 	logs := &review2Logs{}
-	s := dialReview2(t, ctx, ts.URL+"/mcp", logs)
+	s := dialReview2(t, ctx, url, logs)
 	defer s.Close()
 	ua, err := s.Subscribe(ctx, a, func() {})
 	require.NoError(t, err)
@@ -168,30 +145,8 @@ func TestReview10LeftOutBeforeTheWaitRunsOutAsSuccess(t *testing.T) {
 	srv.holdAck = func(f listenFilter2) (bool, <-chan struct{}) {
 		return f.PromptsListChanged && naming.Load() > 1, gate // the stream after the read: acknowledged late
 	}
-	reading, read := make(chan struct{}), make(chan struct{})
-	var readOnce, readingOnce sync.Once
-	release := func() { readOnce.Do(func() { close(read) }) }
-	ts := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		switch r.Header.Get(mcp.HeaderMethod) {
-		case string(mcp.MethodResourcesRead):
-			if r.Header.Get(mcp.HeaderName) != w {
-				break
-			}
-			var msg struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&msg)
-			readingOnce.Do(func() { close(reading) })
-			select { // the server takes its time to read w
-			case <-read:
-			case <-r.Context().Done():
-				return
-			}
-			rw.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(rw).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
-				"result": map[string]any{"contents": []any{map[string]any{"uri": w, "text": "x"}}}})
-			return
-		case string(mcp.MethodSubscriptionsListen):
+	url, reading, release := heldRead(t, w, nil, func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen) {
 			// w cannot be subscribed: the stream is served (and
 			// acknowledged) for the other URIs it names.
 			body, _ := io.ReadAll(r.Body)
@@ -210,11 +165,10 @@ func TestReview10LeftOutBeforeTheWaitRunsOutAsSuccess(t *testing.T) {
 			r.ContentLength = int64(len(body))
 		}
 		srv.serve(rw, r)
-	}))
-	defer ts.Close()
-	defer release() // before ts.Close, which waits for the read
+	})
+	defer release()
 	logs := &review2Logs{}
-	s := dialReview2(t, ctx, ts.URL+"/mcp", logs)
+	s := dialReview2(t, ctx, url, logs)
 	defer s.Close()
 	ua, err := s.Subscribe(ctx, a, func() {})
 	require.NoError(t, err)

@@ -2,50 +2,13 @@ package session
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 )
-
-// review11HeldRead serves srv, except that the resources/read of uri is
-// held until release is called (reading is closed when it arrives), then
-// answered with the resource.
-func review11HeldRead(t *testing.T, srv *review3Server, uri string) (url string, reading <-chan struct{}, release func()) {
-	t.Helper()
-	rd, held := make(chan struct{}), make(chan struct{})
-	var readOnce, readingOnce sync.Once
-	release = func() { readOnce.Do(func() { close(held) }) }
-	ts := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodResourcesRead) && r.Header.Get(mcp.HeaderName) == uri {
-			var msg struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&msg)
-			readingOnce.Do(func() { close(rd) })
-			select { // the server takes its time to read uri
-			case <-held:
-			case <-r.Context().Done():
-				return
-			}
-			rw.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(rw).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
-				"result": map[string]any{"contents": []any{map[string]any{"uri": uri, "text": "x"}}}})
-			return
-		}
-		srv.serve(rw, r)
-	}))
-	t.Cleanup(ts.Close)
-	t.Cleanup(release) // (cleanups run last first: before ts.Close, which waits for the read)
-	return ts.URL + "/mcp", rd, release
-}
 
 // TestReview11FailedDuringItsReadStaysOnTheStream: since b46b57e a first
 // Subscribe's wait starts before its resources/read, so the verdict on a
@@ -73,7 +36,7 @@ func TestReview11FailedDuringItsReadStaysOnTheStream(t *testing.T) {
 		}
 		return nil
 	}
-	url, reading, release := review11HeldRead(t, srv, w)
+	url, reading, release := heldRead(t, w, nil, srv.serve)
 	s := dialReview2(t, ctx, url, nil)
 	defer s.Close()
 	ua, err := s.Subscribe(ctx, a, func() {})
@@ -198,7 +161,7 @@ func TestReview11AcceptedAloneWaitsOutTheListenersBackoff(t *testing.T) {
 	srv.holdAck = func(f listenFilter2) (bool, <-chan struct{}) {
 		return slices.Equal(f.ResourceSubscriptions, []string{w}), holdW // w's probe: once awaitStream waits
 	}
-	url, reading, release := review11HeldRead(t, srv, w)
+	url, reading, release := heldRead(t, w, nil, srv.serve)
 	logs := &review2Logs{}
 	s := dialReview2(t, ctx, url, logs)
 	defer s.Close()

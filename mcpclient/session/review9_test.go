@@ -2,10 +2,7 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -231,31 +228,9 @@ func TestReview9FailedReadLeavesURIOnTheStream(t *testing.T) {
 	defer cancel()
 	const a, x = "test://a", "test://x"
 	srv := newReview2Server(t)
-	reading, read := make(chan struct{}), make(chan struct{})
-	var readOnce, readingOnce sync.Once
-	release := func() { readOnce.Do(func() { close(read) }) }
-	ts := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodResourcesRead) && r.Header.Get(mcp.HeaderName) == x {
-			var msg struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&msg)
-			readingOnce.Do(func() { close(reading) })
-			select { // the server takes its time, then has no such resource
-			case <-read:
-			case <-r.Context().Done():
-				return
-			}
-			rw.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(rw).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
-				"error": map[string]any{"code": mcp.INVALID_PARAMS, "message": "resource not found: " + x}})
-			return
-		}
-		srv.serve(rw, r)
-	}))
-	defer ts.Close()
-	defer release() // before ts.Close, which waits for the read
-	s := dialReview2(t, ctx, ts.URL+"/mcp", nil)
+	url, reading, release := heldRead(t, x, map[string]any{"code": mcp.INVALID_PARAMS, "message": "resource not found: " + x}, srv.serve)
+	defer release()
+	s := dialReview2(t, ctx, url, nil)
 	defer s.Close()
 	ua, err := s.Subscribe(ctx, a, func() {})
 	require.NoError(t, err)

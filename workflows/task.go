@@ -348,7 +348,7 @@ func (w *taskRun) cancel(ctx workflow.Context) (*TaskOutcome, error) {
 			if w.rePin(ctx, err) {
 				continue
 			}
-			msg := mcpflow.TruncateChars(appMessage(err).Error(), mcpflow.MaxErrorChars)
+			msg := mcpflow.TruncateChars(errText(err), mcpflow.MaxErrorChars)
 			w.st.LastCancelError = &msg
 			if perr := w.persist(ctx, false, 0); perr != nil {
 				return nil, perr
@@ -642,4 +642,15 @@ func appMessage(err error) error {
 		return temporal.NewNonRetryableApplicationError(ae.Message(), ae.Type(), nil)
 	}
 	return err
+}
+
+// errText is what a user reads of an activity's failure: its application
+// error's message (without Temporal's "(type: …, retryable: …)", which
+// names internal types and says nothing true of a cancel, retried here).
+func errText(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Message()
+	}
+	return err.Error()
 }

@@ -80,7 +80,7 @@ func (s *Server) detail(t *mcpflow.Task) TaskDetail {
 		NotificationStatus: t.NotificationStatus, NotificationError: cut(t.NotificationError),
 		NotificationAttemptCount: t.NotificationAttemptCount, Result: t.Result, ResultPreview: t.ResultPreview,
 		ResultTruncated: t.ResultTruncated, ResultArtifact: t.ResultArtifact, InputRequired: t.InputRequired,
-		InputAnswerable: t.InputAnswerable && t.Status == mcpflow.StatusInputRequired,
+		InputAnswerable: t.Answerable(),
 	}
 	if t.Status == mcpflow.StatusInputRequired && t.QuestionSeq > 0 {
 		q := t.QuestionSeq

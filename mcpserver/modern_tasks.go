@@ -45,10 +45,10 @@ func (s *Server) taskExt(t *mcpflow.Task, detail bool) map[string]any {
 	}
 	switch t.Status {
 	case mcpflow.StatusInputRequired:
-		if all, ok := t.InputRequired[mcpflow.InputRequestsKey].(map[string]any); ok && len(all) > 0 && t.InputAnswerable && s.opts.AnswerInput != nil {
+		if all, ok := t.InputRequired[mcpflow.InputRequestsKey].(map[string]any); ok && len(all) > 0 && t.Answerable() && s.opts.AnswerInput != nil {
 			// A native task's requests, as its server keyed them.
 			out["inputRequests"] = all
-		} else if t.InputAnswerable && s.opts.AnswerInput != nil {
+		} else if t.Answerable() && s.opts.AnswerInput != nil {
 			out["inputRequests"] = map[string]any{questionKey(t): map[string]any{
 				"method": string(mcp.MethodElicitationCreate),
 				"params": map[string]any{"mode": "form", "message": inputQuestion(t.InputRequired), "requestedSchema": requestedSchema(t)},

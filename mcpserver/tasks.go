@@ -325,7 +325,7 @@ func (c *call) waitTerminal(ctx context.Context, id string, t *mcpflow.Task, ask
 		if t = fresh; t.Status.IsTerminal() {
 			break
 		}
-		if ask != nil && t.Status == mcpflow.StatusInputRequired && t.InputAnswerable {
+		if ask != nil && t.Answerable() {
 			ask(t)
 		}
 		select {

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpflow/mcpflow/workflows"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
@@ -476,13 +477,32 @@ func (c *TaskClient) WakeNotifications(ctx context.Context, tasks []*mcpflow.Tas
 }
 
 // WorkersAvailable reports whether some worker polled the task queue's
-// workflow tasks recently.
+// workflow tasks recently (livePoller).
 func (c *TaskClient) WorkersAvailable(ctx context.Context) (bool, error) {
 	resp, err := c.Client.DescribeTaskQueue(ctx, c.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil {
 		return false, err
 	}
-	return len(resp.GetPollers()) > 0, nil
+	return livePoller(resp.GetPollers(), time.Now()), nil
+}
+
+// pollerGoneAfter is how long after its last poll a worker counts as
+// gone. Temporal lists a poller for five minutes after its last poll, a
+// worker stopped since included; a running worker polls again at least
+// every long-poll timeout (a minute by default), so twice that is safe.
+const pollerGoneAfter = 2 * time.Minute
+
+// livePoller reports whether one of pollers polled within
+// pollerGoneAfter of now (one without a time counts: nothing says it is
+// gone).
+func livePoller(pollers []*taskqueuepb.PollerInfo, now time.Time) bool {
+	for _, p := range pollers {
+		at := p.GetLastAccessTime()
+		if at == nil || now.Sub(at.AsTime()) < pollerGoneAfter {
+			return true
+		}
+	}
+	return false
 }
 
 // StartOptions are the options a task's workflow starts with: its id is

@@ -457,14 +457,14 @@ func (s *Session) waitLocked(uri string) *subWait {
 
 // awaitStream asks for a stream naming uri (already in s.subs.byURI, w
 // its wait), unless the server answered about one already or the open
-// stream names it, and waits, at most subsAckWait (longer while the
+// stream asks for that (relistenLocked), and waits, at most subsAckWait (longer while the
 // server's refusal of one is looked into: refused), for the server to
 // acknowledge one. When the server leaves uri out or refuses the stream,
 // when ctx ends or the session does, uri is unsubscribed and the error
 // returned (the other URIs get a stream without it).
 func (s *Session) awaitStream(ctx context.Context, uri string, w *subWait) error {
 	s.subs.mu.Lock()
-	if s.subs.waiting[uri] == w && !s.streamNamesLocked(uri) {
+	if s.subs.waiting[uri] == w { // not answered yet
 		s.relistenLocked()
 	}
 	s.subs.mu.Unlock()
@@ -522,27 +522,21 @@ func (s *Session) endWaitLocked(uri string, w *subWait, err error) {
 	}
 }
 
-// streamNamesLocked reports whether the listener's stream names uri and
-// has not ended.
-func (s *Session) streamNamesLocked(uri string) bool {
-	st := s.subs.stream
-	if st == nil || !slices.Contains(st.filter.ResourceSubscriptions, uri) {
-		return false
-	}
-	select {
-	case <-st.ended:
-		return false
-	default:
-		return true
-	}
-}
-
 // relistenLocked asks for the subscriptions/listen stream to name the
 // URIs subscribed now and, after HearLists, the list changes (nothing: no
-// stream). s.subs.mu is held, so the stream is replaced by the session's
+// stream), unless the open stream asks for just that. s.subs.mu is held, so the stream is replaced by the session's
 // listener, not here: stopping a stream waits for its reader, which may be
 // delivering an update that needs s.subs.mu.
 func (s *Session) relistenLocked() {
+	if st := s.subs.stream; st != nil {
+		select {
+		case <-st.ended:
+		default:
+			if f, _ := s.filterLocked(); sameFilter(st.filter, f) {
+				return // the open stream asks for that already
+			}
+		}
+	}
 	if s.subs.wake == nil {
 		if len(s.subs.byURI) == 0 && !s.subs.lists {
 			return
@@ -608,11 +602,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 			cur = nil
 		}
 		s.subs.mu.Lock()
-		filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
-		if s.subs.lists {
-			filter.PromptsListChanged, filter.ResourcesListChanged = s.Offers()
-		}
-		want := len(s.subs.byURI) > 0 || s.subs.lists
+		filter, want := s.filterLocked()
 		s.subs.mu.Unlock()
 		if last != nil && !sameFilter(*last, filter) {
 			backoff = listenRetryMin // a new filter, opened by a retry
@@ -621,6 +611,16 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 			cur, last = s.listen(filter), &filter
 		}
 	}
+}
+
+// filterLocked is the filter the session's stream asks for now, and
+// whether it asks for anything.
+func (s *Session) filterLocked() (mcp.SubscriptionFilter, bool) {
+	filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
+	if s.subs.lists {
+		filter.PromptsListChanged, filter.ResourcesListChanged = s.Offers()
+	}
+	return filter, len(s.subs.byURI) > 0 || s.subs.lists
 }
 
 func sameFilter(a, b mcp.SubscriptionFilter) bool {

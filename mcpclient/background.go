@@ -171,9 +171,9 @@ func cancelBackground(ctx context.Context, bt BackgroundTasks, call mcpflow.Tool
 			if i == 5 {
 				break
 			}
-			names = append(names, Neutralize(t.TaskName))
+			names = append(names, Neutralize(t.TaskName)+" ("+t.ID+")")
 		}
-		return fail("More than one active background task matches; specify one task name: " + strings.Join(names, ", "))
+		return fail("More than one active background task matches; specify one by its name or, for tasks of the same name, its ID: " + strings.Join(names, ", "))
 	}
 	t := matches[0]
 	if err := bt.CancelTask(ctx, t); err != nil {

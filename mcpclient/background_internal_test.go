@@ -39,3 +39,35 @@ func TestListBackgroundLimit(t *testing.T) {
 		require.Equal(t, tc.want, rec.got.Limit, "%v", tc.args)
 	}
 }
+
+// activeTasks is a task store whose thread has these active tasks; it
+// records the tasks it was asked to cancel.
+type activeTasks struct {
+	tasks     []*mcpflow.Task
+	cancelled []string
+}
+
+func (a *activeTasks) ListTasks(context.Context, mcpflow.TaskFilter) ([]*mcpflow.Task, error) {
+	return a.tasks, nil
+}
+func (a *activeTasks) CancelTask(_ context.Context, t *mcpflow.Task) error {
+	a.cancelled = append(a.cancelled, t.ID)
+	return nil
+}
+
+// cancel_background_task with a name two active tasks share cancels
+// neither and names both with their ids, which tell them apart.
+func TestCancelBackgroundSameName(t *testing.T) {
+	t.Parallel()
+	bt := &activeTasks{tasks: []*mcpflow.Task{
+		{ID: "mcp-task-1", TaskName: "demo-job", Status: mcpflow.StatusWorking},
+		{ID: "mcp-task-2", TaskName: "Demo-Job ", Status: mcpflow.StatusWorking},
+	}}
+	out := cancelBackground(context.Background(), bt, mcpflow.ToolCall{Arguments: map[string]any{"task": "demo-job"}})
+	require.Equal(t, map[string]any{"cancelled": false, "message": "More than one active background task matches; " +
+		"specify one by its name or, for tasks of the same name, its ID: demo-job (mcp-task-1), Demo-Job  (mcp-task-2)"}, out)
+	require.Empty(t, bt.cancelled)
+	out = cancelBackground(context.Background(), bt, mcpflow.ToolCall{Arguments: map[string]any{"task": "mcp-task-2"}})
+	require.Equal(t, true, out.(map[string]any)["task"].(bgTask).CancelRequested)
+	require.Equal(t, []string{"mcp-task-2"}, bt.cancelled)
+}

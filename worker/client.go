@@ -288,9 +288,13 @@ func (c *TaskClient) storedTask(ctx context.Context, taskID string) (*mcpflow.Ta
 }
 
 // handle is the answer of a retried submit whose task is stored: its
-// handle with the row's status.
+// handle with the row's status (and, once it ended, a message saying so).
 func (c *TaskClient) handle(t *mcpflow.Task, ts config.TaskToolset) *mcpflow.ToolResult {
-	res := workflows.SubmitResult{TaskID: t.ID, TaskName: t.TaskName, Status: t.Status, Message: workflows.SubmitMessage}
+	msg := workflows.SubmitMessage
+	if t.Status.IsTerminal() {
+		msg = "The task has already ended: " + string(t.Status) + "."
+	}
+	res := workflows.SubmitResult{TaskID: t.ID, TaskName: t.TaskName, Status: t.Status, Message: msg}
 	return handleResult(res, ts.Adopt != "" && t.RemoteTaskID == ts.Adopt)
 }
 

@@ -34,6 +34,20 @@ func TestRelistenInQuickSuccession(t *testing.T) {
 	updated := make(chan struct{}, 16)
 	cb := func() { updated <- struct{}{} }
 	for range 3 {
+		// From no stream at all (the listener stops the last one), as a
+		// session whose first Subscribe this is.
+		s.subs.mu.Lock()
+		s.subs.byURI, s.subs.lists = nil, false
+		s.relistenLocked()
+		st := s.subs.stream
+		s.subs.mu.Unlock()
+		if st != nil {
+			select {
+			case <-st.ended:
+			case <-ctx.Done():
+				t.Fatal("the listener did not stop its stream")
+			}
+		}
 		acked := make(chan error, 1)
 		s.subs.mu.Lock()
 		s.subs.byURI = map[string]map[*func()]bool{uri: {&cb: true}}

@@ -79,9 +79,10 @@ type resourceSubs struct {
 	waiting map[string]*subWait
 	// first are the URIs whose first Subscribe has not returned yet (its
 	// resources/read, then its wait): a refusal never drops them.
-	first  map[string]bool
-	stream *listenStream         // the listener's open stream
-	probes map[string]*probeWait // probeRefused's streams by request id
+	first    map[string]bool
+	stream   *listenStream         // the listener's open stream (the last it opened)
+	retrying bool                  // the listener waits to open stream's filter again (its backoff)
+	probes   map[string]*probeWait // probeRefused's streams by request id
 }
 
 // probeWait is one of probe's streams: the URI it names alone, and
@@ -524,17 +525,14 @@ func (s *Session) endWaitLocked(uri string, w *subWait, err error) {
 
 // relistenLocked asks for the subscriptions/listen stream to name the
 // URIs subscribed now and, after HearLists, the list changes (nothing: no
-// stream), unless the open stream asks for just that. s.subs.mu is held, so the stream is replaced by the session's
+// stream), unless the open stream asks for just that, or the listener's
+// retry of it will. s.subs.mu is held, so the stream is replaced by the session's
 // listener, not here: stopping a stream waits for its reader, which may be
 // delivering an update that needs s.subs.mu.
 func (s *Session) relistenLocked() {
-	if st := s.subs.stream; st != nil {
-		select {
-		case <-st.ended:
-		default:
-			if f, _ := s.filterLocked(); sameFilter(st.filter, f) {
-				return // the open stream asks for that already
-			}
+	if st := s.subs.stream; st != nil && (s.subs.retrying || !isClosed(st.ended)) {
+		if f, _ := s.filterLocked(); sameFilter(st.filter, f) {
+			return // the open stream asks for that already, or its retry will
 		}
 	}
 	if s.subs.wake == nil {
@@ -552,8 +550,8 @@ func (s *Session) relistenLocked() {
 
 // Reopening a stream the server ended or refused waits listenRetryMin,
 // doubling up to listenRetryMax (and back to the start after a stream the
-// server acknowledged, when the filter asked for changes, or when a retry
-// opens a filter other than the last).
+// server acknowledged, or when the filter changes: a wake during the wait
+// that asks for the same filter leaves it as it is).
 const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
@@ -575,6 +573,16 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 	var retry <-chan time.Time
 	var last *mcp.SubscriptionFilter // of the last stream opened
 	backoff := listenRetryMin
+	endedNow := func() { // the server ended or refused cur: wait, then ask again
+		s.subs.mu.Lock()
+		if cur.acked {
+			backoff = listenRetryMin
+		}
+		s.subs.retrying = true
+		s.subs.mu.Unlock()
+		cur, retry = nil, time.After(backoff)
+		backoff = min(2*backoff, listenRetryMax)
+	}
 	for {
 		var ended <-chan struct{}
 		if cur != nil {
@@ -582,16 +590,16 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		}
 		select {
 		case <-wake:
+			if cur != nil && isClosed(cur.ended) {
+				endedNow() // (as it ended: the wake waits its turn)
+			}
+			if (cur != nil || retry != nil) && last != nil && s.wantsSame(*last) {
+				continue // nothing new to ask for: the stream, or its backoff, stands
+			}
 			backoff = listenRetryMin // a new filter, not refused yet
 		case <-retry:
-		case <-ended: // the server ended or refused it
-			s.subs.mu.Lock()
-			if cur.acked {
-				backoff = listenRetryMin
-			}
-			s.subs.mu.Unlock()
-			cur, retry = nil, time.After(backoff)
-			backoff = min(2*backoff, listenRetryMax)
+		case <-ended:
+			endedNow()
 			continue
 		case <-s.done:
 			return
@@ -603,6 +611,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		}
 		s.subs.mu.Lock()
 		filter, want := s.filterLocked()
+		s.subs.retrying = false
 		s.subs.mu.Unlock()
 		if last != nil && !sameFilter(*last, filter) {
 			backoff = listenRetryMin // a new filter, opened by a retry
@@ -611,6 +620,24 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 			cur, last = s.listen(filter), &filter
 		}
 	}
+}
+
+// isClosed reports whether ch is closed (it is never sent on).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// wantsSame reports whether the filter wanted now is f.
+func (s *Session) wantsSame(f mcp.SubscriptionFilter) bool {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	want, _ := s.filterLocked()
+	return sameFilter(f, want)
 }
 
 // filterLocked is the filter the session's stream asks for now, and

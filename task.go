@@ -341,14 +341,6 @@ func (t *Task) Answerable() bool {
 	return t.Status == StatusInputRequired && t.InputAnswerable && t.CancelRequestedAt == nil
 }
 
-// CancelRecorder is a TaskStore that records a cancel request the moment
-// it is sent to the task's workflow (cancel_requested_at only, kept once
-// set), so that the task reads as cancel-requested while the workflow
-// still waits for a poll in flight.
-type CancelRecorder interface {
-	RecordCancelRequest(ctx context.Context, id string, at time.Time) (bool, error)
-}
-
 // TaskEventWriter is a TaskStore that can append a task's event to the
 // thread inbox (EventStore.AppendEvent) and write its row (UpdateTask) in
 // one transaction: both, or neither. A write fenced by its RowVersion

@@ -422,13 +422,6 @@ func (db *DB) updateTask(ctx context.Context, tx *gorm.DB, t *mcpflow.Task) erro
 		set["last_polled_at"] = gorm.Expr("CASE WHEN last_polled_at IS NULL OR last_polled_at < ? THEN ? ELSE last_polled_at END",
 			*row.LastPolledAt, *row.LastPolledAt)
 	}
-	if row.CancelRequestedAt == nil {
-		// A cancel request is never withdrawn: one recorded by
-		// RecordCancelRequest stays when a writer's copy is older.
-		delete(set, "cancel_requested_at")
-	} else {
-		set["cancel_requested_at"] = gorm.Expr("COALESCE(cancel_requested_at, ?)", *row.CancelRequestedAt)
-	}
 	if c.Status == mcpflow.StatusInputRequired {
 		// Compared with the row as it was (the right-hand sides of an
 		// UPDATE read the old row, on both backends).
@@ -494,21 +487,6 @@ func (db *DB) taskColumns(ctx context.Context, row *taskRow) (map[string]any, er
 		set[f.DBName] = v
 	}
 	return set, nil
-}
-
-// RecordCancelRequest implements mcpflow.CancelRecorder: cancel_requested_at
-// becomes at unless the row has one or the task ended; nothing else of
-// the row changes (not row_version: a poll that read the row before still
-// finds the request, pollRow's check, and writes nothing). It reports
-// whether the row was written.
-func (db *DB) RecordCancelRequest(ctx context.Context, id string, at time.Time) (bool, error) {
-	res := db.gorm.WithContext(ctx).Model(&taskRow{}).
-		Where("id = ? AND status IN ? AND cancel_requested_at IS NULL", id, pollableStatuses).
-		UpdateColumn("cancel_requested_at", dbTime(at))
-	if res.Error != nil {
-		return false, fmt.Errorf("record the cancel request of task %s: %w", id, asUnavailable(res.Error))
-	}
-	return res.RowsAffected == 1, nil
 }
 
 // TouchPolled records that the task's remote status was read at at (a

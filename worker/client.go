@@ -437,10 +437,9 @@ func toolError(msg string) *mcpflow.ToolResult {
 	return &mcpflow.ToolResult{Content: []json.RawMessage{b}, IsError: true}
 }
 
-// CancelTask asks a task's workflow to cancel it and records the request
-// in its row (mcpflow.CancelRecorder). It answers EUnavailable when no
-// worker polls the task queue (a cancel is never acknowledged without a
-// worker to perform it).
+// CancelTask asks a task's workflow to cancel it. It answers EUnavailable
+// when no worker polls the task queue (a cancel is never acknowledged
+// without a worker to perform it).
 func (c *TaskClient) CancelTask(ctx context.Context, t *mcpflow.Task) error {
 	ok, err := c.WorkersAvailable(ctx)
 	if err != nil {
@@ -455,13 +454,6 @@ func (c *TaskClient) CancelTask(ctx context.Context, t *mcpflow.Task) error {
 			return mcpflow.Errorf(mcpflow.EConflict, "the task already finished")
 		}
 		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot reach Temporal to cancel the task", Err: err}
-	}
-	// The row says so at once: the workflow writes it only once a poll
-	// in flight has returned (up to the call timeout).
-	if rec, ok := c.Tasks.(mcpflow.CancelRecorder); ok {
-		if _, err := rec.RecordCancelRequest(ctx, t.ID, time.Now()); err != nil && c.Logger != nil {
-			c.Logger.Warn("could not record a cancel request; the task's workflow will", "task_id", t.ID, "error", err)
-		}
 	}
 	return nil
 }

@@ -317,25 +317,26 @@ func TestConcurrentAnswersToOneQuestion(t *testing.T) {
 
 // TestAnswerWhileCancelling: a task whose cancel is in progress (the
 // server does not confirm it: cancel_job fails) still shows its question,
-// but an answer is refused saying the task is being cancelled: REST 409
-// with that message, tasks/update a JSON-RPC error. Nothing reaches the
-// server.
+// not answerable (input_answerable false), and an answer is refused saying
+// the task is being cancelled: REST 409 with that message, tasks/update a
+// JSON-RPC error. Nothing reaches the server.
 func TestAnswerWhileCancelling(t *testing.T) {
 	e := startInputEnv(t)
 	id := e.submit(t, "x1", "demo_submit_job", `{"duration_seconds": 0.5, "outcome": "ask", "cancel_errors": 1000}`)
 	e.waitQuestion(t, "x1", id)
+	c := &rpc2026{url: e.m.URL() + "/mcp/threads/x1", token: testUserToken, ext: true}
+	key := c.questionKey(t, id) // (its inputRequests go once the cancel is requested)
 	code, out := e.post(t, "/api/threads/x1/mcp-tasks/"+id+"/cancel", `{}`)
 	require.Equal(t, 202, code, "%v", out)
 	d := e.waitDetail(t, "x1", id, "cancel_requested", true)
 	require.Equal(t, "input_required", d["status"], "%v", d)
-	require.Equal(t, true, d["input_answerable"], "%v", d)
+	require.Equal(t, false, d["input_answerable"], "%v", d)
+	require.NotNil(t, d["input_required"], "the question is still shown: %v", d)
 
 	code, _, out = e.postAnswer(t, "x1", id, `{"action": "decline"}`)
 	require.Equal(t, 409, code, "%v", out)
 	require.Equal(t, map[string]any{"code": "conflict", "message": "the task is being cancelled: it takes no answer"}, out["error"])
 
-	c := &rpc2026{url: e.m.URL() + "/mcp/threads/x1", token: testUserToken, ext: true}
-	key := c.questionKey(t, id)
 	res := c.update(t, id, key, map[string]any{"action": "decline"})
 	require.Equal(t, map[string]any{"code": -32602.0, "message": "the task is being cancelled: it takes no answer"}, res["error"], "%v", res)
 

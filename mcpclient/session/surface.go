@@ -80,8 +80,12 @@ type resourceSubs struct {
 	// first are the URIs whose first Subscribe has not returned yet (its
 	// resources/read, then its wait): a refusal never drops them.
 	first    map[string]bool
-	stream   *listenStream         // the listener's open stream (the last it opened)
-	retrying bool                  // the listener waits to open stream's filter again (its backoff)
+	stream   *listenStream // the listener's open stream (the last it opened)
+	retrying bool          // the listener waits to open stream's filter again (its backoff)
+	// roomless: the server refused stream and each of its URIs alone
+	// (out of room, or refusing them all): during the backoff a narrower
+	// filter waits for the retry too.
+	roomless bool
 	probes   map[string]*probeWait // probeRefused's streams by request id
 }
 
@@ -141,7 +145,7 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	if st == nil || tagged && fmt.Sprint(id) != st.key {
 		return
 	}
-	st.acked = true
+	st.acked, st.named = true, named
 	for _, uri := range st.filter.ResourceSubscriptions {
 		if named[uri] {
 			s.releaseLocked(uri, nil)
@@ -220,6 +224,7 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		}
 		return
 	}
+	s.subs.roomless = len(accepted) == 0 && len(alone) == len(uris)
 	var dropped, failed int
 	for _, uri := range uris {
 		own, refusedAlone := alone[uri]
@@ -466,7 +471,13 @@ func (s *Session) waitLocked(uri string) *subWait {
 func (s *Session) awaitStream(ctx context.Context, uri string, w *subWait) error {
 	s.subs.mu.Lock()
 	if s.subs.waiting[uri] == w { // not answered yet
-		s.relistenLocked()
+		if st := s.subs.stream; st != nil && st.acked && st.named[uri] && !isClosed(st.ended) {
+			// The open stream names it and was acknowledged so (an
+			// unsubscribe undone before the listener replaced it).
+			s.releaseLocked(uri, nil)
+		} else {
+			s.relistenLocked()
+		}
 	}
 	s.subs.mu.Unlock()
 	t := time.NewTimer(subsAckWait)
@@ -531,7 +542,7 @@ func (s *Session) endWaitLocked(uri string, w *subWait, err error) {
 // delivering an update that needs s.subs.mu.
 func (s *Session) relistenLocked() {
 	if st := s.subs.stream; st != nil && (s.subs.retrying || !isClosed(st.ended)) {
-		if f, _ := s.filterLocked(); sameFilter(st.filter, f) {
+		if s.standsLocked(st) {
 			return // the open stream asks for that already, or its retry will
 		}
 	}
@@ -551,7 +562,9 @@ func (s *Session) relistenLocked() {
 // Reopening a stream the server ended or refused waits listenRetryMin,
 // doubling up to listenRetryMax (and back to the start after a stream the
 // server acknowledged, or when the filter changes: a wake during the wait
-// that asks for the same filter leaves it as it is).
+// that asks for the same filter leaves it as it is, and so does one
+// asking for less after the server refused the stream and each URI alone,
+// whose retry then asks for less).
 const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
@@ -593,8 +606,11 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 			if cur != nil && isClosed(cur.ended) {
 				endedNow() // (as it ended: the wake waits its turn)
 			}
-			if (cur != nil || retry != nil) && last != nil && s.wantsSame(*last) {
+			if (cur != nil || retry != nil) && last != nil && s.stands(*last, cur) {
 				continue // nothing new to ask for: the stream, or its backoff, stands
+			}
+			if retry != nil && last != nil && s.narrowerRefused(*last) {
+				continue // what the server refused, less: the retry asks for it
 			}
 			backoff = listenRetryMin // a new filter, not refused yet
 		case <-retry:
@@ -611,7 +627,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		}
 		s.subs.mu.Lock()
 		filter, want := s.filterLocked()
-		s.subs.retrying = false
+		s.subs.retrying, s.subs.roomless = false, false
 		s.subs.mu.Unlock()
 		if last != nil && !sameFilter(*last, filter) {
 			backoff = listenRetryMin // a new filter, opened by a retry
@@ -632,12 +648,51 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// wantsSame reports whether the filter wanted now is f.
-func (s *Session) wantsSame(f mcp.SubscriptionFilter) bool {
+// stands reports whether the filter wanted now is f and the listener's
+// open stream cur, if any, can answer every waiting first Subscribe
+// (answersLocked).
+func (s *Session) stands(f mcp.SubscriptionFilter, cur *listenStream) bool {
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
 	want, _ := s.filterLocked()
-	return sameFilter(f, want)
+	return sameFilter(f, want) && (cur == nil || s.answersLocked(cur))
+}
+
+// narrowerRefused reports whether the server refused the stream with
+// filter f and each of its URIs alone (roomless), and the filter wanted
+// now asks for nothing f did not.
+func (s *Session) narrowerRefused(f mcp.SubscriptionFilter) bool {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	want, _ := s.filterLocked()
+	return s.subs.roomless && (!want.PromptsListChanged || f.PromptsListChanged) &&
+		(!want.ResourcesListChanged || f.ResourcesListChanged) && (!want.ToolsListChanged || f.ToolsListChanged) &&
+		!slices.ContainsFunc(want.ResourceSubscriptions, func(u string) bool { return !slices.Contains(f.ResourceSubscriptions, u) })
+}
+
+// standsLocked reports whether the stream st (open, or refused with its
+// retry pending) asks for what is wanted now and can answer every waiting
+// first Subscribe: s.subs.mu held.
+func (s *Session) standsLocked(st *listenStream) bool {
+	f, _ := s.filterLocked()
+	return sameFilter(st.filter, f) && s.answersLocked(st)
+}
+
+// answersLocked reports whether st can answer every waiting first
+// Subscribe: it has not been acknowledged yet, or has ended (its
+// successor will be), or its acknowledgement named each. An open stream
+// acknowledged without a URI that is wanted again says nothing more of
+// it: the listener opens a new one.
+func (s *Session) answersLocked(st *listenStream) bool {
+	if !st.acked || isClosed(st.ended) {
+		return true
+	}
+	for uri := range s.subs.waiting {
+		if !st.named[uri] {
+			return false
+		}
+	}
+	return true
 }
 
 // filterLocked is the filter the session's stream asks for now, and
@@ -659,9 +714,10 @@ func sameFilter(a, b mcp.SubscriptionFilter) bool {
 type listenStream struct {
 	key    string // its request id
 	filter mcp.SubscriptionFilter
-	acked  bool          // the server acknowledged it (under s.subs.mu)
-	ended  chan struct{} // closed when its request returned
-	stop   func()        // ends it and waits for that
+	acked  bool            // the server acknowledged it (under s.subs.mu)
+	named  map[string]bool // the URIs its acknowledgement named (under s.subs.mu)
+	ended  chan struct{}   // closed when its request returned
+	stop   func()          // ends it and waits for that
 }
 
 // listen opens a subscriptions/listen stream with filter, sent as the

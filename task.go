@@ -96,12 +96,17 @@ type Task struct {
 	PollAttemptCount          int
 	ConsecutivePollErrorCount int
 	NextPollAt                *time.Time
-	CancelRequestedAt         *time.Time
-	CancelAttemptCount        int
-	LastCancelError           *string
-	CompletedAt               *time.Time
-	CreatedAt                 time.Time
-	UpdatedAt                 time.Time
+	// CancelRequestedAt is when the task's workflow took a cancel
+	// request; CancelSignalledAt when the API sent it one (the workflow
+	// takes it once a poll in flight has returned). Read both through
+	// CancelPending.
+	CancelRequestedAt  *time.Time
+	CancelSignalledAt  *time.Time
+	CancelAttemptCount int
+	LastCancelError    *string
+	CompletedAt        *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 	// QuestionSeq numbers the task's questions (0: it never asked one).
 	// The store sets it: it grows by one on every write that puts the task
 	// into input_required or changes its question (InputRequired), and no
@@ -338,7 +343,22 @@ type PollRecorder interface {
 // mcpflow now: it is input_required with an answerable question, and no
 // cancel was requested (a task being cancelled takes no answer).
 func (t *Task) Answerable() bool {
-	return t.Status == StatusInputRequired && t.InputAnswerable && t.CancelRequestedAt == nil
+	return t.Status == StatusInputRequired && t.InputAnswerable && !t.CancelPending()
+}
+
+// CancelPending reports whether a cancel was requested: the workflow
+// took it, or the API sent it to a task that has not ended (a task that
+// ended before its workflow took the request was not cancelled).
+func (t *Task) CancelPending() bool {
+	return t.CancelRequestedAt != nil || (t.CancelSignalledAt != nil && !t.Status.IsTerminal())
+}
+
+// CancelRecorder is a TaskStore that records when a cancel request was
+// sent to a task's workflow (CancelSignalledAt only, kept once set; no
+// other column, and never by UpdateTask), so that the task reads as
+// cancel-requested while its workflow still waits for a poll in flight.
+type CancelRecorder interface {
+	RecordCancelSignal(ctx context.Context, id string, at time.Time) (bool, error)
 }
 
 // TaskEventWriter is a TaskStore that can append a task's event to the

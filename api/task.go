@@ -69,7 +69,7 @@ func (s *Server) item(t *mcpflow.Task) TaskItem {
 		TaskID: t.ID, TaskName: t.TaskName, Status: t.Status,
 		CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC(), Error: cut(t.Error),
 		TrackingDegraded: s.opts.DegradedAfterErrors > 0 && t.ConsecutivePollErrorCount >= s.opts.DegradedAfterErrors,
-		CancelRequested:  t.CancelRequestedAt != nil,
+		CancelRequested:  t.CancelPending(),
 	}
 }
 
@@ -181,6 +181,10 @@ func (s *Server) cancelTask(c *gin.Context) {
 		}
 		s.renderError(c, err)
 		return
+	}
+	if task.CancelSignalledAt == nil {
+		now := time.Now().UTC()
+		task.CancelSignalledAt = &now
 	}
 	d := s.detail(task)
 	d.CancelRequested = true

@@ -72,7 +72,7 @@ func bgRecord(t *mcpflow.Task) bgTask {
 		e = &s
 	}
 	return bgTask{TaskID: t.ID, TaskName: Neutralize(t.TaskName), Status: t.Status, CreatedAt: t.CreatedAt.UTC(),
-		UpdatedAt: t.UpdatedAt.UTC(), Error: e, CancelRequested: t.CancelRequestedAt != nil}
+		UpdatedAt: t.UpdatedAt.UTC(), Error: e, CancelRequested: t.CancelPending()}
 }
 
 var neutralizer = strings.NewReplacer("--- END USER INPUT ---", "[END USER INPUT]", "--- BEGIN USER INPUT ---", "[BEGIN USER INPUT]", "<", "&lt;", ">", "&gt;")

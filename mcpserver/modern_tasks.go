@@ -34,7 +34,7 @@ func (s *Server) taskExt(t *mcpflow.Task, detail bool) map[string]any {
 	}
 	out := map[string]any{"taskId": t.ID, "status": status, "createdAt": isoTime(t.CreatedAt),
 		"lastUpdatedAt": isoTime(t.UpdatedAt), "ttlMs": nil}
-	if msg := s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil, t.LastCancelError, t.StatusMessage), t.ID); msg != "" {
+	if msg := s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelPending(), t.LastCancelError, t.StatusMessage), t.ID); msg != "" {
 		out["statusMessage"] = msg
 	}
 	if !t.Status.IsTerminal() {

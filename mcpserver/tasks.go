@@ -102,7 +102,7 @@ func (s *Server) withLink(msg, taskID string) string {
 func (s *Server) task(t *mcpflow.Task) mcp.Task {
 	poll := s.opts.PollInterval.Milliseconds()
 	out := mcp.Task{TaskId: t.ID, Status: mcpStatus(t.Status), CreatedAt: isoTime(t.CreatedAt), LastUpdatedAt: isoTime(t.UpdatedAt),
-		StatusMessage: s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelRequestedAt != nil, t.LastCancelError, t.StatusMessage), t.ID)}
+		StatusMessage: s.withLink(statusMessage(t.Status, t.Error, t.InputRequired, t.CancelPending(), t.LastCancelError, t.StatusMessage), t.ID)}
 	if !t.Status.IsTerminal() {
 		out.PollInterval = &poll
 	}
@@ -297,9 +297,9 @@ func (c *call) cancelTask(ctx context.Context) (any, *rpcError) {
 			return nil, rerr
 		}
 	}
-	if !t.Status.IsTerminal() && t.CancelRequestedAt == nil {
+	if !t.Status.IsTerminal() && !t.CancelPending() {
 		now := c.s.now()
-		t.CancelRequestedAt = &now
+		t.CancelSignalledAt = &now
 	}
 	return c.s.task(t), nil
 }

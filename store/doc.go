@@ -12,7 +12,10 @@
 // rate limits' buckets and daily quotas shared by the API replicas,
 // rate_buckets and rate_quotas: migration 00012) and mcpflow.ApprovalStore
 // (calls waiting for approval, mcp_approvals: migration 00013, every state
-// change a compare and set). Storage
+// change a compare and set), and the optional recorders of a task's
+// row: mcpflow.PollRecorder (last_polled_at alone) and
+// mcpflow.CancelRecorder (cancel_signalled_at alone, migration 00015;
+// UpdateTask never writes it). Storage
 // errors become domain errors here: a missing row is an mcpflow.ENotFound
 // error, a deleted thread an mcpflow.EGone error, and a second task for the
 // same (user, server, remote task id) a *mcpflow.DuplicateRemoteTaskError.

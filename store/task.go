@@ -55,6 +55,7 @@ type taskRow struct {
 	ConsecutivePollErrorCount int        `gorm:"column:consecutive_poll_error_count"`
 	NextPollAt                *time.Time `gorm:"column:next_poll_at"`
 	CancelRequestedAt         *time.Time `gorm:"column:cancel_requested_at"`
+	CancelSignalledAt         *time.Time `gorm:"column:cancel_signalled_at"`
 	CancelAttemptCount        int        `gorm:"column:cancel_attempt_count"`
 	LastCancelError           *string    `gorm:"column:last_cancel_error"`
 	CompletedAt               *time.Time `gorm:"column:completed_at"`
@@ -171,6 +172,7 @@ func (r *taskRow) task() (*mcpflow.Task, error) {
 		ConsecutivePollErrorCount: r.ConsecutivePollErrorCount,
 		NextPollAt:                utcPtr(r.NextPollAt),
 		CancelRequestedAt:         utcPtr(r.CancelRequestedAt),
+		CancelSignalledAt:         utcPtr(r.CancelSignalledAt),
 		CancelAttemptCount:        r.CancelAttemptCount,
 		LastCancelError:           r.LastCancelError,
 		CompletedAt:               utcPtr(r.CompletedAt),
@@ -470,7 +472,8 @@ func (db *DB) updateTask(ctx context.Context, tx *gorm.DB, t *mcpflow.Task) erro
 }
 
 // taskColumns returns the columns UpdateTask writes from row: every column
-// but id, created_at and the counters the store keeps itself.
+// but id, created_at, the counters the store keeps itself and
+// cancel_signalled_at (RecordCancelSignal's).
 func (db *DB) taskColumns(ctx context.Context, row *taskRow) (map[string]any, error) {
 	stmt := &gorm.Statement{DB: db.gorm}
 	if err := stmt.Parse(row); err != nil {
@@ -480,13 +483,29 @@ func (db *DB) taskColumns(ctx context.Context, row *taskRow) (map[string]any, er
 	set := make(map[string]any, len(stmt.Schema.Fields))
 	for _, f := range stmt.Schema.Fields {
 		switch f.DBName {
-		case "", "id", "created_at", "question_seq", "row_version":
+		case "", "id", "created_at", "question_seq", "row_version", "cancel_signalled_at":
 			continue
 		}
 		v, _ := f.ValueOf(ctx, rv)
 		set[f.DBName] = v
 	}
 	return set, nil
+}
+
+// RecordCancelSignal implements mcpflow.CancelRecorder: cancel_signalled_at
+// becomes at unless the row has one or the task ended; nothing else of
+// the row changes (not updated_at, not row_version, not
+// cancel_requested_at, which the workflow writes when it takes the
+// request: a poll in flight then still writes what it found). It reports
+// whether the row was written.
+func (db *DB) RecordCancelSignal(ctx context.Context, id string, at time.Time) (bool, error) {
+	res := db.gorm.WithContext(ctx).Model(&taskRow{}).
+		Where("id = ? AND status IN ? AND cancel_signalled_at IS NULL", id, pollableStatuses).
+		UpdateColumn("cancel_signalled_at", dbTime(at))
+	if res.Error != nil {
+		return false, fmt.Errorf("record the cancel signal of task %s: %w", id, asUnavailable(res.Error))
+	}
+	return res.RowsAffected == 1, nil
 }
 
 // TouchPolled records that the task's remote status was read at at (a

@@ -437,9 +437,11 @@ func toolError(msg string) *mcpflow.ToolResult {
 	return &mcpflow.ToolResult{Content: []json.RawMessage{b}, IsError: true}
 }
 
-// CancelTask asks a task's workflow to cancel it. It answers EUnavailable
-// when no worker polls the task queue (a cancel is never acknowledged
-// without a worker to perform it).
+// CancelTask asks a task's workflow to cancel it and records that it did
+// in the task's row (mcpflow.CancelRecorder: the workflow records the
+// request itself only once a poll in flight has returned). It answers
+// EUnavailable when no worker polls the task queue (a cancel is never
+// acknowledged without a worker to perform it).
 func (c *TaskClient) CancelTask(ctx context.Context, t *mcpflow.Task) error {
 	ok, err := c.WorkersAvailable(ctx)
 	if err != nil {
@@ -454,6 +456,11 @@ func (c *TaskClient) CancelTask(ctx context.Context, t *mcpflow.Task) error {
 			return mcpflow.Errorf(mcpflow.EConflict, "the task already finished")
 		}
 		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot reach Temporal to cancel the task", Err: err}
+	}
+	if rec, ok := c.Tasks.(mcpflow.CancelRecorder); ok {
+		if _, err := rec.RecordCancelSignal(ctx, t.ID, time.Now()); err != nil && c.Logger != nil {
+			c.Logger.Warn("could not record a cancel signal; the task reads as cancel-requested once its workflow takes it", "task_id", t.ID, "error", err)
+		}
 	}
 	return nil
 }

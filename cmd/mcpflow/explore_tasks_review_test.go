@@ -13,6 +13,57 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestReviewCancelRequestedRegressesDuringSlowPoll: a cancel that arrives
+// while a status poll is in the middle of its remote call answers 202 with
+// "cancel_requested": true, but the task's detail then says
+// "cancel_requested": false until that poll's remote call returns (up to
+// mcp_tasks.lease_seconds): the workflow writes cancel_requested_at to the
+// row only once the in-flight poll has finished (workflows/task.go, cancel()),
+// so the API records that it sent the cancel (cancel_signalled_at) and the
+// views read both (mcpflow.Task.CancelPending).
+//
+// Documented: docs/reference/http-api.md, "POST …/cancel | 202 with
+// cancel_requested: true"; docs/agent-developers.md lists cancel_requested in
+// the detail; docs/reference/mcp-endpoint.md, the status table: statusMessage
+// is "cancellation requested while a cancel is pending". A reader that saw
+// the 202 must not read the cancel request back as false (the CLI's
+// `tasks get` loses its "(cancel requested)" too, and MCP tasks/get its
+// "cancellation requested").
+func TestReviewCancelRequestedRegressesDuringSlowPoll(t *testing.T) {
+	e := startTaskEnv(t)
+	const thread = "review-slow-poll"
+	// Each status call takes 10 s (the demo counts it, then waits).
+	id := e.submit(t, thread, "demo_submit_job", `{"duration_seconds": 60, "status_delay_seconds": 10, "label": "slow-poll"}`)
+
+	// Wait until the first poll is in the middle of its remote call.
+	require.Eventually(t, func() bool {
+		s := jobStats(t, e, thread)
+		for _, j := range s.Jobs {
+			if j.Label == "slow-poll" && j.StatusCalls >= 1 {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 100*time.Millisecond)
+
+	code, out := e.post(t, "/api/threads/"+thread+"/mcp-tasks/"+id+"/cancel", "")
+	require.Equal(t, 202, code, out)
+	require.Equal(t, true, out["cancel_requested"], out)
+
+	// Read the detail a few times while the poll is still in flight (well
+	// inside its 10 s): the cancel request must stay visible.
+	for i := 0; i < 10; i++ {
+		time.Sleep(300 * time.Millisecond)
+		_, d := get(t, e.m.URL()+"/api/threads/"+thread+"/mcp-tasks/"+id, testUserToken)
+		if d["status"] == "cancelled" {
+			break
+		}
+		require.Equal(t, true, d["cancel_requested"],
+			"read %d after the 202 (status %v): the task's detail lost the cancel request: %v", i, d["status"], d)
+	}
+	e.waitStatus(t, thread, id, "cancelled")
+}
+
 // startReviewEnv is startTaskEnv's stack with the demo server's input tool
 // (answer_job) in its toolset, as make dev configures it, so that a task's
 // question is answerable.

@@ -34,7 +34,10 @@ import (
 // that is placed, so the order is fixed, after the server decided on the
 // next subscriptions/listen to arrive (or 300 ms: the clean-up's round
 // trip, generously; a probe refused after another was accepted is asked
-// again after listenRetryMin, when the room is back).
+// again after listenRetryMin, when the room is back). "Next" counts from
+// the client going, not from the stream's handler noticing it, which
+// under load can come after that decision: a decision that finds the
+// stream's request ended is the one it held its slot for.
 type slotServer struct {
 	*review2Server
 	mu      sync.Mutex
@@ -43,10 +46,20 @@ type slotServer struct {
 	full    int           // the next listens refused whatever the count (another client of the user)
 	decided chan struct{} // closed, and replaced, at each listen admitted or refused
 	refused int           // listens answered 429
+	held    map[*slotHold]bool
+}
+
+// slotHold is a stream holding a slot: its request's context, and whether
+// a decision found that request ended (its client gone) while the slot
+// was still held.
+type slotHold struct {
+	ctx     context.Context
+	counted bool
 }
 
 func newSlotServer(t *testing.T) *slotServer {
-	s := &slotServer{review2Server: &review2Server{t: t, opened: make(chan *review2Stream, 64)}, decided: make(chan struct{})}
+	s := &slotServer{review2Server: &review2Server{t: t, opened: make(chan *review2Stream, 64)}, decided: make(chan struct{}),
+		held: map[*slotHold]bool{}}
 	ts := httptest.NewServer(http.HandlerFunc(s.serveSlots))
 	t.Cleanup(ts.Close)
 	s.URL = ts.URL + "/mcp"
@@ -86,8 +99,15 @@ func (s *slotServer) serveSlots(w http.ResponseWriter, r *http.Request) {
 	if s.full > 0 {
 		s.full--
 	}
+	for h := range s.held {
+		if h.ctx.Err() != nil {
+			h.counted = true // this decision was its "next"
+		}
+	}
+	h := &slotHold{ctx: r.Context()}
 	if ok {
 		s.open++
+		s.held[h] = true
 	} else {
 		s.refused++
 	}
@@ -105,15 +125,18 @@ func (s *slotServer) serveSlots(w http.ResponseWriter, r *http.Request) {
 	defer func() { // also as an "abort" panics through here
 		if r.Context().Err() != nil { // the client went: cleaned up after the next listen was decided
 			s.mu.Lock()
-			next := s.decided
+			next, counted := s.decided, h.counted
 			s.mu.Unlock()
-			select {
-			case <-next:
-			case <-time.After(300 * time.Millisecond): // an upstream round trip, unhurried
+			if !counted {
+				select {
+				case <-next:
+				case <-time.After(300 * time.Millisecond): // an upstream round trip, unhurried
+				}
 			}
 		}
 		s.mu.Lock()
 		s.open--
+		delete(s.held, h)
 		s.mu.Unlock()
 	}()
 	s.serve(w, r)

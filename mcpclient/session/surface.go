@@ -471,7 +471,7 @@ func (s *Session) waitLocked(uri string) *subWait {
 func (s *Session) awaitStream(ctx context.Context, uri string, w *subWait) error {
 	s.subs.mu.Lock()
 	if s.subs.waiting[uri] == w { // not answered yet
-		if st := s.subs.stream; st != nil && st.acked && st.named[uri] && !isClosed(st.ended) {
+		if st := s.subs.stream; st != nil && st.acked && st.named[uri] && !st.over {
 			// The open stream names it and was acknowledged so (an
 			// unsubscribe undone before the listener replaced it).
 			s.releaseLocked(uri, nil)
@@ -609,7 +609,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 			if (cur != nil || retry != nil) && last != nil && s.stands(*last, cur) {
 				continue // nothing new to ask for: the stream, or its backoff, stands
 			}
-			if retry != nil && last != nil && s.narrowerRefused(*last) {
+			if (retry != nil || cur != nil) && last != nil && s.narrowerRefused(*last, cur) {
 				continue // what the server refused, less: the retry asks for it
 			}
 			backoff = listenRetryMin // a new filter, not refused yet
@@ -660,12 +660,18 @@ func (s *Session) stands(f mcp.SubscriptionFilter, cur *listenStream) bool {
 
 // narrowerRefused reports whether the server refused the stream with
 // filter f and each of its URIs alone (roomless), and the filter wanted
-// now asks for nothing f did not.
-func (s *Session) narrowerRefused(f mcp.SubscriptionFilter) bool {
+// now names URIs, each of f's, and asks for nothing else f did not (a
+// filter of list changes alone was not refused). cur, when not nil, is
+// the listener's stream, which counts only once its request returned
+// (refused, still judging: its end comes next, then the retry).
+func (s *Session) narrowerRefused(f mcp.SubscriptionFilter, cur *listenStream) bool {
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
+	if cur != nil && (!cur.over || s.subs.stream != cur) {
+		return false
+	}
 	want, _ := s.filterLocked()
-	return s.subs.roomless && (!want.PromptsListChanged || f.PromptsListChanged) &&
+	return s.subs.roomless && len(want.ResourceSubscriptions) > 0 && (!want.PromptsListChanged || f.PromptsListChanged) &&
 		(!want.ResourcesListChanged || f.ResourcesListChanged) && (!want.ToolsListChanged || f.ToolsListChanged) &&
 		!slices.ContainsFunc(want.ResourceSubscriptions, func(u string) bool { return !slices.Contains(f.ResourceSubscriptions, u) })
 }
@@ -716,8 +722,11 @@ type listenStream struct {
 	filter mcp.SubscriptionFilter
 	acked  bool            // the server acknowledged it (under s.subs.mu)
 	named  map[string]bool // the URIs its acknowledgement named (under s.subs.mu)
-	ended  chan struct{}   // closed when its request returned
-	stop   func()          // ends it and waits for that
+	// over: its request returned, or the listener is ending it (under
+	// s.subs.mu); ended closes later, after refused.
+	over  bool
+	ended chan struct{} // closed when its request returned
+	stop  func()        // ends it and waits for that
 }
 
 // listen opens a subscriptions/listen stream with filter, sent as the
@@ -728,6 +737,9 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &listenStream{key: sessRequestKey(), filter: filter, ended: make(chan struct{})}
 	st.stop = func() {
+		s.subs.mu.Lock()
+		st.over = true
+		s.subs.mu.Unlock()
 		cancel()
 		<-st.ended
 	}
@@ -737,6 +749,9 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	go func() {
 		defer close(st.ended)
 		_, rpc, err := s.listenRequest(ctx, st.key, filter)
+		s.subs.mu.Lock()
+		st.over = true
+		s.subs.mu.Unlock()
 		switch {
 		case rpc != nil: // (also as the listener ended it: a waiting URI is told)
 			s.log.Warn("MCP server refused the subscriptions/listen stream", "server", s.server, "code", rpc.Code, "error", rpc.Message)

@@ -100,6 +100,11 @@ var ErrAnswerPending = errors.New("another answer to the task's question is bein
 // refused because the task is being cancelled.
 var ErrTaskCancelling = errors.New("the task is being cancelled")
 
+// TaskCancellingMessage is the message of an answer refused because the
+// task is being cancelled (the workflow's, and the task client's when the
+// row says so already).
+const TaskCancellingMessage = "the task is being cancelled: it takes no answer"
+
 // An answer that reached the task's workflow but that the MCP server did
 // not take (its delivery failed after retries) is an EUpstream error; the
 // question stays open for another answer.

@@ -458,7 +458,10 @@ func (c *TaskClient) CancelTask(ctx context.Context, t *mcpflow.Task) error {
 		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot reach Temporal to cancel the task", Err: err}
 	}
 	if rec, ok := c.Tasks.(mcpflow.CancelRecorder); ok {
-		if _, err := rec.RecordCancelSignal(ctx, t.ID, time.Now()); err != nil && c.Logger != nil {
+		// The signal is sent: a caller gone now does not stop its record.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := rec.RecordCancelSignal(rctx, t.ID, time.Now()); err != nil && c.Logger != nil {
 			c.Logger.Warn("could not record a cancel signal; the task reads as cancel-requested once its workflow takes it", "task_id", t.ID, "error", err)
 		}
 	}

@@ -37,6 +37,9 @@ const answerRaceWait = 1600 * time.Millisecond
 //   - EUnavailable when no worker runs or Temporal cannot be reached,
 //     ETimeout when the delivery's outcome did not come in time.
 func (c *TaskClient) AnswerInput(ctx context.Context, t *mcpflow.Task, ans mcpflow.InputAnswer) error {
+	if t.CancelPending() { // (the workflow would say so too, with a worker to ask)
+		return &mcpflow.Error{Code: mcpflow.EConflict, Message: mcpflow.TaskCancellingMessage, Err: mcpflow.ErrTaskCancelling}
+	}
 	ok, err := c.WorkersAvailable(ctx)
 	if err != nil {
 		return &mcpflow.Error{Code: mcpflow.EUnavailable, Message: "cannot reach Temporal to deliver the answer", Err: err}

@@ -22,7 +22,7 @@ var (
 	errInputNotRequired = temporal.NewApplicationError("the task does not require input that mcpflow can deliver", ErrTypeInputNotRequired)
 	errInputPending     = temporal.NewApplicationError("an answer to this question is already being delivered: "+
 		"send yours again shortly (it is delivered if that delivery fails)", ErrTypeInputPending)
-	errInputCancelling = temporal.NewApplicationError("the task is being cancelled: it takes no answer", ErrTypeInputCancelling)
+	errInputCancelling = temporal.NewApplicationError(mcpflow.TaskCancellingMessage, ErrTypeInputCancelling)
 )
 
 // pendingAnswer is an accepted answer on its way upstream.

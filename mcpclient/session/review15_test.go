@@ -143,7 +143,8 @@ func TestReview15ResubscribeAnsweredByTheStreamBeingStopped(t *testing.T) {
 // the listener leaves the wake to its retry: no stream at all (the
 // session hears no list change) until the backoff runs out (up to
 // listenRetryMax). Before f1e88a1 the listener opened the lists-only
-// stream at once ("a new filter, not refused yet").
+// stream at once ("a new filter, not refused yet"), and does again since
+// roomless and narrowerRefused were taken out (review16_test.go).
 func TestReview15ListsWaitOutTheBackoffOfARefusedURI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
 	defer cancel()

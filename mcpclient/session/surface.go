@@ -80,12 +80,8 @@ type resourceSubs struct {
 	// first are the URIs whose first Subscribe has not returned yet (its
 	// resources/read, then its wait): a refusal never drops them.
 	first    map[string]bool
-	stream   *listenStream // the listener's open stream (the last it opened)
-	retrying bool          // the listener waits to open stream's filter again (its backoff)
-	// roomless: the server refused stream and each of its URIs alone
-	// (out of room, or refusing them all): during the backoff a narrower
-	// filter waits for the retry too.
-	roomless bool
+	stream   *listenStream         // the listener's open stream (the last it opened)
+	retrying bool                  // the listener waits to open stream's filter again (its backoff)
 	probes   map[string]*probeWait // probeRefused's streams by request id
 }
 
@@ -142,8 +138,8 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 		}
 	}
 	st := s.subs.stream
-	if st == nil || tagged && fmt.Sprint(id) != st.key {
-		return
+	if st == nil || st.over || tagged && fmt.Sprint(id) != st.key {
+		return // (a stream ending answers nothing: its successor will)
 	}
 	st.acked, st.named = true, named
 	for _, uri := range st.filter.ResourceSubscriptions {
@@ -224,7 +220,6 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		}
 		return
 	}
-	s.subs.roomless = len(accepted) == 0 && len(alone) == len(uris)
 	var dropped, failed int
 	for _, uri := range uris {
 		own, refusedAlone := alone[uri]
@@ -562,9 +557,7 @@ func (s *Session) relistenLocked() {
 // Reopening a stream the server ended or refused waits listenRetryMin,
 // doubling up to listenRetryMax (and back to the start after a stream the
 // server acknowledged, or when the filter changes: a wake during the wait
-// that asks for the same filter leaves it as it is, and so does one
-// asking for less after the server refused the stream and each URI alone,
-// whose retry then asks for less).
+// that asks for the same filter leaves it as it is).
 const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
@@ -609,9 +602,6 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 			if (cur != nil || retry != nil) && last != nil && s.stands(*last, cur) {
 				continue // nothing new to ask for: the stream, or its backoff, stands
 			}
-			if (retry != nil || cur != nil) && last != nil && s.narrowerRefused(*last, cur) {
-				continue // what the server refused, less: the retry asks for it
-			}
 			backoff = listenRetryMin // a new filter, not refused yet
 		case <-retry:
 		case <-ended:
@@ -627,7 +617,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 		}
 		s.subs.mu.Lock()
 		filter, want := s.filterLocked()
-		s.subs.retrying, s.subs.roomless = false, false
+		s.subs.retrying = false
 		s.subs.mu.Unlock()
 		if last != nil && !sameFilter(*last, filter) {
 			backoff = listenRetryMin // a new filter, opened by a retry
@@ -656,24 +646,6 @@ func (s *Session) stands(f mcp.SubscriptionFilter, cur *listenStream) bool {
 	defer s.subs.mu.Unlock()
 	want, _ := s.filterLocked()
 	return sameFilter(f, want) && (cur == nil || s.answersLocked(cur))
-}
-
-// narrowerRefused reports whether the server refused the stream with
-// filter f and each of its URIs alone (roomless), and the filter wanted
-// now names URIs, each of f's, and asks for nothing else f did not (a
-// filter of list changes alone was not refused). cur, when not nil, is
-// the listener's stream, which counts only once its request returned
-// (refused, still judging: its end comes next, then the retry).
-func (s *Session) narrowerRefused(f mcp.SubscriptionFilter, cur *listenStream) bool {
-	s.subs.mu.Lock()
-	defer s.subs.mu.Unlock()
-	if cur != nil && (!cur.over || s.subs.stream != cur) {
-		return false
-	}
-	want, _ := s.filterLocked()
-	return s.subs.roomless && len(want.ResourceSubscriptions) > 0 && (!want.PromptsListChanged || f.PromptsListChanged) &&
-		(!want.ResourcesListChanged || f.ResourcesListChanged) && (!want.ToolsListChanged || f.ToolsListChanged) &&
-		!slices.ContainsFunc(want.ResourceSubscriptions, func(u string) bool { return !slices.Contains(f.ResourceSubscriptions, u) })
 }
 
 // standsLocked reports whether the stream st (open, or refused with its

@@ -430,7 +430,7 @@ func (r *Runtime) WatchLists(ctx context.Context, userID, threadID string, chang
 			continue
 		}
 		err := r.run(ctx, srv, fps[srv.Name], userID, threadID, func(_ context.Context, s *session.Session, _ *route.Route) error {
-			if p, res := s.Offers(); p || res {
+			if p, res := s.OffersListChanges(); p || res {
 				s.HearLists()
 			}
 			return nil

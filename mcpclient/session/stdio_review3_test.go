@@ -56,7 +56,7 @@ func TestReview3StdioHelper(t *testing.T) {
 		case "server/discover":
 			answer(map[string]any{
 				"supportedVersions": []string{"2026-07-28"},
-				"capabilities":      map[string]any{"resources": map[string]any{"subscribe": true}},
+				"capabilities":      map[string]any{"resources": map[string]any{"subscribe": true, "listChanged": true}},
 				"_meta":             map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "review3", "version": "1"}},
 			})
 		case "resources/read":

@@ -21,6 +21,12 @@ func (s *Session) Offers() (prompts, resources bool) {
 	return s.caps.Prompts != nil, s.caps.Resources != nil
 }
 
+// OffersListChanges reports whether the server declared that it tells
+// when its list of prompts, or of resources, changes (listChanged).
+func (s *Session) OffersListChanges() (prompts, resources bool) {
+	return s.caps.Prompts != nil && s.caps.Prompts.ListChanged, s.caps.Resources != nil && s.caps.Resources.ListChanged
+}
+
 // OffersCompletions reports whether the server declared completions.
 func (s *Session) OffersCompletions() bool { return s.caps.Completions != nil }
 
@@ -556,11 +562,15 @@ func (s *Session) relistenLocked() {
 
 // Reopening a stream the server ended or refused waits listenRetryMin,
 // doubling up to listenRetryMax (and back to the start after a stream the
-// server acknowledged, or when the filter changes: a wake during the wait
-// that asks for the same filter leaves it as it is).
+// server acknowledged stood listenStable, or when the filter changes: a
+// wake during the wait that asks for the same filter leaves it as it is).
 const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
+	// listenStable is how long an acknowledged stream stands before its
+	// end puts the backoff back to the start (a server that acknowledges
+	// and ends each stream at once is asked less and less often).
+	listenStable = 10 * time.Second
 )
 
 // listenLoop keeps the session's one subscriptions/listen stream asking
@@ -581,7 +591,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 	backoff := listenRetryMin
 	endedNow := func() { // the server ended or refused cur: wait, then ask again
 		s.subs.mu.Lock()
-		if cur.acked {
+		if cur.acked && time.Since(cur.opened) >= listenStable {
 			backoff = listenRetryMin
 		}
 		s.subs.retrying = true
@@ -678,9 +688,9 @@ func (s *Session) answersLocked(st *listenStream) bool {
 func (s *Session) filterLocked() (mcp.SubscriptionFilter, bool) {
 	filter := mcp.SubscriptionFilter{ResourceSubscriptions: slices.Sorted(maps.Keys(s.subs.byURI))}
 	if s.subs.lists {
-		filter.PromptsListChanged, filter.ResourcesListChanged = s.Offers()
+		filter.PromptsListChanged, filter.ResourcesListChanged = s.OffersListChanges()
 	}
-	return filter, len(s.subs.byURI) > 0 || s.subs.lists
+	return filter, len(s.subs.byURI) > 0 || filter.PromptsListChanged || filter.ResourcesListChanged
 }
 
 func sameFilter(a, b mcp.SubscriptionFilter) bool {
@@ -694,6 +704,7 @@ type listenStream struct {
 	filter mcp.SubscriptionFilter
 	acked  bool            // the server acknowledged it (under s.subs.mu)
 	named  map[string]bool // the URIs its acknowledgement named (under s.subs.mu)
+	opened time.Time
 	// over: its request returned, or the listener is ending it (under
 	// s.subs.mu); ended closes later, after refused.
 	over  bool
@@ -707,7 +718,7 @@ type listenStream struct {
 // stdio server told when it ends).
 func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &listenStream{key: sessRequestKey(), filter: filter, ended: make(chan struct{})}
+	st := &listenStream{key: sessRequestKey(), filter: filter, ended: make(chan struct{}), opened: time.Now()}
 	st.stop = func() {
 		s.subs.mu.Lock()
 		st.over = true

@@ -223,7 +223,7 @@ func (t *Transport) post(ctx context.Context, body []byte, what string) error {
 		return unauthorized(resp)
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return fmt.Errorf("%s failed with status %d: %s", what, resp.StatusCode, b)
+	return fmt.Errorf("%s failed with status %d: %s", what, resp.StatusCode, bodyText(resp.Request, b))
 }
 
 // bind returns ctx cancelled also by Close (no goroutine), its cancel and
@@ -378,7 +378,7 @@ func refused(resp *http.Response, method string) (json.RawMessage, *mcp.JSONRPCE
 	if msg, err := decodeMessage(body); err == nil {
 		return msg.result, msg.err, nil
 	}
-	return nil, nil, fmt.Errorf("request failed with status %d: %s", resp.StatusCode, body)
+	return nil, nil, fmt.Errorf("request failed with status %d: %s", resp.StatusCode, bodyText(resp.Request, body))
 }
 
 // unauthorized is the error of a 401 answer.

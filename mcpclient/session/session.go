@@ -73,6 +73,11 @@ var sessHTTPClient = &http.Client{Transport: func() http.RoundTripper {
 	return streamhttp.NewDirect(t)
 }()}
 
+// sessSSEClient is sessHTTPClient for mcp-go's legacy SSE transport,
+// which shows an error answer's body whole: it reads it cut and without
+// the request's credentials.
+var sessSSEClient = &http.Client{Transport: streamhttp.RedactErrorBodies(sessHTTPClient.Transport)}
+
 // CloseIdleConnections closes the shared HTTP client's idle connections.
 func CloseIdleConnections() { sessHTTPClient.CloseIdleConnections() }
 
@@ -266,7 +271,7 @@ func (s *Session) newClient(sessCtx context.Context, srv *config.Server, o DialO
 // newSSEClient builds a legacy SSE client; a lost stream ends the session.
 func (s *Session) newSSEClient(srv *config.Server, headers func(context.Context) map[string]string, opts []client.ClientOption) error {
 	tr, err := transport.NewSSE(srv.URL,
-		transport.WithHTTPClient(sessHTTPClient),
+		transport.WithHTTPClient(sessSSEClient),
 		transport.WithHeaderFunc(headers),
 		transport.WithEndpointTimeout(sessUnbounded),
 		transport.WithResponseTimeout(sessUnbounded),

@@ -2,6 +2,7 @@ package streamhttp
 
 import (
 	"encoding/base64"
+	"io"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -56,4 +57,25 @@ func bodyText(req *http.Request, body []byte) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// RedactErrorBodies wraps rt so that the body of an answer outside 2xx
+// reads as bodyText shows it (cut, with the request's credentials taken
+// out), for a transport of mcp-go's that puts such a body in its errors
+// whole (the legacy SSE transport).
+func RedactErrorBodies(rt http.RoundTripper) http.RoundTripper { return redacting{rt} }
+
+type redacting struct{ rt http.RoundTripper }
+
+func (r redacting) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.rt.RoundTrip(req)
+	if err != nil || resp.StatusCode < 400 {
+		return resp, err
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	_ = resp.Body.Close()
+	text := bodyText(req, b)
+	resp.Body, resp.ContentLength = io.NopCloser(strings.NewReader(text)), int64(len(text))
+	resp.Header.Del("Content-Length")
+	return resp, nil
 }

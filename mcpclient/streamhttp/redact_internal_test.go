@@ -2,7 +2,9 @@ package streamhttp
 
 import (
 	"encoding/base64"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -36,4 +38,32 @@ func TestBodyTextCutsCredentials(t *testing.T) {
 	require.LessOrEqual(t, len(got), errorBodyShown+len("…"))
 	require.True(t, strings.HasSuffix(got, "…"))
 	require.Equal(t, strings.Repeat("é", errorBodyShown/2)+"…", got)
+}
+
+// TestRedactErrorBodies: through the wrapped round tripper, an error
+// answer's body reads without the request's credentials; a 2xx body is
+// left as the server wrote it.
+func TestRedactErrorBodies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ok" {
+			_, _ = io.WriteString(w, "fine "+r.Header.Get("Authorization"))
+			return
+		}
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, "gateway refused request with Authorization: "+r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: RedactErrorBodies(http.DefaultTransport)}
+	for path, want := range map[string]string{
+		"/ok":      "fine Bearer tok-Secret-5",
+		"/refused": "gateway refused request with Authorization: [redacted]",
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer tok-Secret-5")
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, want, string(b), path)
+	}
 }

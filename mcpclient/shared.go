@@ -177,7 +177,9 @@ func (r *Runtime) dialSharedLocked(srv *config.Server, config string, key shared
 		sess, err := r.dial(dctx, srv, s.config, session.DialOptions{Headers: headers, Logger: r.log, Questions: r.questions,
 			Lists: func(method string) { r.listsChanged(srv.Name, scope, method) }})
 		if err == nil && r.watchingLists() {
-			sess.HearLists() // a redial: the streams open now still listen
+			if p, res := sess.OffersListChanges(); p || res {
+				sess.HearLists() // a redial: the streams open now still listen
+			}
 		}
 		cancel()
 		r.mu.Lock()

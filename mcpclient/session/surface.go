@@ -147,7 +147,7 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	if st == nil || st.over || tagged && fmt.Sprint(id) != st.key {
 		return // (a stream ending answers nothing: its successor will)
 	}
-	st.acked, st.named = true, named
+	st.acked, st.named, st.ackedAt = true, named, time.Now()
 	for _, uri := range st.filter.ResourceSubscriptions {
 		if named[uri] {
 			s.releaseLocked(uri, nil)
@@ -567,8 +567,8 @@ func (s *Session) relistenLocked() {
 const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
-	// listenStable is how long an acknowledged stream stands before its
-	// end puts the backoff back to the start (a server that acknowledges
+	// listenStable is how long an acknowledged stream stands after its
+	// acknowledgement before its end puts the backoff back to the start (a server that acknowledges
 	// and ends each stream at once is asked less and less often).
 	listenStable = 10 * time.Second
 )
@@ -591,7 +591,7 @@ func (s *Session) listenLoop(wake <-chan struct{}) {
 	backoff := listenRetryMin
 	endedNow := func() { // the server ended or refused cur: wait, then ask again
 		s.subs.mu.Lock()
-		if cur.acked && time.Since(cur.opened) >= listenStable {
+		if cur.acked && time.Since(cur.ackedAt) >= listenStable {
 			backoff = listenRetryMin
 		}
 		s.subs.retrying = true
@@ -700,11 +700,11 @@ func sameFilter(a, b mcp.SubscriptionFilter) bool {
 
 // listenStream is one subscriptions/listen stream of listenLoop's.
 type listenStream struct {
-	key    string // its request id
-	filter mcp.SubscriptionFilter
-	acked  bool            // the server acknowledged it (under s.subs.mu)
-	named  map[string]bool // the URIs its acknowledgement named (under s.subs.mu)
-	opened time.Time
+	key     string // its request id
+	filter  mcp.SubscriptionFilter
+	acked   bool            // the server acknowledged it (under s.subs.mu)
+	named   map[string]bool // the URIs its acknowledgement named (under s.subs.mu)
+	ackedAt time.Time       // (under s.subs.mu)
 	// over: its request returned, or the listener is ending it (under
 	// s.subs.mu); ended closes later, after refused.
 	over  bool
@@ -718,7 +718,7 @@ type listenStream struct {
 // stdio server told when it ends).
 func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	ctx, cancel := context.WithCancel(context.Background())
-	st := &listenStream{key: sessRequestKey(), filter: filter, ended: make(chan struct{}), opened: time.Now()}
+	st := &listenStream{key: sessRequestKey(), filter: filter, ended: make(chan struct{})}
 	st.stop = func() {
 		s.subs.mu.Lock()
 		st.over = true

@@ -4,6 +4,9 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,34 +24,15 @@ var notCredentials = map[string]bool{
 
 // bodyText is what an error shows of the body of an answer outside 2xx
 // that is not a JSON-RPC message (a gateway's or a proxy's page): its
-// start, with every credential the request carried cut out (its header
-// values, each word of them, and its URL's user information, also as
-// Basic credentials), as a gateway may quote the request it refused.
+// start, with every credential the request carried cut out, as a gateway
+// may quote the request it refused (credentials).
 func bodyText(req *http.Request, body []byte) string {
-	s := string(body)
+	s := strings.ToValidUTF8(string(body), "?")
 	if req != nil {
-		var secrets []string
-		for k, vs := range req.Header {
-			if notCredentials[http.CanonicalHeaderKey(k)] {
-				continue
-			}
-			for _, v := range vs {
-				secrets = append(secrets, v)
-				secrets = append(secrets, strings.Fields(v)...)
-			}
-		}
-		if u := req.URL.User; u != nil {
-			pw, _ := u.Password()
-			secrets = append(secrets, pw, u.String(),
-				base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pw)))
-		}
-		for _, v := range secrets {
-			if len(v) >= 4 {
-				s = strings.ReplaceAll(s, v, "[redacted]")
-			}
+		for _, v := range credentials(req) {
+			s = v.ReplaceAllLiteralString(s, "[redacted]")
 		}
 	}
-	s = strings.ToValidUTF8(s, "?")
 	if len(s) > errorBodyShown {
 		cut := errorBodyShown
 		for cut > 0 && !utf8.RuneStart(s[cut]) {
@@ -59,7 +43,70 @@ func bodyText(req *http.Request, body []byte) string {
 	return s
 }
 
-// RedactErrorBodies wraps rt so that the body of an answer outside 2xx
+// credentials are the patterns of what req carried that may be secret:
+// its header values but the transport's own, each word of them, its URL's
+// query values and user information (also as Basic credentials), each of
+// 4 bytes or more, in any case, as written and as URL query, URL path and
+// JSON (an escaped '/') encoders write it; the longest first, so that one
+// inside another does not leave the rest of the longer one.
+func credentials(req *http.Request) []*regexp.Regexp {
+	var vals []string
+	for k, vs := range req.Header {
+		if notCredentials[http.CanonicalHeaderKey(k)] {
+			continue
+		}
+		for _, v := range vs {
+			vals = append(vals, v)
+			vals = append(vals, strings.Fields(v)...)
+		}
+	}
+	if req.URL != nil {
+		for _, vs := range req.URL.Query() {
+			vals = append(vals, vs...)
+		}
+		if u := req.URL.User; u != nil {
+			pw, _ := u.Password()
+			vals = append(vals, pw, u.String(), base64.StdEncoding.EncodeToString([]byte(u.Username()+":"+pw)))
+		}
+	}
+	seen := map[string]bool{}
+	var forms []string
+	for _, v := range vals {
+		if len(v) < 4 {
+			continue
+		}
+		for _, f := range []string{v, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(v, "/", `\/`)} {
+			if !seen[strings.ToLower(f)] {
+				seen[strings.ToLower(f)] = true
+				forms = append(forms, f)
+			}
+		}
+	}
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	out := make([]*regexp.Regexp, len(forms))
+	for i, f := range forms {
+		out[i] = regexp.MustCompile("(?i)" + regexp.QuoteMeta(f))
+	}
+	return out
+}
+
+// sendError is err, a request that did not reach the server, with the
+// URL of its *url.Error cut to scheme, host and path (its query may carry
+// a key; net/http hides only a password).
+func sendError(err error) error {
+	ue, ok := err.(*url.Error)
+	if !ok {
+		return err
+	}
+	u, perr := url.Parse(ue.URL)
+	if perr != nil {
+		return &url.Error{Op: ue.Op, URL: "(the server's URL)", Err: ue.Err}
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+	return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
+}
+
+// RedactErrorBodies wraps rt so that the body of an answer but 200 and 202
 // reads as bodyText shows it (cut, with the request's credentials taken
 // out), for a transport of mcp-go's that puts such a body in its errors
 // whole (the legacy SSE transport).
@@ -69,7 +116,8 @@ type redacting struct{ rt http.RoundTripper }
 
 func (r redacting) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := r.rt.RoundTrip(req)
-	if err != nil || resp.StatusCode < 400 {
+	// (mcp-go's SSE transport shows the body of any other answer)
+	if err != nil || resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusAccepted {
 		return resp, err
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))

@@ -234,12 +234,12 @@ func (t *Transport) bind(ctx context.Context) (context.Context, context.CancelFu
 	return ctx, cancel, func() { unregister(); cancel() }
 }
 
-// closedOr returns ErrTransportClosed after Close, else err.
+// closedOr returns ErrTransportClosed after Close, else err (sendError).
 func (t *Transport) closedOr(err error) error {
 	if t.closing.Err() != nil {
 		return transport.ErrTransportClosed
 	}
-	return err
+	return sendError(err)
 }
 
 // startsConnection reports whether method may go out after the server
@@ -375,8 +375,8 @@ func refused(resp *http.Response, method string) (json.RawMessage, *mcp.JSONRPCE
 		return nil, nil, transport.ErrLegacySSEServer
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if msg, err := decodeMessage(body); err == nil {
-		return msg.result, msg.err, nil
+	if msg, err := decodeMessage(body); err == nil && (msg.err != nil || msg.result != nil) {
+		return msg.result, msg.err, nil // a JSON-RPC answer
 	}
 	return nil, nil, fmt.Errorf("request failed with status %d: %s", resp.StatusCode, bodyText(resp.Request, body))
 }
@@ -414,16 +414,9 @@ func readJSON(resp *http.Response, maxMsg int) (json.RawMessage, *mcp.JSONRPCErr
 		return nil, nil, fmt.Errorf("failed to decode response: %w", err)
 	}
 	if !msg.hasID {
-		return nil, nil, fmt.Errorf("response should contain RPC id: %s", truncate(buf.Bytes(), 200))
+		return nil, nil, fmt.Errorf("response should contain RPC id: %s", bodyText(resp.Request, buf.Bytes()))
 	}
 	return msg.result, msg.err, nil
-}
-
-func truncate(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
 }
 
 // bufferPool holds answer buffers up to maxPooled, for every transport.

@@ -27,29 +27,39 @@ var notCredentials = map[string]bool{
 // start, with every credential the request carried cut out, as a gateway
 // may quote the request it refused (credentials).
 func bodyText(req *http.Request, body []byte) string {
-	s := strings.ToValidUTF8(string(body), "?")
+	var forms []string
 	if req != nil {
-		for _, v := range credentials(req) {
-			s = v.ReplaceAllLiteralString(s, "[redacted]")
-		}
+		forms = credentials(req)
+	}
+	// Only what is shown is read, and a credential that crosses the cut.
+	read := errorBodyShown
+	if len(forms) > 0 {
+		read += len(forms[0]) // the longest
+	}
+	s, cut := strings.ToValidUTF8(string(body[:min(len(body), read)]), "?"), len(body) > read
+	for _, f := range forms {
+		s = regexp.MustCompile("(?i)"+regexp.QuoteMeta(f)).ReplaceAllLiteralString(s, "[redacted]")
 	}
 	if len(s) > errorBodyShown {
-		cut := errorBodyShown
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
+		n := errorBodyShown
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
 		}
-		s = s[:cut] + "…"
+		s, cut = s[:n], true
+	}
+	if cut {
+		return s + "…"
 	}
 	return s
 }
 
-// credentials are the patterns of what req carried that may be secret:
+// credentials are the spellings of what req carried that may be secret:
 // its header values but the transport's own, each word of them, its URL's
 // query values and user information (also as Basic credentials), each of
 // 4 bytes or more, in any case, as written and as URL query, URL path and
 // JSON (an escaped '/') encoders write it; the longest first, so that one
 // inside another does not leave the rest of the longer one.
-func credentials(req *http.Request) []*regexp.Regexp {
+func credentials(req *http.Request) []string {
 	var vals []string
 	for k, vs := range req.Header {
 		if notCredentials[http.CanonicalHeaderKey(k)] {
@@ -76,6 +86,7 @@ func credentials(req *http.Request) []*regexp.Regexp {
 			continue
 		}
 		for _, f := range []string{v, url.QueryEscape(v), url.PathEscape(v), strings.ReplaceAll(v, "/", `\/`)} {
+			f = strings.ToValidUTF8(f, "?") // as the page is read
 			if !seen[strings.ToLower(f)] {
 				seen[strings.ToLower(f)] = true
 				forms = append(forms, f)
@@ -83,11 +94,7 @@ func credentials(req *http.Request) []*regexp.Regexp {
 		}
 	}
 	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	out := make([]*regexp.Regexp, len(forms))
-	for i, f := range forms {
-		out[i] = regexp.MustCompile("(?i)" + regexp.QuoteMeta(f))
-	}
-	return out
+	return forms
 }
 
 // sendError is err, a request that did not reach the server, with the

@@ -144,7 +144,7 @@ func (t *Transport) Close() error {
 		}
 		res, err := t.client.Do(req)
 		if err != nil {
-			t.log.Error("failed to send close request", "err", err)
+			t.log.Error("failed to send close request", "err", sendError(err))
 			return
 		}
 		_ = res.Body.Close()
@@ -234,12 +234,12 @@ func (t *Transport) bind(ctx context.Context) (context.Context, context.CancelFu
 	return ctx, cancel, func() { unregister(); cancel() }
 }
 
-// closedOr returns ErrTransportClosed after Close, else err (sendError).
+// closedOr returns ErrTransportClosed after Close, else err.
 func (t *Transport) closedOr(err error) error {
 	if t.closing.Err() != nil {
 		return transport.ErrTransportClosed
 	}
-	return sendError(err)
+	return err
 }
 
 // startsConnection reports whether method may go out after the server
@@ -348,7 +348,7 @@ func (t *Transport) do(ctx context.Context, method string, body []byte, accept [
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, sendError(err)
 	}
 	if resp.StatusCode == http.StatusNotFound && (p == nil || !p.modern) {
 		// 404 ends a session; in 2026-07-28, which has none, it is a

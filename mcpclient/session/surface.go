@@ -516,6 +516,10 @@ wait:
 		}
 	case ranOut && w.again:
 		err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource and acknowledged none since", s.server)
+	case ranOut && s.subs.retrying:
+		// The listener waits out its backoff after the server refused or
+		// ended the stream: none naming uri went out since the wait began.
+		err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused or ended the subscriptions/listen stream, and mcpflow asks for it again later: try again shortly", s.server)
 	case ranOut:
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
 	}

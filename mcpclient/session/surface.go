@@ -572,8 +572,9 @@ const (
 	listenRetryMin = time.Second
 	listenRetryMax = time.Minute
 	// listenStable is how long an acknowledged stream stands after its
-	// acknowledgement before its end puts the backoff back to the start (a server that acknowledges
-	// and ends each stream at once is asked less and less often).
+	// acknowledgement before its end puts the backoff back to the start
+	// (a server that acknowledges and ends each stream at once is asked
+	// less and less often).
 	listenStable = 10 * time.Second
 )
 

@@ -23,6 +23,14 @@
 // larger than Options.MaxMessageBytes (128 MiB by default) is not read: the
 // request fails, so an answer's memory is bounded.
 //
+// An answer outside 2xx that is not a JSON-RPC message (a gateway's page)
+// is shown in its error cut to 300 bytes, without any credential the
+// request carried (redact.go: its header values, its URL's query and user
+// information, in the spellings a page may quote them); a request that
+// did not reach the server shows its URL without query or user
+// information. RedactErrorBodies gives mcp-go's legacy SSE transport,
+// which shows such pages whole, the same reading.
+//
 // Direct is the http.RoundTripper under it (and under every HTTP session's
 // client): plain-HTTP requests are written and answered on the caller's
 // goroutine over pooled keep-alive connections, with net/http's encoder and

@@ -518,8 +518,13 @@ wait:
 		err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource and acknowledged none since", s.server)
 	case ranOut && s.subs.retrying:
 		// The listener waits out its backoff after the server refused or
-		// ended the stream: none naming uri went out since the wait began.
-		err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused or ended the subscriptions/listen stream, and mcpflow asks for it again later: try again shortly", s.server)
+		// ended the stream: none naming uri went out since the wait
+		// began. The caller gets the server's refusal, if it refused.
+		if st := s.subs.stream; st != nil && st.refusal != nil {
+			err = st.refusal
+		} else {
+			err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' ended the subscriptions/listen stream, and mcpflow asks for it again later: try again shortly", s.server)
+		}
 	case ranOut:
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
 	}
@@ -712,9 +717,10 @@ type listenStream struct {
 	ackedAt time.Time       // (under s.subs.mu)
 	// over: its request returned, or the listener is ending it (under
 	// s.subs.mu); ended closes later, after refused.
-	over  bool
-	ended chan struct{} // closed when its request returned
-	stop  func()        // ends it and waits for that
+	over    bool
+	refusal *mcpflow.RPCError // the server's refusal of it, if it refused it (under s.subs.mu)
+	ended   chan struct{}     // closed when its request returned
+	stop    func()            // ends it and waits for that
 }
 
 // listen opens a subscriptions/listen stream with filter, sent as the
@@ -737,13 +743,17 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	go func() {
 		defer close(st.ended)
 		_, rpc, err := s.listenRequest(ctx, st.key, filter)
+		var refusal *mcpflow.RPCError
+		if rpc != nil {
+			refusal = &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}
+		}
 		s.subs.mu.Lock()
-		st.over = true
+		st.over, st.refusal = true, refusal
 		s.subs.mu.Unlock()
 		switch {
 		case rpc != nil: // (also as the listener ended it: a waiting URI is told)
 			s.log.Warn("MCP server refused the subscriptions/listen stream", "server", s.server, "code", rpc.Code, "error", rpc.Message)
-			s.refused(ctx, st, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)})
+			s.refused(ctx, st, refusal)
 		case ctx.Err() != nil: // ended by the listener
 		case err != nil:
 			s.log.Warn("MCP subscriptions/listen stream lost; opening it again", "server", s.server, "error", err)

@@ -226,16 +226,22 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		}
 		return
 	}
+	// A waiting URI's answer (kept for one whose Subscribe comes during
+	// the listener's backoff: ranOutLocked): its refusal alone, or the
+	// stream's when none was refused alone (refused together).
+	st.verdict = alone
+	if !once {
+		for _, uri := range uris {
+			st.verdict[uri] = rpc
+		}
+	}
 	var dropped, failed int
 	for _, uri := range uris {
-		own, refusedAlone := alone[uri]
 		w, waits := s.subs.waiting[uri]
 		var err error
 		switch {
-		case waits && refusedAlone:
-			err = own
-		case waits && !once: // none refused alone: refused together
-			err = rpc
+		case waits && st.verdict[uri] != nil:
+			err = st.verdict[uri]
 		case waits && !accepted[uri]:
 			err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' did not answer a subscription to the resource in time", s.server)
 		case waits:
@@ -516,20 +522,29 @@ wait:
 		}
 	case ranOut && w.again:
 		err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource and acknowledged none since", s.server)
-	case ranOut && s.subs.retrying:
-		// The listener waits out its backoff after the server refused or
-		// ended the stream: none naming uri went out since the wait
-		// began. The caller gets the server's refusal, if it refused.
-		if st := s.subs.stream; st != nil && st.refusal != nil {
-			err = st.refusal
-		} else {
-			err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' ended the subscriptions/listen stream, and mcpflow asks for it again later: try again shortly", s.server)
-		}
 	case ranOut:
-		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
+		err = s.ranOutLocked(uri)
 	}
 	s.endWaitLocked(uri, w, err)
 	return err
+}
+
+// ranOutLocked is the answer to a first Subscribe of uri whose wait ran
+// out unanswered (s.subs.mu held): success, with a warning, while the
+// listener's stream naming uri is open (the server is slow to acknowledge
+// it); otherwise (the server refused or ended the last stream, and the
+// listener waits out its backoff or the refusal is being looked into) an
+// error: the server's answer about uri if refused gave one, else ours.
+func (s *Session) ranOutLocked(uri string) error {
+	st := s.subs.stream
+	if st != nil && !st.over && slices.Contains(st.filter.ResourceSubscriptions, uri) {
+		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
+		return nil
+	}
+	if st != nil && st.verdict[uri] != nil {
+		return st.verdict[uri]
+	}
+	return mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused or ended the subscriptions/listen stream naming the resource, and mcpflow asks for it again later: try again shortly", s.server)
 }
 
 // endWaitLocked ends uri's wait w; a failed one unsubscribes uri (the
@@ -717,10 +732,12 @@ type listenStream struct {
 	ackedAt time.Time       // (under s.subs.mu)
 	// over: its request returned, or the listener is ending it (under
 	// s.subs.mu); ended closes later, after refused.
-	over    bool
-	refusal *mcpflow.RPCError // the server's refusal of it, if it refused it (under s.subs.mu)
-	ended   chan struct{}     // closed when its request returned
-	stop    func()            // ends it and waits for that
+	over bool
+	// verdict: the error refused gave (or would give) a waiting URI
+	// after the server refused it (under s.subs.mu).
+	verdict map[string]error
+	ended   chan struct{} // closed when its request returned
+	stop    func()        // ends it and waits for that
 }
 
 // listen opens a subscriptions/listen stream with filter, sent as the
@@ -743,17 +760,13 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	go func() {
 		defer close(st.ended)
 		_, rpc, err := s.listenRequest(ctx, st.key, filter)
-		var refusal *mcpflow.RPCError
-		if rpc != nil {
-			refusal = &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)}
-		}
 		s.subs.mu.Lock()
-		st.over, st.refusal = true, refusal
+		st.over = true
 		s.subs.mu.Unlock()
 		switch {
 		case rpc != nil: // (also as the listener ended it: a waiting URI is told)
 			s.log.Warn("MCP server refused the subscriptions/listen stream", "server", s.server, "code", rpc.Code, "error", rpc.Message)
-			s.refused(ctx, st, refusal)
+			s.refused(ctx, st, &mcpflow.RPCError{Code: rpc.Code, Message: rpc.Message, Data: NonEmptyJSON(rpc.Data)})
 		case ctx.Err() != nil: // ended by the listener
 		case err != nil:
 			s.log.Warn("MCP subscriptions/listen stream lost; opening it again", "server", s.server, "error", err)

@@ -17,7 +17,9 @@ import (
 // wait runs out while the listener waits out its backoff (no stream naming
 // the URI went out since the wait began) fails: with the server's refusal
 // of the last stream when it refused it (its code tells the caller when to
-// try again), else with an error saying mcpflow asks again later. The
+// try again), else with an error saying mcpflow asks again later; while
+// the stream naming it is open, the server is slow to acknowledge it, and
+// the wait running out is a success (with a warning). The
 // state is the one TestReview16RetriedSubscribeDuringTheBackoffSucceedsUnasked
 // reaches only when a retried Subscribe wins a race with the listener.
 func TestFirstSubscribeRunningOutDuringTheBackoff(t *testing.T) {
@@ -25,22 +27,32 @@ func TestFirstSubscribeRunningOutDuringTheBackoff(t *testing.T) {
 	refusal := &mcpflow.RPCError{Code: -32002, Message: "too many streams open for this user: retry shortly"}
 	for _, tc := range []struct {
 		name    string
+		open    bool // the stream naming uri is open, not acknowledged yet
 		refusal *mcpflow.RPCError
-	}{{"refused", refusal}, {"ended", nil}} {
+	}{{"refused", false, refusal}, {"ended", false, nil}, {"open", true, nil}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ended := make(chan struct{})
-			close(ended)
+			if !tc.open {
+				close(ended)
+			}
 			s := &Session{server: "srv", log: slog.New(slog.NewTextHandler(io.Discard, nil)), done: make(chan struct{})}
 			s.subs.byURI = map[string]map[*func()]bool{uri: {new(func()): true}}
 			s.subs.stream = &listenStream{filter: mcp.SubscriptionFilter{ResourceSubscriptions: []string{uri}},
-				over: true, refusal: tc.refusal, ended: ended}
-			s.subs.retrying = true
+				over: !tc.open, ended: ended}
+			if tc.refusal != nil {
+				s.subs.stream.verdict = map[string]error{uri: tc.refusal}
+			}
+			s.subs.retrying = !tc.open
 			s.subs.mu.Lock()
 			w := s.waitLocked(uri)
 			s.subs.mu.Unlock()
 
 			err := s.awaitStream(context.Background(), uri, w)
+			if tc.open {
+				require.NoError(t, err, "a server slow to acknowledge the open stream naming %s", uri)
+				return
+			}
 			require.Error(t, err, "the wait ran out with no stream naming %s sent: not a success", uri)
 			var rpc *mcpflow.RPCError
 			if tc.refusal != nil {

@@ -179,8 +179,8 @@ func (s *Session) releaseLocked(uri string, err error) {
 // (probeRefused). A URI whose first Subscribe waits fails with the
 // server's answer about it alone (the stream's refusal, for a stream
 // naming it alone; "did not subscribe" for an acknowledgement leaving it
-// out); if no URI is refused alone, the waiting ones fail with the
-// stream's refusal (a server that refuses them together); one the server
+// out); if no URI is refused alone, the waiting ones not accepted alone fail
+// with the stream's refusal (a server that refuses them together); one the server
 // did not answer about while refusing another fails with an error of
 // ours; one accepted alone after a refusal of it or another keeps waiting
 // for the stream the listener asks for again, at least subsAckWait from
@@ -232,7 +232,9 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 	st.verdict = alone
 	if !once {
 		for _, uri := range uris {
-			st.verdict[uri] = rpc
+			if !accepted[uri] {
+				st.verdict[uri] = rpc
+			}
 		}
 	}
 	var dropped, failed int
@@ -487,6 +489,7 @@ func (s *Session) awaitStream(ctx context.Context, uri string, w *subWait) error
 		}
 	}
 	s.subs.mu.Unlock()
+	began := time.Now()
 	t := time.NewTimer(subsAckWait)
 	defer t.Stop()
 	var err error
@@ -497,8 +500,12 @@ wait:
 	case <-t.C:
 		s.subs.mu.Lock()
 		judging, left := w.judging, subsAckWait-time.Since(w.judged)
+		between := s.betweenStreamsLocked()
 		s.subs.mu.Unlock()
-		if judging { // the server refused the stream: wait for its verdict
+		if judging || between && time.Since(began) < subsWaitMax {
+			// The server refused the stream naming uri: wait for the
+			// verdict; or it refused or ended the last stream, and
+			// the listener has not settled on what follows yet.
 			t.Reset(subsAckWait)
 			goto wait
 		}
@@ -529,15 +536,31 @@ wait:
 	return err
 }
 
+// subsWaitMax bounds a first Subscribe's wait while the listener is
+// between two streams (betweenStreamsLocked): the refusal's verdict
+// (probeRefusedWait) and the next stream's acknowledgement.
+const subsWaitMax = 2*subsAckWait + probeRefusedWait
+
+// betweenStreamsLocked reports whether the server refused or ended the
+// listener's last stream and the listener has not settled on what follows
+// it (s.subs.mu held): refused has not reached its verdict, or the
+// listener has not started its backoff yet.
+func (s *Session) betweenStreamsLocked() bool {
+	st := s.subs.stream
+	return st != nil && st.over && !st.stopped && !s.subs.retrying
+}
+
 // ranOutLocked is the answer to a first Subscribe of uri whose wait ran
 // out unanswered (s.subs.mu held): success, with a warning, while the
 // listener's stream naming uri is open (the server is slow to acknowledge
-// it); otherwise (the server refused or ended the last stream, and the
-// listener waits out its backoff or the refusal is being looked into) an
-// error: the server's answer about uri if refused gave one, else ours.
+// it) or the listener is replacing its stream with one naming uri;
+// otherwise (the server refused or ended the last stream, and the
+// listener waits out its backoff) an error: the server's answer about uri
+// if refused gave one, else ours.
 func (s *Session) ranOutLocked(uri string) error {
 	st := s.subs.stream
-	if st != nil && !st.over && slices.Contains(st.filter.ResourceSubscriptions, uri) {
+	open := st != nil && !st.over && slices.Contains(st.filter.ResourceSubscriptions, uri)
+	if open || st != nil && st.stopped && !s.subs.retrying {
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
 		return nil
 	}
@@ -732,7 +755,8 @@ type listenStream struct {
 	ackedAt time.Time       // (under s.subs.mu)
 	// over: its request returned, or the listener is ending it (under
 	// s.subs.mu); ended closes later, after refused.
-	over bool
+	over    bool
+	stopped bool // the listener ends it (stop), to open the next or as the session ends (under s.subs.mu)
 	// verdict: the error refused gave (or would give) a waiting URI
 	// after the server refused it (under s.subs.mu).
 	verdict map[string]error
@@ -749,7 +773,7 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	st := &listenStream{key: sessRequestKey(), filter: filter, ended: make(chan struct{})}
 	st.stop = func() {
 		s.subs.mu.Lock()
-		st.over = true
+		st.over, st.stopped = true, true
 		s.subs.mu.Unlock()
 		cancel()
 		<-st.ended

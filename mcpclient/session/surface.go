@@ -179,8 +179,9 @@ func (s *Session) releaseLocked(uri string, err error) {
 // (probeRefused). A URI whose first Subscribe waits fails with the
 // server's answer about it alone (the stream's refusal, for a stream
 // naming it alone; "did not subscribe" for an acknowledgement leaving it
-// out); if no URI is refused alone, the waiting ones not accepted alone fail
-// with the stream's refusal (a server that refuses them together); one the server
+// out); if no URI is refused alone, the waiting ones fail with the
+// stream's refusal if each was accepted alone (a server that refuses them
+// together), else with an error of ours; one the server
 // did not answer about while refusing another fails with an error of
 // ours; one accepted alone after a refusal of it or another keeps waiting
 // for the stream the listener asks for again, at least subsAckWait from
@@ -227,14 +228,19 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 		return
 	}
 	// A waiting URI's answer (kept for one whose Subscribe comes during
-	// the listener's backoff: ranOutLocked): its refusal alone, or the
-	// stream's when none was refused alone (refused together).
+	// the listener's backoff: ranOutLocked): its refusal alone; when none
+	// was refused alone, the stream's if each was accepted alone (the
+	// server refuses them together), else, for one accepted alone, an
+	// error of ours (the refusal may be about another URI, which the
+	// server did not answer about alone in time).
 	st.verdict = alone
-	if !once {
-		for _, uri := range uris {
-			if !accepted[uri] {
-				st.verdict[uri] = rpc
-			}
+	for _, uri := range uris {
+		switch {
+		case once:
+		case len(accepted) == len(uris):
+			st.verdict[uri] = rpc
+		case accepted[uri]:
+			st.verdict[uri] = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource with others, and did not answer about each alone in time", s.server)
 		}
 	}
 	var dropped, failed int

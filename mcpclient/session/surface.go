@@ -179,12 +179,11 @@ func (s *Session) releaseLocked(uri string, err error) {
 // (probeRefused). A URI whose first Subscribe waits fails with the
 // server's answer about it alone (the stream's refusal, for a stream
 // naming it alone; "did not subscribe" for an acknowledgement leaving it
-// out); if no URI is refused alone, the waiting ones fail with the
-// stream's refusal if each was accepted alone (a server that refuses them
-// together), else with an error of ours; one the server
-// did not answer about while refusing another fails with an error of
-// ours; one accepted alone after a refusal of it or another keeps waiting
-// for the stream the listener asks for again, at least subsAckWait from
+// out); if no URI is refused alone, the waiting ones fail with an error
+// of ours (never another URI's refusal); one the server did not answer
+// about while refusing another fails with an error of ours; one accepted
+// alone after a refusal of another keeps waiting for the stream the
+// listener asks for again, at least subsAckWait from
 // the verdict, and fails if its wait runs out first, as does one left
 // waiting when the stream is replaced before the verdict. A URI
 // subscribed before (not one whose first Subscribe is still under way) is
@@ -229,18 +228,13 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 	}
 	// A waiting URI's answer (kept for one whose Subscribe comes during
 	// the listener's backoff: ranOutLocked): its refusal alone; when none
-	// was refused alone, the stream's if each was accepted alone (the
-	// server refuses them together), else, for one accepted alone, an
-	// error of ours (the refusal may be about another URI, which the
-	// server did not answer about alone in time).
+	// was refused alone, for one accepted alone, an error of ours (the
+	// stream's refusal may name another URI, and a -32602 would read as
+	// this one not found).
 	st.verdict = alone
 	for _, uri := range uris {
-		switch {
-		case once:
-		case len(accepted) == len(uris):
-			st.verdict[uri] = rpc
-		case accepted[uri]:
-			st.verdict[uri] = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource with others, and did not answer about each alone in time", s.server)
+		if !once && accepted[uri] {
+			st.verdict[uri] = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource with others, though it accepts the resource alone: try again later", s.server)
 		}
 	}
 	var dropped, failed int

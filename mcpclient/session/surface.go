@@ -85,7 +85,10 @@ type resourceSubs struct {
 	waiting map[string]*subWait
 	// first are the URIs whose first Subscribe has not returned yet (its
 	// resources/read, then its wait): a refusal never drops them.
-	first    map[string]bool
+	first map[string]bool
+	// named are the URIs the last acknowledged stream named: those the
+	// server took together.
+	named    map[string]bool
 	stream   *listenStream         // the listener's open stream (the last it opened)
 	retrying bool                  // the listener waits to open stream's filter again (its backoff)
 	probes   map[string]*probeWait // probeRefused's streams by request id
@@ -148,6 +151,7 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 		return // (a stream ending answers nothing: its successor will)
 	}
 	st.acked, st.named, st.ackedAt = true, named, time.Now()
+	s.subs.named = named
 	for _, uri := range st.filter.ResourceSubscriptions {
 		if named[uri] {
 			s.releaseLocked(uri, nil)
@@ -188,10 +192,13 @@ func (s *Session) releaseLocked(uri string, err error) {
 // waiting when the stream is replaced before the verdict. A URI
 // subscribed before (not one whose first Subscribe is still under way) is
 // dropped, with a warning, only when refused alone twice while another
-// was accepted alone: a refusal of every stream (a server out of room, or
-// one refusing the lone URI's again) says nothing about the URI, and the
-// listener asks again later (its backoff). The stream is then asked for
-// without the URIs failed or dropped.
+// was accepted alone, or when the server refused the URIs together,
+// accepting each alone, and its last acknowledged stream named some of
+// them but not this one (refusedTogetherLocked): a refusal of every
+// stream (a server out of room, or one refusing the lone URI's again)
+// says nothing about the URI, and the listener asks again later (its
+// backoff). The stream is then asked for without the URIs failed or
+// dropped.
 func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RPCError) {
 	uris := st.filter.ResourceSubscriptions
 	var judged []*subWait
@@ -237,6 +244,7 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 			st.verdict[uri] = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' refused the subscriptions/listen stream naming the resource with others, though it accepts the resource alone: try again later", s.server)
 		}
 	}
+	together := s.refusedTogetherLocked(uris, once, accepted)
 	var dropped, failed int
 	for _, uri := range uris {
 		w, waits := s.subs.waiting[uri]
@@ -248,7 +256,7 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 			err = mcpflow.Errorf(mcpflow.EUpstream, "MCP server '%s' did not answer a subscription to the resource in time", s.server)
 		case waits:
 			w.again = true
-		case !waits && !s.subs.first[uri] && twice[uri] && len(s.subs.byURI[uri]) > 0:
+		case !waits && !s.subs.first[uri] && (twice[uri] || together && !s.subs.named[uri]) && len(s.subs.byURI[uri]) > 0:
 			delete(s.subs.byURI, uri)
 			dropped++
 		}
@@ -266,6 +274,19 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 	if dropped+failed > 0 {
 		s.relistenLocked()
 	}
+}
+
+// refusedTogetherLocked reports whether the server refused uris together
+// though it accepts each alone (none refused alone, each accepted), and
+// took some of them together in the last stream it acknowledged: those it
+// did not are dropped then (their Subscribe returned before the refusal
+// came), for the others to have a stream again.
+func (s *Session) refusedTogetherLocked(uris []string, once bool, accepted map[string]bool) bool {
+	if once || len(accepted) != len(uris) {
+		return false
+	}
+	return slices.ContainsFunc(uris, func(u string) bool { return s.subs.named[u] }) &&
+		slices.ContainsFunc(uris, func(u string) bool { return !s.subs.named[u] })
 }
 
 // probeRefusedWait bounds all of probeRefused's streams together.

@@ -88,7 +88,11 @@ type resourceSubs struct {
 	first map[string]bool
 	// named are the URIs the last acknowledged stream named: those the
 	// server took together.
-	named    map[string]bool
+	named map[string]bool
+	// together are the URIs of the last stream the server refused
+	// together while accepting each alone, since the last stream it
+	// acknowledged (refusedTogetherLocked).
+	together []string
 	stream   *listenStream         // the listener's open stream (the last it opened)
 	retrying bool                  // the listener waits to open stream's filter again (its backoff)
 	probes   map[string]*probeWait // probeRefused's streams by request id
@@ -151,7 +155,7 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 		return // (a stream ending answers nothing: its successor will)
 	}
 	st.acked, st.named, st.ackedAt = true, named, time.Now()
-	s.subs.named = named
+	s.subs.named, s.subs.together = named, nil
 	for _, uri := range st.filter.ResourceSubscriptions {
 		if named[uri] {
 			s.releaseLocked(uri, nil)
@@ -192,9 +196,9 @@ func (s *Session) releaseLocked(uri string, err error) {
 // waiting when the stream is replaced before the verdict. A URI
 // subscribed before (not one whose first Subscribe is still under way) is
 // dropped, with a warning, only when refused alone twice while another
-// was accepted alone, or when the server refused the URIs together,
-// accepting each alone, and its last acknowledged stream named some of
-// them but not this one (refusedTogetherLocked): a refusal of every
+// was accepted alone, or when the server refused the URIs together twice
+// in a row, accepting each alone, and its last acknowledged stream named
+// some of them but not this one (refusedTogetherLocked): a refusal of every
 // stream (a server out of room, or one refusing the lone URI's again)
 // says nothing about the URI, and the listener asks again later (its
 // backoff). The stream is then asked for without the URIs failed or
@@ -277,15 +281,19 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 }
 
 // refusedTogetherLocked reports whether the server refused uris together
-// though it accepts each alone (none refused alone, each accepted), and
-// took some of them together in the last stream it acknowledged: those it
-// did not are dropped then (their Subscribe returned before the refusal
-// came), for the others to have a stream again.
+// though it accepts each alone (none refused alone, each accepted), twice
+// in a row with no stream acknowledged between (once may be a passing
+// failure), and took some of them together in the last stream it
+// acknowledged: those it did not are dropped then (their Subscribe
+// returned before the refusal came), for the others to have a stream
+// again. It records uris as the last refused together.
 func (s *Session) refusedTogetherLocked(uris []string, once bool, accepted map[string]bool) bool {
 	if once || len(accepted) != len(uris) {
 		return false
 	}
-	return slices.ContainsFunc(uris, func(u string) bool { return s.subs.named[u] }) &&
+	again := slices.Equal(s.subs.together, uris)
+	s.subs.together = uris
+	return again && slices.ContainsFunc(uris, func(u string) bool { return s.subs.named[u] }) &&
 		slices.ContainsFunc(uris, func(u string) bool { return !s.subs.named[u] })
 }
 

@@ -20,32 +20,6 @@ func capAt2(_ context.Context, f listenFilter2) map[string]any {
 	return nil
 }
 
-// waitLiveAckedNamingAllR waits for an open acknowledged stream (opened
-// after the first since) naming every uri.
-func (s *review2Server) waitLiveAckedNamingAllR(since int, within time.Duration, uris ...string) bool {
-	deadline := time.Now().Add(within)
-	for {
-		s.mu.Lock()
-		streams := append([]*review2Stream(nil), s.streams[since:]...)
-		s.mu.Unlock()
-		for _, st := range streams {
-			st.mu.Lock()
-			ok := st.acked && !st.closed
-			for _, u := range uris {
-				ok = ok && st.names(u)
-			}
-			st.mu.Unlock()
-			if ok {
-				return true
-			}
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestReview24SlowTogetherRefusalLeavesEveryoneWithoutAStream: as in
 // review 23 the server takes at most two resources per stream (-32602
 // naming the URI past the cap), but it answers a stream naming three only
@@ -90,7 +64,7 @@ func TestReview24SlowTogetherRefusalLeavesEveryoneWithoutAStream(t *testing.T) {
 	}
 	t.Logf("Subscribe(%s): %v", m, err)
 	since := srv.count()
-	require.True(t, srv.waitLiveAckedNamingAllR(since, 30*time.Second, a, z),
+	require.True(t, srv.waitLiveAckedNamingAll(since, 30*time.Second, a, z),
 		"30 s after Subscribe(%s) returned (%v), no acknowledged stream names %s and %s, subscribed before: the server "+
 			"refuses every stream naming the three, each accepted alone", m, err, a, z)
 }

@@ -59,7 +59,7 @@ func TestReview25SlowTransientRefusalDropsAWorkingSubscription(t *testing.T) {
 	require.NoError(t, err, "Subscribe(%s) (its wait runs out while the stream is open: success)", m)
 	defer um()
 	since := srv.count()
-	ok := srv.waitLiveAckedNamingAllR(since, 30*time.Second, a, m, z)
+	ok := srv.waitLiveAckedNamingAll(since, 30*time.Second, a, m, z)
 	s.subs.mu.Lock()
 	held := len(s.subs.byURI[m]) > 0
 	s.subs.mu.Unlock()

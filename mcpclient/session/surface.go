@@ -589,7 +589,7 @@ func (s *Session) betweenStreamsLocked() bool {
 func (s *Session) ranOutLocked(uri string) error {
 	st := s.subs.stream
 	open := st != nil && !st.over && slices.Contains(st.filter.ResourceSubscriptions, uri)
-	if open || st != nil && st.stopped && !s.subs.retrying {
+	if open || st != nil && st.stopped { // (the listener stops only an open stream: never in its backoff)
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
 		return nil
 	}

@@ -90,8 +90,8 @@ type resourceSubs struct {
 	// server took together.
 	named map[string]bool
 	// together are the URIs of the last stream the server refused
-	// together while accepting each alone, since the last stream it
-	// acknowledged (refusedTogetherLocked).
+	// together (none alone, those of named accepted alone), since the
+	// last stream it acknowledged (refusedTogetherLocked).
 	together []string
 	stream   *listenStream         // the listener's open stream (the last it opened)
 	retrying bool                  // the listener waits to open stream's filter again (its backoff)
@@ -197,8 +197,9 @@ func (s *Session) releaseLocked(uri string, err error) {
 // subscribed before (not one whose first Subscribe is still under way) is
 // dropped, with a warning, only when refused alone twice while another
 // was accepted alone, or when the server refused the URIs together twice
-// in a row, accepting each alone, and its last acknowledged stream named
-// some of them but not this one (refusedTogetherLocked): a refusal of every
+// with no stream acknowledged between, refusing none alone, and its last
+// acknowledged stream named some of them, each accepted alone, but not
+// this one (refusedTogetherLocked): a refusal of every
 // stream (a server out of room, or one refusing the lone URI's again)
 // says nothing about the URI, and the listener asks again later (its
 // backoff). The stream is then asked for without the URIs failed or
@@ -281,20 +282,34 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 }
 
 // refusedTogetherLocked reports whether the server refused uris together
-// though it accepts each alone (none refused alone, each accepted), twice
-// in a row with no stream acknowledged between (once may be a passing
-// failure), and took some of them together in the last stream it
-// acknowledged: those it did not are dropped then (their Subscribe
-// returned before the refusal came), for the others to have a stream
-// again. It records uris as the last refused together.
+// though none alone, twice with no stream acknowledged between (once may
+// be a passing failure), while its last acknowledged stream named some of
+// them and it accepts each of those alone: the others are dropped then
+// (their Subscribe returned before the refusal came), for those it took to
+// have a stream again. The others' own probes need no answer (a URI whose
+// server is slow is often the one that made the refusal late). It records
+// uris as the last refused together.
 func (s *Session) refusedTogetherLocked(uris []string, once bool, accepted map[string]bool) bool {
-	if once || len(accepted) != len(uris) {
+	if once {
+		return false
+	}
+	named, other := false, false
+	for _, u := range uris {
+		switch {
+		case s.subs.named[u] && !accepted[u]:
+			return false // the server may be out of room: nothing to keep
+		case s.subs.named[u]:
+			named = true
+		default:
+			other = true
+		}
+	}
+	if !named || !other {
 		return false
 	}
 	again := slices.Equal(s.subs.together, uris)
 	s.subs.together = uris
-	return again && slices.ContainsFunc(uris, func(u string) bool { return s.subs.named[u] }) &&
-		slices.ContainsFunc(uris, func(u string) bool { return !s.subs.named[u] })
+	return again
 }
 
 // probeRefusedWait bounds all of probeRefused's streams together.

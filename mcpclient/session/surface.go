@@ -90,8 +90,8 @@ type resourceSubs struct {
 	// server took together.
 	named map[string]bool
 	// together are the URIs of the last stream the server refused
-	// together (none alone, those of named accepted alone), since the
-	// last stream it acknowledged (refusedTogetherLocked).
+	// together (none alone, one of named accepted alone), if the
+	// listener's streams asked for them since (refusedTogetherLocked).
 	together []string
 	stream   *listenStream         // the listener's open stream (the last it opened)
 	retrying bool                  // the listener waits to open stream's filter again (its backoff)
@@ -197,9 +197,9 @@ func (s *Session) releaseLocked(uri string, err error) {
 // subscribed before (not one whose first Subscribe is still under way) is
 // dropped, with a warning, only when refused alone twice while another
 // was accepted alone, or when the server refused the URIs together twice
-// with no stream acknowledged between, refusing none alone, and its last
-// acknowledged stream named some of them, each accepted alone, but not
-// this one (refusedTogetherLocked): a refusal of every
+// in a row, refusing none alone, and its last acknowledged stream named
+// some of them, one accepted alone, but not this one
+// (refusedTogetherLocked): a refusal of every
 // stream (a server out of room, or one refusing the lone URI's again)
 // says nothing about the URI, and the listener asks again later (its
 // backoff). The stream is then asked for without the URIs failed or
@@ -281,31 +281,30 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 	}
 }
 
-// refusedTogetherLocked reports whether the server refused uris together
-// though none alone, twice with no stream acknowledged between (once may
-// be a passing failure), while its last acknowledged stream named some of
-// them and it accepts each of those alone: the others are dropped then
-// (their Subscribe returned before the refusal came), for those it took to
-// have a stream again. The others' own probes need no answer (a URI whose
-// server is slow is often the one that made the refusal late). It records
-// uris as the last refused together.
+// refusedTogetherLocked reports whether the server refused the stream of
+// uris twice in a row (once may be a passing failure; listen forgets the
+// first when it opens a stream of other URIs), refusing none of them
+// alone, while its last acknowledged stream named some of them and it
+// accepted one of those alone: the others are dropped then (their
+// Subscribe returned before the refusal came), for those it took to have a
+// stream again. A probe left unanswered does not count against this (a URI
+// whose server is slow is often the one that made the refusal late); a
+// server that accepts none alone may be out of room, and nothing is
+// dropped. It records uris as the last refused together.
 func (s *Session) refusedTogetherLocked(uris []string, once bool, accepted map[string]bool) bool {
 	if once {
 		return false
 	}
-	named, other := false, false
+	kept, other := false, false // one named and accepted alone; one not named
 	for _, u := range uris {
-		switch {
-		case s.subs.named[u] && !accepted[u]:
-			return false // the server may be out of room: nothing to keep
-		case s.subs.named[u]:
-			named = true
-		default:
+		if s.subs.named[u] {
+			kept = kept || accepted[u]
+		} else {
 			other = true
 		}
 	}
-	if !named || !other {
-		return false
+	if !kept || !other {
+		return false // (none accepted: the server may be out of room)
 	}
 	again := slices.Equal(s.subs.together, uris)
 	s.subs.together = uris
@@ -824,6 +823,9 @@ func (s *Session) listen(filter mcp.SubscriptionFilter) *listenStream {
 	}
 	s.subs.mu.Lock()
 	s.subs.stream = st
+	if !slices.Equal(s.subs.together, filter.ResourceSubscriptions) {
+		s.subs.together = nil // twice together is twice in a row
+	}
 	s.subs.mu.Unlock()
 	go func() {
 		defer close(st.ended)

@@ -127,8 +127,9 @@ const subsAckWait = 5 * time.Second
 // acknowledged takes the server's notifications/subscriptions/acknowledged
 // of the open stream (its _meta names the stream's request; an older
 // stream's is ignored): the URIs it names (params.notifications.
-// resourceSubscriptions) are subscribed, and a first Subscribe of one the
-// stream asked for and it leaves out fails.
+// resourceSubscriptions) are subscribed, a first Subscribe of one the
+// stream asked for and it leaves out fails, and one it leaves out whose
+// Subscribe returned (its wait ran out) is dropped, with a warning.
 func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	established, _ := n.Params.AdditionalFields["notifications"].(map[string]any)
 	uris, _ := established["resourceSubscriptions"].([]any)
@@ -156,12 +157,23 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	}
 	st.acked, st.named, st.ackedAt = true, named, time.Now()
 	s.subs.named, s.subs.together = named, nil
+	dropped := 0
 	for _, uri := range st.filter.ResourceSubscriptions {
-		if named[uri] {
+		_, waits := s.subs.waiting[uri]
+		switch {
+		case named[uri]:
 			s.releaseLocked(uri, nil)
-		} else {
+		case waits:
 			s.releaseLocked(uri, s.notSubscribed())
+		case !s.subs.first[uri] && len(s.subs.byURI[uri]) > 0:
+			// Its Subscribe returned (its wait ran out): the server
+			// sends it no update, and the next stream leaves it out.
+			delete(s.subs.byURI, uri)
+			dropped++
 		}
+	}
+	if dropped > 0 {
+		s.log.Warn("MCP server left resource subscriptions out of its acknowledgement; they are dropped", "server", s.server, "resources", dropped)
 	}
 }
 

@@ -86,6 +86,10 @@ type resourceSubs struct {
 	// first are the URIs whose first Subscribe has not returned yet (its
 	// resources/read, then its wait): a refusal never drops them.
 	first map[string]bool
+	// unconfirmed are the URIs whose first Subscribe succeeded as its
+	// wait ran out (ranOutLocked), named by no acknowledgement since: one
+	// that leaves such a URI out drops it.
+	unconfirmed map[string]bool
 	// named are the URIs the last acknowledged stream named: those the
 	// server took together.
 	named map[string]bool
@@ -129,7 +133,8 @@ const subsAckWait = 5 * time.Second
 // stream's is ignored): the URIs it names (params.notifications.
 // resourceSubscriptions) are subscribed, a first Subscribe of one the
 // stream asked for and it leaves out fails, and one it leaves out whose
-// Subscribe returned (its wait ran out) is dropped, with a warning.
+// Subscribe succeeded as its wait ran out, with no acknowledgement naming
+// it since, is dropped, with a warning.
 func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	established, _ := n.Params.AdditionalFields["notifications"].(map[string]any)
 	uris, _ := established["resourceSubscriptions"].([]any)
@@ -163,13 +168,19 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 		switch {
 		case named[uri]:
 			s.releaseLocked(uri, nil)
+			delete(s.subs.unconfirmed, uri)
 		case waits:
 			s.releaseLocked(uri, s.notSubscribed())
-		case !s.subs.first[uri] && len(s.subs.byURI[uri]) > 0:
-			// Its Subscribe returned (its wait ran out): the server
-			// sends it no update, and the next stream leaves it out.
-			delete(s.subs.byURI, uri)
-			dropped++
+		case s.subs.unconfirmed[uri]:
+			// Its Subscribe succeeded as its wait ran out, and the
+			// server's first word on it is no: it sends it no update,
+			// and the next stream leaves it out. (One acknowledged
+			// before is left to refused's rules.)
+			delete(s.subs.unconfirmed, uri)
+			if len(s.subs.byURI[uri]) > 0 {
+				delete(s.subs.byURI, uri)
+				dropped++
+			}
 		}
 	}
 	if dropped > 0 {
@@ -449,6 +460,7 @@ func (s *Session) Subscribe(ctx context.Context, uri string, updated func()) (un
 			s.subs.first = map[string]bool{}
 		}
 		s.subs.first[uri] = true
+		delete(s.subs.unconfirmed, uri) // (an earlier subscription's)
 		defer func() {
 			s.subs.mu.Lock()
 			delete(s.subs.first, uri)
@@ -501,6 +513,7 @@ func (s *Session) unsubscribe(uri string, key *func()) {
 	last := len(s.subs.byURI[uri]) == 0
 	if last {
 		delete(s.subs.byURI, uri)
+		delete(s.subs.unconfirmed, uri)
 		if s.Modern() {
 			s.relistenLocked()
 		}
@@ -617,6 +630,10 @@ func (s *Session) ranOutLocked(uri string) error {
 	open := st != nil && !st.over && slices.Contains(st.filter.ResourceSubscriptions, uri)
 	if open || st != nil && st.stopped { // (the listener stops only an open stream: never in its backoff)
 		s.log.Warn("MCP server did not acknowledge the subscriptions/listen stream of resource subscriptions in time", "server", s.server, "wait", subsAckWait)
+		if s.subs.unconfirmed == nil {
+			s.subs.unconfirmed = map[string]bool{}
+		}
+		s.subs.unconfirmed[uri] = true
 		return nil
 	}
 	if st != nil && st.verdict[uri] != nil {

@@ -162,7 +162,7 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 	}
 	st.acked, st.named, st.ackedAt = true, named, time.Now()
 	s.subs.named, s.subs.together = named, nil
-	dropped := 0
+	dropped, kept := 0, 0
 	for _, uri := range st.filter.ResourceSubscriptions {
 		_, waits := s.subs.waiting[uri]
 		switch {
@@ -181,10 +181,15 @@ func (s *Session) acknowledged(n mcp.JSONRPCNotification) {
 				delete(s.subs.byURI, uri)
 				dropped++
 			}
+		case len(s.subs.byURI[uri]) > 0:
+			kept++
 		}
 	}
 	if dropped > 0 {
 		s.log.Warn("MCP server left resource subscriptions out of its acknowledgement; they are dropped", "server", s.server, "resources", dropped)
+	}
+	if kept > 0 {
+		s.log.Warn("MCP server left resource subscriptions it acknowledged before out of its acknowledgement; they are kept, and named again in its next stream", "server", s.server, "resources", kept)
 	}
 }
 
@@ -305,8 +310,9 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 }
 
 // refusedTogetherLocked reports whether the server refused the stream of
-// uris twice in a row (once may be a passing failure; listen forgets the
-// first when it opens a stream of other URIs), refusing none of them
+// uris twice in a row (once may be a passing failure; a refusal that does
+// not count, or listen opening a stream of other URIs, forgets the first),
+// refusing none of them
 // alone, while its last acknowledged stream named some of them and it
 // accepted one of those alone: the others are dropped then (their
 // Subscribe returned before the refusal came), for those it took to have a
@@ -315,9 +321,6 @@ func (s *Session) refused(ctx context.Context, st *listenStream, rpc *mcpflow.RP
 // server that accepts none alone may be out of room, and nothing is
 // dropped. It records uris as the last refused together.
 func (s *Session) refusedTogetherLocked(uris []string, once bool, accepted map[string]bool) bool {
-	if once {
-		return false
-	}
 	kept, other := false, false // one named and accepted alone; one not named
 	for _, u := range uris {
 		if s.subs.named[u] {
@@ -326,8 +329,9 @@ func (s *Session) refusedTogetherLocked(uris []string, once bool, accepted map[s
 			other = true
 		}
 	}
-	if !kept || !other {
-		return false // (none accepted: the server may be out of room)
+	if once || !kept || !other {
+		s.subs.together = nil // (none accepted: the server may be out of room)
+		return false
 	}
 	again := slices.Equal(s.subs.together, uris)
 	s.subs.together = uris

@@ -19,7 +19,7 @@ import (
 // review28Server is review2Server behind a handler that rewrites a
 // subscriptions/listen request's resourceSubscriptions with edit (nil:
 // unchanged), so that the server serves and acknowledges only what edit
-// leaves (as surface_leftout_test.go does).
+// leaves (TestLeftOutAfterTheWaitIsDropped uses it too).
 func review28Server(t *testing.T, srv *review2Server, edit func([]string) []string) string {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen) {

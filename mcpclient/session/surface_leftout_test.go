@@ -1,17 +1,11 @@
 package session
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,27 +24,13 @@ func TestLeftOutAfterTheWaitIsDropped(t *testing.T) {
 	srv.holdAck = func(f listenFilter2) (bool, <-chan struct{}) {
 		return holding.Load(), gate // the stream after Subscribe(m): acknowledged late
 	}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(mcp.HeaderMethod) == string(mcp.MethodSubscriptionsListen) {
-			// m cannot be subscribed: the stream is served (and
-			// acknowledged) for the other URIs it names.
-			body, _ := io.ReadAll(r.Body)
-			var msg map[string]any
-			if json.Unmarshal(body, &msg) == nil {
-				p, _ := msg["params"].(map[string]any)
-				n, _ := p["notifications"].(map[string]any)
-				uris, _ := n["resourceSubscriptions"].([]any)
-				n["resourceSubscriptions"] = slices.DeleteFunc(uris, func(u any) bool { return u == m })
-				body, _ = json.Marshal(msg)
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
-		}
-		srv.serve(w, r)
-	}))
-	defer ts.Close()
+	// m cannot be subscribed: the stream is served (and acknowledged)
+	// for the other URIs it names.
+	url := review28Server(t, srv, func(uris []string) []string {
+		return slices.DeleteFunc(slices.Clone(uris), func(u string) bool { return u == m })
+	})
 	logs := &review2Logs{}
-	s := dialReview2(t, ctx, ts.URL+"/mcp", logs)
+	s := dialReview2(t, ctx, url, logs)
 	defer s.Close()
 	ua, err := s.Subscribe(ctx, a, func() {})
 	require.NoError(t, err)

@@ -51,34 +51,50 @@ const floorReady = "mcpbench floor: serving"
 
 // serveFloor is the floor as its own process (-serve-floor): the same
 // handler in front of its own direct clients (HTTP to upstream, a stdio
-// child of demoBin), on addr, until SIGTERM or SIGINT. floor-proc − floor
+// child of demoBin, each on 2025-11-25 and on 2026-07-28), on addr, until SIGTERM or SIGINT. floor-proc − floor
 // is what running a hop as a separate process costs on this machine, so
 // floor-proc is the honest floor for mcpflow-proc.
 func serveFloor(addr, upstream, demoBin string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	httpc, err := client.NewStreamableHttpClient(upstream, transport.WithHTTPBasicClient(hc))
-	if err != nil {
-		return err
+	clients := map[string]*client.Client{}
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	// /http and /stdio speak 2025-11-25 as the peer does, /http-default and
+	// /stdio-default 2026-07-28 (the demo server's newest): the floor of
+	// mcpflow as users run it.
+	for _, v := range []struct{ suffix, rev string }{{"", rev2025}, {"-default", rev2026}} {
+		tr, err := transport.NewStreamableHTTP(upstream, transport.WithHTTPBasicClient(hc))
+		if err != nil {
+			return err
+		}
+		var opts []client.ClientOption
+		if v.rev == rev2025 {
+			opts = append(opts, client.WithProtocolVersion(rev2025))
+		}
+		httpc := client.NewClient(tr, opts...)
+		if err := initializeAs(ctx, httpc, v.rev); err != nil {
+			return fmt.Errorf("floor http client (MCP %s): %w", v.rev, err)
+		}
+		clients["http"+v.suffix] = httpc
+		stdioc, err := client.NewStdioMCPClientWithOptions(demoBin, nil, []string{"--transport", "stdio"})
+		if err != nil {
+			return err
+		}
+		clients["stdio"+v.suffix] = stdioc
+		if err := initializeAs(ctx, stdioc, v.rev); err != nil {
+			return fmt.Errorf("floor stdio client (MCP %s): %w", v.rev, err)
+		}
 	}
-	if err := initialize(ctx, httpc); err != nil {
-		return fmt.Errorf("floor http client: %w", err)
-	}
-	defer httpc.Close()
-	stdioc, err := client.NewStdioMCPClientWithOptions(demoBin, nil, []string{"--transport", "stdio"})
-	if err != nil {
-		return err
-	}
-	if err := initialize(ctx, stdioc); err != nil {
-		return fmt.Errorf("floor stdio client: %w", err)
-	}
-	defer stdioc.Close()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: floorHandler(map[string]*client.Client{"http": httpc, "stdio": stdioc}, benchArgs)}
+	srv := &http.Server{Handler: floorHandler(clients, benchArgs)}
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Println(floorReady, ln.Addr())
 	<-ctx.Done()

@@ -19,8 +19,16 @@ import (
 	"github.com/mcpflow/mcpflow/store"
 )
 
-// floorTargets are the floors of -floors, which the summary does not
-// read:
+// floorTargets are the floors. Every run has the bare hop as its own
+// process, whose ratios the summary prints beside mcpflow's:
+//
+//   - floor-proc-TR: a bare net/http handler in front of a direct 2025
+//     client (this executable with -serve-floor), the cheapest hop one can
+//     build from the same parts as mcpflow's process; floor-proc-TR-default
+//     the same on the upstream's newest revision (2026-07-28), the floor
+//     for mcpflow as users run it.
+//
+// -floors adds the in-process ones, which the summary does not read:
 //
 //   - mcpflow-TR, mcpflow-mcp-TR, mcpflow-mcp26-TR: mcpflow's API (REST,
 //     the MCP endpoint with the 2025 and the 2026 client) inside this
@@ -30,14 +38,35 @@ import (
 //   - mcpflow-mcp-raw-TR: the same MCP endpoint and session called with one
 //     plain POST per call as REST is (no client library): mcp-raw / REST is
 //     the server side of the MCP path alone;
-//   - floor-TR: a bare net/http handler in front of a direct 2025 client,
-//     the cheapest hop one can build from the same parts;
-//   - floor-proc-TR: that handler as its own process (this executable with
-//     -serve-floor), the floor for mcpflow as users run it.
+//   - floor-TR: the bare hop inside this process (floor-proc − floor is
+//     what a separate process costs on this machine).
 func floorTargets(ctx context.Context, e *env) ([]target, error) {
-	if !e.o.floors {
-		return nil, nil
+	var ts []target
+	if e.o.floors {
+		var err error
+		if ts, err = inProcessFloors(ctx, e); err != nil {
+			return nil, err
+		}
 	}
+	if e.o.anySelected("floor-proc-") {
+		progress("starting the bare hop's process")
+		fp, err := startFloorProc(filepath.Join(e.dir, "floor"), e.upstream+"/mcp", e.demoBin)
+		if err != nil {
+			return nil, err
+		}
+		e.later(fp.stop)
+		ts = append(ts,
+			target{name: "floor-proc-http", call: e.post(fp.base+"/http", ""), proc: fp.proc, path: "bare net/http hop, own process → 2025-11-25"},
+			target{name: "floor-proc-stdio", call: e.post(fp.base+"/stdio", ""), proc: fp.proc, path: "bare net/http hop, own process → 2025-11-25"},
+			target{name: "floor-proc-http-default", call: e.post(fp.base+"/http-default", ""), proc: fp.proc, path: "bare net/http hop, own process → " + upNewest},
+			target{name: "floor-proc-stdio-default", call: e.post(fp.base+"/stdio-default", ""), proc: fp.proc, path: "bare net/http hop, own process → " + upNewest})
+	}
+	return ts, nil
+}
+
+// inProcessFloors are the -floors targets: mcpflow's API in this process
+// and the bare hop in this process.
+func inProcessFloors(ctx context.Context, e *env) ([]target, error) {
 	ts, err := inProcessTargets(ctx, e)
 	if err != nil {
 		return nil, err
@@ -58,20 +87,8 @@ func floorTargets(ctx context.Context, e *env) ([]target, error) {
 	go func() { _ = floorSrv.Serve(floorLn) }()
 	e.later(func() { _ = floorSrv.Close() })
 	floor := "http://" + floorLn.Addr().String()
-	ts = append(ts, target{name: "floor-http", call: e.post(floor+"/http", ""), path: "bare net/http hop, in process → 2025-11-25"},
-		target{name: "floor-stdio", call: e.post(floor+"/stdio", ""), path: "bare net/http hop, in process → 2025-11-25"})
-	if e.o.anySelected("floor-proc-") {
-		progress("starting the floor process")
-		fp, err := startFloorProc(filepath.Join(e.dir, "floor"), e.upstream+"/mcp", e.demoBin)
-		if err != nil {
-			return nil, err
-		}
-		e.later(fp.stop)
-		ts = append(ts,
-			target{name: "floor-proc-http", call: e.post(fp.base+"/http", ""), proc: fp.proc, path: "bare net/http hop, own process → 2025-11-25"},
-			target{name: "floor-proc-stdio", call: e.post(fp.base+"/stdio", ""), proc: fp.proc, path: "bare net/http hop, own process → 2025-11-25"})
-	}
-	return ts, nil
+	return append(ts, target{name: "floor-http", call: e.post(floor+"/http", ""), path: "bare net/http hop, in process → 2025-11-25"},
+		target{name: "floor-stdio", call: e.post(floor+"/stdio", ""), path: "bare net/http hop, in process → 2025-11-25"}), nil
 }
 
 // inProcessTargets runs mcpflow's store, runtime and API (REST and MCP

@@ -24,11 +24,14 @@
 //     REST API → the upstream as users run it / pinned to 2025-11-25
 //   - peer-TR: the pinned 2025 client → TBXark/mcp-proxy in its own process
 //     (-peer BIN; see peer) → the same demo server / its own stdio child
+//   - floor-proc-TR, floor-proc-TR-default: the bare hop, a net/http handler
+//     in front of the direct client as its own process, on 2025-11-25 and
+//     on the upstream's newest revision: the summary prints each figure's
+//     ratio with it in mcpflow's place
 //
 // With -floors the older floor targets run too: mcpflow's API inside this
-// process (mcpflow-*, mcpflow-mcp-*, mcpflow-mcp-raw-*, mcpflow-mcp26-*), a
-// bare net/http handler in front of the direct client (floor-*) and that
-// handler as its own process (floor-proc-*); see inprocess and floorproc.
+// process (mcpflow-*, mcpflow-mcp-*, mcpflow-mcp-raw-*, mcpflow-mcp26-*) and
+// the bare hop inside it (floor-*); see inprocess and floorproc.
 //
 // Every round runs every target, first with 1 caller, then with 16
 // (-callers: there only the targets the summary reads, unless -all-cells),
@@ -92,7 +95,7 @@ func main() {
 	flag.StringVar(&o.mcpflow, "mcpflow", "bin/mcpflow", "path of the mcpflow binary to run as its own process (mcpflow-proc-* targets; \"\" skips them)")
 	flag.StringVar(&o.peer, "peer", "", "path of a TBXark/mcp-proxy binary (peer-* targets; \"\" or a missing file: the summary's peer rows are not measured)")
 	flag.StringVar(&o.peerVersion, "peer-version", "", "the peer's build, for the report (make bench passes PEER_COMMIT)")
-	flag.BoolVar(&o.floors, "floors", false, "also run the floor targets: mcpflow's API inside this process (mcpflow-*), a bare net/http hop in this process (floor-*) and as its own process (floor-proc-*)")
+	flag.BoolVar(&o.floors, "floors", false, "also run the in-process floors: mcpflow's API inside this process (mcpflow-*) and the bare net/http hop in this process (floor-*); the bare hop as its own process (floor-proc-*) always runs")
 	flag.BoolVar(&o.allCells, "all-cells", false, "measure every target at every number of callers (default: every target at 1 caller, and at other numbers only the targets the summary reads there)")
 	flag.StringVar(&o.profileDir, "profile", "", "after the rounds, write a CPU profile of the separate mcpflow process under load on each mcpflow-proc-* target to this directory (needs $"+EnvPprofAddr+" support in mcpflow)")
 	flag.IntVar(&o.profileSeconds, "profile-seconds", 10, "length of each -profile profile")

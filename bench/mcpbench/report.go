@@ -68,6 +68,7 @@ func ratioPairs() [][2]string {
 		{"mcpflow-proc-TR", "mcpflow-proc-TR-25"},
 		// -floors
 		{"floor-TR", "direct-TR"}, {"floor-proc-TR", "direct-TR"}, {"floor-proc-TR", "floor-TR"},
+		{"floor-proc-TR-default", "direct-TR-default"}, {"floor-proc-TR-default", "peer-TR"}, {"floor-proc-TR", "peer-TR"},
 		{"mcpflow-proc-TR", "floor-proc-TR"}, {"mcpflow-proc-TR", "mcpflow-TR"},
 		{"mcpflow-mcp-TR", "mcpflow-TR"}, {"mcpflow-mcp-raw-TR", "mcpflow-TR"}, {"mcpflow-mcp26-TR", "mcpflow-mcp-TR"},
 	}

@@ -236,6 +236,13 @@ func TestHealthReadinessFeatures(t *testing.T) {
 	require.Equal(t, 503, status)
 	require.Equal(t, map[string]any{"database": "ok", "temporal": "unavailable"}, body["checks"])
 	require.NotContains(t, body, "refused", "internals stay in the log")
+
+	// HEAD answers as GET does, without a body.
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 503} {
+		w := httptest.NewRecorder()
+		b.srv.Handler().ServeHTTP(w, httptest.NewRequest("HEAD", path, nil))
+		require.Equal(t, want, w.Code, "HEAD %s", path)
+	}
 }
 
 func TestUnknownRouteAndRequestID(t *testing.T) {

@@ -126,8 +126,12 @@ func New(opts Options) *Server {
 		s.abort(c, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
 	})
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
+	// HEAD too: load balancers and uptime checkers probe with it (net/http
+	// sends the status and headers, not the body).
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		e.Handle(m, "/healthz", s.healthz)
+		e.Handle(m, "/readyz", s.readyz)
+	}
 	if opts.Metrics != nil {
 		e.GET("/metrics", gin.WrapH(opts.Metrics))
 	}

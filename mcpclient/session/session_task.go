@@ -132,6 +132,14 @@ func (s *Session) rawRequestID(ctx context.Context, id mcp.RequestId, method mcp
 		Method:  string(method),
 		Params:  params,
 	}
+	if p, ok := params.(mcp.CallToolParams); ok && !s.Modern() {
+		// Encoded here, so that the transport splices the bytes in.
+		b, err := encodeCallParams(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode the request: %w", err)
+		}
+		req.Params = json.RawMessage(b)
+	}
 	if s.Modern() {
 		caps := s.clientCaps
 		if r := relayFrom(ctx); r != nil && len(r.ClientCapabilities) > 0 && method == mcp.MethodToolsCall {
@@ -247,7 +255,13 @@ func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.C
 	default:
 		return nil, fmt.Errorf("mcpflow cannot send params of type %T", params)
 	}
-	body, err := json.Marshal(params)
+	var body []byte
+	var err error
+	if p, ok := params.(mcp.CallToolParams); ok {
+		body, err = encodeCallParams(p)
+	} else {
+		body, err = json.Marshal(params)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("encode the request: %w", err)
 	}

@@ -148,8 +148,10 @@ func (t *Transport) SendRequest(ctx context.Context, req transport.JSONRPCReques
 // encodeRequest is req as one line; params already encoded are spliced in.
 func encodeRequest(req transport.JSONRPCRequest, idJSON []byte) ([]byte, error) {
 	raw, ok := req.Params.(json.RawMessage)
-	if !ok || bytes.IndexByte(raw, '\n') >= 0 || !json.Valid(raw) {
-		// json.Marshal compacts params onto the one line.
+	if !ok || bytes.ContainsAny(raw, "\r\n") || !json.Valid(raw) {
+		// json.Marshal compacts params onto the one line (a CR too, which
+		// a reader with universal newlines, Python's or Node's readline,
+		// takes for a line's end).
 		b, err := json.Marshal(req)
 		return append(b, '\n'), err
 	}

@@ -1,12 +1,17 @@
 // Package jsonscan walks the members of a JSON object without decoding
 // it, for the fast paths that read a few members of a message and leave
 // everything else to encoding/json (mcpserver's request, session's
-// answer, streamhttp's envelope, route's path-hint test). The input must
-// be valid JSON (json.Valid): the walk does not check it, but on input cut
-// short it returns false rather than slicing past its end. Written here
-// because encoding/json has no way to visit an object's members without
-// decoding or tokenizing every value.
+// answer, the envelope of streamhttp's and stdiopipe's messages, route's
+// path-hint test). The input must be valid JSON (json.Valid): the walk
+// does not check it, but on input cut short it returns false rather than
+// slicing past its end. Written here because encoding/json has no way to
+// visit an object's members without decoding or tokenizing every value.
 package jsonscan
+
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Members calls f with each member of the object at body[i] ('{'): its
 // plain name and its value's bounds; false when a name is not plain, the
@@ -106,4 +111,59 @@ func SkipValue(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// Envelope holds sub-slices of a JSON-RPC message's top-level members,
+// nil for a member absent (the last one when a name repeats, as
+// encoding/json keeps).
+type Envelope struct{ ID, Method, Result, Error []byte }
+
+// envelopeNames are the members ScanEnvelope reads.
+var envelopeNames = [...]string{"id", "method", "result", "error"}
+
+// ScanEnvelope finds the members of b, valid JSON. False for a
+// non-object, a member name that is not plain, or a name encoding/json
+// would match to one of the four in another case ("ID"): the caller
+// leaves those to encoding/json, so that both read the same.
+func ScanEnvelope(b []byte) (env Envelope, ok bool) {
+	i := SkipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return env, false
+	}
+	ok = Members(b, i, func(key []byte, v, end int) bool {
+		switch string(key) {
+		case "id":
+			env.ID = b[v:end]
+		case "method":
+			env.Method = b[v:end]
+		case "result":
+			env.Result = b[v:end]
+		case "error":
+			env.Error = b[v:end]
+		default:
+			for _, n := range envelopeNames {
+				if len(key) == len(n) && strings.EqualFold(string(key), n) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	return env, ok
+}
+
+// StringValue is what encoding/json decodes a member's value (valid
+// JSON, nil when absent) into a string: "" for absent or null, the text
+// of a string without escapes as it is, anything else through
+// encoding/json (its error for a value that is not a string).
+func StringValue(v []byte) (string, error) {
+	if len(v) == 0 || string(v) == "null" {
+		return "", nil
+	}
+	if v[0] == '"' && Plain(v[1:len(v)-1]) {
+		return string(v[1 : len(v)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
 }

@@ -74,3 +74,25 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// ScanEnvelope leaves to encoding/json the messages it would read
+// differently: a member name in another case, escaped or not ASCII.
+func TestScanEnvelopeFallsBack(t *testing.T) {
+	env, ok := ScanEnvelope([]byte(` {"jsonrpc":"2.0","id":7,"method":"m","result":{"a":[1]},"error":null,"params":{}} `))
+	if !ok || string(env.ID) != "7" || string(env.Method) != `"m"` || string(env.Result) != `{"a":[1]}` || string(env.Error) != "null" {
+		t.Fatalf("got %q %v", env, ok)
+	}
+	for _, msg := range []string{`{"ID":1}`, `{"Method":"x"}`, `{"RESULT":1}`, `{"erroR":1}`, `{"i\u0064":1}`, `{"reſult":1}`, `[]`, `1`} {
+		if _, ok := ScanEnvelope([]byte(msg)); ok {
+			t.Errorf("%s: scanned, but encoding/json reads it otherwise", msg)
+		}
+	}
+	for v, want := range map[string]string{``: "", `null`: "", `"a/b"`: "a/b", `"t\u00e9"`: "té", "\"a\xffb\"": "a\ufffdb"} {
+		if got, err := StringValue([]byte(v)); err != nil || got != want {
+			t.Errorf("StringValue(%q) = %q, %v; want %q", v, got, err, want)
+		}
+	}
+	if _, err := StringValue([]byte(`5`)); err == nil {
+		t.Error("StringValue(5): no error")
+	}
+}

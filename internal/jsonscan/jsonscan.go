@@ -1,8 +1,8 @@
 // Package jsonscan walks the members of a JSON object without decoding
 // it, for the fast paths that read a few members of a message and leave
 // everything else to encoding/json (mcpserver's request, session's
-// answer, the envelope of streamhttp's and stdiopipe's messages, route's
-// path-hint test). The input must be valid JSON (json.Valid): the walk
+// answer, the envelope of streamhttp's and stdiopipe's messages, the
+// runtime's read of a tool's result, route's path-hint test). The input must be valid JSON (json.Valid): the walk
 // does not check it, but on input cut short it returns false rather than
 // slicing past its end. Written here because encoding/json has no way to
 // visit an object's members without decoding or tokenizing every value.
@@ -166,4 +166,25 @@ func StringValue(v []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(v, &s)
 	return s, err
+}
+
+// Elements calls f with the bounds of each element of the array at body[i]
+// ('['); false when the array ends before its last element or f says so.
+func Elements(body []byte, i int, f func(v, end int) bool) bool {
+	i = SkipWS(body, i+1)
+	if i < len(body) && body[i] == ']' {
+		return true
+	}
+	for i < len(body) {
+		end := SkipValue(body, i)
+		if end == i || !f(i, end) {
+			return false
+		}
+		i = SkipWS(body, end)
+		if i >= len(body) || body[i] != ',' {
+			return i < len(body) && body[i] == ']'
+		}
+		i = SkipWS(body, i+1)
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -94,5 +95,26 @@ func TestScanEnvelopeFallsBack(t *testing.T) {
 	}
 	if _, err := StringValue([]byte(`5`)); err == nil {
 		t.Error("StringValue(5): no error")
+	}
+}
+
+// Elements visits an array's elements with their bounds, and says false
+// for an array cut short.
+func TestElements(t *testing.T) {
+	body := []byte(` [ 1 , {"a":"]"} ,"x", [2,[3]] ] `)
+	var got []string
+	if !Elements(body, 1, func(v, end int) bool { got = append(got, string(body[v:end])); return true }) {
+		t.Fatal("false for a whole array")
+	}
+	if want := []string{`1`, `{"a":"]"}`, `"x"`, `[2,[3]]`}; !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if !Elements([]byte(`[ ]`), 0, func(int, int) bool { t.Fatal("an element in []"); return true }) {
+		t.Fatal("false for []")
+	}
+	for _, cut := range []string{`[1,`, `[1`, `[{"a":1}`, `[`} {
+		if Elements([]byte(cut), 0, func(int, int) bool { return true }) {
+			t.Errorf("%s: true for an array cut short", cut)
+		}
 	}
 }

@@ -6,10 +6,14 @@
 // does not check it, but on input cut short it returns false rather than
 // slicing past its end. Written here because encoding/json has no way to
 // visit an object's members without decoding or tokenizing every value.
+// AppendString and AppendID write the few values those paths encode (a
+// method, a tool's name, a request id) as json.Marshal does, without its
+// reflection, for the transports and the session that splice requests.
 package jsonscan
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -187,4 +191,38 @@ func Elements(body []byte, i int, f func(v, end int) bool) bool {
 		i = SkipWS(body, i+1)
 	}
 	return false
+}
+
+// AppendString appends s as json.Marshal writes it: quoted as it is when
+// it is printable ASCII needing no escape (HTML's <, > and & included).
+func AppendString(b []byte, s string) []byte {
+	plain := !strings.ContainsAny(s, `"\\<>&`)
+	for i := 0; plain && i < len(s); i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f
+	}
+	if plain {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	enc, _ := json.Marshal(s) // a string always encodes
+	return append(b, enc...)
+}
+
+// AppendID appends a JSON-RPC id's value (mcp.RequestId's Value) as
+// json.Marshal writes it: null, an integer or a string directly, anything
+// else through json.Marshal.
+func AppendID(b []byte, id any) ([]byte, error) {
+	switch v := id.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	case string:
+		return AppendString(b, v), nil
+	}
+	enc, err := json.Marshal(id)
+	return append(b, enc...), err
 }

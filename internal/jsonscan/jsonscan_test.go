@@ -118,3 +118,30 @@ func TestElements(t *testing.T) {
 		}
 	}
 }
+
+// AppendString and AppendID write what json.Marshal writes.
+func TestAppendMatchesMarshal(t *testing.T) {
+	for _, s := range []string{"", "tools/call", "mcpflow-12", `a"b`, `a\b`, "<&>", "é", "a\x00b", "a\xffb", "\u2028"} {
+		checkAppend(t, s)
+	}
+	for _, id := range []any{nil, int64(-7), 12, "x-1", 1.5, true} {
+		got, err := AppendID([]byte("p"), id)
+		want, wantErr := json.Marshal(id)
+		if err != nil || wantErr != nil || string(got) != "p"+string(want) {
+			t.Errorf("AppendID(%v) = %s, %v; json.Marshal %s, %v", id, got, err, want, wantErr)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	f.Add("tools/call")
+	f.Add("a<b\"\\\x01é")
+	f.Fuzz(checkAppend)
+}
+
+func checkAppend(t *testing.T, s string) {
+	want, _ := json.Marshal(s)
+	if got := AppendString([]byte("p"), s); string(got) != "p"+string(want) {
+		t.Fatalf("AppendString(%q) = %s, json.Marshal %s", s, got[1:], want)
+	}
+}

@@ -869,11 +869,11 @@ func callParams(ctx context.Context, name string, args any, meta map[string]any)
 // (mcp-go's MarshalJSON reflects over the struct and compacts the
 // arguments twice, about 10 µs a call in serve's profile). Anything else
 // goes to json.Marshal. The arguments keep their spacing, which the
-// stdio transport compacts when it must (a newline) and HTTP carries.
+// stdio transport compacts when it must (a line break) and HTTP carries.
 func encodeCallParams(p mcp.CallToolParams) ([]byte, error) {
 	args, ok := p.Arguments.(json.RawMessage)
 	if !ok || len(args) == 0 || len(p.RawArguments) > 0 || p.Task != nil || p.RequestState != "" || len(p.InputResponses) > 0 ||
-		!plainName(p.Name) || !json.Valid(args) {
+		!json.Valid(args) {
 		return json.Marshal(p)
 	}
 	var meta []byte
@@ -884,28 +884,15 @@ func encodeCallParams(p mcp.CallToolParams) ([]byte, error) {
 		}
 	}
 	b := make([]byte, 0, len(`{"name":"","arguments":,"_meta":}`)+len(p.Name)+len(args)+len(meta))
-	b = append(b, `{"name":"`...)
-	b = append(b, p.Name...)
-	b = append(b, `","arguments":`...)
+	b = append(b, `{"name":`...)
+	b = jsonscan.AppendString(b, p.Name)
+	b = append(b, `,"arguments":`...)
 	b = append(b, args...)
 	if meta != nil {
 		b = append(b, `,"_meta":`...)
 		b = append(b, meta...)
 	}
 	return append(b, '}'), nil
-}
-
-// plainName reports whether json.Marshal writes name as it is between
-// quotes: printable ASCII without '"', '\' or the characters it escapes
-// for HTML.
-func plainName(name string) bool {
-	for i := 0; i < len(name); i++ {
-		switch c := name[i]; {
-		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
-			return false
-		}
-	}
-	return true
 }
 
 // Close ends the session (idempotent). A stdio server gets its stdin

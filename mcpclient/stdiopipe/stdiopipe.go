@@ -106,7 +106,7 @@ func (t *Transport) SendRequest(ctx context.Context, req transport.JSONRPCReques
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	idJSON, err := json.Marshal(req.ID)
+	idJSON, err := jsonscan.AppendID(nil, req.ID.Value())
 	if err != nil {
 		return nil, fmt.Errorf("failed to marshal request: %w", err)
 	}
@@ -157,15 +157,11 @@ func encodeRequest(req transport.JSONRPCRequest, idJSON []byte) ([]byte, error) 
 		b, err := json.Marshal(req)
 		return append(b, '\n'), err
 	}
-	method, err := json.Marshal(req.Method)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":,"params":}`)+len(idJSON)+len(method)+len(raw)+1)
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":"","params":}`)+len(idJSON)+len(req.Method)+len(raw)+1)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, idJSON...)
 	b = append(b, `,"method":`...)
-	b = append(b, method...)
+	b = jsonscan.AppendString(b, req.Method)
 	b = append(b, `,"params":`...)
 	b = append(b, raw...)
 	return append(b, '}', '\n'), nil

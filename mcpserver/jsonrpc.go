@@ -335,8 +335,14 @@ func encodeResponse(r response) ([]byte, error) {
 			return json.Marshal(r)
 		}
 	case modernCallResult:
-		meta, err := json.Marshal(v.Meta)
-		if err != nil || v.ResultType != resultComplete {
+		meta, ok := v.Meta.(json.RawMessage)
+		if !ok || !json.Valid(meta) {
+			var err error
+			if meta, err = json.Marshal(v.Meta); err != nil {
+				return json.Marshal(r)
+			}
+		}
+		if v.ResultType != resultComplete {
 			return json.Marshal(r)
 		}
 		res = v.callToolResult

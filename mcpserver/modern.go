@@ -203,6 +203,9 @@ func (s *Server) modern(w http.ResponseWriter, r *http.Request, req *mcpflow.MCP
 func (s *Server) modernResult(v any) any {
 	if r, ok := v.(callToolResult); ok {
 		// A tool's result (the common answer), stamped without re-encoding.
+		if len(r.Meta) == 0 && s.infoMeta != nil {
+			return modernCallResult{callToolResult: r, ResultType: resultComplete, Meta: s.infoMeta()}
+		}
 		meta := make(map[string]any, len(r.Meta)+1)
 		for k, x := range r.Meta {
 			meta[k] = x
@@ -235,8 +238,8 @@ func (s *Server) modernResult(v any) any {
 // hides the embedded result's.
 type modernCallResult struct {
 	callToolResult
-	ResultType string         `json:"resultType"`
-	Meta       map[string]any `json:"_meta"`
+	ResultType string `json:"resultType"`
+	Meta       any    `json:"_meta"` // a map, or the server's identity encoded (infoMeta)
 }
 
 // discover answers server/discover: the revisions served, the capabilities

@@ -97,6 +97,10 @@ type Server struct {
 	pruneMu   sync.Mutex
 	lastPrune time.Time
 	bg        sync.WaitGroup
+
+	// infoMeta is the _meta of a 2026-07-28 tool result with none of its
+	// own (the server's identity), encoded once.
+	infoMeta func() json.RawMessage
 }
 
 // New builds the MCP endpoint.
@@ -128,6 +132,10 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: opts.Logger, now: opts.Now, streams: map[string]*openStream{},
 		stopping: make(chan struct{})}
 	s.watch = newWatch(opts.Events)
+	s.infoMeta = sync.OnceValue(func() json.RawMessage {
+		b, _ := json.Marshal(map[string]any{metaServerInfo: mcp.Implementation{Name: serverName, Version: opts.Version}})
+		return b
+	})
 	return s
 }
 

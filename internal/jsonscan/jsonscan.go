@@ -118,39 +118,46 @@ func SkipValue(b []byte, i int) int {
 }
 
 // Envelope holds sub-slices of a JSON-RPC message's top-level members,
-// nil for a member absent (the last one when a name repeats, as
-// encoding/json keeps).
+// nil for a member absent.
 type Envelope struct{ ID, Method, Result, Error []byte }
 
 // envelopeNames are the members ScanEnvelope reads.
 var envelopeNames = [...]string{"id", "method", "result", "error"}
 
 // ScanEnvelope finds the members of b, valid JSON. False for a
-// non-object, a member name that is not plain, or a name encoding/json
-// would match to one of the four in another case ("ID"): the caller
-// leaves those to encoding/json, so that both read the same.
+// non-object, a member name that is not plain, one of the four named
+// twice (encoding/json decodes each in turn: a type error in the first
+// fails the message, two errors merge), or a name encoding/json would
+// match to one of the four in another case ("ID"): the caller leaves
+// those to encoding/json, so that both read the same.
 func ScanEnvelope(b []byte) (env Envelope, ok bool) {
 	i := SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return env, false
 	}
 	ok = Members(b, i, func(key []byte, v, end int) bool {
+		var at *[]byte
 		switch string(key) {
 		case "id":
-			env.ID = b[v:end]
+			at = &env.ID
 		case "method":
-			env.Method = b[v:end]
+			at = &env.Method
 		case "result":
-			env.Result = b[v:end]
+			at = &env.Result
 		case "error":
-			env.Error = b[v:end]
+			at = &env.Error
 		default:
 			for _, n := range envelopeNames {
 				if len(key) == len(n) && strings.EqualFold(string(key), n) {
 					return false
 				}
 			}
+			return true
 		}
+		if *at != nil {
+			return false
+		}
+		*at = b[v:end]
 		return true
 	})
 	return env, ok

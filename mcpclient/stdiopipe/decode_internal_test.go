@@ -19,6 +19,8 @@ var incomingSeeds = []string{
 	`{"jsonrpc":"2.0","i\u0064":1,"result":{"a":1}}`,
 	`{"jsonrpc":"2.0","ID":1,"Result":{"a":1}}`,
 	`{"id":1,"result":{"a":1},"result":{"b":2}}`,
+	`{"jsonrpc":"2.0","id":1,"method":5,"method":null,"result":{"content":[]}}`,
+	`{"id":1,"error":{"code":1},"error":{"message":"m"}}`,
 	`{"jsonrpc":"2.0","id":1,"reſult":{"a":1}}`,
 	`{"id":1,"method":5}`,
 	`{"id":1,"method":null,"result":true}`,

@@ -23,7 +23,9 @@ func TestDecodeMessageMatchesEncodingJSON(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"t\u00e9st","result":1}`,
 		`{"jsonrpc":"2.0","i\u0064":1,"result":{"a":1}}`,
 		`{"id":1,"result":{"a":1},"result":{"b":2}}`,
-		`{"jsonrpc":"2.0","id":1,"reſult":{"a":1}}`, // encoding/json folds ſ to s
+		`{"jsonrpc":"2.0","id":1,"method":5,"method":null,"result":{}}`, // the first method's type error fails the message
+		`{"id":1,"error":{"code":1},"error":{"message":"m"}}`,           // the two errors merge
+		`{"jsonrpc":"2.0","id":1,"reſult":{"a":1}}`,                     // encoding/json folds ſ to s
 		`{}`,
 		`[]`,
 		`{"id":1,"method":5}`,

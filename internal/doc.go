@@ -4,9 +4,10 @@
 //   - product helpers: the bounded LRU map the token caches of oidcauth
 //     and mcpclient share (internal/lru), and the metric attribute-set
 //     cache api and mcpclient share (internal/attrset; the adapters do not
-//     import each other), and the walk over a JSON object's members the
-//     fast paths of mcpserver, mcpclient/session, route and streamhttp
-//     share (internal/jsonscan);
+//     import each other), and the walk over a JSON object's members and
+//     the string and id appenders the fast paths of mcpserver, mcpclient,
+//     its session, route, streamhttp and stdiopipe share
+//     (internal/jsonscan);
 //   - internal/testsupport: what tests and make dev run, never the product:
 //     the test environment (testenv: temporary SQLite, PostgreSQL from
 //     TEST_DATABASE_URL, the Temporal dev server from the locally built

@@ -7,8 +7,9 @@
 // decodes it twice (a probe, then the full type) and formats every id as a
 // map key; on the development VM that is 49 µs of CPU per call against 36
 // for the same exchange decoded once. Here a line is read into the reader's
-// buffer, decoded once with the result kept raw, and matched to its request
-// by the id's JSON text.
+// buffer, read once by a scan of its members (internal/jsonscan; what the
+// scan would read otherwise goes to encoding/json) with the result kept
+// raw, and matched to its request by the id's JSON text.
 //
 // It keeps what mcpflow's stdio sessions used of mcp-go's transport:
 // requests, notifications, server requests answered by the request handler
@@ -18,8 +19,9 @@
 // closing the server's stdin. The process itself (start, stderr, reaping)
 // is the session's.
 //
-// It imports mcp-go and the standard library only; it must not import any
-// mcpflow package.
+// It imports mcp-go, internal/jsonscan (the walk over a message's members
+// and the id and string appenders) and the standard library only; it must
+// not import any other mcpflow package.
 package stdiopipe
 
 import (

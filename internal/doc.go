@@ -13,8 +13,8 @@
 //     TEST_DATABASE_URL, the Temporal dev server from the locally built
 //     CLI, the Node SDK clients and servers of internal/testdata/npm), the
 //     demo MCP server (demomcp, with its binary cmd/demo-mcp that make dev
-//     starts), a native MCP Tasks server (tasksrv) and an OpenID provider
-//     (testidp).
+//     starts), a native MCP Tasks server (tasksrv), an OpenID provider
+//     (testidp) and the check the JSON fast paths' tests share (jsontest).
 //
 // The benchmarks and their child-process helpers are apart, under bench/.
 // Nothing outside this module may import internal/, and no production

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow/internal/testsupport/jsontest"
 )
 
 // encodeResponse says what json.Marshal says of the same response: the
@@ -32,11 +34,7 @@ func TestEncodeResponse(t *testing.T) {
 		want, wantErr := json.Marshal(r)
 		got, err := encodeResponse(r)
 		require.NoError(t, wantErr)
-		require.NoError(t, err)
-		var w, g any
-		require.NoError(t, json.Unmarshal(want, &w))
-		require.NoError(t, json.Unmarshal(got, &g), "ours: %s", got)
-		require.Equal(t, w, g, "json.Marshal %s\nours         %s", want, got)
+		jsontest.SameAsMarshal(t, want, wantErr, got, err)
 	}
 	got, err := encodeResponse(newResponse(json.RawMessage(`3`), callToolResult{
 		Content:           []json.RawMessage{json.RawMessage(`{"type":"text","text":"a"}`), json.RawMessage(`{"type":"text","text":"b"}`)},
@@ -71,24 +69,7 @@ func FuzzEncodeResponse(f *testing.F) {
 		r := newResponse(id, res, nil)
 		want, wantErr := json.Marshal(r)
 		got, err := encodeResponse(r)
-		if (wantErr == nil) != (err == nil) {
-			t.Fatalf("json.Marshal error %v, ours %v", wantErr, err)
-		}
-		if err != nil {
-			return
-		}
-		var w, g any
-		if err := json.Unmarshal(want, &w); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(got, &g); err != nil {
-			t.Fatalf("ours is not JSON: %q", got)
-		}
-		wb, _ := json.Marshal(w)
-		gb, _ := json.Marshal(g)
-		if string(wb) != string(gb) {
-			t.Fatalf("json.Marshal %s, ours %s", want, got)
-		}
+		jsontest.SameAsMarshal(t, want, wantErr, got, err)
 	})
 }
 

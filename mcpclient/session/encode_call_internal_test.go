@@ -6,6 +6,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcpflow/mcpflow/internal/testsupport/jsontest"
 )
 
 // encodeCallParams says what json.Marshal says of the same params: the
@@ -27,11 +29,7 @@ func TestEncodeCallParams(t *testing.T) {
 	} {
 		want, wantErr := json.Marshal(p)
 		got, err := encodeCallParams(p)
-		require.Equal(t, wantErr == nil, err == nil, "%+v: json.Marshal error %v, ours %v", p, wantErr, err)
-		var w, g any
-		require.NoError(t, json.Unmarshal(want, &w))
-		require.NoError(t, json.Unmarshal(got, &g), "ours: %s", got)
-		require.Equal(t, w, g, "%+v:\njson.Marshal %s\nours         %s", p, want, got)
+		jsontest.SameAsMarshal(t, want, wantErr, got, err)
 	}
 	got, err := encodeCallParams(mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"hello"}`), Meta: meta})
 	require.NoError(t, err)
@@ -53,24 +51,7 @@ func FuzzEncodeCallParams(f *testing.F) {
 		}
 		want, wantErr := json.Marshal(p)
 		got, err := encodeCallParams(p)
-		if (wantErr == nil) != (err == nil) {
-			t.Fatalf("json.Marshal error %v, ours %v", wantErr, err)
-		}
-		if err != nil {
-			return
-		}
-		var w, g any
-		if err := json.Unmarshal(want, &w); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(got, &g); err != nil {
-			t.Fatalf("ours is not JSON: %q", got)
-		}
-		wb, _ := json.Marshal(w)
-		gb, _ := json.Marshal(g)
-		if string(wb) != string(gb) {
-			t.Fatalf("json.Marshal %s, ours %s", want, got)
-		}
+		jsontest.SameAsMarshal(t, want, wantErr, got, err)
 	})
 }
 

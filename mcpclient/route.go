@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -153,8 +152,7 @@ func decodeResult(raw json.RawMessage) (resultParts, error) {
 				return false
 			}
 		default:
-			return !strings.EqualFold(string(key), "content") && !strings.EqualFold(string(key), "structuredContent") &&
-				!strings.EqualFold(string(key), "isError")
+			return !jsonscan.FoldsTo(key, "content", "structuredContent", "isError")
 		}
 		return true
 	}) {

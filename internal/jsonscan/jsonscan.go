@@ -121,9 +121,6 @@ func SkipValue(b []byte, i int) int {
 // nil for a member absent.
 type Envelope struct{ ID, Method, Result, Error []byte }
 
-// envelopeNames are the members ScanEnvelope reads.
-var envelopeNames = [...]string{"id", "method", "result", "error"}
-
 // ScanEnvelope finds the members of b, valid JSON. False for a
 // non-object, a member name that is not plain, one of the four named
 // twice (encoding/json decodes each in turn: a type error in the first
@@ -147,12 +144,7 @@ func ScanEnvelope(b []byte) (env Envelope, ok bool) {
 		case "error":
 			at = &env.Error
 		default:
-			for _, n := range envelopeNames {
-				if len(key) == len(n) && strings.EqualFold(string(key), n) {
-					return false
-				}
-			}
-			return true
+			return !FoldsTo(key, "id", "method", "result", "error")
 		}
 		if *at != nil {
 			return false
@@ -232,4 +224,15 @@ func AppendID(b []byte, id any) ([]byte, error) {
 	}
 	enc, err := json.Marshal(id)
 	return append(b, enc...), err
+}
+
+// FoldsTo reports whether encoding/json would match a member named key
+// (plain, not one of names) to one of names: the same name in another case.
+func FoldsTo(key []byte, names ...string) bool {
+	for _, n := range names {
+		if len(key) == len(n) && strings.EqualFold(string(key), n) {
+			return true
+		}
+	}
+	return false
 }

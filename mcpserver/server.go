@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // Header names of the streamable HTTP transport.
@@ -221,7 +222,7 @@ func (s *Server) readMessage(w http.ResponseWriter, r *http.Request, req *mcpflo
 		writeHTTPError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "request body could not be read")
 		return nil, false
 	}
-	body = bytes.TrimSpace(body)
+	body = jsonscan.TrimWS(body) // JSON's whitespace only: a body with another space around it is not JSON
 	if len(body) > 0 && body[0] == '[' {
 		writeHTTPError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "JSON-RPC batches are not supported: send one message per request")
 		return nil, false

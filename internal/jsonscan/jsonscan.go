@@ -63,13 +63,29 @@ func Plain(s []byte) bool {
 	return true
 }
 
-// SkipWS returns the index of the first non-space byte from i.
+// TrimWS returns b without the JSON whitespace (space, tab, LF, CR) at
+// its ends. bytes.TrimSpace would also take Unicode spaces (U+00A0,
+// U+2028, \v, …), which JSON does not allow there: a message with one
+// around it is not JSON, and encoding/json rejects it.
+func TrimWS(b []byte) []byte {
+	b = b[SkipWS(b, 0):]
+	n := len(b)
+	for n > 0 && isWS(b[n-1]) {
+		n--
+	}
+	return b[:n]
+}
+
+// SkipWS returns the index of the first byte from i that is not JSON
+// whitespace (space, tab, LF, CR).
 func SkipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+	for i < len(b) && isWS(b[i]) {
 		i++
 	}
 	return i
 }
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // SkipString returns the index after the string literal at b[i] ('"').
 func SkipString(b []byte, i int) int {

@@ -145,3 +145,26 @@ func checkAppend(t *testing.T, s string) {
 		t.Fatalf("AppendString(%q) = %s, json.Marshal %s", s, got[1:], want)
 	}
 }
+
+// TrimWS takes JSON's whitespace (space, tab, LF, CR) off both ends and
+// nothing else: a Unicode space stays, so the message around it stays
+// what encoding/json rejects.
+func TestTrimWS(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                     "",
+		" \t\r\n":              "",
+		" \t{\"a\": 1}\r\n ":   "{\"a\": 1}",
+		"{} ":                  "{}",
+		"\u00a0{}":             "\u00a0{}",
+		"{}\u2028":             "{}\u2028",
+		"\v{}\f":               "\v{}\f",
+		"\n\u3000 {} \u0085\n": "\u3000 {} \u0085",
+	} {
+		if got := string(TrimWS([]byte(in))); got != want {
+			t.Errorf("TrimWS(%q) = %q, want %q", in, got, want)
+		}
+		if json.Valid([]byte(in)) != json.Valid(TrimWS([]byte(in))) && in != "" && want != "" {
+			t.Errorf("TrimWS(%q) changed whether it is JSON", in)
+		}
+	}
+}

@@ -241,7 +241,7 @@ func (t *Transport) read() {
 			line, long = append(long, line...), nil
 		}
 		if err != nil {
-			if len(bytes.TrimSpace(line)) > 0 && errors.Is(err, io.EOF) {
+			if len(jsonscan.TrimWS(line)) > 0 && errors.Is(err, io.EOF) {
 				t.dispatch(line) // a last line without its newline
 			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, fs.ErrClosed) {
@@ -289,7 +289,7 @@ func decodeIncoming(line []byte) (incoming, error) {
 // notification or a server request to its handler; anything else is
 // skipped, as mcp-go's transport does.
 func (t *Transport) dispatch(line []byte) {
-	line = bytes.TrimSpace(line)
+	line = jsonscan.TrimWS(line) // JSON's whitespace only: a line with another space around it is not JSON
 	if len(line) == 0 {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcpflow/mcpflow"
+	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
 // Native MCP Tasks requests (2025-11-25) go out as raw JSON-RPC rather
@@ -303,16 +305,25 @@ func (s *Session) withEnvelope(params any, caps map[string]any, relay *mcpflow.C
 
 // withoutRoots returns a caller's capabilities without roots, as a stdio
 // server is given them: it runs on this host, where the caller's roots
-// would name this host's files (see clientOptions).
+// would name this host's files (see clientOptions). Every member a server
+// decoding with encoding/json would read as roots goes: "Roots", an
+// escaped name, a name with a Unicode fold of a letter ("rootſ").
 func withoutRoots(caps json.RawMessage) json.RawMessage {
-	if !bytes.Contains(caps, []byte(`"roots"`)) {
-		return caps
+	i := jsonscan.SkipWS(caps, 0)
+	if i < len(caps) && caps[i] == '{' && jsonscan.Members(caps, i, func(key []byte, _, _ int) bool {
+		return !jsonscan.FoldsTo(key, "roots")
+	}) {
+		return caps // every name plain, none roots in any case
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(caps, &m) != nil {
 		return json.RawMessage(`{}`)
 	}
-	delete(m, "roots")
+	for k := range m {
+		if strings.EqualFold(k, "roots") {
+			delete(m, k)
+		}
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return json.RawMessage(`{}`)

@@ -8,7 +8,9 @@ import (
 	"github.com/mcpflow/mcpflow/internal/jsonscan"
 )
 
-// encodeRequest encodes r in one pass, json.RawMessage params as they are.
+// encodeRequest encodes r in one pass, json.RawMessage params as they are
+// once checked valid (json.Marshal's error otherwise: bytes spliced
+// unchecked could end the params early and add members of their own).
 func encodeRequest(r transport.JSONRPCRequest) ([]byte, error) {
 	var params []byte
 	switch p := r.Params.(type) {
@@ -17,6 +19,8 @@ func encodeRequest(r transport.JSONRPCRequest) ([]byte, error) {
 		params = p
 		if params == nil {
 			params = []byte("null")
+		} else if !json.Valid(params) {
+			return json.Marshal(r)
 		}
 	default:
 		var err error

@@ -9,6 +9,8 @@
 // AppendString and AppendID write the few values those paths encode (a
 // method, a tool's name, a request id) as json.Marshal does, without its
 // reflection, for the transports and the session that splice requests.
+// TrimWS takes JSON's whitespace, and no other space, from around a
+// message where the stdio transport and the MCP edge read one.
 package jsonscan
 
 import (

@@ -277,6 +277,14 @@ func TestMCPEndpointHTTP(t *testing.T) {
 		a = doRPC(t, base, "POST", rpc{path: "/mcp/threads/b1", token: testUserToken, session: sid, body: `{nope`})
 		require.Equal(t, 400, a.status)
 		require.EqualValues(t, mcp.PARSE_ERROR, a.errorCode())
+		// JSON's whitespace around a message is JSON; a Unicode space is not.
+		a = doRPC(t, base, "POST", rpc{path: "/mcp/threads/b1", token: testUserToken, session: sid, body: " \t\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n "})
+		require.Equal(t, 200, a.status, a.raw)
+		for _, space := range []string{"\u00a0", "\u2028", "\v"} {
+			a = doRPC(t, base, "POST", rpc{path: "/mcp/threads/b1", token: testUserToken, session: sid, body: space + `{"jsonrpc":"2.0","id":1,"method":"ping"}`})
+			require.Equal(t, 400, a.status, "%q before the message", space)
+			require.EqualValues(t, mcp.PARSE_ERROR, a.errorCode())
+		}
 		a = doRPC(t, base, "POST", rpc{path: "/mcp/threads/b1", token: testUserToken, session: sid, body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, headers: map[string]string{"Content-Type": "text/plain"}})
 		require.Equal(t, 415, a.status)
 		a = doRPC(t, base, "POST", rpc{path: "/mcp/threads/b1", token: testUserToken, session: sid, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo_echo","arguments":{"message":"` + strings.Repeat("x", 5000) + `"}}}`})

@@ -1,11 +1,13 @@
 // Package jsonscan walks the members of a JSON object without decoding
 // it, for the fast paths that read a few members of a message and leave
-// everything else to encoding/json (mcpserver's request, session's
-// answer, the envelope of streamhttp's and stdiopipe's messages, the
-// runtime's read of a tool's result, route's path-hint test). The input must be valid JSON (json.Valid): the walk
-// does not check it, but on input cut short it returns false rather than
-// slicing past its end. Written here because encoding/json has no way to
-// visit an object's members without decoding or tokenizing every value.
+// everything else to encoding/json (mcpserver's request, session's answer
+// and the capabilities it relays to a stdio server, the envelope of
+// streamhttp's and stdiopipe's messages, the runtime's read of a tool's
+// result, route's path-hint test). The input must be valid JSON
+// (json.Valid): the walk does not check it, but on input cut short it
+// returns false rather than slicing past its end. Written here because
+// encoding/json has no way to visit an object's members without decoding
+// or tokenizing every value.
 // AppendString and AppendID write the few values those paths encode (a
 // method, a tool's name, a request id) as json.Marshal does, without its
 // reflection, for the transports and the session that splice requests.
@@ -245,7 +247,9 @@ func AppendID(b []byte, id any) ([]byte, error) {
 }
 
 // FoldsTo reports whether encoding/json would match a member named key
-// (plain, not one of names) to one of names: the same name in another case.
+// to one of names: the same name, in any case. key must be plain (Plain):
+// a non-ASCII name can fold to an ASCII one of another length ("ſ" is
+// "s"), which this does not see.
 func FoldsTo(key []byte, names ...string) bool {
 	for _, n := range names {
 		if len(key) == len(n) && strings.EqualFold(string(key), n) {
